@@ -1,0 +1,50 @@
+# Thin wrapper: the logic lives in scripts/ and in Go.
+SHELL := /bin/bash
+export PATH := $(CURDIR)/bin:$(PATH)
+export TF_CLI_CONFIG_FILE := $(CURDIR)/build/terraformrc
+PROVIDER_VERSION ?= 0.1.0
+export PROVIDER_VERSION
+GO_TEST_FLAGS ?= -count=1 -timeout 40m
+
+.PHONY: all deps build provider lockagent test test-unit bench demo down docs fmt vet clean
+
+all: build
+
+deps: ## install redis-server (apt-get) and terraform (PATH, or go install v1.5.7 into ./bin)
+	@scripts/deps.sh
+
+build: provider lockagent
+
+provider: ## build the provider and install it into the local filesystem mirror
+	@scripts/install-provider.sh
+
+lockagent:
+	go build -o bin/lockagent ./lockagent/cmd/lockagent
+
+test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest
+	TF_ACC=1 go test $(GO_TEST_FLAGS) ./...
+
+test-unit: ## library and harness tests only (no terraform)
+	go test $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
+
+bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
+	go run ./lockagent/cmd/lockagent bench --spawn 5
+
+demo: deps build ## the main job: five masters from examples/local-five, validated
+	@scripts/demo.sh
+
+down: ## destroy what `make demo` created
+	@scripts/down.sh
+
+docs: ## regenerate docs/ from the provider schema
+	go run github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs generate --provider-dir provider --rendered-provider-name redlock --provider-name redlock -rendered-website-dir ../docs
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+	terraform fmt -recursive modules examples
+
+vet:
+	go vet ./...
+
+clean:
+	rm -rf build bin/lockagent

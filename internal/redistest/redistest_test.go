@@ -1,0 +1,84 @@
+package redistest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+func TestHarnessMastersAreSafeAndFaultable(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, redistest.Options{Masters: 3})
+	ctx := context.Background()
+	m := c.Masters[0]
+
+	t.Run("safe config", func(t *testing.T) {
+		for param, want := range map[string]string{"appendfsync": "always", "appendonly": "yes",
+			"maxmemory-policy": "noeviction", "no-appendfsync-on-rewrite": "no"} {
+			got, err := m.Admin().ConfigGet(ctx, param).Result()
+			if err != nil || got[param] != want {
+				t.Errorf("%s = %q (err %v), want %q", param, got[param], err, want)
+			}
+		}
+	})
+	t.Run("lock user is restricted", func(t *testing.T) {
+		lc := m.LockClient()
+		defer lc.Close()
+		if err := lc.SetNX(ctx, "k", "v", time.Minute).Err(); err != nil {
+			t.Fatalf("lock user SET NX: %v", err)
+		}
+		if err := lc.ConfigGet(ctx, "requirepass").Err(); err == nil {
+			t.Fatal("lock user could run CONFIG GET")
+		}
+		if err := lc.FlushAll(ctx).Err(); err == nil {
+			t.Fatal("lock user could run FLUSHALL")
+		}
+	})
+	t.Run("kill then restart keeps acknowledged keys", func(t *testing.T) {
+		if err := m.Admin().Set(ctx, "durable", "1", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if m.Running() {
+			t.Fatal("still running after SIGKILL")
+		}
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := m.Admin().Get(ctx, "durable").Result(); err != nil || v != "1" {
+			t.Fatalf("after restart: %q, %v", v, err)
+		}
+	})
+	t.Run("paused master times out", func(t *testing.T) {
+		p := c.Masters[1]
+		if err := p.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		lc := p.LockClient()
+		defer lc.Close()
+		tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		if err := lc.Ping(tctx).Err(); err == nil {
+			t.Fatal("paused master answered")
+		}
+		if err := p.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Admin().Ping(ctx).Err(); err != nil {
+			t.Fatalf("resumed master: %v", err)
+		}
+	})
+	t.Run("clean shutdown", func(t *testing.T) {
+		p := c.Masters[2]
+		if err := p.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		if p.Running() {
+			t.Fatal("running after SHUTDOWN")
+		}
+	})
+}
