@@ -1,0 +1,417 @@
+package audit
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults for the zero values of Target.
+const (
+	DefaultNodeTimeout   = 2 * time.Second
+	DefaultClockInterval = 500 * time.Millisecond
+	DefaultDriftFactor   = 0.01
+	DefaultPings         = 5
+	// driftConstant is the fixed part of Redlock's drift allowance (SPEC.md section 3).
+	driftConstant = 2 * time.Millisecond
+)
+
+// Target is the deployment to audit. Zero values are safe defaults where one exists.
+type Target struct {
+	// Endpoints are the masters, "host:port" each.
+	Endpoints []string
+	// Username/Password: a user allowed to run CONFIG GET, INFO and TIME (the admin user).
+	// An empty Username means the default user.
+	Username string
+	Password string
+	// LockUsername/LockPassword: the restricted lock user. When given, the audit checks
+	// that it can authenticate and that it cannot run CONFIG (a lock client that can
+	// reconfigure a master can switch off its safety).
+	LockUsername string
+	LockPassword string
+	// TLS connects with TLS (server name = endpoint host). TLSConfig overrides the
+	// default config when set.
+	TLS       bool
+	TLSConfig *tls.Config
+	// MaxLockTTL is the largest TTL clients use. Required: the restart delay, the clock
+	// and the round-trip checks are all relative to it.
+	MaxLockTTL time.Duration
+	// RestartDelay is how long a crashed master stays down; 0 means unknown (not checked).
+	RestartDelay time.Duration
+	// NodeTimeout bounds each connection attempt and command; DefaultNodeTimeout when zero.
+	NodeTimeout time.Duration
+	// ClockInterval separates the two TIME samples of the clock-rate measurement;
+	// DefaultClockInterval when zero.
+	ClockInterval time.Duration
+	// DriftFactor is the clock-rate error Redlock tolerates (0.01 = 1%);
+	// DefaultDriftFactor when zero.
+	DriftFactor float64
+	// Pings is how many PINGs the round-trip median is taken over; DefaultPings when zero.
+	Pings int
+}
+
+// Master is what the audit learnt about one endpoint.
+type Master struct {
+	Endpoint  string `json:"endpoint"`
+	Reachable bool   `json:"reachable"`
+	// Error is why the master could not be audited (fully); empty when it could.
+	Error                  string `json:"error,omitempty"`
+	Role                   string `json:"role,omitempty"`
+	ConnectedReplicas      int    `json:"connected_replicas"`
+	MasterHost             string `json:"master_host,omitempty"` // "host:port" of its master when a replica
+	RunID                  string `json:"run_id,omitempty"`
+	AOFEnabled             bool   `json:"aof_enabled"`
+	AppendFsync            string `json:"appendfsync,omitempty"`
+	NoAppendfsyncOnRewrite string `json:"no_appendfsync_on_rewrite,omitempty"`
+	MaxMemory              int64  `json:"maxmemory"`
+	MaxMemoryPolicy        string `json:"maxmemory_policy,omitempty"`
+	AOFLastWriteStatus     string `json:"aof_last_write_status,omitempty"`
+	AOFLastBgrewriteStatus string `json:"aof_last_bgrewrite_status,omitempty"`
+	// ClockOffset is the master's wall clock minus the caller's, at the midpoint of the
+	// TIME round trip (positive: the master is ahead).
+	ClockOffset time.Duration `json:"-"`
+	// ClockRate is master-clock elapsed / caller-monotonic elapsed over ClockInterval
+	// (1 = same rate); ClockRateError bounds the measurement error of that ratio.
+	ClockRate      float64       `json:"clock_rate"`
+	ClockRateError float64       `json:"clock_rate_error"`
+	RTT            time.Duration `json:"-"` // median PING round trip
+	Uptime         time.Duration `json:"-"`
+	// LockUserChecked is true when lock credentials were given and tried.
+	LockUserChecked bool `json:"lock_user_checked"`
+	// LockUserCanConfig: the lock user was allowed to run CONFIG GET (it must not be).
+	LockUserCanConfig bool `json:"lock_user_can_config"`
+	// LockUserError is the lock user's authentication failure, if any.
+	LockUserError string `json:"lock_user_error,omitempty"`
+
+	// audited is true when every setting above was read.
+	audited bool
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	Masters []Master `json:"masters"`
+	// Quorum is N/2+1 for the endpoints given.
+	Quorum    int `json:"quorum"`
+	Reachable int `json:"reachable"`
+	// Safe is true only when Problems is empty.
+	Safe     bool     `json:"safe"`
+	Problems []string `json:"problems"`
+	// The limits the findings were computed against.
+	MaxLockTTL   time.Duration `json:"-"`
+	RestartDelay time.Duration `json:"-"`
+	Drift        time.Duration `json:"-"`
+	DriftFactor  float64       `json:"drift_factor"`
+}
+
+// ErrBadTarget wraps every error Run returns for a Target it cannot audit.
+var ErrBadTarget = errors.New("audit: bad target")
+
+// Drift is Redlock's allowance for clock-rate error over ttl: ttl*factor + 2ms.
+func Drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + driftConstant
+}
+
+func (t Target) withDefaults() Target {
+	if t.NodeTimeout <= 0 {
+		t.NodeTimeout = DefaultNodeTimeout
+	}
+	if t.ClockInterval <= 0 {
+		t.ClockInterval = DefaultClockInterval
+	}
+	if t.DriftFactor <= 0 {
+		t.DriftFactor = DefaultDriftFactor
+	}
+	if t.Pings <= 0 {
+		t.Pings = DefaultPings
+	}
+	return t
+}
+
+func (t Target) validate() error {
+	if len(t.Endpoints) == 0 {
+		return fmt.Errorf("%w: endpoints: none given; list every master as host:port", ErrBadTarget)
+	}
+	for _, e := range t.Endpoints {
+		if _, _, err := net.SplitHostPort(e); err != nil {
+			return fmt.Errorf("%w: endpoints: %q is not host:port (%v)", ErrBadTarget, e, err)
+		}
+	}
+	if t.MaxLockTTL <= 0 {
+		return fmt.Errorf("%w: max_lock_ttl: must be a positive duration such as 30s (the largest TTL clients use); the restart-delay, clock and round-trip checks are relative to it", ErrBadTarget)
+	}
+	if t.RestartDelay < 0 {
+		return fmt.Errorf("%w: restart_delay: must not be negative", ErrBadTarget)
+	}
+	if t.DriftFactor >= 1 {
+		return fmt.Errorf("%w: drift factor %v: must be below 1 (0.01 = 1%%)", ErrBadTarget, t.DriftFactor)
+	}
+	return nil
+}
+
+// Run audits every endpoint concurrently and computes the findings. It returns an error
+// only when target itself is unusable (errors.Is(err, ErrBadTarget)) or ctx ends first.
+func Run(ctx context.Context, target Target) (*Report, error) {
+	return RunWithProgress(ctx, target, nil)
+}
+
+// RunWithProgress is Run with a callback per audited master (called from the auditing
+// goroutine; it must be safe for concurrent use).
+func RunWithProgress(ctx context.Context, target Target, progress func(Master)) (*Report, error) {
+	if err := target.validate(); err != nil {
+		return nil, err
+	}
+	target = target.withDefaults()
+	masters := make([]Master, len(target.Endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range target.Endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			masters[i] = auditMaster(ctx, target, ep)
+			if progress != nil {
+				progress(masters[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return newReport(target, masters), nil
+}
+
+func newReport(t Target, masters []Master) *Report {
+	r := &Report{Masters: masters, Quorum: len(t.Endpoints)/2 + 1,
+		MaxLockTTL: t.MaxLockTTL, RestartDelay: t.RestartDelay,
+		Drift: Drift(t.MaxLockTTL, t.DriftFactor), DriftFactor: t.DriftFactor}
+	for _, m := range masters {
+		if m.Reachable {
+			r.Reachable++
+		}
+	}
+	r.Problems = findings(t, r)
+	if r.Problems == nil {
+		r.Problems = []string{}
+	}
+	r.Safe = len(r.Problems) == 0
+	return r
+}
+
+func (t Target) clientOptions(ep, user, pass string) *redis.Options {
+	o := &redis.Options{Addr: ep, Username: user, Password: pass,
+		DialTimeout: t.NodeTimeout, ReadTimeout: t.NodeTimeout, WriteTimeout: t.NodeTimeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1, MinIdleConns: 0,
+		// The audit reads server state; it must not register a client name or library info
+		// the lock user may not set.
+		DisableIdentity: true}
+	if t.TLS {
+		if t.TLSConfig != nil {
+			o.TLSConfig = t.TLSConfig.Clone()
+		} else {
+			host, _, _ := net.SplitHostPort(ep)
+			o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+		}
+	}
+	return o
+}
+
+func auditMaster(ctx context.Context, t Target, ep string) Master {
+	m := Master{Endpoint: ep}
+	c := redis.NewClient(t.clientOptions(ep, t.Username, t.Password))
+	defer c.Close()
+
+	rtt, err := medianPing(ctx, c, t.Pings, t.NodeTimeout)
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	m.Reachable, m.RTT = true, rtt
+
+	var errs []string
+	note := func(what string, err error) { errs = append(errs, what+": "+err.Error()) }
+	if info, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) {
+		return c.Info(ctx, "server", "replication", "persistence").Result()
+	}); err != nil {
+		note("INFO", err)
+	} else {
+		m.applyInfo(parseInfo(info))
+	}
+	if cfg, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
+		return configGet(ctx, c, "appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy")
+	}); err != nil {
+		note("CONFIG GET", err)
+	} else if err := m.applyConfig(cfg); err != nil {
+		note("CONFIG GET", err)
+	}
+	if off, rate, rateErr, err := measureClock(ctx, c, t.NodeTimeout, t.ClockInterval); err != nil {
+		note("TIME", err)
+	} else {
+		m.ClockOffset, m.ClockRate, m.ClockRateError = off, rate, rateErr
+	}
+	if t.LockUsername != "" {
+		m.checkLockUser(ctx, t)
+	}
+	if len(errs) > 0 {
+		m.Error = strings.Join(errs, "; ")
+	} else {
+		m.audited = true
+	}
+	return m
+}
+
+// nodeCall runs one command bounded by the per-node timeout.
+func nodeCall[T any](ctx context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return f(ctx)
+}
+
+func medianPing(ctx context.Context, c *redis.Client, n int, timeout time.Duration) (time.Duration, error) {
+	// The first PING dials and authenticates; it is not a round trip worth measuring.
+	if _, err := nodeCall(ctx, timeout, func(ctx context.Context) (string, error) { return c.Ping(ctx).Result() }); err != nil {
+		return 0, err
+	}
+	rtts := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if _, err := nodeCall(ctx, timeout, func(ctx context.Context) (string, error) { return c.Ping(ctx).Result() }); err != nil {
+			return 0, err
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	return Median(rtts), nil
+}
+
+// Median returns the middle value (the mean of the two middle values for an even count).
+func Median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func configGet(ctx context.Context, c *redis.Client, names ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		res, err := c.ConfigGet(ctx, n).Result()
+		if err != nil {
+			return nil, err
+		}
+		v, ok := res[n]
+		if !ok {
+			return nil, fmt.Errorf("server does not report %s", n)
+		}
+		out[n] = v
+	}
+	return out, nil
+}
+
+func (m *Master) applyConfig(cfg map[string]string) error {
+	m.AOFEnabled = cfg["appendonly"] == "yes"
+	m.AppendFsync = cfg["appendfsync"]
+	m.NoAppendfsyncOnRewrite = cfg["no-appendfsync-on-rewrite"]
+	m.MaxMemoryPolicy = cfg["maxmemory-policy"]
+	mm, err := strconv.ParseInt(cfg["maxmemory"], 10, 64)
+	if err != nil {
+		return fmt.Errorf("maxmemory %q: %v", cfg["maxmemory"], err)
+	}
+	m.MaxMemory = mm
+	return nil
+}
+
+// parseInfo turns INFO text into key -> value.
+func parseInfo(text string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (m *Master) applyInfo(info map[string]string) {
+	m.Role = info["role"]
+	m.RunID = info["run_id"]
+	m.ConnectedReplicas, _ = strconv.Atoi(info["connected_slaves"])
+	if h := info["master_host"]; h != "" {
+		m.MasterHost = net.JoinHostPort(h, info["master_port"])
+	}
+	if s, err := strconv.ParseInt(info["uptime_in_seconds"], 10, 64); err == nil {
+		m.Uptime = time.Duration(s) * time.Second
+	}
+	m.AOFLastWriteStatus = info["aof_last_write_status"]
+	m.AOFLastBgrewriteStatus = info["aof_last_bgrewrite_status"]
+	// INFO is authoritative for whether AOF is on; CONFIG GET appendonly agrees unless a
+	// rewrite is switching it.
+	if v, ok := info["aof_enabled"]; ok {
+		m.AOFEnabled = v == "1"
+	}
+}
+
+// checkLockUser verifies the restricted lock user authenticates and is refused CONFIG.
+func (m *Master) checkLockUser(ctx context.Context, t Target) {
+	m.LockUserChecked = true
+	c := redis.NewClient(t.clientOptions(m.Endpoint, t.LockUsername, t.LockPassword))
+	defer c.Close()
+	if _, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Ping(ctx).Result() }); err != nil {
+		m.LockUserError = err.Error()
+		return
+	}
+	_, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
+		return c.ConfigGet(ctx, "appendfsync").Result()
+	})
+	switch {
+	case err == nil:
+		m.LockUserCanConfig = true
+	case strings.HasPrefix(err.Error(), "NOPERM"):
+		m.LockUserCanConfig = false
+	default:
+		m.LockUserError = "CONFIG GET probe: " + err.Error()
+	}
+}
+
+// MarshalJSON writes durations as numbers with their unit in the name (clock_offset_ms,
+// rtt_ms, uptime_seconds), the form the data source and `lockagent validate --json` use.
+func (m Master) MarshalJSON() ([]byte, error) {
+	type plain Master
+	return json.Marshal(struct {
+		plain
+		ClockOffsetMS float64 `json:"clock_offset_ms"`
+		RTTMS         float64 `json:"rtt_ms"`
+		UptimeSeconds int64   `json:"uptime_seconds"`
+	}{plain(m), Millis(m.ClockOffset), Millis(m.RTT), int64(m.Uptime / time.Second)})
+}
+
+// MarshalJSON writes the limits in milliseconds.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(struct {
+		plain
+		MaxLockTTLMS   int64   `json:"max_lock_ttl_ms"`
+		RestartDelayMS int64   `json:"restart_delay_ms"`
+		DriftMS        float64 `json:"drift_ms"`
+	}{plain(r), r.MaxLockTTL.Milliseconds(), r.RestartDelay.Milliseconds(), Millis(r.Drift)})
+}
+
+// Millis is d in milliseconds with microsecond precision.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,149 @@
+package audit
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+)
+
+// findings turns what was measured into problems, one plain sentence each: which master,
+// what is wrong, why it breaks exclusion, and the fix. Order: deployment-wide first, then
+// per master in endpoint order.
+func findings(t Target, r *Report) []string {
+	var ps []string
+	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
+
+	n := len(t.Endpoints)
+	switch {
+	case n < 3:
+		add("The deployment lists %d master(s); Redlock needs at least 3 independent masters (5 recommended). Fix: add masters until there are 3 or 5.", n)
+	case n%2 == 0:
+		add("The deployment lists %d masters, an even count: a majority of %d tolerates no more failures than %d masters would. Fix: use an odd number of masters (%d or %d).", n, r.Quorum, n-1, n-1, n+1)
+	}
+	if r.Reachable < r.Quorum {
+		add("Only %d of %d masters are reachable, fewer than the quorum of %d: no lock can be acquired. Fix: bring the unreachable masters back (see the per-master problems).", r.Reachable, n, r.Quorum)
+	}
+	if t.RestartDelay > 0 {
+		need := t.MaxLockTTL + r.Drift
+		if t.RestartDelay < need {
+			add("The restart delay %v is shorter than the max lock TTL %v plus the clock-drift margin %v: a master that crashed can rejoin while a lock it forgot is still held elsewhere, and hand it out again. Fix: set restart_delay to at least %v.",
+				t.RestartDelay, t.MaxLockTTL, r.Drift, need)
+		}
+	}
+	add2 := duplicateServers(r.Masters)
+	ps = append(ps, add2...)
+
+	offsetLimit := r.Drift
+	rttLimit := time.Duration(float64(t.MaxLockTTL) * t.DriftFactor)
+	for _, m := range r.Masters {
+		ep := m.Endpoint
+		if !m.Reachable {
+			add("Master %s is unreachable (%s); it cannot vote, so the deployment tolerates one fewer failure. Fix: start it, or check the address, credentials and TLS setting.", ep, m.Error)
+			continue
+		}
+		if !m.audited {
+			add("Master %s answered but could not be fully audited (%s), so its safety settings are unknown. Fix: give the audit the admin user's credentials (CONFIG GET, INFO and TIME must be allowed).", ep, m.Error)
+		}
+		if m.Role != "" && m.Role != "master" {
+			where := ""
+			if m.MasterHost != "" {
+				where = " of " + m.MasterHost
+			}
+			add("Master %s is a %s%s, not an independent master: its keys come from another server, and a failover loses locks. Fix: run REPLICAOF NO ONE on %s (and remove any replicaof line from its config).", ep, m.Role, where, ep)
+		}
+		if m.ConnectedReplicas > 0 {
+			add("Master %s has %d connected replica(s): a replica promoted after a crash misses acknowledged locks (replication is asynchronous). Fix: detach the replicas (REPLICAOF NO ONE on each); Redlock needs independent masters, not replication.", ep, m.ConnectedReplicas)
+		}
+		if m.audited && !m.AOFEnabled {
+			add("Master %s has AOF off (appendonly no): a restart forgets every lock it held, and a second client can get a majority. Fix: CONFIG SET appendonly yes on %s and set appendonly yes in its config.", ep, ep)
+		}
+		if m.AppendFsync != "" && m.AppendFsync != redisconf.AppendFsync {
+			add("Master %s has appendfsync %s: a lock it acknowledged can be lost in a crash or power loss before it reaches disk. Fix: CONFIG SET appendfsync always on %s (and in its config).", ep, m.AppendFsync, ep)
+		}
+		if m.NoAppendfsyncOnRewrite != "" && m.NoAppendfsyncOnRewrite != redisconf.NoAppendfsyncOnRewrite {
+			add("Master %s has no-appendfsync-on-rewrite %s: during an AOF rewrite acknowledged locks are not fsynced. Fix: CONFIG SET no-appendfsync-on-rewrite no on %s (and in its config).", ep, m.NoAppendfsyncOnRewrite, ep)
+		}
+		if m.MaxMemoryPolicy != "" && m.MaxMemoryPolicy != redisconf.MaxmemoryPolicy {
+			add("Master %s has maxmemory-policy %s: under memory pressure it evicts live lock keys. Fix: CONFIG SET maxmemory-policy noeviction on %s (and in its config).", ep, m.MaxMemoryPolicy, ep)
+		}
+		if m.audited && m.MaxMemory == 0 {
+			add("Master %s has maxmemory 0 (unlimited): it can grow until the kernel kills it, a crash that loses its locks. Fix: CONFIG SET maxmemory to an explicit size such as 64mb on %s (and in its config).", ep, ep)
+		}
+		if s := m.AOFLastWriteStatus; s != "" && s != "ok" {
+			add("Master %s reports aof_last_write_status %s: its last AOF write failed, so acknowledged locks may not be on disk. Fix: check the disk and the Redis log on %s, then restart it.", ep, s, ep)
+		}
+		if s := m.AOFLastBgrewriteStatus; s != "" && s != "ok" {
+			add("Master %s reports aof_last_bgrewrite_status %s: its last AOF rewrite failed. Fix: check the disk space and the Redis log on %s.", ep, s, ep)
+		}
+		if m.audited && OffsetTooLarge(m.ClockOffset, m.RTT, offsetLimit) {
+			add("Master %s's clock is %v away from this machine's (limit %v, the drift allowance for a %v TTL): clocks this far apart are not synchronised, and when one is corrected by a step every lock on that master expires early or late by that much. Fix: synchronise both clocks with NTP configured to slew, not step.", ep, roundDur(m.ClockOffset), offsetLimit, t.MaxLockTTL)
+		}
+		if m.audited && RateOff(m.ClockRate, m.ClockRateError, t.DriftFactor) {
+			add("Master %s's clock runs at %.4f times this machine's rate (Redlock tolerates a difference of %.2f%%): its lock TTLs expire at a different real time than clients compute. Fix: fix the clock source on %s (NTP slewing, no manual time changes).", ep, m.ClockRate, t.DriftFactor*100, ep)
+		}
+		if m.RTT > rttLimit {
+			add("Master %s's round trip is %v, more than %.0f%% of the max lock TTL %v (%v): acquiring eats too much of the lock's validity. Fix: put the masters closer to the clients, or raise the max lock TTL.", ep, roundDur(m.RTT), t.DriftFactor*100, t.MaxLockTTL, rttLimit)
+		}
+		if m.LockUserChecked {
+			switch {
+			case m.LockUserError != "":
+				add("Master %s refused the lock user (%s): lock clients cannot vote there. Fix: create the restricted lock user with the password the clients use (the redlock_master resource does this).", ep, m.LockUserError)
+			case m.LockUserCanConfig:
+				add("Master %s lets the lock user run CONFIG: any lock client can switch off its safety settings. Fix: restrict the lock user's ACL to the lock commands (see redisconf.LockUserCommands).", ep)
+			}
+		}
+	}
+	return ps
+}
+
+// duplicateServers finds endpoints that reach the same redis-server (same run_id): a
+// quorum counted over them counts one server several times.
+func duplicateServers(masters []Master) []string {
+	byRunID := map[string][]string{}
+	for _, m := range masters {
+		if m.RunID != "" {
+			byRunID[m.RunID] = append(byRunID[m.RunID], m.Endpoint)
+		}
+	}
+	var out []string
+	for runID, eps := range byRunID {
+		if len(eps) > 1 {
+			out = append(out, fmt.Sprintf("Endpoints %s reach the same server (run_id %s): its vote is counted %d times, so a quorum can be reached with fewer independent masters than it claims. Fix: list each master once, each a separate redis-server.", strings.Join(eps, ", "), runID, len(eps)))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// OffsetTooLarge reports whether a measured clock offset exceeds limit even after the
+// measurement's uncertainty (half the round trip) is given the benefit of the doubt.
+func OffsetTooLarge(offset, rtt, limit time.Duration) bool {
+	if offset < 0 {
+		offset = -offset
+	}
+	return offset-rtt/2 > limit
+}
+
+// RateOff reports whether a measured clock rate differs from 1 by more than driftFactor
+// beyond the measurement's error bound. An unmeasurable rate (NaN) is reported as off.
+func RateOff(rate, errBound, driftFactor float64) bool {
+	if math.IsNaN(rate) {
+		return true
+	}
+	return math.Abs(rate-1)-errBound > driftFactor
+}
+
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second || d <= -time.Second:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond || d <= -time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	default:
+		return d.Round(time.Microsecond)
+	}
+}
