@@ -1,0 +1,44 @@
+# Every variable has a default: `terraform apply` needs no input. Tests override them to
+# run several clusters side by side.
+
+variable "name_prefix" {
+  description = "Prefix of the masters' names and data directories."
+  type        = string
+  default     = "local-five"
+}
+
+variable "bind_addresses" {
+  description = "One loopback address per master: each master gets its own address without root."
+  type        = list(string)
+  default     = ["127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14", "127.0.0.15"]
+}
+
+variable "base_port" {
+  description = "Port of the first master when ports is empty."
+  type        = number
+  default     = 7379
+}
+
+variable "ports" {
+  description = "One port per master; the default puts every master on 7379 at its own address."
+  type        = list(number)
+  default     = [7379, 7379, 7379, 7379, 7379]
+}
+
+variable "data_root" {
+  description = "Where the masters keep their data (AOF, config, supervisor log)."
+  type        = string
+  default     = null
+}
+
+variable "max_lock_ttl" {
+  description = "The largest lock TTL clients may use."
+  type        = string
+  default     = "30s"
+}
+
+variable "server_binary" {
+  description = "redis-server or valkey-server."
+  type        = string
+  default     = "redis-server"
+}

@@ -1,0 +1,77 @@
+locals {
+  data_root = var.data_root != null ? var.data_root : "${abspath(path.root)}/.redlock-data"
+
+  ports = length(var.ports) > 0 ? var.ports : [for i in range(var.masters) : var.base_port + i]
+  binds = length(var.bind_addresses) == 1 ? [for i in range(var.masters) : var.bind_addresses[0]] : var.bind_addresses
+
+  # Two masters on the same address and port would be one master counted twice.
+  # max_lock_ttl in milliseconds (the variable's validation allows one unit only).
+  ttl_parts       = regex("^([0-9]+(?:\\.[0-9]+)?)(ms|s|m|h)$", var.max_lock_ttl)
+  max_lock_ttl_ms = floor(tonumber(local.ttl_parts[0]) * lookup({ ms = 1, s = 1000, m = 60000, h = 3600000 }, local.ttl_parts[1]))
+
+  listen = [for i in range(min(length(local.binds), length(local.ports))) : "${local.binds[i]}:${local.ports[i]}"]
+}
+
+# One set of credentials for the whole cluster: every lock client authenticates to every
+# master with the same restricted user, and the audit with the admin password.
+resource "redlock_credentials" "this" {
+  lock_user = "redlock"
+}
+
+resource "redlock_master" "this" {
+  count = var.masters
+
+  name                 = "${var.name_prefix}-${count.index}"
+  bind                 = local.binds[count.index]
+  port                 = local.ports[count.index]
+  data_dir             = "${local.data_root}/${var.name_prefix}-${count.index}"
+  server_binary        = var.server_binary
+  max_lock_ttl         = var.max_lock_ttl
+  restart_delay        = var.restart_delay
+  maxmemory            = var.maxmemory
+  keep_data_on_destroy = var.keep_data_on_destroy
+
+  admin_password = redlock_credentials.this.admin_password
+  lock_user      = redlock_credentials.this.lock_user
+  lock_password  = redlock_credentials.this.lock_password
+
+  hooks = {
+    on_crash       = var.hooks.on_crash
+    before_restart = var.hooks.before_restart
+    after_restart  = var.hooks.after_restart
+  }
+
+  lifecycle {
+    precondition {
+      condition     = length(var.bind_addresses) == 1 || length(var.bind_addresses) == var.masters
+      error_message = "bind_addresses has ${length(var.bind_addresses)} entries: give one address shared by all masters, or exactly one per master (${var.masters})."
+    }
+    precondition {
+      condition     = length(var.ports) == 0 || length(var.ports) == var.masters
+      error_message = "ports has ${length(var.ports)} entries but masters = ${var.masters}: give one port per master, or leave ports empty and set base_port."
+    }
+    precondition {
+      condition     = length(distinct([for l in local.listen : l if !endswith(l, ":0")])) == length([for l in local.listen : l if !endswith(l, ":0")])
+      error_message = "Two masters would listen on the same address and port (${join(", ", local.listen)}): give each master its own port, or its own bind address."
+    }
+  }
+}
+
+# The deployment is checked as a whole once every master is up: an unsafe cluster fails
+# the apply instead of being discovered by the first lock that goes wrong.
+data "redlock_audit" "this" {
+  endpoints     = redlock_master.this[*].address
+  username      = "default"
+  password      = redlock_credentials.this.admin_password
+  max_lock_ttl  = var.max_lock_ttl
+  restart_delay = "${max(redlock_master.this[*].restart_delay_ms...)}ms"
+
+  depends_on = [redlock_master.this]
+
+  lifecycle {
+    postcondition {
+      condition     = self.safe
+      error_message = "The Redlock deployment is not safe: ${join(" ", self.problems)}"
+    }
+  }
+}

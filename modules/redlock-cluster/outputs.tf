@@ -1,0 +1,76 @@
+output "endpoints" {
+  description = "host:port of every master, in order."
+  value       = redlock_master.this[*].address
+}
+
+output "quorum" {
+  description = "Masters that must agree for a lock: N/2+1."
+  value       = floor(var.masters / 2) + 1
+}
+
+output "pids" {
+  description = "redis-server pid of every master (changes when the supervisor restarts one)."
+  value       = redlock_master.this[*].pid
+}
+
+output "supervisor_pids" {
+  description = "Supervisor pid of every master."
+  value       = redlock_master.this[*].supervisor_pid
+}
+
+output "data_dirs" {
+  description = "Data directory (AOF, config, supervisor log and state) of every master."
+  value       = redlock_master.this[*].data_dir
+}
+
+output "restart_delay_ms" {
+  description = "How long a crashed master stays down before it rejoins (the largest of the masters')."
+  value       = max(redlock_master.this[*].restart_delay_ms...)
+}
+
+output "max_lock_ttl_ms" {
+  description = "The largest lock TTL clients may use, in milliseconds."
+  value       = local.max_lock_ttl_ms
+}
+
+output "lock_user" {
+  description = "The restricted ACL user lock clients authenticate as."
+  value       = redlock_credentials.this.lock_user
+}
+
+output "lock_password" {
+  description = "Password of the lock user."
+  value       = redlock_credentials.this.lock_password
+  sensitive   = true
+}
+
+output "admin_password" {
+  description = "Password of the admin (default) user: for the audit and operators, never for lock clients."
+  value       = redlock_credentials.this.admin_password
+  sensitive   = true
+}
+
+output "audit" {
+  description = "The audit of the deployment at the last apply: safe, quorum and problems."
+  value = {
+    safe     = data.redlock_audit.this.safe
+    quorum   = data.redlock_audit.this.quorum
+    problems = data.redlock_audit.this.problems
+  }
+}
+
+output "agent_config" {
+  description = "JSON for `lockagent -c agent.json` (endpoints, credentials, max TTL, restart delay). Contains secrets."
+  sensitive   = true
+  value = jsonencode({
+    endpoints      = redlock_master.this[*].address
+    username       = redlock_credentials.this.lock_user
+    password       = redlock_credentials.this.lock_password
+    admin_username = "default"
+    admin_password = redlock_credentials.this.admin_password
+    tls            = false
+    max_lock_ttl   = var.max_lock_ttl
+    restart_delay  = "${max(redlock_master.this[*].restart_delay_ms...)}ms"
+    quorum         = floor(var.masters / 2) + 1
+  })
+}

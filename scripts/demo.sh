@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The main job: apply examples/local-five (five supervised masters), prove it with
+# `lockagent validate`, and say what to do next. Run through `make demo`, which installs
+# what is missing, builds the provider and lockagent and sets TF_CLI_CONFIG_FILE.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+example=examples/local-five
+export TF_CLI_CONFIG_FILE="${TF_CLI_CONFIG_FILE:-$root/build/terraformrc}"
+export TF_IN_AUTOMATION=1
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "terraform init (offline: the provider comes from $root/build/mirror)"
+terraform -chdir="$example" init -input=false -no-color >/dev/null
+step "terraform apply: five independent masters, AOF fsync always, noeviction, supervised"
+terraform -chdir="$example" apply -auto-approve -input=false -no-color | grep -E '^(Apply complete|Plan:|module\.cluster\.redlock_master\.[^ ]+: Creation complete|Warning|Error)' || true
+
+umask 077
+terraform -chdir="$example" output -raw agent_config >"$example/agent.json"
+
+step "lockagent validate: audit, Redlock behaviour, contention safety"
+bin/lockagent validate -c "$example/agent.json"
+
+endpoints=$(terraform -chdir="$example" output -json endpoints | tr -d '[]"' | tr ',' ' ')
+delay=$(terraform -chdir="$example" output -raw restart_delay_ms)
+cat <<TXT
+
+==> Your Redlock cluster is up.
+  endpoints:      $endpoints
+  quorum:         $(terraform -chdir="$example" output -raw quorum) of 5
+  max lock TTL:   $(terraform -chdir="$example" output -raw max_lock_ttl_ms) ms; a crashed master stays down ${delay} ms
+  credentials:    $root/$example/agent.json (0600; lock user "$(terraform -chdir="$example" output -raw lock_user)"
+                  and the admin password; also \`terraform -chdir=$example output -raw lock_password\`)
+  data and logs:  $root/$example/.redlock-data/<master>/ (redis.log, supervisor.log)
+
+Next:
+  - Hold a lock around a command:
+      bin/lockagent run -c $example/agent.json --key my-job --ttl 30s -- ./my-job.sh
+  - Use the locks from Go: see "Using the library" in README.md (package lockagent/redlock).
+  - Break it and watch it heal: kill -9 one master's pid (terraform -chdir=$example output pids),
+    then bin/lockagent validate -c $example/agent.json; the master returns after ${delay} ms.
+  - Remove everything: make down
+TXT

@@ -1,0 +1,147 @@
+package test
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gruntwork-io/terratest/modules/retry"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// The fault runbook: kill one master, kill a majority, pause one; at every step Redlock
+// either still works or fails safely, and the delayed restart brings masters back only
+// after every lock they knew has expired elsewhere.
+func TestFaultRunbook(t *testing.T) {
+	t.Parallel()
+	d := deployLocalFive(t, "3s")
+	client, err := redlock.New(d.lockClients(t), redlock.Options{MaxTTL: d.maxLockTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := t.Context()
+
+	t.Run("one master SIGKILLed: locks still acquired, master held back, acknowledged writes survive", func(t *testing.T) {
+		admin := d.admin(t, 0)
+		// An acknowledged write with a TTL that outlives the restart delay: with
+		// appendfsync always it must be there when the master returns.
+		if err := admin.Set(ctx, "e2e:durable-probe", "acknowledged", 10*time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before, err := client.TryAcquire(ctx, "e2e:fence-probe", time.Second)
+		if err != nil {
+			t.Fatalf("acquire before the kill: %v", err)
+		}
+		fenceBefore := before.Fence()
+		if err := before.Release(ctx); err != nil {
+			t.Fatalf("release before the kill: %v", err)
+		}
+
+		killedAt := time.Now()
+		kill(t, d.state(t, 0).RedisPID)
+
+		lock, err := client.TryAcquire(ctx, "e2e:one-down", 2*time.Second)
+		if err != nil {
+			t.Fatalf("acquire with one master down: %v", err)
+		}
+		if err := lock.Release(ctx); err != nil {
+			t.Fatalf("release with one master down: %v", err)
+		}
+
+		// Still held back shortly before the delay runs out (measured from the last time
+		// the master was seen alive, which is at or before the kill).
+		if wait := time.Until(killedAt.Add(d.restartDelay - 500*time.Millisecond)); wait > 0 {
+			time.Sleep(wait)
+		}
+		if !refuses(d.endpoints[0]) {
+			t.Fatalf("master 0 accepts connections %v after SIGKILL, before its restart delay %v", time.Since(killedAt), d.restartDelay)
+		}
+		waitAccepting(t, d.endpoints[0], d.restartDelay)
+		if got, err := admin.Get(ctx, "e2e:durable-probe").Result(); err != nil || got != "acknowledged" {
+			t.Fatalf("acknowledged write lost across the crash: %q, %v", got, err)
+		}
+		after, err := client.TryAcquire(ctx, "e2e:fence-probe", time.Second)
+		if err != nil {
+			t.Fatalf("acquire after the restart: %v", err)
+		}
+		if after.Fence() <= fenceBefore {
+			t.Fatalf("fencing token went backwards across the crash: %d then %d", fenceBefore, after.Fence())
+		}
+		_ = after.Release(ctx)
+	})
+
+	t.Run("majority SIGKILLed: acquire fails as unavailable, never a false success; all recover", func(t *testing.T) {
+		for i := 1; i <= 3; i++ {
+			kill(t, d.state(t, i).RedisPID)
+		}
+		lock, err := client.TryAcquire(ctx, "e2e:majority-down", 2*time.Second)
+		if err == nil {
+			_ = lock.Release(ctx)
+			t.Fatal("acquired a lock with three of five masters down")
+		}
+		var unavailable *redlock.UnavailableError
+		if !errors.As(err, &unavailable) {
+			t.Fatalf("error = %v (%T), want *redlock.UnavailableError", err, err)
+		}
+		for i := 1; i <= 3; i++ {
+			waitAccepting(t, d.endpoints[i], d.restartDelay)
+		}
+		lock, err = client.TryAcquire(ctx, "e2e:majority-back", 2*time.Second)
+		if err != nil {
+			t.Fatalf("acquire after the masters returned: %v", err)
+		}
+		_ = lock.Release(ctx)
+		if out, err := d.validate(t); err != nil {
+			t.Fatalf("lockagent validate after recovery: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("one master SIGSTOPped longer than the node timeout: acquire still succeeds", func(t *testing.T) {
+		pid := d.state(t, 4).RedisPID
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+		lock, err := client.TryAcquire(ctx, "e2e:one-paused", 2*time.Second)
+		if err != nil {
+			t.Fatalf("acquire with one master paused: %v", err)
+		}
+		if !lock.Deadline().After(time.Now()) {
+			t.Fatalf("lock acquired with no validity left (deadline %v)", lock.Deadline())
+		}
+		_ = lock.Release(ctx)
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.state(t, 4); got.RedisPID != pid {
+			t.Fatalf("a paused master was restarted (pid %d -> %d); a pause is not a crash", pid, got.RedisPID)
+		}
+	})
+}
+
+func kill(t *testing.T, pid int) {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatalf("no redis pid to kill (%d)", pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL %d: %v", pid, err)
+	}
+}
+
+// waitAccepting waits until addr accepts connections again: the restart delay plus time
+// for the supervisor to restart the master and redis to replay its AOF.
+func waitAccepting(t *testing.T, addr string, restartDelay time.Duration) {
+	t.Helper()
+	retry.DoWithRetry(t, fmt.Sprintf("%s accepts connections", addr), int((restartDelay+30*time.Second)/(250*time.Millisecond)),
+		250*time.Millisecond, func() (string, error) {
+			if refuses(addr) {
+				return "", errStillRefusing
+			}
+			return "accepting", nil
+		})
+}
