@@ -14,7 +14,14 @@ step() { printf '\n==> %s\n' "$*"; }
 step "terraform init (offline: the provider comes from $root/build/mirror)"
 terraform -chdir="$example" init -input=false -no-color >/dev/null
 step "terraform apply: five independent masters, AOF fsync always, noeviction, supervised"
-terraform -chdir="$example" apply -auto-approve -input=false -no-color | grep -E '^(Apply complete|Plan:|module\.cluster\.redlock_master\.[^ ]+: Creation complete|Warning|Error)' || true
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! terraform -chdir="$example" apply -auto-approve -input=false -no-color >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "demo: terraform apply failed (above). Fix the cause, then run make demo again; make down removes a partial deployment." >&2
+  exit 1
+fi
+grep -E '^(Plan:|Apply complete|.*redlock_master.*Creation complete|Warning)' "$log" || true
 
 umask 077
 terraform -chdir="$example" output -raw agent_config >"$example/agent.json"

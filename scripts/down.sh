@@ -10,6 +10,13 @@ if [ ! -f "$example/terraform.tfstate" ]; then
   echo "down: nothing to destroy (no state in $example)"
   exit 0
 fi
-terraform -chdir="$example" destroy -auto-approve -input=false -no-color | grep -E '^(Destroy complete|Error)' || true
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! terraform -chdir="$example" destroy -auto-approve -input=false -no-color >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "down: terraform destroy failed (above); the state is kept, run make down again after fixing the cause." >&2
+  exit 1
+fi
+grep -E '^Destroy complete' "$log" || true
 rm -f "$example/agent.json"
 echo "down: examples/local-five destroyed"
