@@ -21,7 +21,7 @@ const (
 	DefaultNodeTimeout   = 2 * time.Second
 	DefaultClockInterval = 500 * time.Millisecond
 	DefaultDriftFactor   = 0.01
-	DefaultPings         = 5
+	DefaultRTTSamples    = 5
 	// driftConstant is the fixed part of Redlock's drift allowance (SPEC.md section 3).
 	driftConstant = 2 * time.Millisecond
 )
@@ -56,8 +56,8 @@ type Target struct {
 	// DriftFactor is the clock-rate error Redlock tolerates (0.01 = 1%);
 	// DefaultDriftFactor when zero.
 	DriftFactor float64
-	// Pings is how many PINGs the round-trip median is taken over; DefaultPings when zero.
-	Pings int
+	// RTTSamples is how many round trips the RTT median is taken over; DefaultRTTSamples when zero.
+	RTTSamples int
 }
 
 // Master is what the audit learnt about one endpoint.
@@ -84,7 +84,7 @@ type Master struct {
 	// (1 = same rate); ClockRateError bounds the measurement error of that ratio.
 	ClockRate      float64       `json:"clock_rate"`
 	ClockRateError float64       `json:"clock_rate_error"`
-	RTT            time.Duration `json:"-"` // median PING round trip
+	RTT            time.Duration `json:"-"` // median round trip of a trivial command (TIME)
 	Uptime         time.Duration `json:"-"`
 	// LockUserChecked is true when lock credentials were given and tried.
 	LockUserChecked bool `json:"lock_user_checked"`
@@ -131,8 +131,8 @@ func (t Target) withDefaults() Target {
 	if t.DriftFactor <= 0 {
 		t.DriftFactor = DefaultDriftFactor
 	}
-	if t.Pings <= 0 {
-		t.Pings = DefaultPings
+	if t.RTTSamples <= 0 {
+		t.RTTSamples = DefaultRTTSamples
 	}
 	return t
 }
@@ -210,7 +210,9 @@ func newReport(t Target, masters []Master) *Report {
 func (t Target) clientOptions(ep, user, pass string) *redis.Options {
 	o := &redis.Options{Addr: ep, Username: user, Password: pass,
 		DialTimeout: t.NodeTimeout, ReadTimeout: t.NodeTimeout, WriteTimeout: t.NodeTimeout,
-		ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1, MinIdleConns: 0,
+		ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1,
+		// One dial attempt: a master that refuses is reported, not retried for seconds.
+		DialerRetries: 1,
 		// The audit reads server state; it must not register a client name or library info
 		// the lock user may not set.
 		DisableIdentity: true}
@@ -230,15 +232,21 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	c := redis.NewClient(t.clientOptions(ep, t.Username, t.Password))
 	defer c.Close()
 
-	rtt, err := medianPing(ctx, c, t.Pings, t.NodeTimeout)
+	var errs []string
+	note := func(what string, err error) { errs = append(errs, what+": "+err.Error()) }
+	rtt, err := medianRTT(ctx, c, t.RTTSamples, t.NodeTimeout)
 	if err != nil {
-		m.Error = err.Error()
-		return m
+		var reply redis.Error
+		if !errors.As(err, &reply) {
+			m.Error = err.Error() // no answer at all: down, wrong address, TLS mismatch
+			return m
+		}
+		// The server answered, but with an error (wrong credentials, a replica whose link
+		// is down...): it is there, it just cannot be trusted; keep reading what it allows.
+		note("TIME", err)
 	}
 	m.Reachable, m.RTT = true, rtt
 
-	var errs []string
-	note := func(what string, err error) { errs = append(errs, what+": "+err.Error()) }
 	if info, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) {
 		return c.Info(ctx, "server", "replication", "persistence").Result()
 	}); err != nil {
@@ -276,15 +284,18 @@ func nodeCall[T any](ctx context.Context, timeout time.Duration, f func(context.
 	return f(ctx)
 }
 
-func medianPing(ctx context.Context, c *redis.Client, n int, timeout time.Duration) (time.Duration, error) {
-	// The first PING dials and authenticates; it is not a round trip worth measuring.
-	if _, err := nodeCall(ctx, timeout, func(ctx context.Context) (string, error) { return c.Ping(ctx).Result() }); err != nil {
+// medianRTT times a few TIME commands. TIME rather than PING: a replica whose link is
+// down refuses PING (replica-serve-stale-data no) but answers TIME, and the audit must
+// still see it to report it.
+func medianRTT(ctx context.Context, c *redis.Client, n int, timeout time.Duration) (time.Duration, error) {
+	// The first command dials and authenticates; it is not a round trip worth measuring.
+	if _, err := nodeCall(ctx, timeout, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() }); err != nil {
 		return 0, err
 	}
 	rtts := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		if _, err := nodeCall(ctx, timeout, func(ctx context.Context) (string, error) { return c.Ping(ctx).Result() }); err != nil {
+		if _, err := nodeCall(ctx, timeout, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() }); err != nil {
 			return 0, err
 		}
 		rtts = append(rtts, time.Since(start))
@@ -373,7 +384,8 @@ func (m *Master) checkLockUser(ctx context.Context, t Target) {
 	m.LockUserChecked = true
 	c := redis.NewClient(t.clientOptions(m.Endpoint, t.LockUsername, t.LockPassword))
 	defer c.Close()
-	if _, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Ping(ctx).Result() }); err != nil {
+	// TIME is in the lock user's command list and, unlike PING, answered by a stale replica.
+	if _, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() }); err != nil {
 		m.LockUserError = err.Error()
 		return
 	}

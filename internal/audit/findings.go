@@ -46,7 +46,7 @@ func findings(t Target, r *Report) []string {
 			continue
 		}
 		if !m.audited {
-			add("Master %s answered but could not be fully audited (%s), so its safety settings are unknown. Fix: give the audit the admin user's credentials (CONFIG GET, INFO and TIME must be allowed).", ep, m.Error)
+			add("Master %s answered but could not be fully audited (%s), so its safety settings are unknown. Fix: run the audit with the admin user's credentials (CONFIG GET, INFO and TIME must be allowed) against a master that serves requests.", ep, m.Error)
 		}
 		if m.Role != "" && m.Role != "master" {
 			where := ""

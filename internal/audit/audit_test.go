@@ -1,0 +1,256 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+const testTTL = 10 * time.Second
+
+// target audits c's masters with the harness credentials, a restart delay that is safe for
+// testTTL, and a short clock interval so the suite stays quick.
+func target(c *redistest.Cluster) audit.Target {
+	return audit.Target{
+		Endpoints: c.Addrs(),
+		Username:  "default", Password: redistest.AdminPassword,
+		LockUsername: redistest.LockUser, LockPassword: redistest.LockPassword,
+		MaxLockTTL:    testTTL,
+		RestartDelay:  testTTL + audit.Drift(testTTL, audit.DefaultDriftFactor) + time.Second,
+		ClockInterval: 200 * time.Millisecond,
+	}
+}
+
+func run(t *testing.T, tgt audit.Target) *audit.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := audit.Run(ctx, tgt)
+	if err != nil {
+		t.Fatalf("audit.Run: %v", err)
+	}
+	if rep.Safe != (len(rep.Problems) == 0) {
+		t.Fatalf("Safe=%v but %d problems: %q", rep.Safe, len(rep.Problems), rep.Problems)
+	}
+	return rep
+}
+
+func TestSafeClusterHasNoProblems(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 5})
+	rep := run(t, target(c))
+	if !rep.Safe || len(rep.Problems) != 0 {
+		t.Fatalf("safe cluster reported unsafe:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	if rep.Quorum != 3 || rep.Reachable != 5 || len(rep.Masters) != 5 {
+		t.Fatalf("quorum %d reachable %d masters %d; want 3, 5, 5", rep.Quorum, rep.Reachable, len(rep.Masters))
+	}
+	runIDs := map[string]bool{}
+	for i, m := range rep.Masters {
+		if m.Endpoint != c.Masters[i].Addr {
+			t.Errorf("master %d endpoint %s, want %s (endpoint order)", i, m.Endpoint, c.Masters[i].Addr)
+		}
+		if !m.Reachable || m.Error != "" || m.Role != "master" || m.ConnectedReplicas != 0 || !m.AOFEnabled ||
+			m.AppendFsync != "always" || m.NoAppendfsyncOnRewrite != "no" || m.MaxMemoryPolicy != "noeviction" ||
+			m.MaxMemory <= 0 || m.AOFLastWriteStatus != "ok" || m.RunID == "" || m.RTT <= 0 || m.ClockRate <= 0 ||
+			!m.LockUserChecked || m.LockUserCanConfig || m.LockUserError != "" {
+			t.Errorf("master %s: unexpected audit %+v", m.Endpoint, m)
+		}
+		runIDs[m.RunID] = true
+	}
+	if len(runIDs) != 5 {
+		t.Errorf("want 5 distinct run_ids, got %d", len(runIDs))
+	}
+}
+
+// TestUnsafeMutations breaks one thing at a time on a safe cluster and expects the audit to
+// say so, naming the master and the setting.
+func TestUnsafeMutations(t *testing.T) {
+	admin := func(m *redistest.Master, args ...any) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return m.Admin().Do(ctx, args...).Err()
+	}
+	configSet := func(name, value string) func(*testing.T, *redistest.Cluster, *audit.Target) string {
+		return func(t *testing.T, c *redistest.Cluster, _ *audit.Target) string {
+			if err := admin(c.Masters[1], "CONFIG", "SET", name, value); err != nil {
+				t.Fatalf("CONFIG SET %s %s: %v", name, value, err)
+			}
+			return c.Masters[1].Addr
+		}
+	}
+	tests := []struct {
+		name    string
+		masters int
+		// mutate breaks the cluster (or the target) and returns the endpoint the
+		// problem must name ("" when the problem is deployment-wide).
+		mutate func(*testing.T, *redistest.Cluster, *audit.Target) string
+		want   []string // substrings of one problem
+	}{
+		{name: "appendfsync everysec", mutate: configSet("appendfsync", "everysec"), want: []string{"appendfsync everysec", "always"}},
+		{name: "maxmemory-policy allkeys-lru", mutate: configSet("maxmemory-policy", "allkeys-lru"), want: []string{"maxmemory-policy allkeys-lru", "noeviction"}},
+		{name: "no-appendfsync-on-rewrite yes", mutate: configSet("no-appendfsync-on-rewrite", "yes"), want: []string{"no-appendfsync-on-rewrite yes"}},
+		{name: "appendonly no", mutate: configSet("appendonly", "no"), want: []string{"AOF off", "appendonly yes"}},
+		{name: "maxmemory 0", mutate: configSet("maxmemory", "0"), want: []string{"maxmemory 0"}},
+		{name: "one master killed", mutate: func(t *testing.T, c *redistest.Cluster, _ *audit.Target) string {
+			if err := c.Masters[2].Kill(); err != nil {
+				t.Fatal(err)
+			}
+			return c.Masters[2].Addr
+		}, want: []string{"unreachable"}},
+		{name: "majority killed", mutate: func(t *testing.T, c *redistest.Cluster, _ *audit.Target) string {
+			for _, m := range c.Masters[:2] {
+				if err := m.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ""
+		}, want: []string{"Only 1 of 3 masters are reachable", "quorum of 2"}},
+		{name: "same endpoint listed twice", masters: 4, mutate: func(t *testing.T, c *redistest.Cluster, tgt *audit.Target) string {
+			tgt.Endpoints = append(tgt.Endpoints, c.Masters[0].Addr)
+			return c.Masters[0].Addr
+		}, want: []string{"same server", "run_id"}},
+		{name: "replicaof another master", mutate: func(t *testing.T, c *redistest.Cluster, _ *audit.Target) string {
+			replica, primary := c.Masters[1], c.Masters[0]
+			if err := admin(replica, "CONFIG", "SET", "masterauth", redistest.AdminPassword); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin(replica, "REPLICAOF", primary.Host, fmt.Sprint(primary.Port)); err != nil {
+				t.Fatal(err)
+			}
+			return replica.Addr
+		}, want: []string{"is a slave of", "REPLICAOF NO ONE"}},
+		{name: "restart delay below the TTL", mutate: func(t *testing.T, c *redistest.Cluster, tgt *audit.Target) string {
+			tgt.RestartDelay = tgt.MaxLockTTL / 2
+			return ""
+		}, want: []string{"restart delay 5s is shorter than the max lock TTL 10s"}},
+		{name: "restart delay without the drift margin", mutate: func(t *testing.T, c *redistest.Cluster, tgt *audit.Target) string {
+			tgt.RestartDelay = tgt.MaxLockTTL
+			return ""
+		}, want: []string{"restart delay 10s is shorter", "drift margin"}},
+		{name: "lock user allowed CONFIG", mutate: func(t *testing.T, c *redistest.Cluster, _ *audit.Target) string {
+			if err := admin(c.Masters[2], "ACL", "SETUSER", redistest.LockUser, "+config"); err != nil {
+				t.Fatal(err)
+			}
+			return c.Masters[2].Addr
+		}, want: []string{"lock user run CONFIG"}},
+		{name: "wrong lock password", mutate: func(t *testing.T, c *redistest.Cluster, tgt *audit.Target) string {
+			tgt.LockPassword = "not-the-password"
+			return c.Masters[0].Addr
+		}, want: []string{"refused the lock user"}},
+		{name: "even number of masters", masters: 4, mutate: func(*testing.T, *redistest.Cluster, *audit.Target) string { return "" },
+			want: []string{"4 masters, an even count"}},
+		{name: "single master", masters: 1, mutate: func(*testing.T, *redistest.Cluster, *audit.Target) string { return "" },
+			want: []string{"at least 3 independent masters"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.masters
+			if n == 0 {
+				n = 3
+			}
+			c := redistest.Start(t, redistest.Options{Masters: n})
+			tgt := target(c)
+			endpoint := tc.mutate(t, c, &tgt)
+			rep := run(t, tgt)
+			if rep.Safe {
+				t.Fatalf("audit says safe after %s", tc.name)
+			}
+			if !hasProblem(rep.Problems, endpoint, tc.want) {
+				t.Fatalf("no problem naming %q and %q among:\n%s", endpoint, tc.want, strings.Join(rep.Problems, "\n"))
+			}
+		})
+	}
+}
+
+// TestReplicaSeenFromPrimary checks the other half of a replication setup: the primary
+// reports its connected replica.
+func TestReplicaSeenFromPrimary(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3})
+	replica, primary := c.Masters[1], c.Masters[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := replica.Admin().ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Admin().Do(ctx, "REPLICAOF", primary.Host, fmt.Sprint(primary.Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the link, observed from the primary (behaviour, not a time limit).
+	for {
+		info, err := primary.Admin().Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(info, "connected_slaves:1") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("replica never connected: %s", info)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	rep := run(t, target(c))
+	if rep.Masters[0].ConnectedReplicas != 1 || rep.Masters[1].Role != "slave" || rep.Masters[1].MasterHost != primary.Addr {
+		t.Fatalf("replication not reported: %+v / %+v", rep.Masters[0], rep.Masters[1])
+	}
+	if !hasProblem(rep.Problems, primary.Addr, []string{"1 connected replica"}) {
+		t.Fatalf("no problem about the primary's replica:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+}
+
+func TestAdminCredentialsRequired(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3})
+	tgt := target(c)
+	// The lock user may not run CONFIG GET or INFO: an audit with its credentials cannot
+	// vouch for the settings, and must say so instead of passing.
+	tgt.Username, tgt.Password = redistest.LockUser, redistest.LockPassword
+	rep := run(t, tgt)
+	if rep.Safe {
+		t.Fatal("audit with the restricted lock user's credentials said safe")
+	}
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"could not be fully audited", "admin"}) {
+		t.Fatalf("no problem about missing admin rights:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+}
+
+func TestBadTarget(t *testing.T) {
+	tests := []struct {
+		name  string
+		tgt   audit.Target
+		field string
+	}{
+		{"no endpoints", audit.Target{MaxLockTTL: time.Second}, "endpoints"},
+		{"endpoint without port", audit.Target{Endpoints: []string{"127.0.0.1"}, MaxLockTTL: time.Second}, "endpoints"},
+		{"no max lock ttl", audit.Target{Endpoints: []string{"127.0.0.1:1"}}, "max_lock_ttl"},
+		{"negative restart delay", audit.Target{Endpoints: []string{"127.0.0.1:1"}, MaxLockTTL: time.Second, RestartDelay: -time.Second}, "restart_delay"},
+		{"drift factor of 100%", audit.Target{Endpoints: []string{"127.0.0.1:1"}, MaxLockTTL: time.Second, DriftFactor: 1}, "drift factor"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := audit.Run(context.Background(), tc.tgt)
+			if !errors.Is(err, audit.ErrBadTarget) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("err = %v; want ErrBadTarget naming %q", err, tc.field)
+			}
+		})
+	}
+}
+
+func hasProblem(problems []string, endpoint string, want []string) bool {
+	for _, p := range problems {
+		ok := strings.Contains(p, endpoint)
+		for _, w := range want {
+			ok = ok && strings.Contains(p, w)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
