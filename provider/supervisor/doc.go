@@ -1,0 +1,33 @@
+// Package supervisor keeps one Redis master running under the restart policy Redlock needs
+// (SPEC.md section 4, "Delayed restart").
+//
+// One supervisor process runs per master. It is started detached (its own session) by the
+// Terraform provider with Spawn, so it outlives `terraform apply`, and it runs redis-server as
+// its child:
+//
+//   - A clean shutdown (redis-server exits 0 after SHUTDOWN or SIGTERM: the AOF is fsynced)
+//     leaves an fsynced clean marker in the data dir; the supervisor then exits 0.
+//   - A crash (killed by a signal, non-zero exit) runs the OnCrash hook and holds the master
+//     down until RestartDelay has passed since the master was last seen alive (the last
+//     answered PING), so every lock it granted has expired on the other masters before it
+//     rejoins. Then BeforeRestart, redis-server again, and AfterRestart once it answers.
+//   - A data dir that holds data but no clean marker when a supervisor starts (reboot,
+//     supervisor and master killed together) is held back the same way.
+//   - A paused master (SIGSTOP) is "not seen alive" but is not a crash: nothing happens until
+//     the process actually exits.
+//
+// Everything lives in the master's data dir: supervisor.json (Config, written by the
+// provider), supervisor.state (State, replaced atomically), supervisor.log, supervisor.lock
+// (flock: one supervisor per data dir), clean-shutdown (the marker).
+//
+// The supervisor is the executable that called Spawn, re-executed with the arguments
+// "supervise <data dir>": its main (and the TestMain of any test binary that spawns one) must
+// call Main when os.Args[1] == "supervise":
+//
+//	if len(os.Args) > 2 && os.Args[1] == "supervise" {
+//		os.Exit(supervisor.Main(os.Args[2]))
+//	}
+//
+// The functions of this package are safe for concurrent use; a data dir is owned by at most
+// one running supervisor.
+package supervisor

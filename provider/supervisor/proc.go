@@ -1,0 +1,95 @@
+package supervisor
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Pids recorded in files can be recycled by the kernel for unrelated processes. Before this
+// package signals a pid it proves from /proc that the pid is still the process it means.
+
+// processAlive reports whether pid exists and is not a zombie (a zombie has exited; only its
+// parent's wait is missing).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name, which may itself contain ") ".
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return false
+	}
+	return stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// isSupervisorProcess reports whether pid is a live supervisor for dataDir: its command line
+// is "<exe> supervise <dataDir>".
+func isSupervisorProcess(pid int, dataDir string) bool {
+	if !processAlive(pid) {
+		return false
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	want := filepath.Clean(dataDir)
+	for i := 1; i+1 < len(args); i++ {
+		if args[i] == "supervise" && filepath.Clean(args[i+1]) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// isRedisProcess reports whether pid is a live redis-server of this master: its working dir
+// is the data dir (redis-server chdirs to its `dir`) and it runs the configured server
+// binary. Redis rewrites its command line (proc-title), so that cannot be used.
+func isRedisProcess(pid int, c Config) bool {
+	if !processAlive(pid) {
+		return false
+	}
+	proc := "/proc/" + strconv.Itoa(pid)
+	cwd, err := os.Readlink(proc + "/cwd")
+	if err != nil || !samePath(cwd, c.DataDir) {
+		return false
+	}
+	if exe, err := os.Readlink(proc + "/exe"); err == nil {
+		if bin, err := exec.LookPath(c.ServerBinary); err == nil && samePath(exe, bin) {
+			return true
+		}
+	}
+	// The binary may have been replaced on disk (exe then ends in " (deleted)"): fall back
+	// to the command name the kernel recorded at exec, truncated to 15 bytes.
+	comm, err := os.ReadFile(proc + "/comm")
+	if err != nil {
+		return false
+	}
+	name := filepath.Base(c.ServerBinary)
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return strings.TrimSpace(string(comm)) == name
+}
+
+func samePath(a, b string) bool {
+	if ra, err := filepath.EvalSymlinks(a); err == nil {
+		a = ra
+	}
+	if rb, err := filepath.EvalSymlinks(b); err == nil {
+		b = rb
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
+}

@@ -1,0 +1,159 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const pollInterval = 20 * time.Millisecond
+
+// Stop stops the master in dataDir cleanly and waits until its supervisor and redis-server
+// are gone (or ctx is done).
+//
+// With a live supervisor (pid from the state or the lock file, proven by /proc to be
+// "supervise <dataDir>", so a recycled pid is never signalled) it sends SIGTERM: the
+// supervisor stops redis-server cleanly, writes the clean marker and exits. When only
+// redis-server is left (its supervisor was killed) Stop shuts it down itself (SHUTDOWN as
+// admin, else SIGTERM to the proven redis pid) and writes the marker. With nothing running
+// it does nothing: in particular it never writes a marker for a master that crashed.
+//
+// Call it after the supervisor wrote its first state (WaitReady): a supervisor spawned a
+// few milliseconds ago may not be visible yet.
+func Stop(ctx context.Context, dataDir string) error {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return fmt.Errorf("supervisor: data dir %q: %w", dataDir, err)
+	}
+	st, err := ReadState(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, pid := range []int{st.SupervisorPID, lockHolder(dir)} {
+		if pid == os.Getpid() || !isSupervisorProcess(pid, dir) {
+			continue
+		}
+		// SIGCONT: a paused supervisor must wake up to act on SIGTERM.
+		if err := signalPid(pid, syscall.SIGTERM); err != nil {
+			return err
+		}
+		_ = signalPid(pid, syscall.SIGCONT)
+		if err := waitGone(ctx, func() bool { return isSupervisorProcess(pid, dir) }); err != nil {
+			return fmt.Errorf("supervisor: supervisor pid %d for %s did not stop: %w (see %s)",
+				pid, dir, err, filepath.Join(dir, LogFileName))
+		}
+		if st, err = ReadState(dir); err != nil {
+			return err
+		}
+		break
+	}
+	if st.RedisPID == 0 {
+		return nil
+	}
+	c, err := LoadConfig(dir)
+	if err != nil {
+		return err
+	}
+	if !isRedisProcess(st.RedisPID, c) {
+		return nil // crashed with its supervisor: nothing runs, and nothing may claim a clean stop
+	}
+	if err := stopOrphan(ctx, c, st.RedisPID); err != nil {
+		return err
+	}
+	st.Status, st.RedisPID = StatusStopped, 0
+	return writeState(dir, st)
+}
+
+// stopOrphan stops a redis-server that has no supervisor (so it is not our child and its
+// exit code cannot be read) and writes the clean marker. redis-server exits only once its
+// shutdown succeeded (AOF fsynced); when that fails it logs why and keeps running. So the
+// process being gone after a shutdown request means a clean stop.
+func stopOrphan(ctx context.Context, c Config, pid int) error {
+	_ = signalPid(pid, syscall.SIGCONT) // a paused server could not answer SHUTDOWN
+	client := adminClient(c)
+	shutdownCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := client.Shutdown(shutdownCtx).Err() // go-redis reports the expected EOF as success
+	cancel()
+	client.Close()
+	if err != nil {
+		if strings.Contains(err.Error(), "ERR") {
+			return fmt.Errorf("redis-server pid %d refused to shut down: %v", pid, err)
+		}
+		// Not reachable (auth changed, paused too long...): the signal does the same.
+		if !isRedisProcess(pid, c) {
+			return fmt.Errorf("redis-server pid %d vanished during shutdown: %v", pid, err)
+		}
+		if err := signalPid(pid, syscall.SIGTERM); err != nil {
+			return err
+		}
+	}
+	if err := waitGone(ctx, func() bool { return isRedisProcess(pid, c) }); err != nil {
+		return fmt.Errorf("redis-server pid %d did not stop: %w", pid, err)
+	}
+	return writeCleanMarker(c.DataDir, pid)
+}
+
+func signalPid(pid int, sig syscall.Signal) error {
+	if err := syscall.Kill(pid, sig); err != nil && err != syscall.ESRCH {
+		return fmt.Errorf("supervisor: signal %v to pid %d: %w", sig, pid, err)
+	}
+	return nil
+}
+
+// waitGone polls until running reports false or ctx is done.
+func waitGone(ctx context.Context, running func() bool) error {
+	for running() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+	return nil
+}
+
+// WaitReady waits until the supervisor in dataDir reports its master running (answering
+// PING) and returns that state. supervisorPID (from Spawn; 0 = any) makes it fail fast, with
+// the end of supervisor.log, when that supervisor exits instead. A held master (restart
+// delay) is waited for: bound ctx accordingly.
+func WaitReady(ctx context.Context, dataDir string, supervisorPID int) (State, error) {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return State{}, fmt.Errorf("supervisor: data dir %q: %w", dataDir, err)
+	}
+	for {
+		st, err := ReadState(dir)
+		mine := err == nil && (supervisorPID == 0 || st.SupervisorPID == supervisorPID)
+		if mine && st.Status == StatusRunning && isSupervisorProcess(st.SupervisorPID, dir) {
+			return st, nil
+		}
+		if supervisorPID != 0 && !isSupervisorProcess(supervisorPID, dir) {
+			return st, fmt.Errorf("supervisor pid %d for %s exited before its master was running: %s",
+				supervisorPID, dir, logTail(dir, 2000))
+		}
+		if supervisorPID == 0 && err == nil && st.Status == StatusStopped {
+			return st, fmt.Errorf("supervisor for %s stopped: %s", dir, st.LastError)
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("supervisor for %s: master not running (status %q): %w", dir, st.Status, ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+func logTail(dir string, n int) string {
+	data, err := os.ReadFile(filepath.Join(dir, LogFileName))
+	if err != nil {
+		return "(no " + LogFileName + ")"
+	}
+	if len(data) > n {
+		data = data[len(data)-n:]
+	}
+	return strings.TrimSpace(string(data))
+}

@@ -1,0 +1,432 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK     = 0 // the master stopped cleanly (or the supervisor was stopped while holding)
+	ExitFailed = 1 // the supervisor could not do its job; see supervisor.log and State.LastError
+	ExitConfig = 2 // supervisor.json is missing or invalid
+	ExitLocked = 3 // another supervisor runs for the data dir
+)
+
+// HookTimeout bounds every hook; a hook still running then is killed (its process group).
+const HookTimeout = 30 * time.Second
+
+const (
+	pingInterval  = 100 * time.Millisecond
+	pingTimeout   = 500 * time.Millisecond // a paused or overloaded master must not stall the loop
+	stateInterval = time.Second            // state rewrite period while the master runs
+	// shutdownTimeout is how long redis-server gets to stop cleanly after SIGTERM before it
+	// is killed (and the stop counts as unclean: no marker).
+	shutdownTimeout = time.Minute
+)
+
+// Main is the supervisor's body: it supervises the master described by
+// <dataDir>/supervisor.json until the master stops cleanly or the supervisor is told to stop
+// (SIGTERM or SIGINT), and returns the process exit code (ExitOK, ExitFailed, ExitConfig,
+// ExitLocked). SIGHUP reloads supervisor.json (restart delay, hooks; the rest applies to the
+// next start of redis-server). Call it from main when os.Args[1] == "supervise".
+func Main(dataDir string) int {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "supervisor: data dir %q: %v\n", dataDir, err)
+		return ExitConfig
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, LogFileName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "supervisor: open log in %s: %v\n", dir, err)
+		return ExitConfig
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewTextHandler(logFile, nil)).With("supervisor_pid", os.Getpid())
+	// Spawn points stderr at the log already; otherwise fatal messages go to both.
+	report := func(msg string) {
+		log.Error(msg)
+		if fi, err := os.Stderr.Stat(); err == nil {
+			if li, err := logFile.Stat(); err == nil && os.SameFile(fi, li) {
+				return
+			}
+		}
+		fmt.Fprintln(os.Stderr, msg)
+	}
+
+	cfg, err := LoadConfig(dir)
+	if err == nil && !samePath(cfg.DataDir, dir) {
+		err = fmt.Errorf("supervisor config: data_dir %q is not the dir it was read from (%s)", cfg.DataDir, dir)
+	}
+	if err != nil {
+		report(err.Error())
+		return ExitConfig
+	}
+	lock, holder, err := lockDataDir(dir)
+	if errors.Is(err, errLocked) {
+		report(fmt.Sprintf("supervisor: another supervisor (pid %d) already runs for %s: stop it first", holder, dir))
+		return ExitLocked
+	}
+	if err != nil {
+		report(err.Error())
+		return ExitFailed
+	}
+	defer lock.Close()
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	stopCtx, requestStop := context.WithCancel(context.Background())
+	defer requestStop()
+	reload := make(chan struct{}, 1)
+	go func() {
+		for sig := range sigs {
+			if sig == syscall.SIGHUP {
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+				continue
+			}
+			log.Info("stop requested", "signal", sig.String())
+			requestStop()
+		}
+	}()
+	defer func() { signal.Stop(sigs); close(sigs) }()
+
+	s := &supervisor{dir: dir, cfg: cfg, log: log, logFile: logFile, stop: stopCtx, reload: reload}
+	return s.run()
+}
+
+// supervisor is the state of one running supervisor. Only Main's goroutine touches it.
+type supervisor struct {
+	dir     string
+	cfg     Config
+	log     *slog.Logger
+	logFile *os.File
+	stop    context.Context // done once SIGTERM/SIGINT arrived
+	reload  chan struct{}   // SIGHUP
+	st      State
+}
+
+func (s *supervisor) run() int {
+	prev, err := ReadState(s.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("previous state unreadable", "err", err)
+	}
+	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts}
+	s.log.Info("supervisor started", "master", s.cfg.Name, "addr", s.cfg.Addr, "restart_delay", s.cfg.RestartDelay.String())
+
+	// A redis-server left behind by a supervisor that was killed still serves: stop it
+	// cleanly, so that it is restarted under supervision without a delay.
+	if prev.RedisPID != 0 && isRedisProcess(prev.RedisPID, s.cfg) {
+		s.log.Warn("found the master running without its supervisor: stopping it cleanly", "redis_pid", prev.RedisPID)
+		ctx, cancel := context.WithTimeout(s.stop, shutdownTimeout)
+		err := stopOrphan(ctx, s.cfg, prev.RedisPID)
+		cancel()
+		if err != nil {
+			return s.exit(ExitFailed, fmt.Sprintf("stop the unsupervised redis-server pid %d: %v", prev.RedisPID, err))
+		}
+	}
+
+	restart := false
+	if base, hold, why := holdBase(s.dir, time.Now(), true); hold {
+		// Persist the base: HoldUntil, asked while this supervisor holds, must agree with it.
+		s.st.LastAlive = base
+		s.log.Warn("holding the master back before its first start", "why", why)
+		if stopped := s.hold(); stopped {
+			return s.exit(ExitOK, "")
+		}
+		restart = true
+	}
+	for {
+		if restart {
+			if s.runHook("before_restart", s.cfg.Hooks.BeforeRestart, s.st.RedisPID); s.stopRequested() {
+				return s.exit(ExitOK, "")
+			}
+		}
+		res := s.serve(restart)
+		switch {
+		case res.clean:
+			return s.exit(ExitOK, "")
+		case res.stopRequested:
+			// Asked to stop, but redis-server did not exit cleanly: no marker.
+			return s.exit(ExitFailed, res.err)
+		}
+		s.st.LastError = res.err
+		s.log.Error("master crashed", "err", res.err, "last_alive", s.st.LastAlive.Format(time.RFC3339Nano))
+		s.st.Status = StatusHolding
+		s.st.RestartAt = s.st.LastAlive.Add(s.cfg.RestartDelay)
+		s.writeState()
+		if s.runHook("crash", s.cfg.Hooks.OnCrash, res.pid); s.stopRequested() {
+			return s.exit(ExitOK, "")
+		}
+		if stopped := s.hold(); stopped {
+			return s.exit(ExitOK, "")
+		}
+		restart = true
+	}
+}
+
+func (s *supervisor) stopRequested() bool { return s.stop.Err() != nil }
+
+// hold keeps the master down until LastAlive + RestartDelay. It reports whether a stop was
+// requested meanwhile. SIGHUP may change the delay, and with it the end of the hold.
+func (s *supervisor) hold() (stopped bool) {
+	for {
+		s.st.Status = StatusHolding
+		s.st.RestartAt = s.st.LastAlive.Add(s.cfg.RestartDelay)
+		s.writeState()
+		s.log.Info("holding", "last_alive", s.st.LastAlive.Format(time.RFC3339Nano),
+			"restart_at", s.st.RestartAt.Format(time.RFC3339Nano), "restart_delay", s.cfg.RestartDelay.String())
+		// time.Until uses the monotonic clock when LastAlive came from this process, so a
+		// wall-clock step cannot shorten the hold.
+		timer := time.NewTimer(time.Until(s.st.RestartAt))
+		select {
+		case <-timer.C:
+			return false
+		case <-s.stop.Done():
+			timer.Stop()
+			return true
+		case <-s.reload:
+			timer.Stop()
+			s.reloadConfig()
+		}
+	}
+}
+
+func (s *supervisor) reloadConfig() {
+	c, err := LoadConfig(s.dir)
+	if err == nil && !samePath(c.DataDir, s.dir) {
+		err = fmt.Errorf("data_dir %q is not %s", c.DataDir, s.dir)
+	}
+	if err != nil {
+		s.log.Error("reload failed: keeping the current config", "err", err)
+		return
+	}
+	s.cfg = c
+	s.log.Info("config reloaded", "restart_delay", c.RestartDelay.String())
+}
+
+// serveResult says how a run of redis-server ended.
+type serveResult struct {
+	pid           int
+	clean         bool // exited 0: marker written
+	stopRequested bool // we asked it to stop and it did not exit cleanly
+	err           string
+}
+
+// serve starts redis-server and watches it until it exits.
+func (s *supervisor) serve(restart bool) serveResult {
+	if err := removeCleanMarker(s.dir); err != nil {
+		// Starting with a marker that might survive would skip a needed hold.
+		return serveResult{err: err.Error()}
+	}
+	cmd := exec.Command(s.cfg.ServerBinary, s.cfg.ConfigFile)
+	cmd.Dir = s.dir
+	cmd.Stdout = s.logFile
+	cmd.Stderr = s.logFile
+	// Own process group: signals meant for the supervisor's group do not reach redis-server;
+	// only the supervisor decides how it stops.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	startedAt := time.Now()
+	if err := cmd.Start(); err != nil {
+		s.st.LastAlive = startedAt
+		return serveResult{err: fmt.Sprintf("start %s: %v", s.cfg.ServerBinary, err)}
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	// A master may serve from the moment it starts, before the first PING answers.
+	s.st.LastAlive = startedAt
+	s.st.RedisPID = pid
+	s.st.Status = StatusStarting
+	s.writeState()
+	s.log.Info("redis-server started", "redis_pid", pid, "restart", restart)
+
+	alive := &aliveClock{}
+	alive.saw(startedAt)
+	probeCtx, stopProbe := context.WithCancel(context.Background())
+	var probeWG sync.WaitGroup
+	probeWG.Add(1)
+	go func() { defer probeWG.Done(); probe(probeCtx, s.cfg, alive) }()
+
+	var hookWG sync.WaitGroup
+	hookCtx, cancelHooks := context.WithCancel(context.Background())
+	defer func() { cancelHooks(); hookWG.Wait() }()
+
+	ticker := time.NewTicker(pingInterval)
+	defer ticker.Stop()
+	stopCh := s.stop.Done()
+	var killTimer <-chan time.Time
+	stopping, killed := false, false
+	lastWrite := time.Now()
+	for {
+		select {
+		case waitErr := <-exited:
+			stopProbe()
+			probeWG.Wait()
+			s.st.LastAlive = alive.last()
+			s.st.RedisPID = 0
+			if waitErr == nil {
+				if err := writeCleanMarker(s.dir, pid); err != nil {
+					return serveResult{pid: pid, stopRequested: true, err: err.Error()}
+				}
+				s.log.Info("redis-server stopped cleanly: clean marker written", "redis_pid", pid)
+				return serveResult{pid: pid, clean: true}
+			}
+			msg := fmt.Sprintf("redis-server pid %d %v", pid, describeExit(waitErr))
+			if stopping {
+				if killed {
+					msg += fmt.Sprintf(" (killed: no clean exit within %v of SIGTERM)", shutdownTimeout)
+				}
+				// It ran until now; count the hold from here.
+				s.st.LastAlive = time.Now()
+				return serveResult{pid: pid, stopRequested: true, err: msg}
+			}
+			return serveResult{pid: pid, err: msg}
+		case <-stopCh:
+			stopCh = nil
+			stopping = true
+			s.st.Status = StatusStopping
+			s.writeState()
+			s.log.Info("stopping redis-server cleanly", "redis_pid", pid)
+			// SIGTERM makes redis-server shut down like SHUTDOWN (AOF fsynced, exit 0); SIGCONT
+			// wakes a paused one so that it can.
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+			cancelHooks()
+			killTimer = time.After(shutdownTimeout)
+		case <-killTimer:
+			killed = true
+			s.log.Error("redis-server did not stop cleanly in time: killing it", "redis_pid", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		case <-s.reload:
+			s.reloadConfig()
+		case <-ticker.C:
+			last := alive.last()
+			changed := last.After(s.st.LastAlive)
+			s.st.LastAlive = last
+			if changed && s.st.Status == StatusStarting {
+				s.st.Status = StatusRunning
+				if restart {
+					s.st.Restarts++
+				}
+				s.st.LastError = ""
+				s.writeState()
+				lastWrite = time.Now()
+				s.log.Info("redis-server answers", "redis_pid", pid)
+				if restart && len(s.cfg.Hooks.AfterRestart) > 0 {
+					// Run beside the health check: a slow hook must not stop LastAlive.
+					run := s.hook("after_restart", s.cfg.Hooks.AfterRestart, pid)
+					hookWG.Add(1)
+					go func() { defer hookWG.Done(); run(hookCtx) }()
+				}
+				continue
+			}
+			if time.Since(lastWrite) >= stateInterval {
+				s.writeState()
+				lastWrite = time.Now()
+			}
+		}
+	}
+}
+
+// exit records the final state and returns code.
+func (s *supervisor) exit(code int, lastError string) int {
+	s.st.Status = StatusStopped
+	s.st.RedisPID = 0
+	if lastError != "" {
+		s.st.LastError = lastError
+		s.log.Error("supervisor exiting", "code", code, "err", lastError)
+	} else {
+		s.log.Info("supervisor exiting", "code", code, "clean_stop", CleanStop(s.dir))
+	}
+	s.writeState()
+	return code
+}
+
+func (s *supervisor) writeState() {
+	if err := writeState(s.dir, s.st); err != nil {
+		s.log.Error("write state", "err", err)
+	}
+}
+
+func describeExit(err error) string {
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Signaled():
+				return fmt.Sprintf("was killed by signal %v", ws.Signal())
+			case ws.Exited():
+				return fmt.Sprintf("exited with code %d", ws.ExitStatus())
+			}
+		}
+	}
+	return fmt.Sprintf("failed: %v", err)
+}
+
+// aliveClock is the last moment the master was seen alive, shared with the prober.
+type aliveClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (a *aliveClock) saw(t time.Time) {
+	a.mu.Lock()
+	if t.After(a.t) {
+		a.t = t
+	}
+	a.mu.Unlock()
+}
+
+func (a *aliveClock) last() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.t
+}
+
+// probe PINGs the master every pingInterval until ctx is done and records each answer. A
+// paused master answers nothing: every PING times out, LastAlive stops, and nothing else
+// happens until the process exits.
+func probe(ctx context.Context, c Config, alive *aliveClock) {
+	client := adminClient(c)
+	defer client.Close()
+	ticker := time.NewTicker(pingInterval)
+	defer ticker.Stop()
+	for {
+		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+		err := client.Ping(pingCtx).Err()
+		cancel()
+		if err == nil {
+			// The moment the answer arrived: later than when it was sent, so the hold is
+			// never counted from too early.
+			alive.saw(time.Now())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func adminClient(c Config) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: c.Addr, Password: c.AdminPassword,
+		DialTimeout: pingTimeout, ReadTimeout: pingTimeout, WriteTimeout: pingTimeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1, DisableIdentity: true,
+	})
+}
