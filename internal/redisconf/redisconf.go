@@ -21,10 +21,11 @@ const (
 // LockUserCommands are the only commands a Redlock client needs: SET NX PX to acquire,
 // the compare-and-delete / compare-and-pexpire / fencing scripts, PTTL to learn when a
 // held key expires, pub/sub for release notifications, and the connection handshake.
-// Scripts run with the caller's permissions, so the script bodies are bounded by this too.
+// Scripts run with the caller's permissions, so the script bodies are bounded by this too:
+// DEL and PEXPIRE are listed for the compare-and-delete / compare-and-pexpire scripts.
 var LockUserCommands = []string{
 	"+ping", "+hello", "+auth", "+client|setname", "+select",
-	"+set", "+get", "+pttl", "+eval", "+evalsha", "+script|load", "+script|exists",
+	"+set", "+get", "+del", "+pexpire", "+pttl", "+eval", "+evalsha", "+script|load", "+script|exists",
 	"+publish", "+subscribe", "+unsubscribe", "+time",
 }
 

@@ -1,0 +1,443 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Key suffixes of the siblings a lock key may have. They are reserved: a lock name ending
+// in FenceSuffix is refused.
+const (
+	// FenceSuffix names the fencing register of a lock: key+FenceSuffix, a plain integer
+	// string with no TTL.
+	FenceSuffix = ":fence"
+	// ReleaseChannelSuffix names the pub/sub channel a release publishes on.
+	ReleaseChannelSuffix = ":released"
+)
+
+// Client runs Redlock over independent masters. It is safe for concurrent use by many
+// goroutines: operations on the same master share round trips (one pipeline per master
+// at a time), which is what makes many concurrent lockers cheap.
+type Client struct {
+	opts    Options
+	masters []*master
+	quorum  int
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closing   chan struct{}
+	bg        sync.WaitGroup // background work: straggler bookkeeping, cleanups, renewals
+
+	reentrantMu sync.Mutex
+	reentrant   map[string]*hold // key -> hold acquired WithReentrant
+
+	notify *notifier
+}
+
+// New returns a Client over masters, one go-redis client per independent master (no
+// replicas, no Cluster). The caller keeps ownership of the clients and closes them after
+// Client.Close. Client options that help: ContextTimeoutEnabled (a stuck master then
+// frees its connection at the pipeline bound) and MaxRetries -1 (go-redis must not replay
+// a SET the server may have applied).
+func New(masters []redis.UniversalClient, opts Options) (*Client, error) {
+	if len(masters) == 0 {
+		return nil, fmt.Errorf("%w: no masters: pass one client per independent Redis master (N odd, >= 3; 5 is the reference)", ErrInvalid)
+	}
+	for i, m := range masters {
+		if m == nil {
+			return nil, fmt.Errorf("%w: masters[%d] is nil", ErrInvalid, i)
+		}
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{opts: opts, quorum: len(masters)/2 + 1, reentrant: map[string]*hold{}, closing: make(chan struct{})}
+	for i, rdb := range masters {
+		c.masters = append(c.masters, newMaster(i, addrOf(rdb, i), rdb, opts))
+	}
+	c.notify = newNotifier(c)
+	return c, nil
+}
+
+func addrOf(rdb redis.UniversalClient, i int) string {
+	if cl, ok := rdb.(*redis.Client); ok {
+		return cl.Options().Addr
+	}
+	return "master-" + strconv.Itoa(i)
+}
+
+// Quorum is the number of masters that must agree: N/2+1.
+func (c *Client) Quorum() int { return c.quorum }
+
+// Close stops the client: new calls fail with ErrClosed, auto-renewals stop, queued
+// cleanups are still sent (bounded by Options.CleanupTimeout), then the batchers and
+// subscriptions end. Locks still held are not released (they expire); release them first.
+// The go-redis clients given to New are not closed.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.closing) // stops auto-renewals
+		c.bg.Wait()
+		c.notify.close()
+		for _, m := range c.masters {
+			m.close()
+		}
+	})
+	return nil
+}
+
+// keyFor validates a lock request and returns the Redis key.
+func (c *Client) keyFor(name string, ttl time.Duration) (string, error) {
+	if c.closed.Load() {
+		return "", ErrClosed
+	}
+	if name == "" {
+		return "", fmt.Errorf("%w: empty lock name: pass the name of the resource to lock", ErrInvalid)
+	}
+	key := c.opts.KeyPrefix + name
+	if strings.HasSuffix(key, FenceSuffix) {
+		return "", fmt.Errorf("%w: lock name %q ends in %q, which names fencing registers: choose another name", ErrInvalid, name, FenceSuffix)
+	}
+	if err := c.checkTTL(ttl); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+func (c *Client) checkTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: ttl %v: a lock needs a positive TTL of at least 1ms (Redis expires in milliseconds)", ErrInvalid, ttl)
+	}
+	if ttl > c.opts.MaxTTL {
+		return fmt.Errorf("%w: ttl %v exceeds Options.MaxTTL %v: use a shorter ttl and keep the lock with Extend or WithAutoRenew, or raise MaxTTL (never above the deployment's max_lock_ttl, which the restart delay is sized for)",
+			ErrTTLTooLong, ttl, c.opts.MaxTTL)
+	}
+	return nil
+}
+
+// newToken returns 20 random bytes from crypto/rand, URL-safe base64 (27 characters).
+func newToken() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand crashes the program instead)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// TryAcquire makes one attempt to acquire the lock name for ttl. It returns *TakenError
+// when another client holds it, *UnavailableError when too few masters answered, an
+// error matching ErrExpired when the majority came too late to leave any validity, and
+// ctx's error when ctx ended first (the keys it may have set are released in the
+// background).
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	start := time.Now()
+	cfg := lockConfig{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	l, _, err := c.tryAcquire(ctx, name, ttl, cfg)
+	c.reportAcquire(name, start, 1, l, err)
+	return l, err
+}
+
+func (c *Client) reportAcquire(name string, start time.Time, attempts int, l *Lock, err error) {
+	e := OperationEvent{Op: OpAcquire, Key: c.opts.KeyPrefix + name, Attempts: attempts, Elapsed: time.Since(start), Err: err}
+	if l != nil {
+		e.Validity = time.Until(l.Deadline())
+		e.Fence = l.Fence()
+		e.Votes = l.h.votes
+	}
+	c.opts.Hooks.Operation(e)
+}
+
+// tryAcquire is one attempt; freeIn estimates when the key will be free on a majority
+// (from PTTL) when the attempt was refused.
+func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration, cfg lockConfig) (*Lock, time.Duration, error) {
+	key, err := c.keyFor(name, ttl)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if cfg.owner != "" {
+		if l, ok, err := c.reenter(ctx, key, ttl, cfg.owner); ok || err != nil {
+			return l, 0, err
+		}
+	}
+	ttl = ttl.Truncate(time.Millisecond) // PX is in milliseconds: never claim more than the key gets
+	token := newToken()
+	n := len(c.masters)
+	nodeTimeout := c.opts.nodeTimeout(ttl)
+	t1 := time.Now()
+	lockDeadline := t1.Add(ttl - c.opts.drift(ttl))
+	fenceKey := key + FenceSuffix
+	calls := []call{{args: []any{"set", key, token, "nx", "px", ttl.Milliseconds()}}, {args: []any{"pttl", key}}}
+	if !c.opts.NoFencing {
+		// Read the fencing register right after our SET, on the same connection: where the
+		// SET succeeded, the read is ordered after every earlier holder's fence write there.
+		calls = append(calls, call{args: []any{"get", fenceKey}})
+	}
+	rd := c.broadcast(OpAcquire, key, t1.Add(nodeTimeout), func(int) []call { return calls })
+
+	var (
+		granted, refused []int
+		errs             []MasterError
+		fenceReads       int
+		fenceMax         uint64
+		pttls            []time.Duration
+	)
+	onReply := func(req *request) bool {
+		i := req.master.index
+		ok, pttl, fence, fenceErr, err := parseAcquire(req, !c.opts.NoFencing)
+		c.masterEvent(OpAcquire, key, req, ok, err)
+		switch {
+		case err != nil:
+			errs = append(errs, MasterError{Master: i, Addr: req.master.addr, Err: err})
+		case ok:
+			granted = append(granted, i)
+			if fenceErr == nil {
+				fenceReads++
+				fenceMax = max(fenceMax, fence)
+			}
+		default:
+			refused = append(refused, i)
+			pttls = append(pttls, pttl)
+		}
+		enough := len(granted) >= c.quorum && (c.opts.NoFencing || fenceReads >= c.quorum)
+		return enough || len(refused) > n-c.quorum
+	}
+	ctxErr := rd.gather(ctx, t1.Add(nodeTimeout), onReply)
+	if ctxErr != nil {
+		c.cleanup(key, token, rd, 0)
+		return nil, 0, ctxErr
+	}
+	if len(granted) < c.quorum || (!c.opts.NoFencing && fenceReads < c.quorum) {
+		c.cleanup(key, token, rd, nodeTimeout)
+		if len(refused) > n-c.quorum {
+			return nil, freeIn(pttls, c.quorum-len(granted), nodeTimeout), &TakenError{Key: key, Refused: refused, Votes: len(granted), Quorum: c.quorum}
+		}
+		return nil, 0, c.unavailable(OpAcquire, key, len(granted), errs, rd)
+	}
+	// Replies that come after the majority are reported to the hooks only: the key is
+	// ours on those masters too, and Release/Extend go to every master anyway.
+	c.straggle(rd, t1.Add(c.opts.CleanupTimeout), func(req *request) {
+		ok, _, _, _, err := parseAcquire(req, !c.opts.NoFencing)
+		c.masterEvent(OpAcquire, key, req, ok, err)
+	})
+	if !time.Now().Before(lockDeadline) {
+		c.cleanup(key, token, nil, nodeTimeout)
+		return nil, 0, fmt.Errorf("%w: acquire %q: the majority answered after the validity ran out (ttl %v)", ErrExpired, key, ttl)
+	}
+
+	var fence uint64
+	if !c.opts.NoFencing {
+		fence, err = c.fence(ctx, key, token, fenceMax+1, nodeTimeout, lockDeadline)
+		if err != nil {
+			wait := nodeTimeout
+			if ctx.Err() != nil {
+				wait = 0 // cancelled: return at once, the release goes on in the background
+			}
+			c.cleanup(key, token, nil, wait)
+			return nil, 0, err
+		}
+		if !time.Now().Before(lockDeadline) {
+			c.cleanup(key, token, nil, nodeTimeout)
+			return nil, 0, fmt.Errorf("%w: acquire %q: the fencing round ended after the validity ran out (ttl %v)", ErrExpired, key, ttl)
+		}
+	}
+	h := c.newHold(key, token, ttl, fence, lockDeadline, cfg)
+	h.votes = len(granted)
+	return h.handle(), 0, nil
+}
+
+// parseAcquire reads one master's reply to SET NX PX, PTTL and GET fence.
+func parseAcquire(req *request, fencing bool) (ok bool, pttl time.Duration, fence uint64, fenceErr, err error) {
+	if req.err != nil {
+		return false, 0, 0, nil, req.err
+	}
+	set := req.cmds[0]
+	switch v, e := set.Result(); {
+	case e == nil && v == "OK":
+		ok = true
+	case errors.Is(e, redis.Nil):
+	case e != nil:
+		return false, 0, 0, nil, e
+	default:
+		return false, 0, 0, nil, fmt.Errorf("unexpected SET reply %v", v)
+	}
+	if ms, e := req.cmds[1].Int64(); e == nil {
+		pttl = time.Duration(ms) * time.Millisecond
+	} else {
+		pttl = -1
+	}
+	if fencing {
+		fence, fenceErr = parseFence(req.cmds[2])
+	}
+	return ok, pttl, fence, fenceErr, nil
+}
+
+func parseFence(cmd *redis.Cmd) (uint64, error) {
+	s, err := cmd.Text()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("fencing register holds %q, not a number", s)
+	}
+	return f, nil
+}
+
+// freeIn estimates when the key is free on enough masters for a majority: the need-th
+// smallest remaining TTL among the refusals. Keys without a TTL (-1: another client's
+// mistake) never free up; unknown values count as "soon".
+func freeIn(pttls []time.Duration, need int, fallback time.Duration) time.Duration {
+	if need <= 0 || need > len(pttls) {
+		return 0
+	}
+	ds := make([]time.Duration, 0, len(pttls))
+	for _, p := range pttls {
+		switch {
+		case p == -time.Millisecond: // no TTL
+		case p < 0:
+			ds = append(ds, 0) // key gone since (-2)
+		default:
+			ds = append(ds, p)
+		}
+	}
+	if need > len(ds) {
+		return fallback
+	}
+	for i := 1; i < len(ds); i++ { // insertion sort: at most N values
+		for j := i; j > 0 && ds[j] < ds[j-1]; j-- {
+			ds[j], ds[j-1] = ds[j-1], ds[j]
+		}
+	}
+	return ds[need-1]
+}
+
+// fence runs phase 2 of the fencing register: write max(stored, proposed) on every master
+// that still holds our token; the fence is ours when a majority confirmed.
+func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, nodeTimeout time.Duration, lockDeadline time.Time) (uint64, error) {
+	n := len(c.masters)
+	deadline := time.Now().Add(nodeTimeout)
+	if lockDeadline.Before(deadline) {
+		deadline = lockDeadline
+	}
+	cl := call{script: fenceScript, keys: []string{key, key + FenceSuffix}, args: []any{token, strconv.FormatUint(proposed, 10)}}
+	rd := c.broadcast(OpFence, key, deadline, func(int) []call { return []call{cl} })
+	var confirmed, refused int
+	var errs []MasterError
+	parse := func(req *request) (bool, error) {
+		if req.err != nil {
+			return false, req.err
+		}
+		v, err := req.cmds[0].Int64()
+		if err != nil {
+			return false, err
+		}
+		return v >= 0, nil
+	}
+	ctxErr := rd.gather(ctx, deadline, func(req *request) bool {
+		ok, err := parse(req)
+		c.masterEvent(OpFence, key, req, ok, err)
+		switch {
+		case err != nil:
+			errs = append(errs, MasterError{Master: req.master.index, Addr: req.master.addr, Err: err})
+		case ok:
+			confirmed++
+		default:
+			refused++
+		}
+		return confirmed >= c.quorum || refused > n-c.quorum
+	})
+	c.straggle(rd, time.Now().Add(c.opts.CleanupTimeout), func(req *request) {
+		ok, err := parse(req)
+		c.masterEvent(OpFence, key, req, ok, err)
+	})
+	if ctxErr != nil {
+		return 0, ctxErr
+	}
+	if confirmed >= c.quorum {
+		return proposed, nil
+	}
+	if refused > n-c.quorum {
+		return 0, fmt.Errorf("%w: acquire %q: the key changed hands during the fencing round", ErrLost, key)
+	}
+	return 0, c.unavailable(OpFence, key, confirmed, errs, rd)
+}
+
+// unavailable builds the error for a round that got too few confirmations, adding a
+// node-timeout error for every master that did not answer.
+func (c *Client) unavailable(op Op, key string, votes int, errs []MasterError, rd *round) error {
+	for i, req := range rd.reqs {
+		if !req.seen {
+			errs = append(errs, MasterError{Master: i, Addr: c.masters[i].addr, Err: ErrNodeTimeout})
+		}
+	}
+	return &UnavailableError{Op: string(op), Key: key, Votes: votes, Quorum: c.quorum, Errors: errs}
+}
+
+// cleanup releases token on every master after a failed or cancelled acquisition,
+// including masters that timed out: their reply may be lost after the key was set. The
+// release is not cut short by the caller's context; it is bounded by
+// Options.CleanupTimeout. The caller waits up to wait for it (one node timeout, so
+// that its next attempt does not race its own leftovers); the rest completes in the
+// background.
+func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) {
+	if acquire != nil {
+		acquire.abandonUnseen()
+		c.straggle(acquire, time.Now().Add(c.opts.CleanupTimeout), func(req *request) {
+			ok, _, _, _, err := parseAcquire(req, !c.opts.NoFencing)
+			c.masterEvent(OpAcquire, key, req, ok, err)
+		})
+	}
+	rd := c.releaseRound(OpCleanup, key, token, time.Now().Add(c.opts.CleanupTimeout))
+	report := func(req *request) {
+		ok, err := parseRelease(req)
+		c.masterEvent(OpCleanup, key, req, ok, err)
+	}
+	if wait > 0 {
+		deadline := time.Now().Add(wait)
+		_ = rd.gather(context.Background(), deadline, func(req *request) bool { report(req); return false })
+	}
+	c.straggle(rd, time.Now().Add(c.opts.CleanupTimeout), report)
+}
+
+func (c *Client) releaseRound(op Op, key, token string, sendBy time.Time) *round {
+	channel := ""
+	if !c.opts.NoNotifications {
+		channel = key + ReleaseChannelSuffix
+	}
+	cl := call{script: releaseScript, keys: []string{key}, args: []any{token, channel}}
+	return c.broadcast(op, key, sendBy, func(int) []call { return []call{cl} })
+}
+
+func parseRelease(req *request) (bool, error) {
+	if req.err != nil {
+		return false, req.err
+	}
+	v, err := req.cmds[0].Int64()
+	if err != nil {
+		return false, err
+	}
+	return v == 1, nil
+}
+
+func (c *Client) masterEvent(op Op, key string, req *request, vote bool, err error) {
+	c.opts.Hooks.MasterReply(MasterEvent{Op: op, Key: key, Master: req.master.index, Addr: req.master.addr,
+		Latency: req.latency, Vote: vote, Err: err})
+}

@@ -1,0 +1,334 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// hold is one acquisition on the masters; re-entrant handles share it.
+type hold struct {
+	c      *Client
+	key    string
+	token  string
+	ttl    time.Duration
+	fence  uint64
+	owner  string // re-entrant owner, "" when not re-entrant
+	votes  int
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	extendMu sync.Mutex // one extension at a time
+
+	mu         sync.Mutex
+	deadline   time.Time // validity end (monotonic)
+	extensions int
+	holds      int  // live handles
+	done       bool // released or lost: no further extension
+	timer      *time.Timer
+	expiryWhy  error // cause given to the context when the validity runs out
+	renewing   bool
+}
+
+// Lock is a handle on an acquired lock. Its methods are safe for concurrent use.
+type Lock struct {
+	h        *hold
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	released atomic.Bool
+}
+
+func (c *Client) newHold(key, token string, ttl time.Duration, fence uint64, deadline time.Time, cfg lockConfig) *hold {
+	h := &hold{c: c, key: key, token: token, ttl: ttl, fence: fence, owner: cfg.owner, deadline: deadline,
+		expiryWhy: ErrExpired}
+	h.ctx, h.cancel = context.WithCancelCause(context.Background())
+	h.timer = time.AfterFunc(time.Until(deadline), h.onTimer)
+	if cfg.owner != "" {
+		c.reentrantMu.Lock()
+		c.reentrant[key] = h
+		c.reentrantMu.Unlock()
+	}
+	if cfg.autoRenew {
+		h.startRenew()
+	}
+	return h
+}
+
+// handle adds one hold and returns a new handle on it.
+func (h *hold) handle() *Lock {
+	h.mu.Lock()
+	h.holds++
+	h.mu.Unlock()
+	l := &Lock{h: h}
+	l.ctx, l.cancel = context.WithCancelCause(h.ctx)
+	return l
+}
+
+// onTimer cancels the context when the validity ran out; an extension that won the race
+// moved the deadline, then the timer is re-armed.
+func (h *hold) onTimer() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if d := time.Until(h.deadline); d > 0 {
+		h.timer.Reset(d)
+		return
+	}
+	h.finishLocked(h.expiryWhy)
+}
+
+// finishLocked ends the hold: no more extensions, the context is cancelled with cause.
+func (h *hold) finishLocked(cause error) {
+	if h.done {
+		return
+	}
+	h.done = true
+	h.timer.Stop()
+	h.cancel(cause)
+	if h.owner != "" {
+		h.c.reentrantMu.Lock()
+		if h.c.reentrant[h.key] == h {
+			delete(h.c.reentrant, h.key)
+		}
+		h.c.reentrantMu.Unlock()
+	}
+}
+
+func (h *hold) finish(cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.finishLocked(cause)
+}
+
+// Key returns the Redis key of the lock (Options.KeyPrefix + name).
+func (l *Lock) Key() string { return l.h.key }
+
+// Token returns the random value stored under the key on the masters.
+func (l *Lock) Token() string { return l.h.token }
+
+// Fence returns the fencing token of this acquisition: larger than the fence of every
+// earlier holder of the key (see the package doc for the exact guarantee). Re-entrant
+// handles share their acquisition's fence. 0 when Options.NoFencing is set.
+func (l *Lock) Fence() uint64 { return l.h.fence }
+
+// Deadline returns the end of the lock's validity on the local monotonic clock: the
+// holder may rely on the lock until then, not for the whole TTL. Extensions move it.
+func (l *Lock) Deadline() time.Time {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	return l.h.deadline
+}
+
+// Context returns a context that is cancelled when the validity runs out, when the lock
+// is lost or released, or when auto-renewal fails. context.Cause tells which (ErrExpired,
+// ErrLost, ErrReleased, possibly wrapping the renewal error). Run the protected work
+// under it.
+func (l *Lock) Context() context.Context { return l.ctx }
+
+// Extend resets the lock's TTL to ttl on every master (and sets it again on a master that
+// lost it). It succeeds only when a majority confirmed before the current validity ran
+// out; the new deadline is start + ttl - drift. Errors: ErrExpired (validity already
+// over), ErrLost (another holder has the key on enough masters; the context is then
+// cancelled), ErrExtensionLimit, *UnavailableError (the lock stays valid until the old
+// deadline), ErrReleased, ctx's error.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if l.released.Load() {
+		return ErrReleased
+	}
+	start := time.Now()
+	err := l.h.extend(ctx, ttl)
+	l.h.c.opts.Hooks.Operation(OperationEvent{Op: OpExtend, Key: l.h.key, Attempts: 1, Elapsed: time.Since(start),
+		Validity: time.Until(l.Deadline()), Fence: l.h.fence, Err: err})
+	return err
+}
+
+func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
+	c := h.c
+	if err := c.checkTTL(ttl); err != nil {
+		return err
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	h.extendMu.Lock()
+	defer h.extendMu.Unlock()
+
+	h.mu.Lock()
+	oldDeadline, extensions, done := h.deadline, h.extensions, h.done
+	h.mu.Unlock()
+	t1 := time.Now()
+	switch {
+	case done && context.Cause(h.ctx) != nil && !errors.Is(context.Cause(h.ctx), ErrExpired):
+		return context.Cause(h.ctx)
+	case !t1.Before(oldDeadline):
+		return fmt.Errorf("%w: extend %q: the validity ended %v ago", ErrExpired, h.key, t1.Sub(oldDeadline).Round(time.Millisecond))
+	case extensions >= c.opts.MaxExtensions:
+		return fmt.Errorf("%w: extend %q: already extended %d times (Options.MaxExtensions)", ErrExtensionLimit, h.key, extensions)
+	}
+	n := len(c.masters)
+	nodeTimeout := c.opts.nodeTimeout(ttl)
+	waitUntil := t1.Add(nodeTimeout)
+	if oldDeadline.Before(waitUntil) {
+		waitUntil = oldDeadline
+	}
+	cl := call{script: extendScript, keys: []string{h.key}, args: []any{h.token, ttl.Milliseconds()}}
+	rd := c.broadcast(OpExtend, h.key, waitUntil, func(int) []call { return []call{cl} })
+	var confirmed, refused int
+	var errs []MasterError
+	parse := func(req *request) (bool, error) {
+		if req.err != nil {
+			return false, req.err
+		}
+		v, err := req.cmds[0].Int64()
+		return v > 0, err
+	}
+	ctxErr := rd.gather(ctx, waitUntil, func(req *request) bool {
+		ok, err := parse(req)
+		c.masterEvent(OpExtend, h.key, req, ok, err)
+		switch {
+		case err != nil:
+			errs = append(errs, MasterError{Master: req.master.index, Addr: req.master.addr, Err: err})
+		case ok:
+			confirmed++
+		default:
+			refused++
+		}
+		return confirmed >= c.quorum || refused > n-c.quorum
+	})
+	c.straggle(rd, t1.Add(c.opts.CleanupTimeout), func(req *request) {
+		ok, err := parse(req)
+		c.masterEvent(OpExtend, h.key, req, ok, err)
+	})
+	if ctxErr != nil {
+		return ctxErr
+	}
+	end := time.Now()
+	newDeadline := t1.Add(ttl - c.opts.drift(ttl))
+	switch {
+	case refused > n-c.quorum:
+		err := fmt.Errorf("%w: extend %q: %d masters hold another token", ErrLost, h.key, refused)
+		h.finish(err)
+		return err
+	case confirmed < c.quorum:
+		return c.unavailable(OpExtend, h.key, confirmed, errs, rd)
+	case !end.Before(newDeadline):
+		return fmt.Errorf("%w: extend %q: the majority answered after the new validity ran out", ErrExpired, h.key)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done || !end.Before(h.deadline) {
+		// The validity ran out (or the lock was released) while we waited: the keys we
+		// just extended are not a lock anyone may rely on.
+		return fmt.Errorf("%w: extend %q: the validity ran out before a majority confirmed", ErrExpired, h.key)
+	}
+	h.deadline = newDeadline
+	h.extensions++
+	h.timer.Reset(time.Until(newDeadline))
+	return nil
+}
+
+// Release gives the lock up: the compare-and-delete script runs on every master. With
+// re-entrant holds, only the last handle's Release touches the masters. It returns nil
+// when a majority confirmed; ErrExpired when the validity had already run out (the work
+// may have overlapped another holder); ErrLost when the key was not ours on enough
+// masters; *UnavailableError when too few answered; ErrReleased on a second call.
+// Releasing is not cut short by ctx beyond the wait: the deletes are sent regardless.
+func (l *Lock) Release(ctx context.Context) error {
+	if !l.released.CompareAndSwap(false, true) {
+		return ErrReleased
+	}
+	start := time.Now()
+	l.cancel(ErrReleased)
+	err := l.h.release(ctx)
+	l.h.c.opts.Hooks.Operation(OperationEvent{Op: OpRelease, Key: l.h.key, Attempts: 1, Elapsed: time.Since(start),
+		Fence: l.h.fence, Err: err})
+	return err
+}
+
+func (h *hold) release(ctx context.Context) error {
+	c := h.c
+	h.mu.Lock()
+	h.holds--
+	if h.holds > 0 {
+		h.mu.Unlock()
+		return nil
+	}
+	deadline := h.deadline
+	lostCause := error(nil)
+	if h.done {
+		lostCause = context.Cause(h.ctx)
+	}
+	h.finishLocked(ErrReleased)
+	h.mu.Unlock()
+
+	start := time.Now()
+	n := len(c.masters)
+	nodeTimeout := c.opts.nodeTimeout(h.ttl)
+	rd := c.releaseRound(OpRelease, h.key, h.token, start.Add(c.opts.CleanupTimeout))
+	var confirmed, refused int
+	var errs []MasterError
+	ctxErr := rd.gather(ctx, start.Add(nodeTimeout), func(req *request) bool {
+		ok, err := parseRelease(req)
+		c.masterEvent(OpRelease, h.key, req, ok, err)
+		switch {
+		case err != nil:
+			errs = append(errs, MasterError{Master: req.master.index, Addr: req.master.addr, Err: err})
+		case ok:
+			confirmed++
+		default:
+			refused++
+		}
+		return confirmed >= c.quorum || refused > n-c.quorum
+	})
+	c.straggle(rd, start.Add(c.opts.CleanupTimeout), func(req *request) {
+		ok, err := parseRelease(req)
+		c.masterEvent(OpRelease, h.key, req, ok, err)
+	})
+	if confirmed > 0 {
+		c.notify.released(h.key, h.token)
+	}
+	switch {
+	case lostCause != nil && errors.Is(lostCause, ErrLost):
+		return lostCause
+	case !start.Before(deadline):
+		return fmt.Errorf("%w: release %q: the validity had ended %v before the release", ErrExpired, h.key, start.Sub(deadline).Round(time.Millisecond))
+	case ctxErr != nil:
+		return ctxErr
+	case confirmed >= c.quorum:
+		return nil
+	case refused > n-c.quorum:
+		return fmt.Errorf("%w: release %q: %d masters hold another token", ErrLost, h.key, refused)
+	default:
+		return c.unavailable(OpRelease, h.key, confirmed, errs, rd)
+	}
+}
+
+// reenter returns a new handle on the hold owner already has on key, if any.
+func (c *Client) reenter(ctx context.Context, key string, ttl time.Duration, owner string) (*Lock, bool, error) {
+	c.reentrantMu.Lock()
+	h := c.reentrant[key]
+	c.reentrantMu.Unlock()
+	if h == nil || h.owner != owner {
+		return nil, false, nil
+	}
+	h.mu.Lock()
+	if h.done || !time.Now().Before(h.deadline) {
+		h.mu.Unlock()
+		return nil, false, nil
+	}
+	h.holds++ // keep it from being released while we extend
+	deadline := h.deadline
+	h.mu.Unlock()
+	l := &Lock{h: h}
+	l.ctx, l.cancel = context.WithCancelCause(h.ctx)
+	// The caller asked for ttl: extend when that moves the deadline later.
+	if want := time.Now().Add(ttl - c.opts.drift(ttl)); want.After(deadline) {
+		if err := h.extend(ctx, ttl); err != nil {
+			l.released.Store(true)
+			l.cancel(ErrReleased)
+			_ = h.release(context.Background()) // drop our hold; the outer holder keeps the lock
+			return nil, true, err
+		}
+	}
+	return l, true, nil
+}

@@ -1,0 +1,272 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// master multiplexes every operation of the Client on one Redis master: a batcher
+// goroutine takes whatever requests are waiting and sends them as one pipeline. A lone
+// request goes out at once (no added latency when idle); under load the requests that
+// arrive while a pipeline is in flight form the next one, which is what lets the server
+// fsync many writes at once under appendfsync always (group commit).
+//
+// One pipeline is in flight per master at a time. That keeps the master's commands in
+// the order they were issued: a cleanup release sent after an acquire that timed out
+// reaches the server after that acquire, even when the master was paused in between.
+// Callers never wait on the pipeline itself: each waits for its own reply with its own
+// deadline, so a stuck master costs them the node timeout only.
+type master struct {
+	index    int
+	addr     string
+	rdb      redis.UniversalClient
+	maxBatch int
+	execMax  time.Duration // bound of one pipeline (Options.CleanupTimeout)
+
+	mu     sync.RWMutex // guards closed and sends on queue
+	closed bool
+	queue  chan *request
+	done   chan struct{} // closed when the batcher exited
+
+	scriptsLoaded bool // batcher goroutine only
+}
+
+// call is one command of a request: a plain command (args) or a script.
+type call struct {
+	script *script
+	keys   []string
+	args   []any
+}
+
+const (
+	statePending int32 = iota
+	stateSent
+	stateAbandoned
+	stateDropped
+)
+
+// request is a group of calls for one master, executed in order in one pipeline.
+type request struct {
+	master  *master
+	calls   []call
+	sendBy  time.Time // not sent after this: the caller has given up
+	queued  time.Time
+	state   atomic.Int32
+	cmds    []*redis.Cmd // results, valid after completion with err == nil
+	err     error        // the request was not sent, or the pipeline failed before it
+	latency time.Duration
+	out     chan<- *request // receives the request once, when it completed
+	seen    bool            // the round's goroutine took the completion (owned by it)
+}
+
+// abandon tells the batcher not to send the request. It reports whether the request is
+// known not to have been sent (so it can have had no effect).
+func (r *request) abandon() (notSent bool) {
+	if r.state.CompareAndSwap(statePending, stateAbandoned) {
+		return true
+	}
+	return r.state.Load() == stateDropped
+}
+
+func (r *request) complete(err error) {
+	r.err = err
+	r.latency = time.Since(r.queued)
+	r.out <- r // buffered by the sender: never blocks
+}
+
+func newMaster(index int, addr string, rdb redis.UniversalClient, opts Options) *master {
+	m := &master{index: index, addr: addr, rdb: rdb, maxBatch: opts.MaxBatch, execMax: opts.CleanupTimeout,
+		queue: make(chan *request, 4*opts.MaxBatch), done: make(chan struct{})}
+	go m.run()
+	return m
+}
+
+// send queues r; when the queue stays full past r.sendBy or the master is closed, r
+// completes with an error at once.
+func (m *master) send(r *request) {
+	r.master = m
+	r.queued = time.Now()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		r.state.Store(stateDropped)
+		r.complete(ErrClosed)
+		return
+	}
+	select {
+	case m.queue <- r:
+		return
+	default:
+	}
+	t := time.NewTimer(time.Until(r.sendBy))
+	defer t.Stop()
+	select {
+	case m.queue <- r:
+	case <-t.C:
+		r.state.Store(stateDropped)
+		r.complete(ErrNodeTimeout)
+	}
+}
+
+// close stops accepting requests; the batcher still sends what is queued (within each
+// request's sendBy) and exits. It waits for the batcher.
+func (m *master) close() {
+	m.mu.Lock()
+	if !m.closed {
+		m.closed = true
+		close(m.queue)
+	}
+	m.mu.Unlock()
+	<-m.done
+}
+
+func (m *master) run() {
+	defer close(m.done)
+	batch := make([]*request, 0, m.maxBatch)
+	for {
+		first, ok := <-m.queue
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < m.maxBatch {
+			select {
+			case r, ok := <-m.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		m.exec(batch)
+	}
+}
+
+func (m *master) exec(batch []*request) {
+	now := time.Now()
+	live := make([]*request, 0, len(batch))
+	anyScript := false
+	for _, r := range batch {
+		if now.After(r.sendBy) {
+			if r.state.CompareAndSwap(statePending, stateDropped) {
+				r.complete(ErrNodeTimeout)
+			}
+			continue
+		}
+		if !r.state.CompareAndSwap(statePending, stateSent) {
+			continue // abandoned: the caller is gone and knows it was never sent
+		}
+		for _, c := range r.calls {
+			anyScript = anyScript || c.script != nil
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.execMax)
+	defer cancel()
+
+	pipe := m.rdb.Pipeline()
+	var loads []*redis.StringCmd
+	if anyScript && !m.scriptsLoaded {
+		for _, s := range allScripts {
+			loads = append(loads, pipe.ScriptLoad(ctx, s.src))
+		}
+	}
+	for _, r := range live {
+		r.cmds = make([]*redis.Cmd, len(r.calls))
+		for i, c := range r.calls {
+			cmd := c.command(ctx, true)
+			_ = pipe.Process(ctx, cmd)
+			r.cmds[i] = cmd
+		}
+	}
+	_, execErr := pipe.Exec(ctx)
+	if len(loads) > 0 {
+		loaded := true
+		for _, l := range loads {
+			loaded = loaded && l.Err() == nil
+		}
+		m.scriptsLoaded = loaded
+	}
+
+	// A master restarted between two pipelines has lost its script cache: run the scripts
+	// that got NOSCRIPT again with EVAL (which also caches them).
+	type retry struct {
+		orig *redis.Cmd
+		c    call
+	}
+	var retries []retry
+	for _, r := range live {
+		for i, c := range r.calls {
+			if c.script != nil && isNoScript(r.cmds[i].Err()) {
+				retries = append(retries, retry{r.cmds[i], c})
+			}
+		}
+	}
+	if len(retries) > 0 {
+		m.scriptsLoaded = false
+		pipe := m.rdb.Pipeline()
+		evals := make([]*redis.Cmd, len(retries))
+		for i, rt := range retries {
+			evals[i] = rt.c.command(ctx, false)
+			_ = pipe.Process(ctx, evals[i])
+		}
+		_, _ = pipe.Exec(ctx)
+		for i, rt := range retries {
+			rt.orig.SetVal(evals[i].Val())
+			rt.orig.SetErr(evals[i].Err())
+		}
+	}
+	for _, r := range live {
+		r.complete(pipelineErr(r, execErr))
+	}
+}
+
+// pipelineErr is the request-level error: a connection failure shows on every command;
+// command-level errors (redis.Nil, script errors) are left to the caller.
+func pipelineErr(r *request, execErr error) error {
+	if execErr == nil || len(r.cmds) == 0 {
+		return nil
+	}
+	err := r.cmds[0].Err()
+	if err == nil || errors.Is(err, redis.Nil) {
+		return nil
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return nil // a server reply: the caller interprets it
+	}
+	return err
+}
+
+func (c call) command(ctx context.Context, sha bool) *redis.Cmd {
+	if c.script == nil {
+		return redis.NewCmd(ctx, c.args...)
+	}
+	args := make([]any, 0, 3+len(c.keys)+len(c.args))
+	if sha {
+		args = append(args, "evalsha", c.script.sha)
+	} else {
+		args = append(args, "eval", c.script.src)
+	}
+	args = append(args, len(c.keys))
+	for _, k := range c.keys {
+		args = append(args, k)
+	}
+	args = append(args, c.args...)
+	return redis.NewCmd(ctx, args...)
+}
+
+func isNoScript(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}

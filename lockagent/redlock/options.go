@@ -1,0 +1,155 @@
+package redlock
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults used when an Options field is zero.
+const (
+	DefaultMaxTTL         = 30 * time.Second // the kit's default max_lock_ttl
+	DefaultDriftFactor    = 0.01
+	DefaultRetryDelayMin  = 2 * time.Millisecond
+	DefaultRetryDelayMax  = 200 * time.Millisecond
+	DefaultMaxExtensions  = 100
+	DefaultCleanupTimeout = 2 * time.Second
+	DefaultMaxBatch       = 256
+
+	// driftConstant is added to TTL*DriftFactor: the granularity of Redis expiry (1 ms)
+	// plus a millisecond of slack (SPEC.md section 3).
+	driftConstant = 2 * time.Millisecond
+	// Node timeout derived from the TTL when Options.NodeTimeout is zero:
+	// clamp(ttl/200, 10ms, 50ms). A 10 s lock waits at most 50 ms for a dead master
+	// (SPEC.md: 5-50 ms); short locks get 10 ms rather than 5 ms because one fsync on a
+	// busy disk already takes several milliseconds and a too-short timeout turns a
+	// healthy master into a "failed" vote.
+	nodeTimeoutDivisor = 200
+	minNodeTimeout     = 10 * time.Millisecond
+	maxNodeTimeout     = 50 * time.Millisecond
+)
+
+// Options configure a Client. The zero value is safe: every zero field takes the default
+// documented on it.
+type Options struct {
+	// NodeTimeout bounds the wait for one master's reply in every round (acquire, fence,
+	// extend, release). Zero derives it from the lock's TTL: clamp(ttl/200, 10ms, 50ms).
+	// It must stay much smaller than the TTL: the validity of a lock is TTL minus the time
+	// the slowest needed master took.
+	NodeTimeout time.Duration
+	// MaxTTL refuses longer TTLs (ErrTTLTooLong). Set it to the deployment's max_lock_ttl:
+	// the delayed restart of a crashed master only protects locks no longer than that.
+	// Default 30 s.
+	MaxTTL time.Duration
+	// RetryDelayMin and RetryDelayMax bound the random delay Acquire waits between
+	// attempts when it has no better information (release notification, key expiry).
+	// Defaults 2 ms and 200 ms.
+	RetryDelayMin, RetryDelayMax time.Duration
+	// MaxRetries caps the retries of Acquire after its first attempt; zero means no cap:
+	// Acquire then waits until the lock is free or ctx ends.
+	MaxRetries int
+	// DriftFactor is the clock-rate error allowed between processes; the drift subtracted
+	// from every validity is TTL*DriftFactor + 2ms. Default 0.01.
+	DriftFactor float64
+	// KeyPrefix is prepended to every lock name. Empty: the key is the name as given, so
+	// other Redlock clients using the same name exclude this one.
+	KeyPrefix string
+	// MaxExtensions bounds how many times one acquisition may be extended (Extend and
+	// auto-renewal together); an unbounded holder would cost liveness. Default 100.
+	MaxExtensions int
+	// CleanupTimeout bounds the releases sent after a failed or cancelled acquisition
+	// (the caller's cancellation does not cut them short) and every pipeline sent to a
+	// master. Default 2 s.
+	CleanupTimeout time.Duration
+	// MaxBatch bounds how many waiting operations one pipeline to a master carries.
+	// Default 256.
+	MaxBatch int
+	// NoFencing skips the fencing round: Lock.Fence returns 0 and an acquisition costs one
+	// round trip instead of two.
+	NoFencing bool
+	// NoNotifications turns off release notifications (PUBLISH on release, SUBSCRIBE while
+	// waiting); Acquire then waits for expiry or the retry delay only.
+	NoNotifications bool
+	// Hooks receive per-master and per-operation events; nil means none.
+	Hooks Hooks
+}
+
+// withDefaults fills zero fields and rejects nonsense, naming the field and the fix.
+func (o Options) withDefaults() (Options, error) {
+	if o.MaxTTL == 0 {
+		o.MaxTTL = DefaultMaxTTL
+	}
+	if o.DriftFactor == 0 {
+		o.DriftFactor = DefaultDriftFactor
+	}
+	if o.RetryDelayMin == 0 {
+		o.RetryDelayMin = DefaultRetryDelayMin
+	}
+	if o.RetryDelayMax == 0 {
+		o.RetryDelayMax = max(DefaultRetryDelayMax, o.RetryDelayMin)
+	}
+	if o.MaxExtensions == 0 {
+		o.MaxExtensions = DefaultMaxExtensions
+	}
+	if o.CleanupTimeout == 0 {
+		o.CleanupTimeout = DefaultCleanupTimeout
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.Hooks == nil {
+		o.Hooks = nopHooks{}
+	}
+	switch {
+	case o.NodeTimeout < 0:
+		return o, fmt.Errorf("%w: Options.NodeTimeout %v is negative: use 0 (derived from the TTL) or a positive duration", ErrInvalid, o.NodeTimeout)
+	case o.MaxTTL < 0:
+		return o, fmt.Errorf("%w: Options.MaxTTL %v is negative: use 0 (default %v) or the deployment's max_lock_ttl", ErrInvalid, o.MaxTTL, DefaultMaxTTL)
+	case o.RetryDelayMin < 0 || o.RetryDelayMax < o.RetryDelayMin:
+		return o, fmt.Errorf("%w: Options.RetryDelayMin %v / RetryDelayMax %v: need 0 <= min <= max", ErrInvalid, o.RetryDelayMin, o.RetryDelayMax)
+	case o.MaxRetries < 0:
+		return o, fmt.Errorf("%w: Options.MaxRetries %d is negative: use 0 (no cap, ctx bounds Acquire) or a positive count", ErrInvalid, o.MaxRetries)
+	case o.DriftFactor < 0 || o.DriftFactor >= 0.5:
+		return o, fmt.Errorf("%w: Options.DriftFactor %v out of range: use 0 (default %v) or a value in (0, 0.5)", ErrInvalid, o.DriftFactor, DefaultDriftFactor)
+	case o.MaxExtensions < 0:
+		return o, fmt.Errorf("%w: Options.MaxExtensions %d is negative: use 0 (default %d) or a positive bound", ErrInvalid, o.MaxExtensions, DefaultMaxExtensions)
+	case o.CleanupTimeout < 0:
+		return o, fmt.Errorf("%w: Options.CleanupTimeout %v is negative: use 0 (default %v) or a positive duration", ErrInvalid, o.CleanupTimeout, DefaultCleanupTimeout)
+	case o.MaxBatch < 0:
+		return o, fmt.Errorf("%w: Options.MaxBatch %d is negative: use 0 (default %d) or a positive size", ErrInvalid, o.MaxBatch, DefaultMaxBatch)
+	}
+	return o, nil
+}
+
+// nodeTimeout is the per-master bound for a lock with this TTL.
+func (o Options) nodeTimeout(ttl time.Duration) time.Duration {
+	if o.NodeTimeout > 0 {
+		return o.NodeTimeout
+	}
+	return min(max(ttl/nodeTimeoutDivisor, minNodeTimeout), maxNodeTimeout)
+}
+
+// drift is the clock-rate allowance subtracted from a validity (SPEC.md section 3).
+func (o Options) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*o.DriftFactor) + driftConstant
+}
+
+// LockOption changes one acquisition.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	autoRenew bool
+	owner     string // non-empty: re-entrant for this owner
+}
+
+// WithAutoRenew keeps the lock alive while it is held: it is extended (by its TTL) each
+// time a third of the TTL has passed, within Options.MaxExtensions. When renewal fails
+// for good (lock lost, limit reached, masters unreachable until the validity ran out),
+// Lock.Context is cancelled and context.Cause says why.
+func WithAutoRenew() LockOption { return func(c *lockConfig) { c.autoRenew = true } }
+
+// WithReentrant makes the acquisition re-entrant for owner: while this Client holds the
+// key for the same owner, acquiring it again returns at once with a new handle on the
+// same lock (same token, same fence) and one more hold; the lock is released on the
+// masters when the last handle is released. Owners are compared within one Client only;
+// another process or Client with the same owner string is a different holder.
+func WithReentrant(owner string) LockOption { return func(c *lockConfig) { c.owner = owner } }

@@ -1,0 +1,75 @@
+package redlock
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// script is a Lua script sent by EVALSHA; the batcher loads it (SCRIPT LOAD) on a master
+// whose cache is unknown and falls back to EVAL on NOSCRIPT (a restarted master).
+type script struct {
+	src string
+	sha string
+}
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// releaseScript is the standard compare-and-delete (SPEC.md section 2): other Redlock
+// clients release with the same "get == token then del" semantics, so the holders of
+// different libraries exclude each other. It additionally publishes the released token on
+// the key's release channel (ARGV[2]; empty: no notification) so that waiters wake at once.
+//
+// KEYS[1] lock key; ARGV[1] token; ARGV[2] release channel or "".
+var releaseScript = newScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  redis.call("del", KEYS[1])
+  if ARGV[2] ~= "" then
+    redis.call("publish", ARGV[2], ARGV[1])
+  end
+  return 1
+end
+return 0
+`)
+
+// extendScript extends the key when it is still ours, and sets it again (NX) on a master
+// that lost it (restart after the delay, eviction by an operator) so that a long-held lock
+// does not drift down to a bare majority. It never touches another holder's key.
+//
+// KEYS[1] lock key; ARGV[1] token; ARGV[2] ttl in ms.
+// Returns 1 extended, 2 set again, 0 held by another token.
+var extendScript = newScript(`
+local v = redis.call("get", KEYS[1])
+if v == ARGV[1] then
+  redis.call("pexpire", KEYS[1], ARGV[2])
+  return 1
+elseif not v then
+  if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+    return 2
+  end
+end
+return 0
+`)
+
+// fenceScript is phase 2 of the fencing register: on a master that still holds our token,
+// raise the fence register to max(stored, proposed); never lower it. The register has no
+// TTL: it must never go backwards.
+//
+// KEYS[1] lock key; KEYS[2] fence key; ARGV[1] token; ARGV[2] proposed fence.
+// Returns the stored value after the write, or -1 when the token is not ours there.
+var fenceScript = newScript(`
+if redis.call("get", KEYS[1]) ~= ARGV[1] then
+  return -1
+end
+local cur = tonumber(redis.call("get", KEYS[2]) or "0") or 0
+local p = tonumber(ARGV[2])
+if p > cur then
+  redis.call("set", KEYS[2], ARGV[2])
+  cur = p
+end
+return cur
+`)
+
+var allScripts = []*script{releaseScript, extendScript, fenceScript}
