@@ -1,0 +1,185 @@
+// Package validate holds the plan-time checks of the redlock provider's schema: each
+// validator names what is wrong and how to fix it, so a bad configuration fails at
+// `terraform plan` instead of leaving a half-started master behind.
+package validate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+)
+
+// ParseDuration parses a Go duration string ("30s", "1m30s", "500ms") and explains the
+// accepted format when it fails.
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: write a number with a unit, e.g. \"30s\", \"1m30s\" or \"500ms\"", s)
+	}
+	return d, nil
+}
+
+// Duration accepts duration strings of at least min (min > 0 also refuses zero).
+func Duration(min time.Duration) validator.String { return durationValidator{min: min} }
+
+type durationValidator struct{ min time.Duration }
+
+func (v durationValidator) Description(context.Context) string {
+	return fmt.Sprintf("a duration such as \"30s\" of at least %s", v.min)
+}
+
+func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	d, err := ParseDuration(req.ConfigValue.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration", fmt.Sprintf("%s: %s.", req.Path, err))
+		return
+	}
+	if d <= 0 || d < v.min {
+		resp.Diagnostics.AddAttributeError(req.Path, "Duration too small",
+			fmt.Sprintf("%s is %s: it must be greater than zero and at least %s.", req.Path, d, v.min))
+	}
+}
+
+// memoryPattern is redis.conf's memory unit syntax: bytes, or k/kb/m/mb/g/gb (case-insensitive).
+var memoryPattern = regexp.MustCompile(`^(?i)([0-9]+)(b|k|kb|m|mb|g|gb)?$`)
+
+// ParseMemory converts a redis.conf memory size ("64mb", "1gb", "1048576") to bytes, with
+// Redis's own units: k = 1000, kb = 1024, m = 1000^2, mb = 1024^2 and so on.
+func ParseMemory(s string) (int64, error) {
+	m := memoryPattern.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a memory size: write bytes or a number with a unit (kb, mb, gb), e.g. \"64mb\"", s)
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	mult := map[string]int64{"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000 * 1000, "mb": 1024 * 1024,
+		"g": 1000 * 1000 * 1000, "gb": 1024 * 1024 * 1024}[strings.ToLower(m[2])]
+	if n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * mult, nil
+}
+
+// MinMaxMemory is the smallest maxmemory accepted: below about a megabyte Redis's own
+// overhead fills the budget and, with noeviction, every lock write is refused.
+const MinMaxMemory = 1024 * 1024
+
+// MaxMemory accepts an explicit redis maxmemory of at least MinMaxMemory. Zero (Redis's
+// "unlimited") is refused: SPEC.md section 4 wants an explicit limit.
+func MaxMemory() validator.String { return maxMemoryValidator{} }
+
+type maxMemoryValidator struct{}
+
+func (maxMemoryValidator) Description(context.Context) string {
+	return "a redis memory size of at least 1mb, e.g. \"64mb\""
+}
+
+func (v maxMemoryValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (maxMemoryValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	n, err := ParseMemory(req.ConfigValue.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid memory size", fmt.Sprintf("%s: %s.", req.Path, err))
+		return
+	}
+	if n < MinMaxMemory {
+		resp.Diagnostics.AddAttributeError(req.Path, "maxmemory too small",
+			fmt.Sprintf("%s is %d bytes: set at least \"1mb\" (0 would mean unlimited, and SPEC.md section 4 requires an explicit limit).", req.Path, n))
+	}
+}
+
+// AbsolutePath accepts absolute filesystem paths. The detached supervisor and `terraform
+// import` both need a path that does not depend on the directory terraform ran in.
+func AbsolutePath() validator.String { return absPathValidator{} }
+
+type absPathValidator struct{}
+
+func (absPathValidator) Description(context.Context) string { return "an absolute path" }
+
+func (v absPathValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (absPathValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	p := req.ConfigValue.ValueString()
+	if !filepath.IsAbs(p) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Path must be absolute",
+			fmt.Sprintf("%s is %q: use an absolute path, e.g. abspath(\"${path.root}/%s\").", req.Path, p, filepath.ToSlash(filepath.Clean(p))))
+	}
+}
+
+// DirCreatable reports why dir cannot be a data directory: an existing non-directory at
+// the path, or a regular file where a parent directory should be. It does not create
+// anything; nil means mkdir has a chance.
+func DirCreatable(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil && p == filepath.Clean(dir):
+			return fmt.Errorf("%s exists and is not a directory: choose another data_dir or remove the file", p)
+		case err == nil:
+			return fmt.Errorf("%s is a file, so %s cannot be created under it: choose a data_dir under a directory", p, dir)
+		case !os.IsNotExist(err):
+			return fmt.Errorf("cannot inspect %s: %v", p, err)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// Executable accepts a command name found on PATH (or an executable path).
+func Executable() validator.String { return executableValidator{} }
+
+type executableValidator struct{}
+
+func (executableValidator) Description(context.Context) string {
+	return "a command found on PATH, or the path of an executable"
+}
+
+func (v executableValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (executableValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := LookPath(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Executable not found", fmt.Sprintf("%s: %s.", req.Path, err))
+	}
+}
+
+// LookPath explains, with the fix, why a command cannot be run.
+func LookPath(name string) error {
+	if name == "" {
+		return fmt.Errorf("the command is empty: give a program name or path")
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		return fmt.Errorf("%q was not found on PATH or is not executable: install it or give its full path", name)
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"regexp"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
+)
+
+var (
+	namePattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	userPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	noSpacePattern = regexp.MustCompile(`^[[:graph:]]+$`)
+)
+
+// configView is the part of the configuration the cross-attribute checks need; values are
+// framework types because any of them may be unknown at plan time.
+type configView struct {
+	Bind                   types.String `tfsdk:"bind"`
+	AllowNonLoopbackBind   types.Bool   `tfsdk:"allow_non_loopback_bind"`
+	DataDir                types.String `tfsdk:"data_dir"`
+	MaxLockTTL             types.String `tfsdk:"max_lock_ttl"`
+	ClockDriftMargin       types.String `tfsdk:"clock_drift_margin"`
+	RestartDelay           types.String `tfsdk:"restart_delay"`
+	AppendFsync            types.String `tfsdk:"appendfsync"`
+	AllowUnsafeAppendFsync types.Bool   `tfsdk:"allow_unsafe_appendfsync"`
+	MaxMemoryPolicy        types.String `tfsdk:"maxmemory_policy"`
+	ReplicaOf              types.String `tfsdk:"replica_of"`
+	Hooks                  types.Object `tfsdk:"hooks"`
+}
+
+func getConfigView(ctx context.Context, get func(context.Context, path.Path, any) diag.Diagnostics) (configView, diag.Diagnostics) {
+	var v configView
+	var diags diag.Diagnostics
+	for name, target := range map[string]any{
+		"bind": &v.Bind, "allow_non_loopback_bind": &v.AllowNonLoopbackBind, "data_dir": &v.DataDir,
+		"max_lock_ttl": &v.MaxLockTTL, "clock_drift_margin": &v.ClockDriftMargin, "restart_delay": &v.RestartDelay,
+		"appendfsync": &v.AppendFsync, "allow_unsafe_appendfsync": &v.AllowUnsafeAppendFsync,
+		"maxmemory_policy": &v.MaxMemoryPolicy, "replica_of": &v.ReplicaOf, "hooks": &v.Hooks,
+	} {
+		diags.Append(get(ctx, path.Root(name), target)...)
+	}
+	return v, diags
+}
+
+// ValidateConfig refuses unsafe or impossible configurations at plan time. Each check
+// runs only when the values it needs are known.
+func (r *masterResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	v, diags := getConfigView(ctx, req.Config.GetAttribute)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if known(v.Bind) {
+		checkBind(v.Bind.ValueString(), v.AllowNonLoopbackBind, &resp.Diagnostics)
+	}
+	if known(v.DataDir) {
+		if err := validate.DirCreatable(v.DataDir.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("data_dir"), "data_dir cannot be created",
+				fmt.Sprintf("data_dir: %s.", err))
+		}
+	}
+	checkDelays(v.MaxLockTTL, v.ClockDriftMargin, v.RestartDelay, &resp.Diagnostics)
+	if known(v.AppendFsync) && v.AppendFsync.ValueString() != redisconf.AppendFsync {
+		switch {
+		case !v.AllowUnsafeAppendFsync.IsUnknown() && !v.AllowUnsafeAppendFsync.ValueBool():
+			resp.Diagnostics.AddAttributeError(path.Root("appendfsync"), "Unsafe appendfsync refused",
+				fmt.Sprintf("appendfsync = %q lets a crash or power loss forget locks the master already acknowledged, "+
+					"so a second client can win a majority (SPEC.md section 4). Remove appendfsync (it defaults to \"always\"), "+
+					"or set %s = true to accept that risk.", v.AppendFsync.ValueString(), fsyncAllowAttribute))
+		case v.AllowUnsafeAppendFsync.ValueBool():
+			resp.Diagnostics.AddAttributeWarning(path.Root("appendfsync"), "UNSAFE: appendfsync is not \"always\"",
+				fmt.Sprintf("appendfsync = %q with %s = true: acknowledged locks can be lost in a crash or power loss, "+
+					"and mutual exclusion is no longer guaranteed. Use \"always\" for any real deployment.",
+					v.AppendFsync.ValueString(), fsyncAllowAttribute))
+		}
+	}
+	if known(v.MaxMemoryPolicy) && v.MaxMemoryPolicy.ValueString() != redisconf.MaxmemoryPolicy {
+		resp.Diagnostics.AddAttributeError(path.Root("maxmemory_policy"), "Eviction policy refused",
+			fmt.Sprintf("maxmemory_policy = %q: any eviction policy silently drops live locks. Remove the argument "+
+				"(it defaults to \"noeviction\") or set it to \"noeviction\".", v.MaxMemoryPolicy.ValueString()))
+	}
+	if known(v.ReplicaOf) && v.ReplicaOf.ValueString() != "" {
+		resp.Diagnostics.AddAttributeError(path.Root("replica_of"), "Replication refused",
+			fmt.Sprintf("replica_of = %q: Redlock masters must be independent (no replication, no failover): a promoted "+
+				"replica hands out locks its master already granted. Remove the argument.", v.ReplicaOf.ValueString()))
+	}
+	if known(v.Hooks) {
+		hooks, d := hooksFromModel(ctx, v.Hooks)
+		resp.Diagnostics.Append(d...)
+		for name, argv := range map[string][]string{"on_crash": hooks.OnCrash, "before_restart": hooks.BeforeRestart, "after_restart": hooks.AfterRestart} {
+			if len(argv) == 0 {
+				continue
+			}
+			if err := validate.LookPath(argv[0]); err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("hooks").AtName(name), "Hook program not found",
+					fmt.Sprintf("hooks.%s: %s.", name, err))
+			}
+		}
+	}
+}
+
+// checkBind refuses a non-loopback address unless the operator allowed it, and warns then.
+func checkBind(bind string, allow types.Bool, diags *diag.Diagnostics) {
+	if isLoopback(bind) {
+		return
+	}
+	if !isIP(bind) {
+		diags.AddAttributeError(path.Root("bind"), "Invalid bind address",
+			fmt.Sprintf("bind = %q is not an IP address: use a loopback address such as \"127.0.0.1\" or \"127.0.0.11\".", bind))
+		return
+	}
+	if allow.IsUnknown() {
+		return
+	}
+	if !allow.ValueBool() {
+		diags.AddAttributeError(path.Root("bind"), "Non-loopback bind refused",
+			fmt.Sprintf("bind = %q is reachable from the network, and the master speaks plain (unencrypted) Redis "+
+				"protocol. Use a loopback address (127.0.0.0/8), or set %s = true if you must.", bind, bindAllowAttribute))
+		return
+	}
+	diags.AddAttributeWarning(path.Root("bind"), "Master listens on the network",
+		fmt.Sprintf("bind = %q with %s = true: the master is reachable from the network without TLS; passwords "+
+			"cross the network in clear text.", bind, bindAllowAttribute))
+}
+
+// checkDelays enforces clock_drift_margin >= minMargin(ttl) and restart_delay >=
+// max_lock_ttl + margin, for whatever of the three is known and set.
+func checkDelays(ttlV, marginV, delayV types.String, diags *diag.Diagnostics) {
+	ttlStr := defaultMaxLockTTL
+	if ttlV.IsUnknown() {
+		return
+	}
+	if !ttlV.IsNull() {
+		ttlStr = ttlV.ValueString()
+	}
+	ttl, err := validate.ParseDuration(ttlStr)
+	if err != nil || ttl <= 0 {
+		return // the attribute validator reports it
+	}
+	margin := defaultMargin(ttl)
+	if marginV.IsUnknown() {
+		return
+	}
+	if !marginV.IsNull() {
+		if margin, err = validate.ParseDuration(marginV.ValueString()); err != nil {
+			return
+		}
+		if minimum := minMargin(ttl); margin < minimum {
+			diags.AddAttributeError(path.Root("clock_drift_margin"), "clock_drift_margin too small",
+				fmt.Sprintf("clock_drift_margin = %s is less than %s (1%% of max_lock_ttl %s + 2ms drift + 100ms "+
+					"health-check interval): a restarted master could rejoin while a lock it granted is still valid "+
+					"elsewhere. Set at least %q, or leave it out.", margin, minimum, ttl, minimum.String()))
+			return
+		}
+	}
+	if !known(delayV) {
+		return
+	}
+	delay, err := validate.ParseDuration(delayV.ValueString())
+	if err != nil {
+		return
+	}
+	if minimum := ttl + margin; delay < minimum {
+		diags.AddAttributeError(path.Root(restartDelayAttribute), "restart_delay shorter than max_lock_ttl + clock_drift_margin",
+			fmt.Sprintf("restart_delay = %s is less than max_lock_ttl (%s) + clock_drift_margin (%s) = %s: a crashed "+
+				"master would rejoin while locks it granted are still valid on the other masters, and a second client "+
+				"could win a majority. Set restart_delay to at least %q, or leave it out (it then defaults to that).",
+				delay, ttl, margin, minimum, minimum.String()))
+	}
+}
+
+// ModifyPlan fills in what depends on the provider block or on other attributes, checks
+// what needs the configured provider (the server binary), and marks replacements the
+// schema's plan modifiers cannot see.
+func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return // destroy
+	}
+	var plan masterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var state *masterModel
+	if !req.State.Raw.IsNull() {
+		state = &masterModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	var cfgBinary, cfgBind, cfgMargin, cfgDelay types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("server_binary"), &cfgBinary)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("bind"), &cfgBind)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("clock_drift_margin"), &cfgMargin)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(restartDelayAttribute), &cfgDelay)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	if cfgBinary.IsNull() {
+		plan.ServerBinary = types.StringValue(r.defaults.ServerBinary)
+		if err := validate.LookPath(r.defaults.ServerBinary); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("server_binary"), "Executable not found",
+				fmt.Sprintf("server_binary (from the provider's default): %s.", err))
+		}
+	}
+	if cfgBind.IsNull() {
+		plan.Bind = types.StringValue(r.defaults.Bind)
+		checkBind(r.defaults.Bind, plan.AllowNonLoopbackBind, &resp.Diagnostics)
+	}
+
+	// Derived durations, when everything they depend on is known.
+	if ttl, err := validate.ParseDuration(plan.MaxLockTTL.ValueString()); known(plan.MaxLockTTL) && err == nil {
+		if cfgMargin.IsNull() {
+			plan.ClockDriftMargin = types.StringValue(defaultMargin(ttl).String())
+		}
+		if margin, err := validate.ParseDuration(plan.ClockDriftMargin.ValueString()); known(plan.ClockDriftMargin) && err == nil && cfgDelay.IsNull() {
+			plan.RestartDelay = types.StringValue((ttl + margin).String())
+		}
+	}
+	if delay, err := validate.ParseDuration(plan.RestartDelay.ValueString()); known(plan.RestartDelay) && err == nil {
+		plan.RestartDelayMS = types.Int64Value(delay.Milliseconds())
+	} else {
+		plan.RestartDelayMS = types.Int64Unknown()
+	}
+	if known(plan.DataDir) {
+		plan.ID = plan.DataDir
+	}
+
+	if state != nil {
+		// Replacements for values the provider block supplies: the schema's RequiresReplace
+		// would see them as unknown and replace on every plan.
+		for name, pair := range map[string][2]types.String{
+			"server_binary": {plan.ServerBinary, state.ServerBinary},
+			"bind":          {plan.Bind, state.Bind},
+		} {
+			if known(pair[0]) && !pair[0].Equal(pair[1]) {
+				resp.RequiresReplace = append(resp.RequiresReplace, path.Root(name))
+			}
+		}
+		if known(plan.Bind) && known(plan.Port) && plan.Bind.Equal(state.Bind) && plan.Port.Equal(state.Port) {
+			plan.Address = state.Address
+		}
+	}
+	if known(plan.Bind) && known(plan.Port) && plan.Port.ValueInt64() != 0 {
+		plan.Address = types.StringValue(hostPort(plan.Bind.ValueString(), plan.Port.ValueInt64()))
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// randomSecret returns 32 bytes from the operating system's CSPRNG, hex-encoded.
+func randomSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand failed: %v", err)) // cannot happen on Linux; never fall back to a weak secret
+	}
+	return hex.EncodeToString(b)
+}
+
+func isIP(s string) bool { return net.ParseIP(s) != nil }

@@ -1,0 +1,699 @@
+package provider
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
+	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+)
+
+// pollInterval is how often create and destroy look at the master while they wait.
+const pollInterval = 100 * time.Millisecond
+
+// masterSettings is what the provider remembers in <data_dir>/redlock-master.json (0600)
+// beyond supervisor.json, so that `terraform import` can rebuild the resource exactly.
+type masterSettings struct {
+	Name                   string `json:"name"`
+	Bind                   string `json:"bind"`
+	AllowNonLoopbackBind   bool   `json:"allow_non_loopback_bind"`
+	Port                   int64  `json:"port"` // as in state: 0 when the configuration asked for any free port
+	DataDir                string `json:"data_dir"`
+	ServerBinary           string `json:"server_binary"` // as configured (not resolved), so import plans no change
+	MaxLockTTL             string `json:"max_lock_ttl"`
+	ClockDriftMargin       string `json:"clock_drift_margin"`
+	RestartDelay           string `json:"restart_delay"`
+	MaxMemory              string `json:"maxmemory"`
+	AppendFsync            string `json:"appendfsync"`
+	AllowUnsafeAppendFsync bool   `json:"allow_unsafe_appendfsync"`
+	LockUser               string `json:"lock_user"`
+	LockPassword           string `json:"lock_password"`
+	KeepDataOnDestroy      bool   `json:"keep_data_on_destroy"`
+}
+
+func settingsFromModel(m *masterModel) masterSettings {
+	return masterSettings{
+		Name: m.Name.ValueString(), Bind: m.Bind.ValueString(), AllowNonLoopbackBind: m.AllowNonLoopbackBind.ValueBool(),
+		Port: m.Port.ValueInt64(), DataDir: m.DataDir.ValueString(), ServerBinary: m.ServerBinary.ValueString(),
+		MaxLockTTL: m.MaxLockTTL.ValueString(), ClockDriftMargin: m.ClockDriftMargin.ValueString(),
+		RestartDelay: m.RestartDelay.ValueString(), MaxMemory: m.MaxMemory.ValueString(),
+		AppendFsync: m.AppendFsync.ValueString(), AllowUnsafeAppendFsync: m.AllowUnsafeAppendFsync.ValueBool(),
+		LockUser: m.LockUser.ValueString(), LockPassword: m.LockPassword.ValueString(),
+		KeepDataOnDestroy: m.KeepDataOnDestroy.ValueBool(),
+	}
+}
+
+// masterFiles writes everything the master and its supervisor start from: redis.conf
+// (rendered by internal/redisconf, the one safe config), supervisor.json and the provider's
+// settings. listenPort is the real port (the model's port may be 0).
+func masterFiles(ctx context.Context, m *masterModel, listenPort int) diag.Diagnostics {
+	var diags diag.Diagnostics
+	dir := m.DataDir.ValueString()
+	conf, err := redisconf.Config{
+		Bind: m.Bind.ValueString(), Port: listenPort, DataDir: dir,
+		AdminPassword: m.AdminPassword.ValueString(), LockUser: m.LockUser.ValueString(),
+		LockPassword: m.LockPassword.ValueString(), MaxMemory: m.MaxMemory.ValueString(),
+		AppendFsync: m.AppendFsync.ValueString(), LogFile: filepath.Join(dir, "redis.log"),
+	}.Render()
+	if err != nil {
+		diags.AddError("Cannot render redis.conf", err.Error())
+		return diags
+	}
+	if err := writeFileAtomic(filepath.Join(dir, redisConfFileName), []byte(conf)); err != nil {
+		diags.AddAttributeError(path.Root("data_dir"), "Cannot write redis.conf", err.Error())
+		return diags
+	}
+	hooks, d := hooksFromModel(ctx, m.Hooks)
+	diags.Append(d...)
+	bin, err := exec.LookPath(m.ServerBinary.ValueString())
+	if err != nil {
+		diags.AddAttributeError(path.Root("server_binary"), "Executable not found",
+			fmt.Sprintf("server_binary: %s.", validate.LookPath(m.ServerBinary.ValueString())))
+		return diags
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		diags.AddAttributeError(path.Root("server_binary"), "Executable not found", err.Error())
+		return diags
+	}
+	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
+	err = supervisor.WriteConfig(dir, supervisor.Config{
+		Name: m.Name.ValueString(), ServerBinary: bin, ConfigFile: filepath.Join(dir, redisConfFileName), DataDir: dir,
+		Addr: hostPort(m.Bind.ValueString(), int64(listenPort)), AdminPassword: m.AdminPassword.ValueString(),
+		RestartDelay: delay, Hooks: hooks,
+	})
+	if err != nil {
+		diags.AddError("Cannot write supervisor.json", err.Error())
+		return diags
+	}
+	data, err := json.MarshalIndent(settingsFromModel(m), "", "  ")
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(dir, settingsFileName), append(data, '\n'))
+	}
+	if err != nil {
+		diags.AddError("Cannot write "+settingsFileName, err.Error())
+	}
+	return diags
+}
+
+// startMaster creates the data dir, writes the files, spawns the supervisor and waits until
+// the master answers with AOF on. On failure nothing it started is left running.
+func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
+	dir := m.DataDir.ValueString()
+	bind := m.Bind.ValueString()
+	if err := validate.LookPath(m.ServerBinary.ValueString()); err != nil {
+		diags.AddAttributeError(path.Root("server_binary"), "Executable not found", fmt.Sprintf("server_binary: %s.", err))
+		return diags
+	}
+	if err := prepareDataDir(dir); err != nil {
+		diags.AddAttributeError(path.Root("data_dir"), "data_dir is not usable", fmt.Sprintf("data_dir: %s.", err))
+		return diags
+	}
+	// A data dir can hold a previous master of this resource (removed from state because its
+	// supervisor died). A live supervisor means another master owns the dir; a redis-server
+	// left without its supervisor is stopped cleanly (its AOF is then complete: no hold).
+	if st, err := supervisor.ReadState(dir); err == nil {
+		if processAlive(st.SupervisorPID) && cmdlineHas(st.SupervisorPID, dir) {
+			diags.AddAttributeError(path.Root("data_dir"), "data_dir is in use",
+				fmt.Sprintf("data_dir %s is run by supervisor pid %d: another master uses it. Choose another data_dir, "+
+					"or bring that master under Terraform with `terraform import <address> %s`.", dir, st.SupervisorPID, dir))
+			return diags
+		}
+		if processAlive(st.RedisPID) {
+			if err := supervisor.Stop(ctx, dir); err != nil {
+				diags.AddAttributeError(path.Root("data_dir"), "Cannot stop the unsupervised master in data_dir",
+					fmt.Sprintf("redis-server pid %d still runs from %s without its supervisor, and stopping it failed: %v. "+
+						"Stop it (redis-cli -a <admin password> SHUTDOWN) and apply again.", st.RedisPID, dir, err))
+				return diags
+			}
+		}
+	}
+
+	listenPort := int(m.Port.ValueInt64())
+	if listenPort == 0 {
+		p, err := freePort(bind)
+		if err != nil {
+			diags.AddAttributeError(path.Root("bind"), "Cannot pick a free port", fmt.Sprintf("bind %s: %v.", bind, err))
+			return diags
+		}
+		listenPort = p
+		if m.Port.IsNull() || m.Port.IsUnknown() {
+			m.Port = types.Int64Value(int64(p))
+		}
+	} else if err := portFree(bind, listenPort); err != nil {
+		diags.AddAttributeError(path.Root("port"), "Port already in use",
+			fmt.Sprintf("port %d on %s is already in use (%v): choose another port, or leave port out to pick a free one.", listenPort, bind, err))
+		return diags
+	}
+	m.Address = types.StringValue(hostPort(bind, int64(listenPort)))
+
+	diags.Append(masterFiles(ctx, m, listenPort)...)
+	if diags.HasError() {
+		return diags
+	}
+	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
+	if until, hold := supervisor.HoldUntil(dir, delay); hold {
+		if deadline, ok := ctx.Deadline(); ok && until.After(deadline) {
+			diags.AddAttributeError(path.Root("timeouts"), "Create timeout shorter than the restart hold",
+				fmt.Sprintf("data_dir %s holds data from a master that did not stop cleanly, so the new master must stay "+
+					"down until %s (restart_delay %s after it was last seen alive), after the create timeout. "+
+					"Set timeouts { create = \"%s\" } or more.", dir, until.Format(time.RFC3339), delay,
+					(time.Until(until)+time.Minute).Round(time.Minute)))
+			return diags
+		}
+		diags.AddWarning("Master held back: unclean stop found",
+			fmt.Sprintf("data_dir %s holds data from a master that did not stop cleanly (crash, reboot, or its supervisor "+
+				"was killed). Locks it granted may still be valid on the other masters, so it stays down until %s "+
+				"(restart_delay %s after it was last seen alive); create waited for that.", dir, until.Format(time.RFC3339Nano), delay))
+	}
+
+	exe, err := os.Executable()
+	if err != nil {
+		diags.AddError("Cannot find the provider executable", fmt.Sprintf("The supervisor is the provider binary itself: %v.", err))
+		return diags
+	}
+	supPID, err := supervisor.Spawn(exe, []string{"supervise", dir}, dir)
+	if err != nil {
+		diags.AddError("Cannot start the supervisor", err.Error())
+		return diags
+	}
+	live, err := waitRunning(ctx, dir, m.Address.ValueString(), m.AdminPassword.ValueString(), supPID)
+	if err != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		stopErr := supervisor.Stop(stopCtx, dir)
+		killLeftovers(dir)
+		msg := fmt.Sprintf("%v.\n\n%s", err, logTails(dir))
+		if stopErr != nil {
+			msg += fmt.Sprintf("\n\nStopping it again also failed: %v", stopErr)
+		}
+		diags.AddError("Master did not start", msg)
+		return diags
+	}
+	m.SupervisorPID = types.Int64Value(int64(supPID))
+	setLive(m, live)
+	return diags
+}
+
+// prepareDataDir creates dir (0700) and proves it is writable.
+func prepareDataDir(dir string) error {
+	if err := validate.DirCreatable(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create %s: %v: choose a data_dir under a writable directory", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot restrict %s to mode 0700: %v", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		return fmt.Errorf("%s is not writable: %v: fix its permissions or choose another data_dir", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// waitRunning waits until the supervisor reports the master running and the master answers
+// PING with the admin password with AOF enabled. A hold (unclean stop) is waited out here.
+func waitRunning(ctx context.Context, dir, addr, password string, supPID int) (liveInfo, error) {
+	var lastErr error
+	for {
+		if !processAlive(supPID) {
+			return liveInfo{}, fmt.Errorf("the supervisor (pid %d) exited", supPID)
+		}
+		if st, err := supervisor.ReadState(dir); err == nil && st.Status == supervisor.StatusRunning {
+			live, err := readLive(ctx, addr, password)
+			switch {
+			case err != nil:
+				lastErr = err
+			case !live.AOFEnabled:
+				lastErr = errors.New("the master answers but AOF is not enabled yet")
+			default:
+				live.SupervisorStatus = st.Status
+				return live, nil
+			}
+		} else if err == nil {
+			lastErr = fmt.Errorf("supervisor status %q", st.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return liveInfo{}, fmt.Errorf("the master at %s was not ready before the create timeout (last: %v); "+
+				"raise timeouts.create if the machine is slow", addr, lastErr)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// refreshMaster updates m from the data dir and the live server. gone means the master no
+// longer exists (no data dir, no supervisor): Terraform should plan to create it again.
+func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.Diagnostics) {
+	dir := m.DataDir.ValueString()
+	name := m.Name.ValueString()
+	if !exists(dir) {
+		diags.AddWarning("Master is gone", fmt.Sprintf("redlock_master %q: data_dir %s no longer exists; the next apply creates the master again.", name, dir))
+		return true, diags
+	}
+	st, err := supervisor.ReadState(dir)
+	if err != nil || !processAlive(st.SupervisorPID) || !cmdlineHas(st.SupervisorPID, dir) {
+		diags.AddWarning("Master is not supervised",
+			fmt.Sprintf("redlock_master %q in %s has no running supervisor; the next apply starts it again (after "+
+				"restart_delay if it did not stop cleanly).", name, dir))
+		return true, diags
+	}
+	m.SupervisorPID = types.Int64Value(int64(st.SupervisorPID))
+	m.Status = types.StringValue(st.Status)
+	m.PID = types.Int64Value(0)
+	if processAlive(st.RedisPID) {
+		m.PID = types.Int64Value(int64(st.RedisPID))
+	}
+	if delay, err := validate.ParseDuration(m.RestartDelay.ValueString()); err == nil {
+		m.RestartDelayMS = types.Int64Value(delay.Milliseconds())
+	}
+	if st.Status != supervisor.StatusRunning {
+		if st.Status == supervisor.StatusHolding {
+			m.Status = types.StringValue(statusHolding)
+		}
+		return false, diags
+	}
+	live, err := readLive(ctx, m.Address.ValueString(), m.AdminPassword.ValueString())
+	if err != nil {
+		diags.AddWarning("Cannot query the master",
+			fmt.Sprintf("redlock_master %q at %s: %v. Its settings could not be checked for drift.", name, m.Address.ValueString(), err))
+		return false, diags
+	}
+	setLive(m, live)
+	return false, diags
+}
+
+// setLive copies what the server reports into the model. Safety settings are copied as they
+// are, so that a change made behind Terraform's back shows as a diff in the next plan.
+func setLive(m *masterModel, live liveInfo) {
+	m.RunID = types.StringValue(live.RunID)
+	m.PID = types.Int64Value(int64(live.PID))
+	m.Status = types.StringValue(statusRunning)
+	m.AppendFsync = types.StringValue(live.AppendFsync)
+	m.MaxMemoryPolicy = types.StringValue(live.MaxMemoryPolicy)
+	m.ReplicaOf = types.StringValue(live.ReplicaOf)
+	// Keep maxmemory as written ("64mb") while the live byte count matches it.
+	if want, err := validate.ParseMemory(m.MaxMemory.ValueString()); err != nil || want != live.MaxMemory {
+		m.MaxMemory = types.StringValue(strconv.FormatInt(live.MaxMemory, 10))
+	}
+}
+
+// updateMaster applies in place what can change at runtime, then rewrites the files so a
+// restart starts from the same settings.
+func updateMaster(ctx context.Context, state, plan *masterModel) (diags diag.Diagnostics) {
+	dir := plan.DataDir.ValueString()
+	plan.Address = state.Address
+	listenPort := portOf(state.Address.ValueString())
+	st, err := supervisor.ReadState(dir)
+	running := err == nil && st.Status == supervisor.StatusRunning
+	if running {
+		if err := applyRuntime(ctx, state, plan); err != nil {
+			diags.AddError("Cannot change the running master", fmt.Sprintf("redlock_master %q at %s: %v.",
+				plan.Name.ValueString(), state.Address.ValueString(), err))
+			return diags
+		}
+	} else {
+		diags.AddWarning("Master not running: changes apply at its restart",
+			fmt.Sprintf("redlock_master %q is %q; the new settings were written to its config files and take effect when it starts.",
+				plan.Name.ValueString(), stOr(st, err)))
+	}
+	diags.Append(masterFiles(ctx, plan, listenPort)...)
+	if diags.HasError() {
+		return diags
+	}
+	if err == nil && processAlive(st.SupervisorPID) && cmdlineHas(st.SupervisorPID, dir) {
+		// SIGHUP: the supervisor reloads supervisor.json (restart delay, hooks, password).
+		if err := syscall.Kill(st.SupervisorPID, syscall.SIGHUP); err != nil {
+			diags.AddError("Cannot signal the supervisor", fmt.Sprintf("SIGHUP to pid %d: %v.", st.SupervisorPID, err))
+			return diags
+		}
+	}
+	plan.SupervisorPID = types.Int64Value(int64(st.SupervisorPID))
+	plan.Status = types.StringValue(stOr(st, err))
+	plan.PID = types.Int64Value(0)
+	plan.RunID = state.RunID
+	if running {
+		live, err := readLive(ctx, plan.Address.ValueString(), plan.AdminPassword.ValueString())
+		if err != nil {
+			diags.AddError("Master does not answer after the change", err.Error())
+			return diags
+		}
+		plan.RunID = types.StringValue(live.RunID)
+		plan.PID = types.Int64Value(int64(live.PID))
+		plan.Status = types.StringValue(statusRunning)
+	}
+	return diags
+}
+
+func stOr(st supervisor.State, err error) string {
+	if err != nil {
+		return "unknown"
+	}
+	if st.Status == supervisor.StatusHolding {
+		return statusHolding
+	}
+	return st.Status
+}
+
+// applyRuntime sends the commands that change a running master in place. Every safety
+// setting is set, changed or not: that is also how drift is repaired.
+func applyRuntime(ctx context.Context, state, plan *masterModel) error {
+	c := adminClient(state.Address.ValueString(), state.AdminPassword.ValueString())
+	defer c.Close()
+	if newPass := plan.AdminPassword.ValueString(); newPass != state.AdminPassword.ValueString() {
+		if err := c.ConfigSet(ctx, "requirepass", newPass).Err(); err != nil {
+			return fmt.Errorf("admin_password: CONFIG SET requirepass: %w", err)
+		}
+		c.Close()
+		c = adminClient(state.Address.ValueString(), newPass)
+	}
+	for _, kv := range [][2]string{
+		{"appendfsync", plan.AppendFsync.ValueString()},
+		{"maxmemory", plan.MaxMemory.ValueString()},
+		{"maxmemory-policy", plan.MaxMemoryPolicy.ValueString()},
+	} {
+		if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			return fmt.Errorf("%s: CONFIG SET %s %s: %w", strings.ReplaceAll(kv[0], "-", "_"), kv[0], kv[1], err)
+		}
+	}
+	if err := c.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		return fmt.Errorf("replica_of: REPLICAOF NO ONE: %w", err)
+	}
+	user := plan.LockUser.ValueString()
+	rules := append([]string{"reset", "on", ">" + plan.LockPassword.ValueString(), "~*", "resetchannels", "&*", "-@all"},
+		redisconf.LockUserCommands...)
+	if err := c.ACLSetUser(ctx, user, rules...).Err(); err != nil {
+		return fmt.Errorf("lock_user: ACL SETUSER %s: %w", user, err)
+	}
+	if old := state.LockUser.ValueString(); old != "" && old != user {
+		if err := c.Do(ctx, "ACL", "DELUSER", old).Err(); err != nil {
+			return fmt.Errorf("lock_user: ACL DELUSER %s: %w", old, err)
+		}
+	}
+	return nil
+}
+
+// destroyMaster stops the master cleanly (AOF fsynced), makes sure no process is left and
+// the port is free, and removes the data dir unless it is kept.
+func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
+	dir := m.DataDir.ValueString()
+	addr := m.Address.ValueString()
+	if exists(dir) {
+		if err := supervisor.Stop(ctx, dir); err != nil {
+			killed := killLeftovers(dir)
+			diags.AddWarning("Master did not stop cleanly",
+				fmt.Sprintf("Stopping redlock_master %q cleanly failed (%v); killed pids %v. Its AOF may lack the last "+
+					"writes: if data_dir is kept, the next start waits out restart_delay.", m.Name.ValueString(), err, killed))
+		}
+	}
+	if err := waitPortFree(ctx, addr); err != nil {
+		diags.AddError("Port still in use after stopping the master", fmt.Sprintf("%s: %v.", addr, err))
+		return diags
+	}
+	if m.KeepDataOnDestroy.ValueBool() {
+		return diags
+	}
+	stopped := time.Now()
+	if err := os.RemoveAll(dir); err != nil {
+		diags.AddAttributeError(path.Root("data_dir"), "Cannot remove data_dir", fmt.Sprintf("%s: %v.", dir, err))
+		return diags
+	}
+	// The master forgot every lock it granted. Wait until they have all expired, so that a
+	// master started at the same address right after (a replacement) cannot grant them again.
+	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
+	select {
+	case <-time.After(time.Until(stopped.Add(delay))):
+	case <-ctx.Done():
+		diags.AddWarning("Did not wait out restart_delay",
+			fmt.Sprintf("The delete timeout ended before restart_delay (%s) had passed since redlock_master %q stopped: "+
+				"do not start a master at %s before %s.", delay, m.Name.ValueString(), addr, stopped.Add(delay).Format(time.RFC3339)))
+	}
+	return diags
+}
+
+// loadMasterModel rebuilds a resource from a data dir (import).
+func loadMasterModel(ctx context.Context, dir string) (masterModel, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, settingsFileName))
+	if err != nil {
+		return masterModel{}, fmt.Errorf("%w: %s: %v (only data dirs created by redlock_master can be imported)", errNotAMaster, dir, err)
+	}
+	var s masterSettings
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return masterModel{}, fmt.Errorf("%s: %v", filepath.Join(dir, settingsFileName), err)
+	}
+	sc, err := supervisor.LoadConfig(dir)
+	if err != nil {
+		return masterModel{}, err
+	}
+	delay, _ := validate.ParseDuration(s.RestartDelay)
+	m := masterModel{
+		ID: types.StringValue(dir), Name: types.StringValue(sc.Name), Bind: types.StringValue(s.Bind),
+		AllowNonLoopbackBind: types.BoolValue(s.AllowNonLoopbackBind), Port: types.Int64Value(s.Port),
+		DataDir: types.StringValue(dir), ServerBinary: types.StringValue(s.ServerBinary),
+		MaxLockTTL: types.StringValue(s.MaxLockTTL), ClockDriftMargin: types.StringValue(s.ClockDriftMargin),
+		RestartDelay: types.StringValue(s.RestartDelay), MaxMemory: types.StringValue(s.MaxMemory),
+		AppendFsync: types.StringValue(s.AppendFsync), AllowUnsafeAppendFsync: types.BoolValue(s.AllowUnsafeAppendFsync),
+		MaxMemoryPolicy: types.StringValue(redisconf.MaxmemoryPolicy), ReplicaOf: types.StringValue(""),
+		AdminPassword: types.StringValue(sc.AdminPassword), LockUser: types.StringValue(s.LockUser),
+		LockPassword: types.StringValue(s.LockPassword), Hooks: hooksToModel(sc.Hooks),
+		KeepDataOnDestroy: types.BoolValue(s.KeepDataOnDestroy),
+		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
+			"create": types.StringType, "delete": types.StringType})},
+		Address: types.StringValue(sc.Addr), ConfigFile: types.StringValue(filepath.Join(dir, redisConfFileName)),
+		PID: types.Int64Value(0), SupervisorPID: types.Int64Value(0), RunID: types.StringValue(""),
+		RestartDelayMS: types.Int64Value(delay.Milliseconds()), Status: types.StringValue(""),
+	}
+	_ = ctx
+	return m, nil
+}
+
+// liveInfo is what a running master reports about itself.
+type liveInfo struct {
+	RunID            string
+	PID              int
+	AOFEnabled       bool
+	AppendFsync      string
+	MaxMemory        int64
+	MaxMemoryPolicy  string
+	ReplicaOf        string // "host port" when the server is a replica
+	SupervisorStatus string
+}
+
+func adminClient(addr, password string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: addr, Password: password, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
+		WriteTimeout: 2 * time.Second, MaxRetries: -1, DisableIdentity: true, PoolSize: 1,
+	})
+}
+
+// readLive asks the master (as admin) for what Read compares against the configuration.
+func readLive(ctx context.Context, addr, password string) (liveInfo, error) {
+	c := adminClient(addr, password)
+	defer c.Close()
+	var live liveInfo
+	info, err := c.Info(ctx, "server", "persistence", "replication").Result()
+	if err != nil {
+		return live, fmt.Errorf("INFO: %w", err)
+	}
+	fields := parseInfo(info)
+	live.RunID = fields["run_id"]
+	live.PID, _ = strconv.Atoi(fields["process_id"])
+	live.AOFEnabled = fields["aof_enabled"] == "1"
+	if fields["role"] == "slave" {
+		live.ReplicaOf = fields["master_host"] + " " + fields["master_port"]
+	}
+	for _, name := range []string{"appendfsync", "maxmemory", "maxmemory-policy"} {
+		v, err := c.ConfigGet(ctx, name).Result()
+		if err != nil {
+			return live, fmt.Errorf("CONFIG GET %s: %w", name, err)
+		}
+		switch name {
+		case "appendfsync":
+			live.AppendFsync = v[name]
+		case "maxmemory":
+			live.MaxMemory, _ = strconv.ParseInt(v[name], 10, 64)
+		case "maxmemory-policy":
+			live.MaxMemoryPolicy = v[name]
+		}
+	}
+	return live, nil
+}
+
+func parseInfo(info string) map[string]string {
+	out := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// processAlive reports whether pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// cmdlineHas reports whether pid's command line has arg (a recycled pid would not).
+func cmdlineHas(pid int, arg string) bool {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	for _, a := range strings.Split(string(raw), "\x00") {
+		if filepath.Clean(a) == filepath.Clean(arg) {
+			return true
+		}
+	}
+	return false
+}
+
+// killLeftovers SIGKILLs the supervisor and redis-server recorded in dir's state when they
+// still run after a failed clean stop, and returns their pids. Last resort only.
+func killLeftovers(dir string) []int {
+	st, err := supervisor.ReadState(dir)
+	if err != nil {
+		return nil
+	}
+	var killed []int
+	if processAlive(st.SupervisorPID) && cmdlineHas(st.SupervisorPID, dir) {
+		_ = syscall.Kill(st.SupervisorPID, syscall.SIGKILL)
+		killed = append(killed, st.SupervisorPID)
+	}
+	if processAlive(st.RedisPID) {
+		if cwd, err := os.Readlink("/proc/" + strconv.Itoa(st.RedisPID) + "/cwd"); err == nil && filepath.Clean(cwd) == filepath.Clean(dir) {
+			_ = syscall.Kill(st.RedisPID, syscall.SIGKILL)
+			killed = append(killed, st.RedisPID)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range killed {
+		for processAlive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return killed
+}
+
+func freePort(bind string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(bind, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portFree(bind string, port int) error {
+	l, err := net.Listen("tcp", hostPort(bind, int64(port)))
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+func waitPortFree(ctx context.Context, addr string) error {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil // no address recorded: nothing was listening for us
+	}
+	port, _ := strconv.Atoi(p)
+	for {
+		err := portFree(host, port)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// logTails returns the end of the supervisor and redis logs, for error messages.
+func logTails(dir string) string {
+	var b strings.Builder
+	for _, name := range []string{supervisor.LogFileName, "redis.log"} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		if fi, err := f.Stat(); err == nil && fi.Size() > 2048 {
+			_, _ = f.Seek(-2048, io.SeekEnd)
+		}
+		data, _ := io.ReadAll(f)
+		f.Close()
+		fmt.Fprintf(&b, "--- %s (end) ---\n%s\n", filepath.Join(dir, name), strings.TrimSpace(string(data)))
+	}
+	return b.String()
+}
+
+// writeFileAtomic writes data to path with mode 0600 via a temporary file and a rename, so
+// a reader (the supervisor, redis-server) never sees half a file.
+func writeFileAtomic(p string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}

@@ -1,0 +1,519 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
+	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+)
+
+var (
+	_ resource.Resource                   = &masterResource{}
+	_ resource.ResourceWithConfigure      = &masterResource{}
+	_ resource.ResourceWithImportState    = &masterResource{}
+	_ resource.ResourceWithValidateConfig = &masterResource{}
+	_ resource.ResourceWithModifyPlan     = &masterResource{}
+)
+
+// Defaults of redlock_master. The restart delay and drift margin derive from max_lock_ttl.
+const (
+	defaultMaxLockTTL     = "30s"
+	defaultCreateTimeout  = 5 * time.Minute
+	defaultDeleteTimeout  = 10 * time.Minute
+	minPasswordLength     = 16
+	statusRunning         = "running"
+	statusHolding         = "holding"
+	settingsFileName      = "redlock-master.json"
+	redisConfFileName     = "redis.conf"
+	defaultMarginFloor    = time.Second
+	healthCheckAllowance  = 100 * time.Millisecond // the supervisor's PING interval: a master may have been alive that long after LastAlive
+	bindAllowAttribute    = "allow_non_loopback_bind"
+	fsyncAllowAttribute   = "allow_unsafe_appendfsync"
+	restartDelayAttribute = "restart_delay"
+)
+
+// NewMasterResource returns the redlock_master resource.
+func NewMasterResource() resource.Resource { return &masterResource{defaults: builtinDefaults()} }
+
+type masterResource struct {
+	defaults providerDefaults
+}
+
+// masterModel is redlock_master's state. Durations stay strings as written so that the
+// state equals the configuration.
+type masterModel struct {
+	ID                     types.String   `tfsdk:"id"`
+	Name                   types.String   `tfsdk:"name"`
+	Bind                   types.String   `tfsdk:"bind"`
+	AllowNonLoopbackBind   types.Bool     `tfsdk:"allow_non_loopback_bind"`
+	Port                   types.Int64    `tfsdk:"port"`
+	DataDir                types.String   `tfsdk:"data_dir"`
+	ServerBinary           types.String   `tfsdk:"server_binary"`
+	MaxLockTTL             types.String   `tfsdk:"max_lock_ttl"`
+	ClockDriftMargin       types.String   `tfsdk:"clock_drift_margin"`
+	RestartDelay           types.String   `tfsdk:"restart_delay"`
+	MaxMemory              types.String   `tfsdk:"maxmemory"`
+	AppendFsync            types.String   `tfsdk:"appendfsync"`
+	AllowUnsafeAppendFsync types.Bool     `tfsdk:"allow_unsafe_appendfsync"`
+	MaxMemoryPolicy        types.String   `tfsdk:"maxmemory_policy"`
+	ReplicaOf              types.String   `tfsdk:"replica_of"`
+	AdminPassword          types.String   `tfsdk:"admin_password"`
+	LockUser               types.String   `tfsdk:"lock_user"`
+	LockPassword           types.String   `tfsdk:"lock_password"`
+	Hooks                  types.Object   `tfsdk:"hooks"`
+	KeepDataOnDestroy      types.Bool     `tfsdk:"keep_data_on_destroy"`
+	Timeouts               timeouts.Value `tfsdk:"timeouts"`
+	Address                types.String   `tfsdk:"address"`
+	PID                    types.Int64    `tfsdk:"pid"`
+	SupervisorPID          types.Int64    `tfsdk:"supervisor_pid"`
+	ConfigFile             types.String   `tfsdk:"config_file"`
+	RunID                  types.String   `tfsdk:"run_id"`
+	RestartDelayMS         types.Int64    `tfsdk:"restart_delay_ms"`
+	Status                 types.String   `tfsdk:"status"`
+}
+
+var hookAttrTypes = map[string]attr.Type{
+	"on_crash":       types.ListType{ElemType: types.StringType},
+	"before_restart": types.ListType{ElemType: types.StringType},
+	"after_restart":  types.ListType{ElemType: types.StringType},
+}
+
+func (r *masterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_master"
+}
+
+func (r *masterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	d, ok := req.ProviderData.(providerDefaults)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("redlock_master got %T; this is a bug in the provider.", req.ProviderData))
+		return
+	}
+	r.defaults = d
+}
+
+func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	keepString := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	replaceString := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	passwordValidators := []validator.String{
+		stringvalidator.LengthAtLeast(minPasswordLength),
+		stringvalidator.RegexMatches(noSpacePattern, "must not contain whitespace or control characters"),
+	}
+	argv := func(what string) schema.ListAttribute {
+		return schema.ListAttribute{
+			Optional: true, ElementType: types.StringType,
+			MarkdownDescription: "Command (argv: program then arguments, no shell) the supervisor runs " + what + ". " +
+				"Its environment has `REDLOCK_EVENT`, `REDLOCK_MASTER_NAME`, `REDLOCK_MASTER_ADDR`, `REDLOCK_DATA_DIR`, " +
+				"`REDLOCK_REDIS_PID`, `REDLOCK_RESTART_DELAY_MS` and `REDLOCK_RESTART_AT`. It is bounded by 30s; its output " +
+				"goes to `supervisor.log`; a failing hook is logged and never changes the restart policy. " +
+				"The program must exist at plan time.",
+			Validators: []validator.List{listvalidator.SizeAtLeast(1)},
+		}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "One independent Redis (or Valkey) master for Redlock, configured the only safe way and " +
+			"supervised on the machine Terraform runs on.\n\n" +
+			"The master runs with AOF `appendfsync always`, `no-appendfsync-on-rewrite no`, `save \"\"`, " +
+			"`maxmemory-policy noeviction` with an explicit `maxmemory`, no replication, protected mode, an admin " +
+			"password and a restricted ACL lock user that may run only what a Redlock client needs. A detached " +
+			"supervisor process (the provider binary itself, so nothing else must be installed) outlives " +
+			"`terraform apply`: on a crash it keeps the master down for `restart_delay` measured from the last moment " +
+			"the master was seen alive, so that every lock it granted has expired on the other masters before it " +
+			"rejoins, then restarts it and runs the hooks. A clean stop needs no delay.\n\n" +
+			"Changes to the safety settings made behind Terraform's back (`CONFIG SET appendfsync`, " +
+			"`maxmemory-policy`, `REPLICAOF`) show up as a diff in the next plan, and apply restores them in place.\n\n" +
+			"Import with the data directory: `terraform import redlock_master.m1 /var/lib/redlock/m1`.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, PlanModifiers: keepString,
+				MarkdownDescription: "The data directory (`data_dir`): what `terraform import` takes.",
+			},
+			"name": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Name of the master, passed to hooks as `REDLOCK_MASTER_NAME` and written to the supervisor log. 1-64 letters, digits, `.`, `_` or `-`.",
+				Validators:          []validator.String{stringvalidator.RegexMatches(namePattern, "must be 1-64 letters, digits, '.', '_' or '-'")},
+			},
+			"bind": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "IP address the master listens on. Default: the provider's `bind`, else `127.0.0.1`. " +
+					"Non-loopback addresses are refused unless `allow_non_loopback_bind = true`. Changing it replaces the master.",
+			},
+			"allow_non_loopback_bind": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Allow `bind` outside 127.0.0.0/8 and ::1. The master then answers on the network " +
+					"(password-protected, but without TLS): plan shows a warning. Default `false`.",
+			},
+			"port": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "TCP port, 1-65535. Leave it out to pick a free port at create and keep it (shown " +
+					"here). `0` also picks a free port, but then stays `0` here (Terraform keeps configured values): read " +
+					"`address`. The port must be free at create. Changing it replaces the master.",
+				Validators:    []validator.Int64{int64validator.Between(0, 65535)},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), int64planmodifier.RequiresReplace()},
+			},
+			"data_dir": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "Absolute path of the master's data directory (created with mode 0700): AOF, " +
+					"`redis.conf` (0600), `supervisor.json`, `supervisor.state`, the logs. Must be writable and used by " +
+					"no other master. Changing it replaces the master.",
+				Validators:    []validator.String{validate.AbsolutePath()},
+				PlanModifiers: replaceString,
+			},
+			"server_binary": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Redis server program: `redis-server` or `valkey-server`, a name on `PATH` or an " +
+					"absolute path; checked at plan time. Default: the provider's `server_binary`, else `redis-server`. " +
+					"Changing it replaces the master.",
+				Validators: []validator.String{validate.Executable()},
+			},
+			"max_lock_ttl": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultMaxLockTTL),
+				MarkdownDescription: "Largest lock TTL any client uses with this master (duration, e.g. `\"30s\"`, " +
+					"default `\"30s\"`). Clients must never use a larger TTL. Sets the minimum `restart_delay`.",
+				Validators: []validator.String{validate.Duration(time.Millisecond)},
+			},
+			"clock_drift_margin": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Extra time a crashed master stays down on top of `max_lock_ttl` (duration). " +
+					"Default: `\"1s\"`, or more for TTLs above about 90s. It must cover the clock-rate error Redlock " +
+					"assumes (1% of `max_lock_ttl` + 2ms) plus the supervisor's 100ms health-check interval; a smaller " +
+					"value is refused at plan time.",
+				Validators: []validator.String{validate.Duration(time.Millisecond)},
+			},
+			restartDelayAttribute: schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "How long a crashed master stays unavailable, measured from the last moment it was " +
+					"seen alive (duration). Default and minimum: `max_lock_ttl + clock_drift_margin`; a larger value is " +
+					"allowed, a smaller one is refused at plan time. Changed in place (the supervisor reloads it).",
+				Validators: []validator.String{validate.Duration(time.Millisecond)},
+			},
+			"maxmemory": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.DefaultMaxMemory),
+				MarkdownDescription: "Explicit memory limit in redis.conf units (`\"64mb\"`, `\"1gb\"`, bytes), at least " +
+					"`\"1mb\"`; default `\"64mb\"`. With `noeviction` a full master refuses new locks instead of dropping " +
+					"held ones. Changed in place (`CONFIG SET`).",
+				Validators: []validator.String{validate.MaxMemory()},
+			},
+			"appendfsync": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.AppendFsync),
+				MarkdownDescription: "AOF fsync policy. Only `\"always\"` (the default) keeps every acknowledged lock " +
+					"across a crash or power loss; `\"everysec\"` and `\"no\"` are refused unless " +
+					"`allow_unsafe_appendfsync = true`, and then every plan warns. Also shows the live value: if " +
+					"someone runs `CONFIG SET appendfsync ...`, the next plan shows the diff and apply restores it.",
+				Validators: []validator.String{stringvalidator.OneOf("always", "everysec", "no")},
+			},
+			fsyncAllowAttribute: schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Opt out of `appendfsync always`. Unsafe: a crash can lose acknowledged locks. Default `false`.",
+			},
+			"maxmemory_policy": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.MaxmemoryPolicy),
+				MarkdownDescription: "Must be `\"noeviction\"` (the default): any eviction policy silently drops live " +
+					"locks. It is here so that a live change (`CONFIG SET maxmemory-policy allkeys-lru`) shows as a diff " +
+					"in the next plan; apply restores it.",
+			},
+			"replica_of": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(""),
+				MarkdownDescription: "Must be empty (the default): Redlock masters are independent, and a promoted " +
+					"replica hands out locks its master already granted. A live `REPLICAOF host port` shows here as " +
+					"`\"host port\"` and as a diff in the next plan; apply runs `REPLICAOF NO ONE`.",
+			},
+			"admin_password": schema.StringAttribute{
+				Optional: true, Computed: true, Sensitive: true, PlanModifiers: keepString,
+				MarkdownDescription: "Password of the admin (`default`) user (`requirepass`), at least 16 characters " +
+					"without whitespace. Generated (32 random bytes, hex) when not given. Changed in place.",
+				Validators: passwordValidators,
+			},
+			"lock_user": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.DefaultLockUser),
+				MarkdownDescription: "Restricted ACL user lock clients authenticate as (default `redlock`): it may run " +
+					"only the commands a Redlock client needs. Changed in place.",
+				Validators: []validator.String{
+					stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
+					stringvalidator.NoneOf("default"),
+				},
+			},
+			"lock_password": schema.StringAttribute{
+				Optional: true, Computed: true, Sensitive: true, PlanModifiers: keepString,
+				MarkdownDescription: "Password of `lock_user`, at least 16 characters without whitespace. Generated " +
+					"(32 random bytes, hex) when not given. Changed in place (`ACL SETUSER`).",
+				Validators: passwordValidators,
+			},
+			"hooks": schema.SingleNestedAttribute{
+				Optional:            true,
+				MarkdownDescription: "Commands the supervisor runs around a crash. Changed in place (the supervisor reloads them).",
+				Attributes: map[string]schema.Attribute{
+					"on_crash":       argv("when redis-server exits without a clean shutdown (`REDLOCK_EVENT=crash`)"),
+					"before_restart": argv("after the restart delay, just before it starts redis-server again (`REDLOCK_EVENT=before_restart`)"),
+					"after_restart":  argv("once the restarted master answers (`REDLOCK_EVENT=after_restart`)"),
+				},
+			},
+			"keep_data_on_destroy": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Keep `data_dir` (AOF included) when the master is destroyed or replaced. Default " +
+					"`false`: the directory is removed, and because the master then forgets the locks it granted, " +
+					"destroy waits `restart_delay` after the clean stop so that no lock it held is still valid " +
+					"when its address is reused. With `true` a replacement on the same `data_dir` replays the AOF and " +
+					"needs no wait.",
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true,
+				CreateDescription: "How long create may take (default `5m`), including waiting out `restart_delay` when the data dir shows an unclean stop.",
+				DeleteDescription: "How long destroy may take (default `10m`), including the clean stop and the `restart_delay` wait.",
+			}),
+			"address": schema.StringAttribute{
+				Computed: true, PlanModifiers: keepString,
+				MarkdownDescription: "`host:port` clients connect to.",
+			},
+			"pid": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Process id of redis-server (0 while the master is held down).",
+			},
+			"supervisor_pid": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Process id of the supervisor.",
+			},
+			"config_file": schema.StringAttribute{
+				Computed: true, PlanModifiers: keepString,
+				MarkdownDescription: "Path of the rendered `redis.conf` (mode 0600).",
+			},
+			"run_id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Redis `run_id` of the running server: changes on every restart; two endpoints with the same run_id are the same server.",
+			},
+			"restart_delay_ms": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "`restart_delay` in milliseconds.",
+			},
+			"status": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "`running`, `starting`, or `holding` (crashed and kept down until the restart delay " +
+					"has passed; the resource stays in state).",
+			},
+		},
+	}
+}
+
+// Create starts a new master: checks, data dir, config files, supervisor, and waits until
+// it answers with AOF on.
+func (r *masterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m masterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := m.Timeouts.Create(ctx, defaultCreateTimeout)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	r.fillDefaults(&m)
+	if m.AdminPassword.IsUnknown() || m.AdminPassword.IsNull() {
+		m.AdminPassword = types.StringValue(randomSecret())
+	}
+	if m.LockPassword.IsUnknown() || m.LockPassword.IsNull() {
+		m.LockPassword = types.StringValue(randomSecret())
+	}
+	resp.Diagnostics.Append(startMaster(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Read refreshes the live values. A master that is gone is removed from state; one whose
+// safety settings were changed by hand gets the live values, so the next plan shows a diff.
+func (r *masterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m masterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	gone, d := refreshMaster(ctx, &m)
+	resp.Diagnostics.Append(d...)
+	if gone {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Update applies runtime-settable changes in place; everything else is planned as a
+// replacement (see ModifyPlan and the schema).
+func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state masterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.fillDefaults(&plan)
+	resp.Diagnostics.Append(updateMaster(ctx, &state, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Delete stops the master cleanly and leaves nothing running.
+func (r *masterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m masterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := m.Timeouts.Delete(ctx, defaultDeleteTimeout)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp.Diagnostics.Append(destroyMaster(ctx, &m)...)
+}
+
+// ImportState takes a data dir and rebuilds the state from the files the provider wrote
+// there (redlock-master.json, supervisor.json); Read then fills in the live values.
+func (r *masterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	dir := filepath.Clean(req.ID)
+	if !filepath.IsAbs(dir) {
+		resp.Diagnostics.AddError("Import needs an absolute data dir",
+			fmt.Sprintf("%q is not absolute: run `terraform import <address> /absolute/path/to/data_dir`.", req.ID))
+		return
+	}
+	m, err := loadMasterModel(ctx, dir)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot import redlock_master", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// fillDefaults resolves values a plan may leave unknown (provider defaults, derived
+// durations). ModifyPlan normally did this already; Create and Update repeat it so that a
+// plan made without a configured provider still applies correctly.
+func (r *masterResource) fillDefaults(m *masterModel) {
+	if !known(m.ServerBinary) {
+		m.ServerBinary = types.StringValue(r.defaults.ServerBinary)
+	}
+	if !known(m.Bind) {
+		m.Bind = types.StringValue(r.defaults.Bind)
+	}
+	ttl, _ := validate.ParseDuration(m.MaxLockTTL.ValueString())
+	if !known(m.ClockDriftMargin) {
+		m.ClockDriftMargin = types.StringValue(defaultMargin(ttl).String())
+	}
+	margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
+	if !known(m.RestartDelay) {
+		m.RestartDelay = types.StringValue((ttl + margin).String())
+	}
+	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
+	m.RestartDelayMS = types.Int64Value(delay.Milliseconds())
+	m.ID = m.DataDir
+	m.ConfigFile = types.StringValue(filepath.Join(m.DataDir.ValueString(), redisConfFileName))
+}
+
+// minMargin is the smallest clock_drift_margin that is safe for a TTL: Redlock's drift
+// allowance (TTL * 1% + 2ms) plus the supervisor's health-check interval, because a master
+// may have granted a lock up to that long after it was last seen alive.
+func minMargin(ttl time.Duration) time.Duration {
+	return ttl/100 + 2*time.Millisecond + healthCheckAllowance
+}
+
+func defaultMargin(ttl time.Duration) time.Duration {
+	return max(defaultMarginFloor, minMargin(ttl).Round(time.Millisecond))
+}
+
+func known(v interface {
+	IsNull() bool
+	IsUnknown() bool
+}) bool { return !v.IsNull() && !v.IsUnknown() }
+
+// isLoopback reports whether ip is in 127.0.0.0/8 or ::1.
+func isLoopback(ip string) bool {
+	a := net.ParseIP(ip)
+	return a != nil && a.IsLoopback()
+}
+
+// hostPort returns the address clients use.
+func hostPort(bind string, port int64) string {
+	return net.JoinHostPort(bind, strconv.FormatInt(port, 10))
+}
+
+// hooksFromModel converts the hooks object to the supervisor's form.
+func hooksFromModel(ctx context.Context, o types.Object) (supervisor.Hooks, diag.Diagnostics) {
+	var h supervisor.Hooks
+	if o.IsNull() || o.IsUnknown() {
+		return h, nil
+	}
+	var diags diag.Diagnostics
+	get := func(name string) []string {
+		v, ok := o.Attributes()[name].(types.List)
+		if !ok || v.IsNull() || v.IsUnknown() {
+			return nil
+		}
+		var out []string
+		diags.Append(v.ElementsAs(ctx, &out, false)...)
+		return out
+	}
+	h.OnCrash = get("on_crash")
+	h.BeforeRestart = get("before_restart")
+	h.AfterRestart = get("after_restart")
+	return h, diags
+}
+
+// hooksToModel is the inverse of hooksFromModel; no hooks at all is a null object.
+func hooksToModel(h supervisor.Hooks) types.Object {
+	if len(h.OnCrash)+len(h.BeforeRestart)+len(h.AfterRestart) == 0 {
+		return types.ObjectNull(hookAttrTypes)
+	}
+	list := func(argv []string) types.List {
+		if len(argv) == 0 {
+			return types.ListNull(types.StringType)
+		}
+		vals := make([]attr.Value, len(argv))
+		for i, a := range argv {
+			vals[i] = types.StringValue(a)
+		}
+		return types.ListValueMust(types.StringType, vals)
+	}
+	return types.ObjectValueMust(hookAttrTypes, map[string]attr.Value{
+		"on_crash": list(h.OnCrash), "before_restart": list(h.BeforeRestart), "after_restart": list(h.AfterRestart),
+	})
+}
+
+// errNotAMaster marks a data dir that lacks the provider's files.
+var errNotAMaster = errors.New("not a redlock_master data dir")
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
