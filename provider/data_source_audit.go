@@ -1,0 +1,302 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
+)
+
+var (
+	_ datasource.DataSource                   = &auditDataSource{}
+	_ datasource.DataSourceWithValidateConfig = &auditDataSource{}
+)
+
+// NewAuditDataSource is the redlock_audit data source: the same audit as
+// `lockagent validate` phase 1 (internal/audit), as Terraform values.
+func NewAuditDataSource() datasource.DataSource { return &auditDataSource{} }
+
+type auditDataSource struct{}
+
+type auditModel struct {
+	Endpoints    []types.String `tfsdk:"endpoints"`
+	Username     types.String   `tfsdk:"username"`
+	Password     types.String   `tfsdk:"password"`
+	LockUsername types.String   `tfsdk:"lock_username"`
+	LockPassword types.String   `tfsdk:"lock_password"`
+	MaxLockTTL   types.String   `tfsdk:"max_lock_ttl"`
+	RestartDelay types.String   `tfsdk:"restart_delay"`
+	TLS          types.Bool     `tfsdk:"tls"`
+	NodeTimeout  types.String   `tfsdk:"node_timeout"`
+
+	Safe      types.Bool         `tfsdk:"safe"`
+	Quorum    types.Int64        `tfsdk:"quorum"`
+	Reachable types.Int64        `tfsdk:"reachable"`
+	Problems  []types.String     `tfsdk:"problems"`
+	Masters   []auditMasterModel `tfsdk:"masters"`
+}
+
+type auditMasterModel struct {
+	Endpoint               types.String  `tfsdk:"endpoint"`
+	Reachable              types.Bool    `tfsdk:"reachable"`
+	Error                  types.String  `tfsdk:"error"`
+	Role                   types.String  `tfsdk:"role"`
+	ConnectedReplicas      types.Int64   `tfsdk:"connected_replicas"`
+	MasterHost             types.String  `tfsdk:"master_host"`
+	RunID                  types.String  `tfsdk:"run_id"`
+	AOFEnabled             types.Bool    `tfsdk:"aof_enabled"`
+	AppendFsync            types.String  `tfsdk:"appendfsync"`
+	NoAppendfsyncOnRewrite types.String  `tfsdk:"no_appendfsync_on_rewrite"`
+	MaxMemory              types.Int64   `tfsdk:"maxmemory"`
+	MaxMemoryPolicy        types.String  `tfsdk:"maxmemory_policy"`
+	AOFLastWriteStatus     types.String  `tfsdk:"aof_last_write_status"`
+	ClockOffsetMS          types.Float64 `tfsdk:"clock_offset_ms"`
+	ClockRate              types.Float64 `tfsdk:"clock_rate"`
+	RTTMS                  types.Float64 `tfsdk:"rtt_ms"`
+	UptimeSeconds          types.Int64   `tfsdk:"uptime_seconds"`
+}
+
+func (d *auditDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_audit"
+}
+
+func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	computed := func(desc string) schema.Attribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Audits a Redlock deployment: every master is checked for independence (no replication, " +
+			"distinct servers), durability (AOF `appendfsync always`, `no-appendfsync-on-rewrite no`, last AOF write ok), " +
+			"eviction (`noeviction` with an explicit `maxmemory`), a clock that agrees with this machine's in offset and " +
+			"rate, and a round trip small next to the TTL; the deployment for an odd count of at least 3 masters, a " +
+			"reachable quorum and a restart delay longer than `max_lock_ttl` plus the clock-drift margin.\n\n" +
+			"An unsafe deployment does not fail the read: `safe` is false and `problems` says why, one sentence each " +
+			"(master, setting, fix). Use it in a `postcondition` or `check` block. Only invalid arguments fail. " +
+			"The same code runs as the first phase of `lockagent validate`.",
+		Attributes: map[string]schema.Attribute{
+			"endpoints": schema.ListAttribute{
+				ElementType: types.StringType, Required: true,
+				MarkdownDescription: "The masters to audit, `host:port` each, in the order clients use them.",
+				Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+			},
+			"username": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "User the audit logs in as (default `default`, the admin user). It must be allowed " +
+					"`CONFIG GET`, `INFO` and `TIME`; the restricted lock user is not, on purpose.",
+			},
+			"password": schema.StringAttribute{
+				Optional: true, Sensitive: true,
+				MarkdownDescription: "Password of `username` (the admin password).",
+			},
+			"lock_username": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Restricted lock user. When set (with `lock_password`), the audit checks that it can " +
+					"log in and that it cannot run `CONFIG` (a lock client able to reconfigure a master could switch its " +
+					"safety off).",
+			},
+			"lock_password": schema.StringAttribute{
+				Optional: true, Sensitive: true,
+				MarkdownDescription: "Password of `lock_username`.",
+			},
+			"max_lock_ttl": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "Largest lock TTL clients use (duration, e.g. `30s`). The restart-delay, clock and " +
+					"round-trip checks are relative to it.",
+				Validators: []validator.String{validate.Duration(time.Millisecond)},
+			},
+			"restart_delay": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "How long a crashed master stays down (duration). When set, it must be at least " +
+					"`max_lock_ttl` plus the drift margin (1% + 2ms) or the deployment is reported unsafe; when not " +
+					"set, this check is skipped.",
+				Validators: []validator.String{validate.Duration(time.Millisecond)},
+			},
+			"tls": schema.BoolAttribute{
+				Optional:            true,
+				MarkdownDescription: "Connect with TLS (server name = the endpoint's host). Default `false`.",
+			},
+			"node_timeout": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Per-master bound on connecting and on each command (duration, default `2s`); a master " +
+					"that does not answer within it is reported unreachable.",
+				Validators: []validator.String{validate.Duration(time.Millisecond)},
+			},
+			"safe": schema.BoolAttribute{
+				Computed:            true,
+				MarkdownDescription: "True only when `problems` is empty.",
+			},
+			"quorum": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Majority of the endpoints, N/2+1: how many masters must grant a lock.",
+			},
+			"reachable": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "How many masters answered.",
+			},
+			"problems": schema.ListAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "What makes the deployment unsafe, one plain sentence each naming the master, the " +
+					"setting and the fix. Empty when `safe`.",
+			},
+			"masters": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "What the audit found on each endpoint, in the order of `endpoints`.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"endpoint":  computed("The endpoint, as given."),
+					"reachable": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the master answered."},
+					"error":     computed("Why the master could not be audited (fully); empty when it could."),
+					"role":      computed("`master`, or `slave` for a replica (a finding)."),
+					"connected_replicas": schema.Int64Attribute{Computed: true,
+						MarkdownDescription: "Replicas attached to it (any is a finding: Redlock needs independent masters)."},
+					"master_host":               computed("`host:port` of the server it replicates from, when it is a replica."),
+					"run_id":                    computed("The server's run id; two endpoints with the same run id are the same server (a finding)."),
+					"aof_enabled":               schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether AOF persistence is on."},
+					"appendfsync":               computed("AOF fsync policy; anything but `always` is a finding."),
+					"no_appendfsync_on_rewrite": computed("`no` is safe; `yes` skips fsync during AOF rewrites (a finding)."),
+					"maxmemory": schema.Int64Attribute{Computed: true,
+						MarkdownDescription: "Memory limit in bytes; 0 (unlimited) is a finding."},
+					"maxmemory_policy":      computed("Eviction policy; anything but `noeviction` is a finding."),
+					"aof_last_write_status": computed("`ok`, or `err` when the last AOF write failed (a finding)."),
+					"clock_offset_ms": schema.Float64Attribute{Computed: true,
+						MarkdownDescription: "The master's clock minus this machine's, in milliseconds, at the midpoint of a `TIME` round trip."},
+					"clock_rate": schema.Float64Attribute{Computed: true,
+						MarkdownDescription: "How fast the master's clock ran next to this machine's over a short interval (1 = same rate)."},
+					"rtt_ms": schema.Float64Attribute{Computed: true,
+						MarkdownDescription: "Median round-trip time in milliseconds."},
+					"uptime_seconds": schema.Int64Attribute{Computed: true,
+						MarkdownDescription: "Seconds since the server started."},
+				}},
+			},
+		},
+	}
+}
+
+// ValidateConfig refuses endpoints that are not host:port at plan time.
+func (d *auditDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	var endpoints []types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("endpoints"), &endpoints)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	for i, e := range endpoints {
+		if e.IsNull() || e.IsUnknown() {
+			continue
+		}
+		if err := auditCheckEndpoint(e.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("endpoints").AtListIndex(i), "Invalid endpoint", err.Error())
+		}
+	}
+}
+
+func auditCheckEndpoint(e string) error {
+	host, port, err := net.SplitHostPort(e)
+	if err != nil || host == "" || port == "" {
+		return fmt.Errorf("endpoint %q is not host:port: write e.g. \"127.0.0.1:6379\" (IPv6: \"[::1]:6379\")", e)
+	}
+	return nil
+}
+
+func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m auditModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	target, ok := auditTargetFromModel(&m, resp)
+	if !ok {
+		return
+	}
+	rep, err := audit.Run(ctx, target)
+	if err != nil {
+		if errors.Is(err, audit.ErrBadTarget) {
+			resp.Diagnostics.AddError("Invalid redlock_audit arguments", err.Error())
+		} else {
+			resp.Diagnostics.AddError("Audit interrupted", fmt.Sprintf("The audit did not finish: %v.", err))
+		}
+		return
+	}
+	m.Safe = types.BoolValue(rep.Safe)
+	m.Quorum = types.Int64Value(int64(rep.Quorum))
+	m.Reachable = types.Int64Value(int64(rep.Reachable))
+	m.Problems = make([]types.String, len(rep.Problems))
+	for i, p := range rep.Problems {
+		m.Problems[i] = types.StringValue(p)
+	}
+	m.Masters = make([]auditMasterModel, len(rep.Masters))
+	for i, a := range rep.Masters {
+		m.Masters[i] = auditMasterModel{
+			Endpoint:               types.StringValue(a.Endpoint),
+			Reachable:              types.BoolValue(a.Reachable),
+			Error:                  types.StringValue(a.Error),
+			Role:                   types.StringValue(a.Role),
+			ConnectedReplicas:      types.Int64Value(int64(a.ConnectedReplicas)),
+			MasterHost:             types.StringValue(a.MasterHost),
+			RunID:                  types.StringValue(a.RunID),
+			AOFEnabled:             types.BoolValue(a.AOFEnabled),
+			AppendFsync:            types.StringValue(a.AppendFsync),
+			NoAppendfsyncOnRewrite: types.StringValue(a.NoAppendfsyncOnRewrite),
+			MaxMemory:              types.Int64Value(a.MaxMemory),
+			MaxMemoryPolicy:        types.StringValue(a.MaxMemoryPolicy),
+			AOFLastWriteStatus:     types.StringValue(a.AOFLastWriteStatus),
+			ClockOffsetMS:          types.Float64Value(audit.Millis(a.ClockOffset)),
+			ClockRate:              types.Float64Value(a.ClockRate),
+			RTTMS:                  types.Float64Value(audit.Millis(a.RTT)),
+			UptimeSeconds:          types.Int64Value(int64(a.Uptime / time.Second)),
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// auditTargetFromModel converts the arguments, adding an attribute error for each bad one.
+func auditTargetFromModel(m *auditModel, resp *datasource.ReadResponse) (audit.Target, bool) {
+	t := audit.Target{Username: "default", TLS: m.TLS.ValueBool()}
+	for i, e := range m.Endpoints {
+		if e.IsNull() {
+			resp.Diagnostics.AddAttributeError(path.Root("endpoints").AtListIndex(i), "Null endpoint",
+				"Every element of endpoints must be a host:port string.")
+			continue
+		}
+		if err := auditCheckEndpoint(e.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("endpoints").AtListIndex(i), "Invalid endpoint", err.Error())
+		}
+		t.Endpoints = append(t.Endpoints, e.ValueString())
+	}
+	if v := m.Username.ValueString(); v != "" {
+		t.Username = v
+	}
+	t.Password = m.Password.ValueString()
+	t.LockUsername, t.LockPassword = m.LockUsername.ValueString(), m.LockPassword.ValueString()
+	if (t.LockUsername == "") != (t.LockPassword == "") {
+		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "Incomplete lock credentials",
+			"Set both lock_username and lock_password to check the lock user, or neither.")
+	}
+	duration := func(name string, v types.String, dst *time.Duration) {
+		if v.IsNull() || v.ValueString() == "" {
+			return
+		}
+		d, err := validate.ParseDuration(v.ValueString())
+		if err == nil && d <= 0 {
+			err = fmt.Errorf("%s must be greater than zero", v.ValueString())
+		}
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root(name), "Invalid duration", fmt.Sprintf("%s: %v.", name, err))
+			return
+		}
+		*dst = d
+	}
+	duration("max_lock_ttl", m.MaxLockTTL, &t.MaxLockTTL)
+	duration("restart_delay", m.RestartDelay, &t.RestartDelay)
+	duration("node_timeout", m.NodeTimeout, &t.NodeTimeout)
+	return t, !resp.Diagnostics.HasError()
+}

@@ -1,0 +1,133 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// testAccAuditProviderFactories serves this provider in-process to the real terraform
+// binary (no registry, no mirror needed).
+var testAccAuditProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"redlock": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// auditConfig is a redlock_audit block against the harness cluster; extra goes inside it.
+func auditConfig(c *redistest.Cluster, extra string) string {
+	return fmt.Sprintf(`
+data "redlock_audit" "cluster" {
+  endpoints     = [%s]
+  password      = %q
+  lock_username = %q
+  lock_password = %q
+  max_lock_ttl  = "10s"
+  restart_delay = "11s"
+%s
+}
+`, `"`+strings.Join(c.Addrs(), `", "`)+`"`, redistest.AdminPassword, redistest.LockUser, redistest.LockPassword, extra)
+}
+
+func TestAccAuditDataSource(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3})
+	broken := c.Masters[1]
+	const ds = "data.redlock_audit.cluster"
+	breakFsync := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := broken.Admin().ConfigSet(ctx, "appendfsync", "everysec").Err(); err != nil {
+			t.Fatalf("CONFIG SET appendfsync everysec: %v", err)
+		}
+	}
+	problem := regexp.MustCompile(regexp.QuoteMeta(broken.Addr) + `.*appendfsync everysec`)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccAuditProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: auditConfig(c, ""),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(ds, "safe", "true"),
+					resource.TestCheckResourceAttr(ds, "quorum", "2"),
+					resource.TestCheckResourceAttr(ds, "reachable", "3"),
+					resource.TestCheckResourceAttr(ds, "problems.#", "0"),
+					resource.TestCheckResourceAttr(ds, "masters.#", "3"),
+					resource.TestCheckResourceAttr(ds, "masters.1.endpoint", broken.Addr),
+					resource.TestCheckResourceAttr(ds, "masters.1.reachable", "true"),
+					resource.TestCheckResourceAttr(ds, "masters.1.role", "master"),
+					resource.TestCheckResourceAttr(ds, "masters.1.connected_replicas", "0"),
+					resource.TestCheckResourceAttr(ds, "masters.1.aof_enabled", "true"),
+					resource.TestCheckResourceAttr(ds, "masters.1.appendfsync", "always"),
+					resource.TestCheckResourceAttr(ds, "masters.1.no_appendfsync_on_rewrite", "no"),
+					resource.TestCheckResourceAttr(ds, "masters.1.maxmemory_policy", "noeviction"),
+					resource.TestCheckResourceAttr(ds, "masters.1.aof_last_write_status", "ok"),
+					resource.TestMatchResourceAttr(ds, "masters.1.run_id", regexp.MustCompile(`^[0-9a-f]{40}$`)),
+				),
+			},
+			{
+				// A setting changed behind Terraform's back: the read still succeeds, and
+				// says what is wrong where.
+				PreConfig: breakFsync,
+				Config:    auditConfig(c, ""),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(ds, "safe", "false"),
+					resource.TestCheckResourceAttr(ds, "problems.#", "1"),
+					resource.TestMatchResourceAttr(ds, "problems.0", problem),
+					resource.TestCheckResourceAttr(ds, "masters.1.appendfsync", "everysec"),
+					resource.TestCheckResourceAttr(ds, "masters.0.appendfsync", "always"),
+				),
+			},
+			{
+				// The way modules use it: a postcondition fails the run with the problems.
+				Config: auditConfig(c, `
+  lifecycle {
+    postcondition {
+      condition     = self.safe
+      error_message = "Redlock deployment is unsafe: ${join(" ", self.problems)}"
+    }
+  }`),
+				ExpectError: regexp.MustCompile(`(?s)Redlock deployment is unsafe:.*` + regexp.QuoteMeta(broken.Addr) + `.*appendfsync`),
+			},
+		},
+	})
+}
+
+func TestAccAuditDataSourceBadInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		want   string
+	}{
+		{"max_lock_ttl not a duration", `endpoints = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
+  max_lock_ttl = "ten seconds"`, `(?s)max_lock_ttl.*not a duration`},
+		{"max_lock_ttl zero", `endpoints = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
+  max_lock_ttl = "0s"`, `(?s)max_lock_ttl.*greater than zero`},
+		{"restart_delay not a duration", `endpoints = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
+  max_lock_ttl = "10s"
+  restart_delay = "soon"`, `(?s)restart_delay.*not a duration`},
+		{"endpoint without port", `endpoints = ["127.0.0.1"]
+  max_lock_ttl = "10s"`, `(?s)Invalid endpoint.*not host:port`},
+		{"no endpoints", `endpoints = []
+  max_lock_ttl = "10s"`, `(?s)endpoints.*at least 1`},
+		{"max_lock_ttl missing", `endpoints = ["127.0.0.1:1"]`, `(?s)max_lock_ttl.*required`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccAuditProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      fmt.Sprintf("data \"redlock_audit\" \"bad\" {\n  %s\n}\n", tc.config),
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(tc.want),
+				}},
+			})
+		})
+	}
+}
