@@ -140,6 +140,7 @@ func (s *supervisor) run() int {
 	}
 
 	restart := false
+	crashedPID := prev.RedisPID // the pid hooks are told about: the server being replaced
 	if base, hold, why := holdBase(s.dir, time.Now(), true); hold {
 		// Persist the base: HoldUntil, asked while this supervisor holds, must agree with it.
 		s.st.LastAlive = base
@@ -151,7 +152,7 @@ func (s *supervisor) run() int {
 	}
 	for {
 		if restart {
-			if s.runHook("before_restart", s.cfg.Hooks.BeforeRestart, s.st.RedisPID); s.stopRequested() {
+			if s.runHook("before_restart", s.cfg.Hooks.BeforeRestart, crashedPID); s.stopRequested() {
 				return s.exit(ExitOK, "")
 			}
 		}
@@ -163,6 +164,7 @@ func (s *supervisor) run() int {
 			// Asked to stop, but redis-server did not exit cleanly: no marker.
 			return s.exit(ExitFailed, res.err)
 		}
+		crashedPID = res.pid
 		s.st.LastError = res.err
 		s.log.Error("master crashed", "err", res.err, "last_alive", s.st.LastAlive.Format(time.RFC3339Nano))
 		s.st.Status = StatusHolding
@@ -369,7 +371,7 @@ func describeExit(err error) string {
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok {
 			switch {
 			case ws.Signaled():
-				return fmt.Sprintf("was killed by signal %v", ws.Signal())
+				return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
 			case ws.Exited():
 				return fmt.Sprintf("exited with code %d", ws.ExitStatus())
 			}
