@@ -455,7 +455,9 @@ func defaultMargin(ttl time.Duration) time.Duration {
 func known(v interface {
 	IsNull() bool
 	IsUnknown() bool
-}) bool { return !v.IsNull() && !v.IsUnknown() }
+}) bool {
+	return !v.IsNull() && !v.IsUnknown()
+}
 
 // isLoopback reports whether ip is in 127.0.0.0/8 or ::1.
 func isLoopback(ip string) bool {

@@ -5,6 +5,7 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -142,7 +144,7 @@ func DirCreatable(dir string) error {
 			return fmt.Errorf("%s exists and is not a directory: choose another data_dir or remove the file", p)
 		case err == nil:
 			return fmt.Errorf("%s is a file, so %s cannot be created under it: choose a data_dir under a directory", p, dir)
-		case !os.IsNotExist(err):
+		case !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTDIR):
 			return fmt.Errorf("cannot inspect %s: %v", p, err)
 		}
 		if p == filepath.Dir(p) {

@@ -1,0 +1,45 @@
+package provider
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+
+	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+)
+
+// TestMain lets the test binary be the supervisor: redlock_master spawns os.Executable()
+// with "supervise <data dir>", which in tests is this binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "supervise" {
+		os.Exit(supervisor.Main(os.Args[2]))
+	}
+	os.Exit(m.Run())
+}
+
+// testAccProviderFactories serves the provider in-process to the real terraform binary on
+// PATH: no registry, no mirror.
+var testAccProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"redlock": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// stopDataDir stops whatever a test left running in dir, by the pids recorded there:
+// cleanly first, then SIGKILL.
+func stopDataDir(t *testing.T, dir string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := os.Stat(dir); err != nil {
+		return
+	}
+	if err := supervisor.Stop(ctx, dir); err != nil {
+		t.Logf("cleanup: supervisor.Stop(%s): %v", dir, err)
+	}
+	if killed := killLeftovers(dir); len(killed) > 0 {
+		t.Errorf("cleanup: had to SIGKILL pids %v in %s", killed, dir)
+	}
+}
