@@ -26,37 +26,117 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 }
 
 func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cfg lockConfig) (*Lock, int, error) {
-	var timer *time.Timer
+	key, err := c.keyFor(name, ttl)
+	if err != nil {
+		return nil, 0, err
+	}
+	notify := !c.opts.NoNotifications
+	var (
+		w         *waiter
+		confirmed <-chan struct{}
+		lastErr   error
+		freeIn    time.Duration
+		attempt   int
+	)
 	defer func() {
-		if timer != nil {
-			timer.Stop()
+		if w != nil {
+			c.notify.leave(w)
 		}
 	}()
-	for attempt := 1; ; attempt++ {
-		l, freeIn, err := c.tryAcquire(ctx, name, ttl, cfg)
-		if err == nil {
-			return l, attempt, nil
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	giveUp := func(cause error) (*Lock, int, error) {
+		if lastErr == nil {
+			return nil, attempt, cause
 		}
-		if !retryable(err) {
-			return nil, attempt, err
+		return nil, attempt, fmt.Errorf("redlock: acquire %q: %w (last attempt: %w)", key, cause, lastErr)
+	}
+	if cfg.owner != "" {
+		// A re-entrant holder must never queue behind waiters for its own lock.
+		if l, ok, err := c.reenter(ctx, key, ttl, cfg.owner); ok || err != nil {
+			return l, 1, err
 		}
-		if c.opts.MaxRetries > 0 && attempt > c.opts.MaxRetries {
-			return nil, attempt, err
+	}
+	// Queue behind this Client's waiters for the key rather than overtake them.
+	waitFirst := notify && c.notify.queued(key)
+	if waitFirst {
+		w, confirmed = c.notify.join(key)
+	}
+	for {
+		if !waitFirst {
+			attempt++
+			l, fi, err := c.tryAcquire(ctx, name, ttl, cfg)
+			if err == nil {
+				return l, attempt, nil
+			}
+			if !retryable(err) {
+				return nil, attempt, err
+			}
+			lastErr, freeIn = err, fi
+			if c.opts.MaxRetries > 0 && attempt > c.opts.MaxRetries {
+				return nil, attempt, err
+			}
+			if notify && w == nil && errors.Is(err, ErrTaken) {
+				// Subscribe, then try again at once: the holder may have released between
+				// the refusal and the subscription, and that notification is lost.
+				w, confirmed = c.notify.join(key)
+				c.awaitConfirm(ctx, confirmed, c.opts.nodeTimeout(ttl))
+				continue
+			}
 		}
+		waitFirst = false
+
 		wait := c.retryDelay()
+		var wake <-chan struct{}
+		if w != nil {
+			select {
+			case <-confirmed:
+				// Notifications work: the timer only guards against lost ones and
+				// holders that publish nothing, so it need not fire often.
+				wait = c.opts.RetryDelayMax/2 + rand.N(c.opts.RetryDelayMax/2+1)
+			default:
+			}
+			wake = w.wake
+			c.notify.idle(w)
+		}
 		if freeIn > 0 && freeIn < wait {
 			wait = freeIn + time.Millisecond // PTTL is rounded down
 		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
+		freeIn = 0
+		timer.Reset(wait)
 		select {
+		case <-wake:
+			// Released: go now, after a jitter small enough to keep the hand-off fast and
+			// large enough that waiters in other processes do not all arrive at once.
+			if j := rand.N(c.opts.RetryDelayMin + 1); j > 0 {
+				timer.Reset(j)
+				select {
+				case <-timer.C:
+				case <-ctx.Done():
+					return giveUp(ctx.Err())
+				}
+			}
 		case <-timer.C:
+			if w != nil {
+				c.notify.attempting(w)
+			}
 		case <-ctx.Done():
-			return nil, attempt, fmt.Errorf("redlock: acquire %q: %w (last attempt: %w)", c.opts.KeyPrefix+name, ctx.Err(), err)
+			return giveUp(ctx.Err())
+		case <-c.closing:
+			return giveUp(ErrClosed)
 		}
+	}
+}
+
+// awaitConfirm waits a little for a subscription to be confirmed, so that the attempt
+// that follows cannot miss the release it is waiting for.
+func (c *Client) awaitConfirm(ctx context.Context, confirmed <-chan struct{}, bound time.Duration) {
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-confirmed:
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 

@@ -1,11 +1,285 @@
 package redlock
 
-// notifier delivers release notifications to waiting Acquire calls.
-type notifier struct{ c *Client }
+import (
+	"context"
+	"strings"
+	"sync"
 
-func newNotifier(c *Client) *notifier { return &notifier{c: c} }
+	"github.com/redis/go-redis/v9"
+)
 
-// released tells local waiters that key was released by this client.
-func (n *notifier) released(key, token string) {}
+// notifier wakes waiting Acquire calls when a lock they wait for is released.
+//
+// The release script PUBLISHes the released token on key+ReleaseChannelSuffix. While a
+// key has waiters in this Client, one shared subscription per master listens on that
+// channel (one pub/sub connection per master per Client, whatever the number of keys and
+// waiters). A release by this Client wakes its local waiters directly, without waiting for
+// the round trip.
+//
+// Waiters of a key queue in arrival order: a notification wakes the oldest waiter that is
+// not already attempting, so local waiters get the lock first come, first served, and one
+// release costs one attempt instead of a stampede. Notifications are an optimisation
+// only: every waiter also wakes when the key expires (PTTL) or after a capped random
+// delay, so a lost notification, a dead subscriber or a holder from another Redlock
+// library (which publishes nothing) costs latency, never correctness.
+type notifier struct {
+	c    *Client
+	mu   sync.Mutex
+	keys map[string]*keyQueue
+	subs []*subscriber // per master, started on first use
+	done bool
+}
 
-func (n *notifier) close() {}
+type keyQueue struct {
+	key       string
+	waiters   []*waiter // arrival order
+	pending   bool      // a notification found no idle waiter: the next one to go idle takes it
+	confirmed chan struct{}
+	confirmOk bool
+	recent    [8]string // tokens already delivered: each release arrives once per master
+	next      int
+}
+
+type waiter struct {
+	q    *keyQueue
+	wake chan struct{} // capacity 1
+	busy bool          // attempting: notifications go to the next waiter
+}
+
+func newNotifier(c *Client) *notifier {
+	return &notifier{c: c, keys: map[string]*keyQueue{}}
+}
+
+// queued reports whether key has local waiters (a newcomer then queues behind them).
+func (n *notifier) queued(key string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := n.keys[key]
+	return q != nil && len(q.waiters) > 0
+}
+
+// join queues a waiter for key and makes sure the key's channel is subscribed. The
+// returned channel is closed when a subscription on some master is confirmed.
+func (n *notifier) join(key string) (*waiter, <-chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := n.keys[key]
+	newKey := q == nil
+	if newKey {
+		q = &keyQueue{key: key, confirmed: make(chan struct{})}
+		n.keys[key] = q
+	}
+	w := &waiter{q: q, wake: make(chan struct{}, 1), busy: true}
+	q.waiters = append(q.waiters, w)
+	if newKey && !n.done {
+		n.startSubscribersLocked()
+		for _, s := range n.subs {
+			s.kick()
+		}
+	}
+	return w, q.confirmed
+}
+
+// leave removes w; the last waiter of a key unsubscribes it.
+func (n *notifier) leave(w *waiter) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := w.q
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			break
+		}
+	}
+	// A notification w consumed but did not use passes on.
+	select {
+	case <-w.wake:
+		n.wakeLocked(q)
+	default:
+	}
+	if len(q.waiters) == 0 && n.keys[q.key] == q {
+		delete(n.keys, q.key)
+		for _, s := range n.subs {
+			s.kick()
+		}
+	}
+}
+
+// idle marks w as waiting again after a failed attempt. A notification that arrived while
+// every waiter was busy is handed to it at once.
+func (n *notifier) idle(w *waiter) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w.busy = false
+	if w.q.pending {
+		w.q.pending = false
+		w.busy = true
+		w.wake <- struct{}{}
+	}
+}
+
+// attempting marks w busy when it wakes for another reason (expiry, retry delay).
+func (n *notifier) attempting(w *waiter) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w.busy = true
+}
+
+// released is called after this Client released key: local waiters need not wait for the
+// PUBLISH to come back.
+func (n *notifier) released(key, token string) { n.deliver(key, token) }
+
+func (n *notifier) deliver(key, token string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := n.keys[key]
+	if q == nil {
+		return
+	}
+	for _, t := range q.recent {
+		if t == token {
+			return
+		}
+	}
+	q.recent[q.next] = token
+	q.next = (q.next + 1) % len(q.recent)
+	n.wakeLocked(q)
+}
+
+func (n *notifier) wakeLocked(q *keyQueue) {
+	for _, w := range q.waiters {
+		if !w.busy {
+			w.busy = true
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
+	q.pending = true
+}
+
+func (n *notifier) confirm(key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if q := n.keys[key]; q != nil && !q.confirmOk {
+		q.confirmOk = true
+		close(q.confirmed)
+	}
+}
+
+// wanted returns the channels that should be subscribed now.
+func (n *notifier) wanted() map[string]struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	set := make(map[string]struct{}, len(n.keys))
+	for k := range n.keys {
+		set[k+ReleaseChannelSuffix] = struct{}{}
+	}
+	return set
+}
+
+func (n *notifier) startSubscribersLocked() {
+	if n.subs != nil {
+		return
+	}
+	for _, m := range n.c.masters {
+		s := &subscriber{n: n, m: m, kicks: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		n.subs = append(n.subs, s)
+		go s.run()
+	}
+}
+
+func (n *notifier) close() {
+	n.mu.Lock()
+	n.done = true
+	subs := n.subs
+	n.mu.Unlock()
+	for _, s := range subs {
+		close(s.stop)
+		<-s.done
+	}
+}
+
+// subscriber keeps one master's pub/sub connection subscribed to the wanted channels.
+// Each master has its own goroutine, so a stopped master stalls only its own
+// subscription.
+type subscriber struct {
+	n     *notifier
+	m     *master
+	kicks chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func (s *subscriber) kick() {
+	select {
+	case s.kicks <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscriber) run() {
+	defer close(s.done)
+	ps := s.m.rdb.Subscribe(context.Background())
+	defer ps.Close()
+	var reader sync.WaitGroup
+	defer reader.Wait()
+	started := false
+	current := map[string]struct{}{}
+	for {
+		select {
+		case <-s.stop:
+			_ = ps.Close() // ends the reader
+			return
+		case <-s.kicks:
+		}
+		want := s.n.wanted()
+		var add, drop []string
+		for ch := range want {
+			if _, ok := current[ch]; !ok {
+				add = append(add, ch)
+			}
+		}
+		for ch := range current {
+			if _, ok := want[ch]; !ok {
+				drop = append(drop, ch)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.n.c.opts.CleanupTimeout)
+		if len(add) > 0 {
+			// go-redis remembers the channels even when the write fails and subscribes
+			// them again when it reconnects.
+			_ = ps.Subscribe(ctx, add...)
+			for _, ch := range add {
+				current[ch] = struct{}{}
+			}
+		}
+		if len(drop) > 0 {
+			_ = ps.Unsubscribe(ctx, drop...)
+			for _, ch := range drop {
+				delete(current, ch)
+			}
+		}
+		cancel()
+		if !started && len(add) > 0 {
+			started = true
+			msgs := ps.ChannelWithSubscriptions()
+			reader.Add(1)
+			go func() {
+				defer reader.Done()
+				for msg := range msgs {
+					switch m := msg.(type) {
+					case *redis.Subscription:
+						if m.Kind == "subscribe" {
+							s.n.confirm(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix))
+						}
+					case *redis.Message:
+						s.n.deliver(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix), m.Payload)
+					}
+				}
+			}()
+		}
+	}
+}
