@@ -1,0 +1,106 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// lockClients returns one new lock-user client per master, closed in t.Cleanup.
+func lockClients(t *testing.T, cl *redistest.Cluster) []redis.UniversalClient {
+	t.Helper()
+	var out []redis.UniversalClient
+	for _, r := range cl.LockClients() {
+		out = append(out, r)
+		t.Cleanup(func() { _ = r.Close() })
+	}
+	return out
+}
+
+// newClient returns a redlock Client over fresh lock-user connections to cl.
+func newClient(t *testing.T, cl *redistest.Cluster, opts redlock.Options) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(lockClients(t, cl), opts)
+	if err != nil {
+		t.Fatalf("redlock.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func adminCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// valueOn returns the key's value on one master ("" when absent).
+func valueOn(t *testing.T, m *redistest.Master, key string) string {
+	t.Helper()
+	v, err := m.Admin().Get(adminCtx(t), key).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("GET %s on %s: %v", key, m.Addr, err)
+	}
+	return v
+}
+
+// holders counts the masters (running ones only) whose key holds token.
+func holders(t *testing.T, cl *redistest.Cluster, key, token string) int {
+	t.Helper()
+	n := 0
+	for _, m := range cl.Masters {
+		if m.Running() && valueOn(t, m, key) == token {
+			n++
+		}
+	}
+	return n
+}
+
+// keysOn counts the masters (running ones only) where key exists at all.
+func keysOn(t *testing.T, cl *redistest.Cluster, key string) int {
+	t.Helper()
+	n := 0
+	for _, m := range cl.Masters {
+		if !m.Running() {
+			continue
+		}
+		c, err := m.Admin().Exists(adminCtx(t), key).Result()
+		if err != nil {
+			t.Fatalf("EXISTS on %s: %v", m.Addr, err)
+		}
+		n += int(c)
+	}
+	return n
+}
+
+// waitUntil polls cond until it holds or the (generous) bound passes; the bound is a
+// hang guard, not a timing assertion.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func mustAcquire(t *testing.T, c *redlock.Client, key string, ttl time.Duration, opts ...redlock.LockOption) *redlock.Lock {
+	t.Helper()
+	l, err := c.TryAcquire(context.Background(), key, ttl, opts...)
+	if err != nil {
+		t.Fatalf("TryAcquire(%q): %v", key, err)
+	}
+	return l
+}

@@ -1,0 +1,265 @@
+package redlock_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// TestPitfalls covers the client-side pitfalls of SPEC.md section 6, one behaviour per
+// subtest, against five real masters.
+func TestPitfalls(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	ctx := context.Background()
+
+	t.Run("1 acquire is one atomic SET NX PX: every master has the key with a TTL at once", func(t *testing.T) {
+		mon := startMonitor(t, cl.Masters[0])
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "p1", 5*time.Second)
+		defer l.Release(ctx)
+		waitUntil(t, "the key on every master", func() bool { return holders(t, cl, "p1", l.Token()) == 5 })
+		for _, m := range cl.Masters {
+			if pttl := m.Admin().PTTL(adminCtx(t), "p1").Val(); pttl <= 0 {
+				t.Errorf("master %s: PTTL %v right after acquire, want > 0", m.Addr, pttl)
+			}
+		}
+		mon.waitFor(t, "p1", `"set"`)
+		for _, cmd := range mon.commands("p1") {
+			if strings.HasPrefix(cmd, `"set"`) && !strings.Contains(cmd, `"nx" "px"`) {
+				t.Errorf("acquire sent %s, want SET ... NX PX", cmd)
+			}
+			for _, bad := range []string{`"setnx"`, `"expire"`, `"pexpire"`} {
+				if strings.HasPrefix(cmd, bad) {
+					t.Errorf("acquire sent %s: SETNX/EXPIRE as separate commands can leave a key without TTL", cmd)
+				}
+			}
+		}
+	})
+
+	t.Run("2 the value is a random token, never an expiry time, and nothing GETSETs it", func(t *testing.T) {
+		mon := startMonitor(t, cl.Masters[0])
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "p2", 5*time.Second)
+		if err := l.Extend(ctx, 5*time.Second); err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(l.Token())
+		if err != nil || len(raw) != 20 {
+			t.Errorf("token %q: want 20 random bytes, base64url (%v)", l.Token(), err)
+		}
+		if got := valueOn(t, cl.Masters[0], "p2"); got != l.Token() {
+			t.Errorf("stored value %q, want the token %q", got, l.Token())
+		}
+		other := mustAcquire(t, c, "p2-other", 5*time.Second)
+		if other.Token() == l.Token() {
+			t.Errorf("two acquisitions got the same token %q", l.Token())
+		}
+		_ = other.Release(ctx)
+		_ = l.Release(ctx)
+		mon.waitFor(t, "p2", `lua "del"`)
+		for _, cmd := range mon.commands("p2") {
+			if strings.Contains(cmd, `"getset"`) {
+				t.Errorf("client sent %s", cmd)
+			}
+		}
+	})
+
+	t.Run("3 every lock key has a TTL, after acquire and after extend", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "p3", 2*time.Second)
+		defer l.Release(ctx)
+		if err := l.Extend(ctx, 4*time.Second); err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		for _, m := range cl.Masters {
+			pttl := m.Admin().PTTL(adminCtx(t), "p3").Val()
+			if pttl <= 2*time.Second || pttl > 4*time.Second {
+				t.Errorf("master %s: PTTL %v after extending to 4s, want in (2s, 4s]", m.Addr, pttl)
+			}
+		}
+	})
+
+	t.Run("4a a released lock is gone from every master", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "p4a", 5*time.Second)
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		waitUntil(t, "no key left", func() bool { return keysOn(t, cl, "p4a") == 0 })
+		if err := l.Release(ctx); !errors.Is(err, redlock.ErrReleased) {
+			t.Errorf("second Release: %v, want ErrReleased", err)
+		}
+	})
+
+	t.Run("4b a holder that vanishes without releasing frees the lock at expiry", func(t *testing.T) {
+		gone, err := redlock.New(lockClients(t, cl), redlock.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := mustAcquire(t, gone, "p4b", 300*time.Millisecond)
+		_ = gone.Close() // the holder disappears with its lock
+		c := newClient(t, cl, redlock.Options{})
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		next, err := c.Acquire(actx, "p4b", time.Second)
+		if err != nil {
+			t.Fatalf("Acquire after the holder vanished: %v", err)
+		}
+		defer next.Release(ctx)
+		if next.Token() == l.Token() {
+			t.Fatal("got the vanished holder's token back")
+		}
+		if next.Fence() <= l.Fence() {
+			t.Errorf("fence %d after the vanished holder's %d, want larger", next.Fence(), l.Fence())
+		}
+	})
+
+	t.Run("5 A's release cannot delete B's lock after A expired and B acquired", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		a := mustAcquire(t, c, "p5", 100*time.Millisecond)
+		<-a.Context().Done()
+		waitUntil(t, "A's keys expired", func() bool { return keysOn(t, cl, "p5") == 0 })
+		b := mustAcquire(t, c, "p5", 5*time.Second)
+		defer b.Release(ctx)
+		if err := a.Release(ctx); !errors.Is(err, redlock.ErrExpired) {
+			t.Errorf("A.Release after expiry: %v, want ErrExpired", err)
+		}
+		if n := holders(t, cl, "p5", b.Token()); n != 5 {
+			t.Errorf("B's key is on %d masters after A's release, want 5", n)
+		}
+	})
+
+	t.Run("6 release checks and deletes in one script: a foreign key is untouched", func(t *testing.T) {
+		mon := startMonitor(t, cl.Masters[0])
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "p6", 5*time.Second)
+		// Another client's value replaces ours everywhere (as if ours expired and it won).
+		for _, m := range cl.Masters {
+			m.Admin().Set(adminCtx(t), "p6", "someone-else", 5*time.Second)
+		}
+		if err := l.Release(ctx); !errors.Is(err, redlock.ErrLost) {
+			t.Errorf("Release of a key that is not ours: %v, want ErrLost", err)
+		}
+		mon.waitFor(t, "p6", `lua "get"`)
+		cmds := mon.commands("p6") // before the test's own GETs below
+		if n := holders(t, cl, "p6", "someone-else"); n != 5 {
+			t.Errorf("the other client's key survives on %d masters, want 5", n)
+		}
+		for _, cmd := range cmds {
+			if strings.HasPrefix(cmd, `"get"`) || strings.HasPrefix(cmd, `"del"`) {
+				t.Errorf("top-level %s: check and delete must run inside one script", cmd)
+			}
+		}
+		if !hasPrefix(cmds, `"evalsha"`) {
+			t.Errorf("no EVALSHA for the release, commands: %v", cmds)
+		}
+	})
+
+	t.Run("7a auto-renewal keeps the lock past its TTL while the work runs", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "p7a", 300*time.Millisecond, redlock.WithAutoRenew())
+		firstDeadline := l.Deadline()
+		// Work for three TTLs.
+		work := time.NewTimer(900 * time.Millisecond)
+		select {
+		case <-work.C:
+		case <-l.Context().Done():
+			t.Fatalf("lock context ended during the work: %v", context.Cause(l.Context()))
+		}
+		if !l.Deadline().After(firstDeadline) {
+			t.Error("deadline never moved: no renewal happened")
+		}
+		if n := holders(t, cl, "p7a", l.Token()); n < 3 {
+			t.Errorf("key held on %d masters after 3 TTLs of work, want a majority", n)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+		if !errors.Is(context.Cause(l.Context()), redlock.ErrReleased) {
+			t.Errorf("context cause after release: %v", context.Cause(l.Context()))
+		}
+	})
+
+	t.Run("7b the lock context ends with ErrLost when renewal finds the lock taken", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "p7b", 600*time.Millisecond, redlock.WithAutoRenew())
+		for _, m := range cl.Masters {
+			m.Admin().Set(adminCtx(t), "p7b", "thief", 10*time.Second)
+		}
+		<-l.Context().Done()
+		if cause := context.Cause(l.Context()); !errors.Is(cause, redlock.ErrLost) {
+			t.Errorf("context cause %v, want ErrLost", cause)
+		}
+		if n := holders(t, cl, "p7b", "thief"); n != 5 {
+			t.Errorf("renewal touched the other holder's key: it is on %d masters", n)
+		}
+	})
+
+	t.Run("7c the lock context ends when renewal stops at the extension limit", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{MaxExtensions: 2})
+		l := mustAcquire(t, c, "p7c", 150*time.Millisecond, redlock.WithAutoRenew())
+		defer l.Release(ctx)
+		<-l.Context().Done()
+		cause := context.Cause(l.Context())
+		if !errors.Is(cause, redlock.ErrExpired) || !errors.Is(cause, redlock.ErrExtensionLimit) {
+			t.Errorf("context cause %v, want ErrExpired wrapping ErrExtensionLimit", cause)
+		}
+		if err := l.Extend(ctx, 150*time.Millisecond); err == nil {
+			t.Error("Extend succeeded after the validity ended")
+		}
+	})
+
+	t.Run("9 re-entrant holds: the same owner acquires again, the last release frees the lock", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		outer := mustAcquire(t, c, "p9", 5*time.Second, redlock.WithReentrant("job-42"))
+		inner, err := c.Acquire(ctx, "p9", 5*time.Second, redlock.WithReentrant("job-42"))
+		if err != nil {
+			t.Fatalf("re-entrant Acquire by the same owner: %v", err)
+		}
+		if inner.Token() != outer.Token() || inner.Fence() != outer.Fence() {
+			t.Errorf("inner hold (%s, fence %d) differs from outer (%s, fence %d)", inner.Token(), inner.Fence(), outer.Token(), outer.Fence())
+		}
+		if _, err := c.TryAcquire(ctx, "p9", 5*time.Second, redlock.WithReentrant("other-owner")); !errors.Is(err, redlock.ErrTaken) {
+			t.Errorf("another owner: %v, want ErrTaken", err)
+		}
+		if _, err := c.TryAcquire(ctx, "p9", 5*time.Second); !errors.Is(err, redlock.ErrTaken) {
+			t.Errorf("a non-re-entrant acquisition: %v, want ErrTaken", err)
+		}
+		if err := inner.Release(ctx); err != nil {
+			t.Fatalf("inner Release: %v", err)
+		}
+		if n := holders(t, cl, "p9", outer.Token()); n != 5 {
+			t.Errorf("after the inner release the key is on %d masters, want 5 (outer still holds)", n)
+		}
+		if inner.Context().Err() == nil {
+			t.Error("the released inner handle's context is still live")
+		}
+		if outer.Context().Err() != nil {
+			t.Errorf("the outer handle's context ended: %v", context.Cause(outer.Context()))
+		}
+		if err := outer.Release(ctx); err != nil {
+			t.Fatalf("outer Release: %v", err)
+		}
+		waitUntil(t, "no key left after the last release", func() bool { return keysOn(t, cl, "p9") == 0 })
+		again := mustAcquire(t, c, "p9", 5*time.Second, redlock.WithReentrant("job-42"))
+		defer again.Release(ctx)
+		if again.Token() == outer.Token() || again.Fence() <= outer.Fence() {
+			t.Errorf("a new acquisition after the last release reused the old hold (fence %d -> %d)", outer.Fence(), again.Fence())
+		}
+	})
+}
+
+func hasPrefix(cmds []string, prefix string) bool {
+	for _, c := range cmds {
+		if strings.HasPrefix(c, prefix) {
+			return true
+		}
+	}
+	return false
+}
