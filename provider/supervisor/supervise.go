@@ -131,7 +131,8 @@ func (s *supervisor) run() int {
 	// cleanly, so that it is restarted under supervision without a delay.
 	if prev.RedisPID != 0 && isRedisProcess(prev.RedisPID, s.cfg) {
 		s.log.Warn("found the master running without its supervisor: stopping it cleanly", "redis_pid", prev.RedisPID)
-		ctx, cancel := context.WithTimeout(s.stop, shutdownTimeout)
+		// Not bound to a stop request: an interrupted shutdown would leave no marker.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		err := stopOrphan(ctx, s.cfg, prev.RedisPID)
 		cancel()
 		if err != nil {
@@ -151,6 +152,9 @@ func (s *supervisor) run() int {
 		restart = true
 	}
 	for {
+		if s.stopRequested() {
+			return s.exit(ExitOK, "")
+		}
 		if restart {
 			if s.runHook("before_restart", s.cfg.Hooks.BeforeRestart, crashedPID); s.stopRequested() {
 				return s.exit(ExitOK, "")
@@ -160,8 +164,9 @@ func (s *supervisor) run() int {
 		switch {
 		case res.clean:
 			return s.exit(ExitOK, "")
-		case res.stopRequested:
-			// Asked to stop, but redis-server did not exit cleanly: no marker.
+		case res.giveUp:
+			// Asked to stop but redis-server did not exit cleanly, or the marker could not
+			// be written: no marker, and the next start holds.
 			return s.exit(ExitFailed, res.err)
 		}
 		crashedPID = res.pid
@@ -222,10 +227,10 @@ func (s *supervisor) reloadConfig() {
 
 // serveResult says how a run of redis-server ended.
 type serveResult struct {
-	pid           int
-	clean         bool // exited 0: marker written
-	stopRequested bool // we asked it to stop and it did not exit cleanly
-	err           string
+	pid    int
+	clean  bool // exited 0: marker written
+	giveUp bool // the supervisor must exit without a restart (and without a marker)
+	err    string
 }
 
 // serve starts redis-server and watches it until it exits.
@@ -283,7 +288,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.st.RedisPID = 0
 			if waitErr == nil {
 				if err := writeCleanMarker(s.dir, pid); err != nil {
-					return serveResult{pid: pid, stopRequested: true, err: err.Error()}
+					return serveResult{pid: pid, giveUp: true, err: err.Error()}
 				}
 				s.log.Info("redis-server stopped cleanly: clean marker written", "redis_pid", pid)
 				return serveResult{pid: pid, clean: true}
@@ -295,7 +300,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 				}
 				// It ran until now; count the hold from here.
 				s.st.LastAlive = time.Now()
-				return serveResult{pid: pid, stopRequested: true, err: msg}
+				return serveResult{pid: pid, giveUp: true, err: msg}
 			}
 			return serveResult{pid: pid, err: msg}
 		case <-stopCh:

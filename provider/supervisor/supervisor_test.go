@@ -623,6 +623,65 @@ func TestPausedMasterIsNotRestarted(t *testing.T) {
 	if back.RedisPID != st.RedisPID || back.Status != StatusRunning || back.Restarts != 0 {
 		t.Fatalf("resumed master state %+v", back)
 	}
+
+	t.Run("Stop of a paused master is clean", func(t *testing.T) {
+		if err := syscall.Kill(st.RedisPID, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := Stop(ctx, m.dir); err != nil {
+			t.Fatal(err)
+		}
+		if processAlive(st.RedisPID) || !CleanStop(m.dir) {
+			t.Fatalf("after Stop: redis alive %v, clean marker %v", processAlive(st.RedisPID), CleanStop(m.dir))
+		}
+	})
+}
+
+func TestMasterThatCannotStartIsHeldBetweenAttempts(t *testing.T) {
+	t.Parallel()
+	const delay = 1500 * time.Millisecond
+	m := newMaster(t, delay)
+	// Something else holds the port: redis-server exits 1 at once.
+	squatter, err := net.Listen("tcp", m.cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer squatter.Close()
+	pid := m.spawn()
+	held := m.waitState("holding after the failed start", func(s State) bool { return s.Status == StatusHolding })
+	if !strings.Contains(held.LastError, "exited with code 1") || !held.RestartAt.Equal(held.LastAlive.Add(delay)) {
+		t.Fatalf("state %+v: want the exit code in LastError and a full delay from the start attempt", held)
+	}
+	_ = squatter.Close()
+	after := m.waitReady(pid)
+	if after.Restarts < 1 {
+		t.Fatalf("state %+v: want the successful start counted as a restart", after)
+	}
+}
+
+func TestFailingHooksDoNotBlockTheRestart(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, 1500*time.Millisecond)
+	m.cfg.Hooks = Hooks{OnCrash: []string{filepath.Join(m.dir, "no-such-hook")},
+		BeforeRestart: []string{"/bin/sh", "-c", "exit 7"}, AfterRestart: m.cfg.Hooks.AfterRestart}
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	m.killRedis(st.RedisPID)
+	after := m.waitState("running again", func(s State) bool { return s.Status == StatusRunning && s.RedisPID != st.RedisPID })
+	if after.Restarts != 1 {
+		t.Fatalf("state %+v", after)
+	}
+	if events := m.hookEvents(1); events[0].event != "after_restart" {
+		t.Fatalf("hook events %+v: want after_restart to run after the failing hooks", events)
+	}
+	if log := logTail(m.dir, 6000); strings.Count(log, "hook failed") != 2 {
+		t.Fatalf("want both failing hooks logged:\n%s", log)
+	}
 }
 
 func TestAdminShutdownIsClean(t *testing.T) {
@@ -675,13 +734,16 @@ func TestStopWhileHoldingLeavesNoMarker(t *testing.T) {
 	st := m.waitReady(pid)
 	m.killRedis(st.RedisPID)
 	held := m.waitState("holding", func(s State) bool { return s.Status == StatusHolding })
+	if until, hold := HoldUntil(m.dir, time.Hour); !hold || !until.Equal(held.RestartAt) {
+		t.Fatalf("HoldUntil = %v, %v while the supervisor holds until %v: they must agree", until, hold, held.RestartAt)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := Stop(ctx, m.dir); err != nil {
 		t.Fatal(err)
 	}
-	if !gone(pid) && processAlive(pid) {
+	if processAlive(pid) {
 		t.Fatal("supervisor still runs after Stop")
 	}
 	if CleanStop(m.dir) {
