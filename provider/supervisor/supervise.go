@@ -146,6 +146,13 @@ func (s *supervisor) run() int {
 		// Persist the base: HoldUntil, asked while this supervisor holds, must agree with it.
 		s.st.LastAlive = base
 		s.log.Warn("holding the master back before its first start", "why", why)
+		// An unclean stop found now is a crash seen late: the same hooks run.
+		s.st.Status = StatusHolding
+		s.st.RestartAt = base.Add(s.cfg.RestartDelay)
+		s.writeState()
+		if s.runHook("crash", s.cfg.Hooks.OnCrash, crashedPID); s.stopRequested() {
+			return s.exit(ExitOK, "")
+		}
 		if stopped := s.hold(); stopped {
 			return s.exit(ExitOK, "")
 		}
@@ -262,12 +269,8 @@ func (s *supervisor) serve(restart bool) serveResult {
 	s.writeState()
 	s.log.Info("redis-server started", "redis_pid", pid, "restart", restart)
 
-	alive := &aliveClock{}
-	alive.saw(startedAt)
-	probeCtx, stopProbe := context.WithCancel(context.Background())
-	var probeWG sync.WaitGroup
-	probeWG.Add(1)
-	go func() { defer probeWG.Done(); probe(probeCtx, s.cfg, alive) }()
+	alive := &aliveClock{reply: startedAt}
+	prober := startProbe(s.cfg, alive)
 
 	var hookWG sync.WaitGroup
 	hookCtx, cancelHooks := context.WithCancel(context.Background())
@@ -282,9 +285,8 @@ func (s *supervisor) serve(restart bool) serveResult {
 	for {
 		select {
 		case waitErr := <-exited:
-			stopProbe()
-			probeWG.Wait()
-			s.st.LastAlive = alive.last()
+			prober.stop()
+			s.st.LastAlive = alive.lastReply()
 			s.st.RedisPID = 0
 			if waitErr == nil {
 				if err := writeCleanMarker(s.dir, pid); err != nil {
@@ -320,12 +322,16 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.log.Error("redis-server did not stop cleanly in time: killing it", "redis_pid", pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		case <-s.reload:
+			old := s.cfg
 			s.reloadConfig()
+			if s.cfg.Addr != old.Addr || s.cfg.AdminPassword != old.AdminPassword {
+				// The provider changes the password at runtime too: PING with the new one.
+				prober.stop()
+				prober = startProbe(s.cfg, alive)
+			}
 		case <-ticker.C:
-			last := alive.last()
-			changed := last.After(s.st.LastAlive)
-			s.st.LastAlive = last
-			if changed && s.st.Status == StatusStarting {
+			s.st.LastAlive = alive.lastReply()
+			if s.st.Status == StatusStarting && alive.lastPong().After(startedAt) {
 				s.st.Status = StatusRunning
 				if restart {
 					s.st.Restarts++
@@ -385,29 +391,60 @@ func describeExit(err error) string {
 	return fmt.Sprintf("failed: %v", err)
 }
 
-// aliveClock is the last moment the master was seen alive, shared with the prober.
+// aliveClock records what the prober saw, for Main's goroutine to read.
 type aliveClock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu    sync.Mutex
+	reply time.Time // last reply of any kind: the server was up and serving clients
+	pong  time.Time // last PONG: the server is ready (not loading, password right)
 }
 
-func (a *aliveClock) saw(t time.Time) {
-	a.mu.Lock()
-	if t.After(a.t) {
-		a.t = t
-	}
-	a.mu.Unlock()
-}
-
-func (a *aliveClock) last() time.Time {
+func (a *aliveClock) saw(t time.Time, pong bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.t
+	if t.After(a.reply) {
+		a.reply = t
+	}
+	if pong && t.After(a.pong) {
+		a.pong = t
+	}
+}
+
+func (a *aliveClock) lastReply() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reply
+}
+
+func (a *aliveClock) lastPong() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pong
+}
+
+type prober struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startProbe(c Config, alive *aliveClock) *prober {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &prober{cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(p.done); probe(ctx, c, alive) }()
+	return p
+}
+
+// stop returns once the prober has recorded its last observation.
+func (p *prober) stop() {
+	p.cancel()
+	<-p.done
 }
 
 // probe PINGs the master every pingInterval until ctx is done and records each answer. A
 // paused master answers nothing: every PING times out, LastAlive stops, and nothing else
-// happens until the process exits.
+// happens until the process exits. An error reply (LOADING, a wrong password) is still an
+// answer: the server is up and may be serving other clients, so it counts for LastAlive.
+// Otherwise a password changed behind the supervisor's back would freeze LastAlive and
+// shorten the next hold.
 func probe(ctx context.Context, c Config, alive *aliveClock) {
 	client := adminClient(c)
 	defer client.Close()
@@ -417,10 +454,11 @@ func probe(ctx context.Context, c Config, alive *aliveClock) {
 		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
 		err := client.Ping(pingCtx).Err()
 		cancel()
-		if err == nil {
+		var reply redis.Error
+		if err == nil || errors.As(err, &reply) {
 			// The moment the answer arrived: later than when it was sent, so the hold is
 			// never counted from too early.
-			alive.saw(time.Now())
+			alive.saw(time.Now(), err == nil)
 		}
 		select {
 		case <-ctx.Done():

@@ -536,6 +536,12 @@ func TestSupervisorAndMasterKilledTogetherHoldOnNextStart(t *testing.T) {
 		t.Fatalf("first accept %v (hold until %v), state %+v", firstAccept, until, after)
 	}
 	m.wantKey("acknowledged", "1")
+	events := m.hookEvents(3)
+	for i, want := range []string{"crash", "before_restart", "after_restart"} {
+		if events[i].event != want || !events[i].restartAt.Equal(held.RestartAt) {
+			t.Errorf("hook event %d = %+v, want %s with restart at %v", i, events[i], want, held.RestartAt)
+		}
+	}
 }
 
 func TestSupervisorKilledMasterSurvives(t *testing.T) {
@@ -785,5 +791,33 @@ func TestStopNeverSignalsAnUnrelatedPid(t *testing.T) {
 	}
 	if CleanStop(m.dir) {
 		t.Fatal("Stop wrote a clean marker without stopping anything")
+	}
+}
+
+func TestAnyReplyCountsAsAliveAndReloadFixesThePassword(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, time.Hour)
+	right := m.cfg.AdminPassword
+	m.cfg.AdminPassword = "not-the-admin-password"
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	pid := m.spawn()
+	first := m.waitState("redis-server started", func(s State) bool { return s.SupervisorPID == pid && s.RedisPID != 0 })
+	// WRONGPASS is an answer: the server is up and may serve others, so the hold must count
+	// from it. But it is not ready as far as the supervisor can tell.
+	later := m.waitState("LastAlive advancing on error replies", func(s State) bool { return s.LastAlive.After(first.LastAlive) })
+	if later.Status != StatusStarting {
+		t.Fatalf("status %q with a wrong admin password: want %q until a PONG", later.Status, StatusStarting)
+	}
+	m.cfg.AdminPassword = right
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.waitReady(pid); st.RedisPID != first.RedisPID {
+		t.Fatalf("redis-server was restarted (%d -> %d) for a password reload", first.RedisPID, st.RedisPID)
 	}
 }
