@@ -8,18 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
-
-// testAccAuditProviderFactories serves this provider in-process to the real terraform
-// binary (no registry, no mirror needed).
-var testAccAuditProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"redlock": providerserver.NewProtocol6WithError(New("test")()),
-}
 
 // auditConfig is a redlock_audit block against the harness cluster; extra goes inside it.
 func auditConfig(c *redistest.Cluster, extra string) string {
@@ -49,7 +41,7 @@ func TestAccAuditDataSource(t *testing.T) {
 	}
 	problem := regexp.MustCompile(regexp.QuoteMeta(broken.Addr) + `.*appendfsync everysec`)
 	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccAuditProviderFactories,
+		ProtoV6ProviderFactories: testAccProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				Config: auditConfig(c, ""),
@@ -121,7 +113,7 @@ func TestAccAuditDataSourceBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{
-				ProtoV6ProviderFactories: testAccAuditProviderFactories,
+				ProtoV6ProviderFactories: testAccProviderFactories,
 				Steps: []resource.TestStep{{
 					Config:      fmt.Sprintf("data \"redlock_audit\" \"bad\" {\n  %s\n}\n", tc.config),
 					PlanOnly:    true,
