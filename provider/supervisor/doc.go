@@ -8,11 +8,16 @@
 //   - A clean shutdown (redis-server exits 0 after SHUTDOWN or SIGTERM: the AOF is fsynced)
 //     leaves an fsynced clean marker in the data dir; the supervisor then exits 0.
 //   - A crash (killed by a signal, non-zero exit) runs the OnCrash hook and holds the master
-//     down until RestartDelay has passed since the master was last seen alive (the last
-//     answered PING), so every lock it granted has expired on the other masters before it
-//     rejoins. Then BeforeRestart, redis-server again, and AfterRestart once it answers.
+//     down until RestartDelay has passed since the master was last seen alive (its last
+//     answer to the PING sent every 100ms, or its start if it never answered), so every
+//     lock it granted has expired on the other masters before it rejoins. Then
+//     BeforeRestart, redis-server again, and AfterRestart once it answers PING.
 //   - A data dir that holds data but no clean marker when a supervisor starts (reboot,
-//     supervisor and master killed together) is held back the same way.
+//     supervisor and master killed together) is held back the same way, with the same
+//     hooks. When the previous supervisor died while its master ran, the moment the master
+//     died is unknown, and the delay counts from the new supervisor's start.
+//   - A redis-server still running from a supervisor that was killed is shut down cleanly by
+//     the next supervisor (or by Stop), so it needs no hold.
 //   - A paused master (SIGSTOP) is "not seen alive" but is not a crash: nothing happens until
 //     the process actually exits.
 //

@@ -39,8 +39,10 @@ const (
 // Main is the supervisor's body: it supervises the master described by
 // <dataDir>/supervisor.json until the master stops cleanly or the supervisor is told to stop
 // (SIGTERM or SIGINT), and returns the process exit code (ExitOK, ExitFailed, ExitConfig,
-// ExitLocked). SIGHUP reloads supervisor.json (restart delay, hooks; the rest applies to the
-// next start of redis-server). Call it from main when os.Args[1] == "supervise".
+// ExitLocked). SIGHUP reloads supervisor.json: restart delay and hooks apply at once (a hold
+// in progress is recomputed), addr and admin password re-point the health check, server
+// binary and config file apply at the next start of redis-server. Call it from main when
+// os.Args[1] == "supervise".
 func Main(dataDir string) int {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
@@ -280,7 +282,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 	defer ticker.Stop()
 	stopCh := s.stop.Done()
 	var killTimer <-chan time.Time
-	stopping, killed := false, false
+	stopping, killed, unresponsive := false, false, false
 	lastWrite := time.Now()
 	for {
 		select {
@@ -331,6 +333,15 @@ func (s *supervisor) serve(restart bool) serveResult {
 			}
 		case <-ticker.C:
 			s.st.LastAlive = alive.lastReply()
+			if silent := time.Since(s.st.LastAlive) > stateInterval; silent != unresponsive && s.st.Status == StatusRunning {
+				unresponsive = silent
+				if silent {
+					s.log.Warn("redis-server stopped answering (paused or overloaded?): not a crash while the process lives",
+						"redis_pid", pid, "last_alive", s.st.LastAlive.Format(time.RFC3339Nano))
+				} else {
+					s.log.Info("redis-server answers again", "redis_pid", pid)
+				}
+			}
 			if s.st.Status == StatusStarting && alive.lastPong().After(startedAt) {
 				s.st.Status = StatusRunning
 				if restart {
