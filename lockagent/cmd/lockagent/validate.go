@@ -11,9 +11,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -204,6 +207,9 @@ func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
 		return validateExitUsage
 	}
+	// Ctrl-C ends the run early but still deletes the test keys (fence registers have no TTL).
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	progress := stdout
 	if opts.jsonOut {
 		progress = stderr

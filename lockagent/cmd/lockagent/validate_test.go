@@ -26,7 +26,7 @@ func writeAgentConfig(t *testing.T, c *redistest.Cluster, edit func(map[string]a
 	cfg := map[string]any{
 		"endpoints": c.Addrs(), "username": redistest.LockUser, "password": redistest.LockPassword,
 		"admin_username": "default", "admin_password": redistest.AdminPassword,
-		"max_lock_ttl": "5s", "restart_delay": "6s", "quorum": len(c.Masters)/2 + 1,
+		"max_lock_ttl": "10s", "restart_delay": "11s", "quorum": len(c.Masters)/2 + 1,
 	}
 	if edit != nil {
 		edit(cfg)
@@ -153,7 +153,7 @@ func TestValidateUnsafe(t *testing.T) {
 			return nil, []string{c.Masters[0].Addr, "appendfsync everysec"}
 		}},
 		{"restart delay shorter than the max TTL", func(t *testing.T, c *redistest.Cluster) ([]string, []string) {
-			return []string{"--restart-delay", "2s"}, []string{"restart delay 2s is shorter than the max lock TTL 5s"}
+			return []string{"--restart-delay", "2s"}, []string{"restart delay 2s is shorter than the max lock TTL 10s"}
 		}},
 		{"one master down", func(t *testing.T, c *redistest.Cluster) ([]string, []string) {
 			if err := c.Masters[2].Kill(); err != nil {
@@ -245,7 +245,7 @@ func TestValidateEnvAndFlags(t *testing.T) {
 	c := redistest.Start(t, redistest.Options{Masters: 3})
 	t.Setenv("LOCKAGENT_PASSWORD", redistest.LockPassword)
 	t.Setenv("LOCKAGENT_ADMIN_PASSWORD", redistest.AdminPassword)
-	t.Setenv("LOCKAGENT_MAX_LOCK_TTL", "5s")
+	t.Setenv("LOCKAGENT_MAX_LOCK_TTL", "10s")
 	code, out, errOut := runValidateCmd(t, append([]string{"--endpoints", strings.Join(c.Addrs(), ",")}, quick...)...)
 	if code != validateExitSafe {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -316,4 +316,20 @@ func seq(n int) []int {
 		out[i] = i + 1
 	}
 	return out
+}
+
+// TestValidateInterrupted: a cancelled run gives no verdict and its own exit code.
+func TestValidateInterrupted(t *testing.T) {
+	validateEnv(t)
+	c := redistest.Start(t, redistest.Options{Masters: 3})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	code := validateMain(ctx, []string{"-c", writeAgentConfig(t, c, nil)}, &out, &errOut)
+	if code != validateExitFailed {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitFailed, out.String(), errOut.String())
+	}
+	if strings.Contains(out.String(), "VERDICT") || !strings.Contains(errOut.String(), "context canceled") {
+		t.Fatalf("want no verdict and the reason on stderr\nstdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	}
 }
