@@ -571,6 +571,25 @@ func TestSupervisorKilledMasterSurvives(t *testing.T) {
 		m.waitReady(pid2) // a delay of an hour: only a start without hold gets here
 		m.wantKey("k", "v")
 	})
+	t.Run("Stop falls back to SIGTERM when SHUTDOWN is not accepted", func(t *testing.T) {
+		t.Parallel()
+		m := newMaster(t, time.Hour)
+		pid := m.spawn()
+		st := m.waitReady(pid)
+		m.killSupervisor(pid)
+		m.cfg.AdminPassword = "no-longer-the-password" // SHUTDOWN now gets WRONGPASS
+		if err := WriteConfig(m.dir, m.cfg); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := Stop(ctx, m.dir); err != nil {
+			t.Fatal(err)
+		}
+		if processAlive(st.RedisPID) || !CleanStop(m.dir) {
+			t.Fatalf("after Stop: redis alive %v, clean marker %v", processAlive(st.RedisPID), CleanStop(m.dir))
+		}
+	})
 	t.Run("a new supervisor stops the orphan cleanly and starts without delay", func(t *testing.T) {
 		t.Parallel()
 		m := newMaster(t, time.Hour)
