@@ -222,11 +222,16 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 		return nil, 0, ctxErr
 	}
 	if len(granted) < c.quorum || (!c.opts.NoFencing && fenceReads < c.quorum) {
-		c.cleanup(key, token, rd, nodeTimeout)
+		var err error
+		var wait time.Duration
 		if len(refused) > n-c.quorum {
-			return nil, freeIn(pttls, c.quorum-len(granted), nodeTimeout), &TakenError{Key: key, Refused: refused, Votes: len(granted), Quorum: c.quorum}
+			err = &TakenError{Key: key, Refused: refused, Votes: len(granted), Quorum: c.quorum}
+			wait = freeIn(pttls, c.quorum-len(granted), nodeTimeout)
+		} else {
+			err = c.unavailable(OpAcquire, key, len(granted), errs, rd) // before cleanup takes the stragglers
 		}
-		return nil, 0, c.unavailable(OpAcquire, key, len(granted), errs, rd)
+		c.cleanup(key, token, rd, nodeTimeout)
+		return nil, wait, err
 	}
 	// Replies that come after the majority are reported to the hooks only: the key is
 	// ours on those masters too, and Release/Extend go to every master anyway.
@@ -364,20 +369,24 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, 
 		}
 		return confirmed >= c.quorum || refused > n-c.quorum
 	})
+	var err error
+	switch {
+	case ctxErr != nil:
+		err = ctxErr
+	case confirmed >= c.quorum:
+	case refused > n-c.quorum:
+		err = fmt.Errorf("%w: acquire %q: the key changed hands during the fencing round", ErrLost, key)
+	default:
+		err = c.unavailable(OpFence, key, confirmed, errs, rd)
+	}
 	c.straggle(rd, time.Now().Add(c.opts.CleanupTimeout), func(req *request) {
 		ok, err := parse(req)
 		c.masterEvent(OpFence, key, req, ok, err)
 	})
-	if ctxErr != nil {
-		return 0, ctxErr
+	if err != nil {
+		return 0, err
 	}
-	if confirmed >= c.quorum {
-		return proposed, nil
-	}
-	if refused > n-c.quorum {
-		return 0, fmt.Errorf("%w: acquire %q: the key changed hands during the fencing round", ErrLost, key)
-	}
-	return 0, c.unavailable(OpFence, key, confirmed, errs, rd)
+	return proposed, nil
 }
 
 // unavailable builds the error for a round that got too few confirmations, adding a

@@ -195,24 +195,26 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		}
 		return confirmed >= c.quorum || refused > n-c.quorum
 	})
+	end := time.Now()
+	newDeadline := t1.Add(ttl - c.opts.drift(ttl))
+	var err error
+	switch {
+	case ctxErr != nil:
+		err = ctxErr
+	case refused > n-c.quorum:
+		err = fmt.Errorf("%w: extend %q: %d masters hold another token", ErrLost, h.key, refused)
+		h.finish(err)
+	case confirmed < c.quorum:
+		err = c.unavailable(OpExtend, h.key, confirmed, errs, rd)
+	case !end.Before(newDeadline):
+		err = fmt.Errorf("%w: extend %q: the majority answered after the new validity ran out", ErrExpired, h.key)
+	}
 	c.straggle(rd, t1.Add(c.opts.CleanupTimeout), func(req *request) {
 		ok, err := parse(req)
 		c.masterEvent(OpExtend, h.key, req, ok, err)
 	})
-	if ctxErr != nil {
-		return ctxErr
-	}
-	end := time.Now()
-	newDeadline := t1.Add(ttl - c.opts.drift(ttl))
-	switch {
-	case refused > n-c.quorum:
-		err := fmt.Errorf("%w: extend %q: %d masters hold another token", ErrLost, h.key, refused)
-		h.finish(err)
+	if err != nil {
 		return err
-	case confirmed < c.quorum:
-		return c.unavailable(OpExtend, h.key, confirmed, errs, rd)
-	case !end.Before(newDeadline):
-		return fmt.Errorf("%w: extend %q: the majority answered after the new validity ran out", ErrExpired, h.key)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -280,6 +282,20 @@ func (h *hold) release(ctx context.Context) error {
 		}
 		return confirmed >= c.quorum || refused > n-c.quorum
 	})
+	var err error
+	switch {
+	case lostCause != nil && errors.Is(lostCause, ErrLost):
+		err = lostCause
+	case !start.Before(deadline):
+		err = fmt.Errorf("%w: release %q: the validity had ended %v before the release", ErrExpired, h.key, start.Sub(deadline).Round(time.Millisecond))
+	case ctxErr != nil:
+		err = ctxErr
+	case confirmed >= c.quorum:
+	case refused > n-c.quorum:
+		err = fmt.Errorf("%w: release %q: %d masters hold another token", ErrLost, h.key, refused)
+	default:
+		err = c.unavailable(OpRelease, h.key, confirmed, errs, rd)
+	}
 	c.straggle(rd, start.Add(c.opts.CleanupTimeout), func(req *request) {
 		ok, err := parseRelease(req)
 		c.masterEvent(OpRelease, h.key, req, ok, err)
@@ -287,20 +303,7 @@ func (h *hold) release(ctx context.Context) error {
 	if confirmed > 0 {
 		c.notify.released(h.key, h.token)
 	}
-	switch {
-	case lostCause != nil && errors.Is(lostCause, ErrLost):
-		return lostCause
-	case !start.Before(deadline):
-		return fmt.Errorf("%w: release %q: the validity had ended %v before the release", ErrExpired, h.key, start.Sub(deadline).Round(time.Millisecond))
-	case ctxErr != nil:
-		return ctxErr
-	case confirmed >= c.quorum:
-		return nil
-	case refused > n-c.quorum:
-		return fmt.Errorf("%w: release %q: %d masters hold another token", ErrLost, h.key, refused)
-	default:
-		return c.unavailable(OpRelease, h.key, confirmed, errs, rd)
-	}
+	return err
 }
 
 // reenter returns a new handle on the hold owner already has on key, if any.

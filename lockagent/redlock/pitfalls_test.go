@@ -77,12 +77,22 @@ func TestPitfalls(t *testing.T) {
 		if err := l.Extend(ctx, 4*time.Second); err != nil {
 			t.Fatalf("Extend: %v", err)
 		}
+		// Calls return once a majority answered; the last masters follow.
+		waitUntil(t, "the key on every master", func() bool { return holders(t, cl, "p3", l.Token()) == 5 })
 		for _, m := range cl.Masters {
-			pttl := m.Admin().PTTL(adminCtx(t), "p3").Val()
-			if pttl <= 2*time.Second || pttl > 4*time.Second {
-				t.Errorf("master %s: PTTL %v after extending to 4s, want in (2s, 4s]", m.Addr, pttl)
+			if pttl := m.Admin().PTTL(adminCtx(t), "p3").Val(); pttl <= 0 || pttl > 4*time.Second {
+				t.Errorf("master %s: PTTL %v after extending to 4s, want in (0, 4s]", m.Addr, pttl)
 			}
 		}
+		// Extend returns once a majority confirmed; the others follow.
+		waitUntil(t, "every master extended", func() bool {
+			for _, m := range cl.Masters {
+				if m.Admin().PTTL(adminCtx(t), "p3").Val() <= 2*time.Second {
+					return false
+				}
+			}
+			return true
+		})
 	})
 
 	t.Run("4a a released lock is gone from every master", func(t *testing.T) {

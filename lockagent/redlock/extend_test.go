@@ -1,0 +1,227 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+func TestExtend(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	ctx := context.Background()
+
+	t.Run("moves the deadline and the TTL on every master", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "ext-ok", time.Second)
+		defer l.Release(ctx)
+		before := l.Deadline()
+		if err := l.Extend(ctx, 3*time.Second); err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		if !l.Deadline().After(before) {
+			t.Errorf("deadline %v not after %v", l.Deadline(), before)
+		}
+		waitUntil(t, "every master extended", func() bool {
+			for _, m := range cl.Masters {
+				if m.Admin().PTTL(adminCtx(t), "ext-ok").Val() <= time.Second {
+					return false
+				}
+			}
+			return true
+		})
+	})
+
+	t.Run("sets the key again on masters that lost it", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "ext-reset", 5*time.Second)
+		defer l.Release(ctx)
+		for _, m := range cl.Masters[:2] {
+			m.Admin().Del(adminCtx(t), "ext-reset")
+		}
+		if n := holders(t, cl, "ext-reset", l.Token()); n != 3 {
+			t.Fatalf("setup: key on %d masters, want 3", n)
+		}
+		if err := l.Extend(ctx, 5*time.Second); err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		if n := holders(t, cl, "ext-reset", l.Token()); n != 5 {
+			t.Errorf("after Extend the key is on %d masters, want all 5 again", n)
+		}
+		for _, m := range cl.Masters[:2] {
+			if pttl := m.Admin().PTTL(adminCtx(t), "ext-reset").Val(); pttl <= 0 {
+				t.Errorf("re-set key on %s has PTTL %v, want a TTL", m.Addr, pttl)
+			}
+		}
+	})
+
+	t.Run("never overwrites another holder's key on a minority", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "ext-foreign", 5*time.Second)
+		defer l.Release(ctx)
+		cl.Masters[0].Admin().Set(adminCtx(t), "ext-foreign", "someone-else", 5*time.Second)
+		if err := l.Extend(ctx, 5*time.Second); err != nil {
+			t.Fatalf("Extend with 4 of 5: %v", err)
+		}
+		if v := valueOn(t, cl.Masters[0], "ext-foreign"); v != "someone-else" {
+			t.Errorf("the foreign key became %q", v)
+		}
+	})
+
+	t.Run("an expired lock can be neither extended nor released, and the new holder is untouched", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		old := mustAcquire(t, c, "ext-expired", 100*time.Millisecond)
+		<-old.Context().Done()
+		if cause := context.Cause(old.Context()); !errors.Is(cause, redlock.ErrExpired) {
+			t.Errorf("context cause %v, want ErrExpired", cause)
+		}
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		next, err := c.Acquire(actx, "ext-expired", 5*time.Second)
+		if err != nil {
+			t.Fatalf("the next holder: %v", err)
+		}
+		defer next.Release(ctx)
+		snapshot := func() []string {
+			var vs []string
+			for _, m := range cl.Masters {
+				vs = append(vs, valueOn(t, m, "ext-expired")+" "+m.Admin().PTTL(adminCtx(t), "ext-expired").Val().Truncate(time.Second).String())
+			}
+			return vs
+		}
+		before := snapshot()
+		if err := old.Extend(ctx, 5*time.Second); !errors.Is(err, redlock.ErrExpired) {
+			t.Errorf("Extend of the expired lock: %v, want ErrExpired", err)
+		}
+		if err := old.Release(ctx); !errors.Is(err, redlock.ErrExpired) {
+			t.Errorf("Release of the expired lock: %v, want ErrExpired", err)
+		}
+		if after := snapshot(); strings.Join(after, ",") != strings.Join(before, ",") {
+			t.Errorf("the new holder's keys changed: before %v, after %v", before, after)
+		}
+		if n := holders(t, cl, "ext-expired", next.Token()); n < 3 {
+			t.Errorf("the new holder's key is on %d masters, want a majority", n)
+		}
+		if next.Fence() <= old.Fence() {
+			t.Errorf("new holder fence %d <= old %d", next.Fence(), old.Fence())
+		}
+	})
+
+	t.Run("a lock taken over on a majority is lost", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, c, "ext-lost", 5*time.Second)
+		for _, m := range cl.Masters[:3] {
+			m.Admin().Set(adminCtx(t), "ext-lost", "thief", 5*time.Second)
+		}
+		if err := l.Extend(ctx, 5*time.Second); !errors.Is(err, redlock.ErrLost) {
+			t.Fatalf("Extend: %v, want ErrLost", err)
+		}
+		if !errors.Is(context.Cause(l.Context()), redlock.ErrLost) {
+			t.Errorf("context cause %v, want ErrLost", context.Cause(l.Context()))
+		}
+		if err := l.Release(ctx); !errors.Is(err, redlock.ErrLost) {
+			t.Errorf("Release of a lost lock: %v, want ErrLost", err)
+		}
+		if n := holders(t, cl, "ext-lost", "thief"); n != 3 {
+			t.Errorf("the thief's key is on %d masters, want 3", n)
+		}
+	})
+
+	t.Run("the number of extensions is bounded", func(t *testing.T) {
+		c := newClient(t, cl, redlock.Options{MaxExtensions: 2})
+		l := mustAcquire(t, c, "ext-limit", 5*time.Second)
+		defer l.Release(ctx)
+		for i := 0; i < 2; i++ {
+			if err := l.Extend(ctx, 5*time.Second); err != nil {
+				t.Fatalf("extension %d: %v", i+1, err)
+			}
+		}
+		if err := l.Extend(ctx, 5*time.Second); !errors.Is(err, redlock.ErrExtensionLimit) {
+			t.Errorf("third extension: %v, want ErrExtensionLimit", err)
+		}
+	})
+}
+
+func TestInputValidation(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	c := newClient(t, cl, redlock.Options{MaxTTL: 10 * time.Second})
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		key     string
+		ttl     time.Duration
+		want    error
+		mention string
+	}{
+		{"ttl above MaxTTL", "k", 11 * time.Second, redlock.ErrTTLTooLong, "MaxTTL 10s"},
+		{"zero ttl", "k", 0, redlock.ErrInvalid, "positive TTL"},
+		{"negative ttl", "k", -time.Second, redlock.ErrInvalid, "positive TTL"},
+		{"sub-millisecond ttl", "k", time.Microsecond, redlock.ErrInvalid, "1ms"},
+		{"empty key", "", time.Second, redlock.ErrInvalid, "empty lock name"},
+		{"key naming a fencing register", "k:fence", time.Second, redlock.ErrInvalid, ":fence"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, op := range []struct {
+				name string
+				fn   func() error
+			}{
+				{"TryAcquire", func() error { _, err := c.TryAcquire(ctx, tt.key, tt.ttl); return err }},
+				{"Acquire", func() error { _, err := c.Acquire(ctx, tt.key, tt.ttl); return err }},
+			} {
+				err := op.fn()
+				if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.mention) {
+					t.Errorf("%s: %v, want %v mentioning %q", op.name, err, tt.want, tt.mention)
+				}
+			}
+			if n := keysOn(t, cl, tt.key); tt.key != "" && n != 0 {
+				t.Errorf("a refused request left a key on %d masters", n)
+			}
+		})
+	}
+	t.Run("Extend above MaxTTL", func(t *testing.T) {
+		l := mustAcquire(t, c, "ext-too-long", time.Second)
+		defer l.Release(ctx)
+		if err := l.Extend(ctx, time.Minute); !errors.Is(err, redlock.ErrTTLTooLong) {
+			t.Errorf("Extend(1m): %v, want ErrTTLTooLong", err)
+		}
+	})
+}
+
+func TestNewValidation(t *testing.T) {
+	one := []redis.UniversalClient{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}
+	t.Cleanup(func() { _ = one[0].Close() })
+	tests := []struct {
+		name    string
+		masters []redis.UniversalClient
+		opts    redlock.Options
+		mention string
+	}{
+		{"no masters", nil, redlock.Options{}, "no masters"},
+		{"nil master", []redis.UniversalClient{nil}, redlock.Options{}, "masters[0] is nil"},
+		{"negative NodeTimeout", one, redlock.Options{NodeTimeout: -1}, "Options.NodeTimeout"},
+		{"negative MaxTTL", one, redlock.Options{MaxTTL: -1}, "Options.MaxTTL"},
+		{"retry delays inverted", one, redlock.Options{RetryDelayMin: time.Second, RetryDelayMax: time.Millisecond}, "RetryDelayMax"},
+		{"negative MaxRetries", one, redlock.Options{MaxRetries: -1}, "Options.MaxRetries"},
+		{"drift factor too large", one, redlock.Options{DriftFactor: 0.7}, "Options.DriftFactor"},
+		{"negative MaxExtensions", one, redlock.Options{MaxExtensions: -1}, "Options.MaxExtensions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := redlock.New(tt.masters, tt.opts)
+			if err == nil {
+				_ = c.Close()
+				t.Fatal("New accepted it")
+			}
+			if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("New: %v, want ErrInvalid mentioning %q", err, tt.mention)
+			}
+		})
+	}
+}
