@@ -245,7 +245,10 @@ func runValidate(ctx context.Context, o *validateOptions, w io.Writer) (*validat
 
 	// Phase 1: audit.
 	fmt.Fprintf(w, "\n[1/3] Audit of every master\n")
+	var progressMu sync.Mutex // masters finish concurrently
 	rep, err := audit.RunWithProgress(ctx, auditTarget(o), func(m audit.Master) {
+		progressMu.Lock()
+		defer progressMu.Unlock()
 		fmt.Fprintf(w, "  %s\n", describeMaster(m))
 	})
 	if err != nil {
@@ -306,8 +309,8 @@ func describeMaster(m audit.Master) string {
 	if m.Error != "" {
 		status = "PART"
 	}
-	line := fmt.Sprintf("%s %s  %s  run_id %s  aof %s appendfsync %s  %s maxmemory %d  rtt %.2fms  clock %+.2fms rate %.4f  up %v",
-		status, m.Endpoint, m.Role, shortID(m.RunID), onOff(m.AOFEnabled), m.AppendFsync, m.MaxMemoryPolicy, m.MaxMemory,
+	line := fmt.Sprintf("%s %s  %s  run_id %s  aof %s appendfsync %s  %s maxmemory %s  rtt %.2fms  clock %+.2fms rate %.4f  up %v",
+		status, m.Endpoint, m.Role, shortID(m.RunID), onOff(m.AOFEnabled), m.AppendFsync, m.MaxMemoryPolicy, formatBytes(m.MaxMemory),
 		audit.Millis(m.RTT), audit.Millis(m.ClockOffset), m.ClockRate, m.Uptime)
 	if m.Error != "" {
 		line += "  (" + m.Error + ")"
@@ -325,6 +328,19 @@ func printVerdict(w io.Writer, res *validateResult) {
 	for _, p := range res.Problems {
 		fmt.Fprintf(w, "  - %s\n", p)
 	}
+}
+
+// formatBytes writes a maxmemory the way redis.conf does (64mb), exact or in bytes.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.unit)
+		}
+	}
+	return fmt.Sprint(n)
 }
 
 func shortID(id string) string {
