@@ -37,6 +37,11 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 		lastErr   error
 		freeIn    time.Duration
 		attempt   int
+		// collisions counts failed attempts right after a release notification from
+		// another process: waiters elsewhere woke too. The jitter window doubles with
+		// each, so a crowd of waiters spreads out in a few rounds.
+		collisions int
+		remoteWake bool
 	)
 	defer func() {
 		if w != nil {
@@ -73,6 +78,10 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 				return nil, attempt, err
 			}
 			lastErr, freeIn = err, fi
+			if remoteWake {
+				collisions = min(collisions+1, 6)
+			}
+			remoteWake = false
 			if c.opts.MaxRetries > 0 && attempt > c.opts.MaxRetries {
 				return nil, attempt, err
 			}
@@ -87,7 +96,7 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 		waitFirst = false
 
 		wait := c.retryDelay()
-		var wake <-chan struct{}
+		var wake <-chan bool
 		if w != nil {
 			select {
 			case <-confirmed:
@@ -105,10 +114,15 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 		freeIn = 0
 		timer.Reset(wait)
 		select {
-		case <-wake:
-			// Released: go now, after a jitter small enough to keep the hand-off fast and
-			// large enough that waiters in other processes do not all arrive at once.
-			if j := rand.N(c.opts.RetryDelayMin + 1); j > 0 {
+		case local := <-wake:
+			// Released. By this Client: this waiter is the only one woken, go now. By
+			// another process: go after a jitter small enough to keep the hand-off fast
+			// and large enough that waiters in other processes do not all arrive at once.
+			if local {
+				break
+			}
+			remoteWake = true
+			if j := rand.N(c.opts.RetryDelayMin<<collisions + 1); j > 0 {
 				timer.Reset(j)
 				select {
 				case <-timer.C:

@@ -267,6 +267,7 @@ func (h *hold) release(ctx context.Context) error {
 	n := len(c.masters)
 	nodeTimeout := c.opts.nodeTimeout(h.ttl)
 	rd := c.releaseRound(OpRelease, h.key, h.token, start.Add(c.opts.CleanupTimeout))
+	c.notify.released(h.key, h.token)
 	var confirmed, refused int
 	var errs []MasterError
 	ctxErr := rd.gather(ctx, start.Add(nodeTimeout), func(req *request) bool {
@@ -300,9 +301,6 @@ func (h *hold) release(ctx context.Context) error {
 		ok, err := parseRelease(req)
 		c.masterEvent(OpRelease, h.key, req, ok, err)
 	})
-	if confirmed > 0 {
-		c.notify.released(h.key, h.token)
-	}
 	return err
 }
 

@@ -34,6 +34,7 @@ type keyQueue struct {
 	key       string
 	waiters   []*waiter // arrival order
 	pending   bool      // a notification found no idle waiter: the next one to go idle takes it
+	pendLocal bool      // ... and it came from this Client
 	confirmed chan struct{}
 	confirmOk bool
 	recent    [8]string // tokens already delivered: each release arrives once per master
@@ -42,7 +43,7 @@ type keyQueue struct {
 
 type waiter struct {
 	q    *keyQueue
-	wake chan struct{} // capacity 1
+	wake chan bool // capacity 1; true: released by this Client (no jitter needed)
 	busy bool          // attempting: notifications go to the next waiter
 }
 
@@ -69,7 +70,7 @@ func (n *notifier) join(key string) (*waiter, <-chan struct{}) {
 		q = &keyQueue{key: key, confirmed: make(chan struct{})}
 		n.keys[key] = q
 	}
-	w := &waiter{q: q, wake: make(chan struct{}, 1), busy: true}
+	w := &waiter{q: q, wake: make(chan bool, 1), busy: true}
 	q.waiters = append(q.waiters, w)
 	if newKey && !n.done {
 		n.startSubscribersLocked()
@@ -93,8 +94,8 @@ func (n *notifier) leave(w *waiter) {
 	}
 	// A notification w consumed but did not use passes on.
 	select {
-	case <-w.wake:
-		n.wakeLocked(q)
+	case local := <-w.wake:
+		n.wakeLocked(q, local)
 	default:
 	}
 	if len(q.waiters) == 0 && n.keys[q.key] == q {
@@ -114,7 +115,7 @@ func (n *notifier) idle(w *waiter) {
 	if w.q.pending {
 		w.q.pending = false
 		w.busy = true
-		w.wake <- struct{}{}
+		w.wake <- w.q.pendLocal
 	}
 }
 
@@ -125,11 +126,13 @@ func (n *notifier) attempting(w *waiter) {
 	w.busy = true
 }
 
-// released is called after this Client released key: local waiters need not wait for the
-// PUBLISH to come back.
-func (n *notifier) released(key, token string) { n.deliver(key, token) }
+// released is called when this Client has queued the release of key: local waiters need
+// not wait for the PUBLISH to come back, nor even for the release to complete, since
+// each master runs a Client's commands in the order they were queued (so a woken
+// waiter's SET reaches every master after the release).
+func (n *notifier) released(key, token string) { n.deliver(key, token, true) }
 
-func (n *notifier) deliver(key, token string) {
+func (n *notifier) deliver(key, token string, local bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	q := n.keys[key]
@@ -143,21 +146,21 @@ func (n *notifier) deliver(key, token string) {
 	}
 	q.recent[q.next] = token
 	q.next = (q.next + 1) % len(q.recent)
-	n.wakeLocked(q)
+	n.wakeLocked(q, local)
 }
 
-func (n *notifier) wakeLocked(q *keyQueue) {
+func (n *notifier) wakeLocked(q *keyQueue, local bool) {
 	for _, w := range q.waiters {
 		if !w.busy {
 			w.busy = true
 			select {
-			case w.wake <- struct{}{}:
+			case w.wake <- local:
 			default:
 			}
 			return
 		}
 	}
-	q.pending = true
+	q.pending, q.pendLocal = true, local
 }
 
 func (n *notifier) confirm(key string) {
@@ -276,7 +279,7 @@ func (s *subscriber) run() {
 							s.n.confirm(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix))
 						}
 					case *redis.Message:
-						s.n.deliver(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix), m.Payload)
+						s.n.deliver(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix), m.Payload, false)
 					}
 				}
 			}()

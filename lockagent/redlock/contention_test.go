@@ -1,0 +1,129 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/overlap"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// TestContention: Safety (SPEC.md section 1) under load. Several Clients (standing for
+// processes) with several goroutines each fight over two keys with a short TTL; some
+// holders vanish without releasing. The overlap checker, on this process's monotonic
+// clock, must find no two holders relying on a key at once, and fencing tokens must
+// strictly increase in acquisition order.
+func TestContention(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const (
+		clients    = 4
+		goroutines = 6
+		ttl        = 300 * time.Millisecond
+		runFor     = 2 * time.Second
+	)
+	keys := []string{"contended-a", "contended-b"}
+	checker := overlap.New()
+	stop := time.Now().Add(runFor)
+	var acquired, vanished atomic.Int64
+	perKey := make([]atomic.Int64, len(keys))
+	var wg sync.WaitGroup
+	for ci := 0; ci < clients; ci++ {
+		c := newClient(t, cl, redlock.Options{})
+		for g := 0; g < goroutines; g++ {
+			wg.Add(1)
+			go func(ki int) {
+				defer wg.Done()
+				key := keys[ki]
+				for time.Now().Before(stop) {
+					ctx, cancel := context.WithDeadline(context.Background(), stop.Add(2*ttl))
+					l, err := c.Acquire(ctx, key, ttl)
+					cancel()
+					if err != nil {
+						if !errors.Is(err, context.DeadlineExceeded) {
+							t.Errorf("Acquire: %v", err)
+						}
+						return
+					}
+					start := time.Now()
+					acquired.Add(1)
+					perKey[ki].Add(1)
+					if rand.N(20) == 0 {
+						// The holder vanishes: it may rely on the lock until its deadline.
+						vanished.Add(1)
+						checker.Record(key, l.Token(), start, l.Deadline(), l.Fence())
+						continue
+					}
+					time.Sleep(time.Duration(rand.N(1000)) * time.Microsecond) // the work
+					end := time.Now()
+					if d := l.Deadline(); d.Before(end) {
+						end = d
+					}
+					checker.Record(key, l.Token(), start, end, l.Fence())
+					if err := l.Release(context.Background()); err != nil && !errors.Is(err, redlock.ErrExpired) {
+						t.Errorf("Release: %v", err)
+					}
+				}
+			}(g % len(keys))
+		}
+	}
+	wg.Wait()
+	for _, v := range checker.Violations() {
+		t.Errorf("violation: %v", v)
+	}
+	for i, key := range keys {
+		if perKey[i].Load() == 0 {
+			t.Errorf("nobody ever acquired %q", key)
+		}
+	}
+	if checker.Len() != int(acquired.Load()) {
+		t.Errorf("checker has %d intervals for %d acquisitions", checker.Len(), acquired.Load())
+	}
+	t.Logf("%d acquisitions (%d holders vanished) by %d goroutines in %d clients", acquired.Load(), vanished.Load(), clients*goroutines, clients)
+}
+
+// TestMultiplexing: concurrent operations of one Client share one connection per master
+// (the batcher pipelines them), instead of one connection per goroutine.
+func TestMultiplexing(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	c := newClient(t, cl, redlock.Options{})
+	const goroutines, rounds = 64, 10
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				l, err := c.TryAcquire(context.Background(), fmt.Sprintf("mux-%d", g), time.Second)
+				if err != nil {
+					failures.Add(1)
+					t.Errorf("TryAcquire: %v", err)
+					continue
+				}
+				if err := l.Release(context.Background()); err != nil {
+					failures.Add(1)
+					t.Errorf("Release: %v", err)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	for _, m := range cl.Masters {
+		list := m.Admin().ClientList(adminCtx(t)).Val()
+		conns := strings.Count(list, "user="+redistest.LockUser+" ")
+		if conns == 0 || conns > 2 {
+			t.Errorf("master %s: %d lock-user connections after %d concurrent goroutines, want 1 (2 after a reconnect)", m.Addr, conns, goroutines)
+		}
+	}
+	if failures.Load() > 0 {
+		t.Errorf("%d of %d operations failed", failures.Load(), 2*goroutines*rounds)
+	}
+}
