@@ -63,6 +63,8 @@ data "redlock_audit" "this" {
   endpoints     = redlock_master.this[*].address
   username      = "default"
   password      = redlock_credentials.this.admin_password
+  lock_username = redlock_credentials.this.lock_user
+  lock_password = redlock_credentials.this.lock_password
   max_lock_ttl  = var.max_lock_ttl
   restart_delay = "${max(redlock_master.this[*].restart_delay_ms...)}ms"
 
