@@ -150,20 +150,31 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	}
 
 	listenPort := int(m.Port.ValueInt64())
-	if listenPort == 0 {
-		p, err := freePort(bind)
-		if err != nil {
-			diags.AddAttributeError(path.Root("bind"), "Cannot pick a free port", fmt.Sprintf("bind %s: %v.", bind, err))
+	if listenPort != 0 {
+		if err := portFree(bind, listenPort); err != nil {
+			diags.AddAttributeError(path.Root("port"), "Port already in use",
+				fmt.Sprintf("port %d on %s is already in use (%v): choose another port, or leave port out to pick a free one.", listenPort, bind, err))
 			return diags
 		}
-		listenPort = p
-		if m.Port.IsNull() || m.Port.IsUnknown() {
-			m.Port = types.Int64Value(int64(p))
+	} else {
+		// Recreating a master in its old data dir: keep its old port when it is free, so
+		// that clients' endpoint lists stay valid. Otherwise any free port.
+		if prev, err := supervisor.LoadConfig(dir); err == nil {
+			if host, p := splitAddr(prev.Addr); host == bind && p > 0 && portFree(bind, p) == nil {
+				listenPort = p
+			}
 		}
-	} else if err := portFree(bind, listenPort); err != nil {
-		diags.AddAttributeError(path.Root("port"), "Port already in use",
-			fmt.Sprintf("port %d on %s is already in use (%v): choose another port, or leave port out to pick a free one.", listenPort, bind, err))
-		return diags
+		if listenPort == 0 {
+			p, err := freePort(bind)
+			if err != nil {
+				diags.AddAttributeError(path.Root("bind"), "Cannot pick a free port", fmt.Sprintf("bind %s: %v.", bind, err))
+				return diags
+			}
+			listenPort = p
+		}
+		if m.Port.IsNull() || m.Port.IsUnknown() {
+			m.Port = types.Int64Value(int64(listenPort))
+		}
 	}
 	m.Address = types.StringValue(hostPort(bind, int64(listenPort)))
 
@@ -213,6 +224,27 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	m.SupervisorPID = types.Int64Value(int64(supPID))
 	setLive(m, live)
 	return diags
+}
+
+// previousSecrets returns the passwords a previous master in dir used, if any.
+func previousSecrets(dir, lockUser string) (admin, lock string) {
+	if c, err := supervisor.LoadConfig(dir); err == nil {
+		admin = c.AdminPassword
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, settingsFileName)); err == nil {
+		var s masterSettings
+		if json.Unmarshal(raw, &s) == nil && s.LockUser == lockUser {
+			lock = s.LockPassword
+		}
+	}
+	return admin, lock
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
 }
 
 // prepareDataDir creates dir (0700) and proves it is writable.
@@ -629,9 +661,17 @@ func portFree(bind string, port int) error {
 }
 
 func portOf(addr string) int {
-	_, p, _ := net.SplitHostPort(addr)
+	_, p := splitAddr(addr)
+	return p
+}
+
+func splitAddr(addr string) (host string, port int) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0
+	}
 	n, _ := strconv.Atoi(p)
-	return n
+	return h, n
 }
 
 func waitPortFree(ctx context.Context, addr string) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
@@ -18,8 +19,14 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "supervise" {
 		os.Exit(supervisor.Main(os.Args[2]))
 	}
+	// The tests poll masters that are down on purpose; go-redis would log every refused dial.
+	redis.SetLogger(quietLogger{})
 	os.Exit(m.Run())
 }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // testAccProviderFactories serves the provider in-process to the real terraform binary on
 // PATH: no registry, no mirror.
@@ -33,7 +40,7 @@ func stopDataDir(t *testing.T, dir string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := os.Stat(dir); err != nil {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return
 	}
 	if err := supervisor.Stop(ctx, dir); err != nil {

@@ -336,11 +336,14 @@ func (r *masterResource) Create(ctx context.Context, req resource.CreateRequest,
 	defer cancel()
 
 	r.fillDefaults(&m)
+	// A master recreated in its old data dir (its supervisor died) keeps the generated
+	// passwords it had, so that clients configured with them keep working.
+	prevAdmin, prevLock := previousSecrets(m.DataDir.ValueString(), m.LockUser.ValueString())
 	if m.AdminPassword.IsUnknown() || m.AdminPassword.IsNull() {
-		m.AdminPassword = types.StringValue(randomSecret())
+		m.AdminPassword = types.StringValue(or(prevAdmin, randomSecret()))
 	}
 	if m.LockPassword.IsUnknown() || m.LockPassword.IsNull() {
-		m.LockPassword = types.StringValue(randomSecret())
+		m.LockPassword = types.StringValue(or(prevLock, randomSecret()))
 	}
 	resp.Diagnostics.Append(startMaster(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
