@@ -184,8 +184,14 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 
 // ValidateConfig refuses endpoints that are not host:port at plan time.
 func (d *auditDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	// The list itself is unknown at plan time when it comes from masters not created yet.
+	var list types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("endpoints"), &list)...)
+	if resp.Diagnostics.HasError() || list.IsNull() || list.IsUnknown() {
+		return
+	}
 	var endpoints []types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("endpoints"), &endpoints)...)
+	resp.Diagnostics.Append(list.ElementsAs(ctx, &endpoints, false)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

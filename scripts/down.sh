@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 example=examples/local-five
-export TF_CLI_CONFIG_FILE="${TF_CLI_CONFIG_FILE:-$PWD/build/terraformrc}"
+export TF_CLI_CONFIG_FILE="$PWD/build/terraformrc"
 export TF_IN_AUTOMATION=1
 if [ ! -f "$example/terraform.tfstate" ]; then
   echo "down: nothing to destroy (no state in $example)"

@@ -29,10 +29,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	repoRoot = root
-	cliConfig = os.Getenv("TF_CLI_CONFIG_FILE")
-	if cliConfig == "" {
-		cliConfig = filepath.Join(repoRoot, "build", "terraformrc")
-	}
+	// Always the project's own CLI config (whatever the environment says): it is the one
+	// whose filesystem mirror holds the provider this checkout built.
+	cliConfig = filepath.Join(repoRoot, "build", "terraformrc")
 	if _, err := os.Stat(cliConfig); err != nil {
 		fmt.Fprintf(os.Stderr, "end-to-end tests need the provider installed in the local mirror: run `make provider` (missing %s)\n", cliConfig)
 		return 1

@@ -97,9 +97,9 @@ variable "keep_data_on_destroy" {
 variable "hooks" {
   description = "Commands the supervisor runs for every master (argv lists): on_crash, before_restart and after_restart. The master's details are in their environment (REDLOCK_EVENT, REDLOCK_MASTER_NAME, REDLOCK_MASTER_ADDR, ...)."
   type = object({
-    on_crash       = optional(list(string), [])
-    before_restart = optional(list(string), [])
-    after_restart  = optional(list(string), [])
+    on_crash       = optional(list(string))
+    before_restart = optional(list(string))
+    after_restart  = optional(list(string))
   })
   default = {}
 }
