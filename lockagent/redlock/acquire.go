@@ -122,7 +122,7 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 				break
 			}
 			remoteWake = true
-			if j := rand.N(c.opts.RetryDelayMin<<collisions + 1); j > 0 {
+			if j := rand.N(min(notifyJitter<<collisions, c.opts.RetryDelayMax) + 1); j > 0 {
 				timer.Reset(j)
 				select {
 				case <-timer.C:
@@ -153,6 +153,10 @@ func (c *Client) awaitConfirm(ctx context.Context, confirmed <-chan struct{}, bo
 	case <-ctx.Done():
 	}
 }
+
+// notifyJitter is the jitter window after a release notification from another process,
+// doubled after each collision with other waiters.
+const notifyJitter = time.Millisecond
 
 // retryable reports whether another attempt may succeed.
 func retryable(err error) bool {

@@ -64,15 +64,6 @@ type request struct {
 	seen    bool            // the round's goroutine took the completion (owned by it)
 }
 
-// abandon tells the batcher not to send the request. It reports whether the request is
-// known not to have been sent (so it can have had no effect).
-func (r *request) abandon() (notSent bool) {
-	if r.state.CompareAndSwap(statePending, stateAbandoned) {
-		return true
-	}
-	return r.state.Load() == stateDropped
-}
-
 func (r *request) complete(err error) {
 	r.err = err
 	r.latency = time.Since(r.queued)

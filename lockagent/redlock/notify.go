@@ -16,8 +16,8 @@ import (
 // waiters). A release by this Client wakes its local waiters directly, without waiting for
 // the round trip.
 //
-// Waiters of a key queue in arrival order: a notification wakes the oldest waiter that is
-// not already attempting, so local waiters get the lock first come, first served, and one
+// Waiters of a key queue in arrival order: a notification wakes the oldest waiter (or
+// waits for it to finish its current attempt), so local waiters get the lock first come, first served, and one
 // release costs one attempt instead of a stampede. Notifications are an optimisation
 // only: every waiter also wakes when the key expires (PTTL) or after a capped random
 // delay, so a lost notification, a dead subscriber or a holder from another Redlock
@@ -92,11 +92,15 @@ func (n *notifier) leave(w *waiter) {
 			break
 		}
 	}
-	// A notification w consumed but did not use passes on.
+	// A notification w consumed but did not use, or one waiting for the head, passes on.
 	select {
 	case local := <-w.wake:
 		n.wakeLocked(q, local)
 	default:
+		if q.pending {
+			q.pending = false
+			n.wakeLocked(q, q.pendLocal)
+		}
 	}
 	if len(q.waiters) == 0 && n.keys[q.key] == q {
 		delete(n.keys, q.key)
@@ -107,15 +111,14 @@ func (n *notifier) leave(w *waiter) {
 }
 
 // idle marks w as waiting again after a failed attempt. A notification that arrived while
-// every waiter was busy is handed to it at once.
+// the head was busy is handed to the head when it goes idle.
 func (n *notifier) idle(w *waiter) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	w.busy = false
-	if w.q.pending {
-		w.q.pending = false
-		w.busy = true
-		w.wake <- w.q.pendLocal
+	if q := w.q; q.pending && len(q.waiters) > 0 && q.waiters[0] == w {
+		q.pending = false
+		n.wakeLocked(q, q.pendLocal)
 	}
 }
 
@@ -149,18 +152,33 @@ func (n *notifier) deliver(key, token string, local bool) {
 	n.wakeLocked(q, local)
 }
 
+// wakeLocked wakes the oldest waiter. When it is busy attempting, the notification waits
+// for it (its attempt may have been refused just before the release) instead of going to
+// a younger waiter: first come, first served.
 func (n *notifier) wakeLocked(q *keyQueue, local bool) {
-	for _, w := range q.waiters {
-		if !w.busy {
-			w.busy = true
-			select {
-			case w.wake <- local:
-			default:
-			}
-			return
-		}
+	if len(q.waiters) == 0 {
+		return
 	}
-	q.pending, q.pendLocal = true, local
+	head := q.waiters[0]
+	if head.busy {
+		q.pending, q.pendLocal = true, local
+		return
+	}
+	head.busy = true
+	select {
+	case head.wake <- local:
+	default:
+	}
+}
+
+// queuedWaiters returns how many waiters key has (tests).
+func (n *notifier) queuedWaiters(key string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if q := n.keys[key]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
 }
 
 func (n *notifier) confirm(key string) {

@@ -57,8 +57,11 @@ func (r *round) gather(ctx context.Context, deadline time.Time, onReply func(*re
 func (r *round) abandonUnseen() (notSent []bool) {
 	notSent = make([]bool, len(r.reqs))
 	for i, req := range r.reqs {
-		if !req.seen {
-			notSent[i] = req.abandon()
+		if !req.seen && req.state.CompareAndSwap(statePending, stateAbandoned) {
+			// The batcher skips it without completing it: nothing more to wait for.
+			notSent[i] = true
+			req.seen = true
+			r.pending--
 		}
 	}
 	return notSent
