@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Pids recorded in files can be recycled by the kernel for unrelated processes. Before this
@@ -40,10 +41,7 @@ func isSupervisorProcess(pid int, dataDir string) bool {
 	if !processAlive(pid) {
 		return false
 	}
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return false
-	}
+	raw := readCmdline(pid)
 	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
 	want := filepath.Clean(dataDir)
 	for i := 1; i+1 < len(args); i++ {
@@ -52,6 +50,20 @@ func isSupervisorProcess(pid int, dataDir string) bool {
 		}
 	}
 	return false
+}
+
+// readCmdline returns /proc/<pid>/cmdline. A process caught in the middle of execve (a
+// supervisor Spawn just started: the parent learns of the exec before the kernel has set up
+// the new argument area) reads as empty for a moment, so an empty read is retried briefly.
+func readCmdline(pid int) []byte {
+	path := "/proc/" + strconv.Itoa(pid) + "/cmdline"
+	for attempt := 0; ; attempt++ {
+		raw, err := os.ReadFile(path)
+		if err != nil || len(raw) > 0 || attempt == 100 || !processAlive(pid) {
+			return raw
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // isRedisProcess reports whether pid is a live redis-server of this master: its working dir
