@@ -66,7 +66,7 @@ func TestMasterFaults(t *testing.T) {
 
 	t.Run("a SIGSTOPped minority: acquire returns, bounded by the node timeout, with validity left", func(t *testing.T) {
 		cl := redistest.Start(t, redistest.Options{Masters: 5})
-		c, err := redlock.New(plainClients(t, cl), redlock.Options{})
+		c, err := redlock.New(plainClients(t, cl), redlock.Options{NodeTimeout: testNodeTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}

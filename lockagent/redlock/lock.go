@@ -265,12 +265,15 @@ func (h *hold) release(ctx context.Context) error {
 
 	start := time.Now()
 	n := len(c.masters)
-	nodeTimeout := c.opts.nodeTimeout(h.ttl)
 	rd := c.releaseRound(OpRelease, h.key, h.token, start.Add(c.opts.CleanupTimeout))
 	c.notify.released(h.key, h.token)
 	var confirmed, refused int
 	var errs []MasterError
-	ctxErr := rd.gather(ctx, start.Add(nodeTimeout), func(req *request) bool {
+	// Wait for the majority up to the cleanup bound rather than the node timeout: the
+	// answer only reports what happened (the key expires anyway), and a slow but healthy
+	// master should not turn a good release into an error. A stopped minority costs
+	// nothing: the call returns at the majority.
+	ctxErr := rd.gather(ctx, start.Add(c.opts.CleanupTimeout), func(req *request) bool {
 		ok, err := parseRelease(req)
 		c.masterEvent(OpRelease, h.key, req, ok, err)
 		switch {

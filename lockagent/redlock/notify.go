@@ -44,7 +44,7 @@ type keyQueue struct {
 type waiter struct {
 	q    *keyQueue
 	wake chan bool // capacity 1; true: released by this Client (no jitter needed)
-	busy bool          // attempting: notifications go to the next waiter
+	busy bool      // attempting: notifications go to the next waiter
 }
 
 func newNotifier(c *Client) *notifier {

@@ -108,7 +108,7 @@ func TestPitfalls(t *testing.T) {
 	})
 
 	t.Run("4b a holder that vanishes without releasing frees the lock at expiry", func(t *testing.T) {
-		gone, err := redlock.New(lockClients(t, cl), redlock.Options{})
+		gone, err := redlock.New(lockClients(t, cl), redlock.Options{NodeTimeout: testNodeTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
