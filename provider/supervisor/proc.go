@@ -105,3 +105,30 @@ func samePath(a, b string) bool {
 	}
 	return filepath.Clean(a) == filepath.Clean(b)
 }
+
+// Live is the recorded State of a data dir together with what /proc says actually runs:
+// recorded pids go stale when a process dies without its supervisor noticing (the
+// supervisor itself was killed), and the kernel may hand them to unrelated processes.
+type Live struct {
+	State
+	SupervisorAlive bool // State.SupervisorPID is a running "supervise <data dir>" process
+	RedisAlive      bool // State.RedisPID is a running server of this data dir
+}
+
+// Inspect reads the state of dataDir and checks its pids against /proc. The error wraps
+// os.ErrNotExist when no supervisor ever ran there.
+func Inspect(dataDir string) (Live, error) {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return Live{}, err
+	}
+	st, err := ReadState(dir)
+	if err != nil {
+		return Live{}, err
+	}
+	live := Live{State: st, SupervisorAlive: isSupervisorProcess(st.SupervisorPID, dir)}
+	if c, err := LoadConfig(dir); err == nil {
+		live.RedisAlive = isRedisProcess(st.RedisPID, c)
+	}
+	return live, nil
+}

@@ -304,6 +304,12 @@ func TestSpawnDetaches(t *testing.T) {
 	pid := m.spawn()
 	st := m.waitReady(pid)
 
+	t.Run("Inspect sees both processes", func(t *testing.T) {
+		live, err := Inspect(m.dir)
+		if err != nil || !live.SupervisorAlive || !live.RedisAlive || live.SupervisorPID != pid {
+			t.Fatalf("Inspect = %+v, %v", live, err)
+		}
+	})
 	t.Run("own session", func(t *testing.T) {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
@@ -553,8 +559,8 @@ func TestSupervisorKilledMasterSurvives(t *testing.T) {
 		st := m.waitReady(pid)
 		m.set("k", "v")
 		m.killSupervisor(pid)
-		if !isRedisProcess(st.RedisPID, m.cfg) {
-			t.Fatal("redis-server died with its supervisor: it must keep serving")
+		if live, err := Inspect(m.dir); err != nil || live.SupervisorAlive || !live.RedisAlive || live.RedisPID != st.RedisPID {
+			t.Fatalf("Inspect = %+v, %v: want the supervisor dead and redis-server %d serving on", live, err, st.RedisPID)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
@@ -797,6 +803,9 @@ func TestStopNeverSignalsAnUnrelatedPid(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(m.dir, LockFileName), []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if live, err := Inspect(m.dir); err != nil || live.SupervisorAlive || live.RedisAlive {
+		t.Fatalf("Inspect = %+v, %v: pid %d (sleep) is neither supervisor nor redis-server", live, err, pid)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
