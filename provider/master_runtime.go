@@ -125,7 +125,7 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 		diags.AddAttributeError(path.Root("server_binary"), "Executable not found", fmt.Sprintf("server_binary: %s.", err))
 		return diags
 	}
-	if err := prepareDataDir(dir); err != nil {
+	if err := validate.DirCreatable(dir); err != nil {
 		diags.AddAttributeError(path.Root("data_dir"), "data_dir is not usable", fmt.Sprintf("data_dir: %s.", err))
 		return diags
 	}
@@ -178,6 +178,18 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	}
 	m.Address = types.StringValue(hostPort(bind, int64(listenPort)))
 
+	// From here on the create touches the disk: a failed create removes the data dir it
+	// created (nothing runs then: see the spawn failure path).
+	created := !exists(dir)
+	defer func() {
+		if diags.HasError() && created {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	if err := prepareDataDir(dir); err != nil {
+		diags.AddAttributeError(path.Root("data_dir"), "data_dir is not usable", fmt.Sprintf("data_dir: %s.", err))
+		return diags
+	}
 	diags.Append(masterFiles(ctx, m, listenPort)...)
 	if diags.HasError() {
 		return diags
@@ -287,6 +299,10 @@ func waitRunning(ctx context.Context, dir, addr, password string, supPID int) (l
 				return live, nil
 			}
 		} else if err == nil {
+			if st.Status == supervisor.StatusHolding && st.LastError != "" {
+				// The server we just started died: it would only crash again after the delay.
+				return liveInfo{}, fmt.Errorf("redis-server exited right after it started (%s)", st.LastError)
+			}
 			lastErr = fmt.Errorf("supervisor status %q", st.Status)
 		}
 		select {
@@ -436,6 +452,9 @@ func applyRuntime(ctx context.Context, state, plan *masterModel) error {
 		return fmt.Errorf("replica_of: REPLICAOF NO ONE: %w", err)
 	}
 	user := plan.LockUser.ValueString()
+	if user == state.LockUser.ValueString() && plan.LockPassword.Equal(state.LockPassword) {
+		return nil // re-running ACL SETUSER for nothing would only disturb connected lock clients
+	}
 	rules := append([]string{"reset", "on", ">" + plan.LockPassword.ValueString(), "~*", "resetchannels", "&*", "-@all"},
 		redisconf.LockUserCommands...)
 	if err := c.ACLSetUser(ctx, user, rules...).Err(); err != nil {

@@ -172,6 +172,32 @@ func TestAccMaster_supervisorAndMasterKilled(t *testing.T) {
 	})
 }
 
+// TestAccMaster_unsafeAppendfsyncOptOut: the explicit opt-out is honoured (with a warning
+// at plan time), and turning it back off restores "always" in place.
+func TestAccMaster_unsafeAppendfsyncOptOut(t *testing.T) {
+	m := newTestMaster(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		CheckDestroy:             m.checkGone(false),
+		Steps: []resource.TestStep{
+			{
+				Config: masterConfig(m, "  appendfsync = \"everysec\"\n  allow_unsafe_appendfsync = true\n"),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					m.capture(),
+					m.expectConfig("appendfsync", "everysec"),
+				),
+			},
+			{
+				Config: masterConfig(m, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(testAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: m.expectConfig("appendfsync", "always"),
+			},
+		},
+	})
+}
+
 // crashWatch follows a master after a SIGKILL: the last time it was seen answering before
 // the kill, and the first time it answered after.
 type crashWatch struct {
@@ -376,6 +402,7 @@ func TestAccMaster_badInputs(t *testing.T) {
 		{name: "relative data_dir", dir: "data/m1", want: `data_dir is "data/m1": use an absolute path, e.g. abspath`},
 		{name: "data_dir under a regular file", dir: filepath.Join(notADir, "m1"), want: `data_dir: .*regular-file is a file, so .* cannot be created under it`},
 		{name: "data_dir is a regular file", dir: notADir, want: `data_dir: .*regular-file exists and is not a directory`},
+		{name: "server binary that cannot serve", extra: `server_binary = "/bin/false"`, apply: true, want: `Master did not start[\s\S]*redis-server exited right after it started`},
 		{name: "port in use", extra: fmt.Sprintf("port = %d", busyPort), apply: true, want: fmt.Sprintf(`port %d on 127.0.0.1 is already in use[\s\S]*choose another port`, busyPort)},
 	}
 	for _, tc := range cases {
@@ -403,14 +430,14 @@ func wrappedRegexp(pattern string) *regexp.Regexp {
 	return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
 }
 
-// checkNothingStarted: a refused configuration leaves no supervisor state behind.
+// checkNothingStarted: a refused configuration leaves nothing behind, not even the data dir.
 func (m *testMaster) checkNothingStarted(foreignDir bool) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		if foreignDir {
 			return nil
 		}
-		if _, err := supervisor.ReadState(m.dir); err == nil {
-			return fmt.Errorf("a supervisor ran in %s although the configuration was refused", m.dir)
+		if _, err := os.Stat(m.dir); err == nil {
+			return fmt.Errorf("data dir %s was created although the configuration was refused", m.dir)
 		}
 		return nil
 	}

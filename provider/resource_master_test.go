@@ -226,7 +226,9 @@ func TestAccMaster_lifecycle(t *testing.T) {
 				Config: masterConfig(m, fmt.Sprintf(`
   maxmemory     = "32mb"
   restart_delay = "4s"
-  lock_password = "a-new-lock-password-0123456789"
+  lock_password  = "a-new-lock-password-0123456789"
+  lock_user      = "locker"
+  admin_password = "a-new-admin-password-0123456789"
   hooks = {
     on_crash = ["/bin/sh", "-c", "echo crash >> %s"]
   }
@@ -252,6 +254,9 @@ func TestAccMaster_lifecycle(t *testing.T) {
 					m.expectConfig("maxmemory", strconv.Itoa(32<<20)),
 					m.checkLockUser(),
 					m.checkSupervisorConfig(4*time.Second, 1),
+					resource.TestCheckResourceAttr(testAddr, "lock_user", "locker"),
+					m.checkOnlyLockUser("locker"),
+					m.checkSupervisorSeesMaster(),
 				),
 			},
 		},
@@ -288,5 +293,36 @@ func (m *testMaster) checkSupervisorConfig(delay time.Duration, onCrashArgs int)
 			return fmt.Errorf("supervisor.json: restart_delay %s hooks %s; want %s and on_crash set", c.RestartDelay, raw, delay)
 		}
 		return nil
+	}
+}
+
+// checkOnlyLockUser: after a rename the old lock user is gone and the new one exists.
+func (m *testMaster) checkOnlyLockUser(want string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		c := m.admin()
+		defer c.Close()
+		users, err := c.Do(context.Background(), "ACL", "USERS").StringSlice()
+		if err != nil {
+			return err
+		}
+		if strings.Join(users, ",") != "default,"+want {
+			return fmt.Errorf("ACL USERS = %v, want default and %s only", users, want)
+		}
+		return nil
+	}
+}
+
+// checkSupervisorSeesMaster: after the admin password changed, the supervisor (which PINGs
+// with it) still sees the master alive: LastAlive moves past the update.
+func (m *testMaster) checkSupervisorSeesMaster() resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		after := time.Now()
+		for deadline := after.Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			st, err := supervisor.ReadState(m.dir)
+			if err == nil && st.Status == supervisor.StatusRunning && st.LastAlive.After(after) {
+				return nil
+			}
+		}
+		return fmt.Errorf("the supervisor has not seen the master alive since the update: it lost the admin password")
 	}
 }
