@@ -10,6 +10,9 @@ if [ ! -f "$example/terraform.tfstate" ]; then
   echo "down: nothing to destroy (no state in $example)"
   exit 0
 fi
+# A provider rebuilt since the apply has a new checksum: record it before destroying.
+rm -f "$example/.terraform.lock.hcl"
+terraform -chdir="$example" init -input=false -no-color >/dev/null
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if ! terraform -chdir="$example" destroy -auto-approve -input=false -no-color >"$log" 2>&1; then

@@ -25,7 +25,7 @@ func TestModuleRefusesUnsafeInputs(t *testing.T) {
   bind_addresses = ["127.0.0.1"]
   ports = [PORT, PORT, PORT + 1]`, `Two masters would listen on the same address and port`},
 		{"zero max_lock_ttl", `max_lock_ttl = "0s"`, `max_lock_ttl must be a positive duration`},
-		{"server binary missing", `server_binary = "/nonexistent/redis-server"`, `server_binary`},
+		{"server binary missing", `server_binary = "/nonexistent/redis-server"`, `was not found on PATH or is not executable: install it or give its full path`},
 		{"ports count mismatch", `masters = 3
   ports = [PORT]`, `ports has 1 entries but masters = 3`},
 	}

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"syscall"
@@ -17,13 +18,26 @@ import (
 // after every lock they knew has expired elsewhere.
 func TestFaultRunbook(t *testing.T) {
 	t.Parallel()
-	d := deployLocalFive(t, "3s")
+	d := deployLocalFive(t, "4s")
 	client, err := redlock.New(d.lockClients(t), redlock.Options{MaxTTL: d.maxLockTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
 	ctx := t.Context()
+	// acquire takes a lock that should be free: retried for a bounded time, because a lone
+	// attempt can miss a majority when this shared machine stalls an fsync past the node
+	// timeout. A lost majority still fails it.
+	acquire := func(t *testing.T, key string, ttl time.Duration) *redlock.Lock {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		lock, err := client.Acquire(actx, key, ttl)
+		if err != nil {
+			t.Fatalf("acquire %s: %v", key, err)
+		}
+		return lock
+	}
 
 	t.Run("one master SIGKILLed: locks still acquired, master held back, acknowledged writes survive", func(t *testing.T) {
 		admin := d.admin(t, 0)
@@ -32,10 +46,7 @@ func TestFaultRunbook(t *testing.T) {
 		if err := admin.Set(ctx, "e2e:durable-probe", "acknowledged", 10*time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
-		before, err := client.TryAcquire(ctx, "e2e:fence-probe", time.Second)
-		if err != nil {
-			t.Fatalf("acquire before the kill: %v", err)
-		}
+		before := acquire(t, "e2e:fence-probe", time.Second)
 		fenceBefore := before.Fence()
 		if err := before.Release(ctx); err != nil {
 			t.Fatalf("release before the kill: %v", err)
@@ -44,10 +55,7 @@ func TestFaultRunbook(t *testing.T) {
 		killedAt := time.Now()
 		kill(t, d.state(t, 0).RedisPID)
 
-		lock, err := client.TryAcquire(ctx, "e2e:one-down", 2*time.Second)
-		if err != nil {
-			t.Fatalf("acquire with one master down: %v", err)
-		}
+		lock := acquire(t, "e2e:one-down", 2*time.Second)
 		if err := lock.Release(ctx); err != nil {
 			t.Fatalf("release with one master down: %v", err)
 		}
@@ -64,10 +72,7 @@ func TestFaultRunbook(t *testing.T) {
 		if got, err := admin.Get(ctx, "e2e:durable-probe").Result(); err != nil || got != "acknowledged" {
 			t.Fatalf("acknowledged write lost across the crash: %q, %v", got, err)
 		}
-		after, err := client.TryAcquire(ctx, "e2e:fence-probe", time.Second)
-		if err != nil {
-			t.Fatalf("acquire after the restart: %v", err)
-		}
+		after := acquire(t, "e2e:fence-probe", time.Second)
 		if after.Fence() <= fenceBefore {
 			t.Fatalf("fencing token went backwards across the crash: %d then %d", fenceBefore, after.Fence())
 		}
@@ -90,11 +95,7 @@ func TestFaultRunbook(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			waitAccepting(t, d.endpoints[i], d.restartDelay)
 		}
-		lock, err = client.TryAcquire(ctx, "e2e:majority-back", 2*time.Second)
-		if err != nil {
-			t.Fatalf("acquire after the masters returned: %v", err)
-		}
-		_ = lock.Release(ctx)
+		_ = acquire(t, "e2e:majority-back", 2*time.Second).Release(ctx)
 		if out, err := d.validate(t); err != nil {
 			t.Fatalf("lockagent validate after recovery: %v\n%s", err, out)
 		}
@@ -106,10 +107,7 @@ func TestFaultRunbook(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-		lock, err := client.TryAcquire(ctx, "e2e:one-paused", 2*time.Second)
-		if err != nil {
-			t.Fatalf("acquire with one master paused: %v", err)
-		}
+		lock := acquire(t, "e2e:one-paused", 2*time.Second)
 		if !lock.Deadline().After(time.Now()) {
 			t.Fatalf("lock acquired with no validity left (deadline %v)", lock.Deadline())
 		}
