@@ -1,0 +1,99 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+func summarize(diags diag.Diagnostics) (errs, warns []string) {
+	for _, d := range diags {
+		s := d.Summary() + ": " + d.Detail()
+		if d.Severity() == diag.SeverityError {
+			errs = append(errs, s)
+		} else {
+			warns = append(warns, s)
+		}
+	}
+	return errs, warns
+}
+
+func TestCheckBind(t *testing.T) {
+	cases := []struct {
+		name             string
+		bind             string
+		allow            types.Bool
+		wantErr, wantWarn string
+	}{
+		{name: "loopback", bind: "127.0.0.11", allow: types.BoolValue(false)},
+		{name: "ipv6 loopback", bind: "::1", allow: types.BoolValue(false)},
+		{name: "network address refused", bind: "192.0.2.10", allow: types.BoolValue(false), wantErr: "allow_non_loopback_bind = true"},
+		{name: "network address allowed with a warning", bind: "192.0.2.10", allow: types.BoolValue(true), wantWarn: "without TLS"},
+		{name: "allow flag not known yet", bind: "192.0.2.10", allow: types.BoolUnknown()},
+		{name: "host name refused", bind: "localhost", allow: types.BoolValue(true), wantErr: "not an IP address"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			checkBind(tc.bind, tc.allow, &diags)
+			expectDiags(t, diags, tc.wantErr, tc.wantWarn)
+		})
+	}
+}
+
+func TestCheckDelays(t *testing.T) {
+	s := types.StringValue
+	null := types.StringNull()
+	cases := []struct {
+		name               string
+		ttl, margin, delay types.String
+		wantErr            string
+	}{
+		{name: "defaults", ttl: null, margin: null, delay: null},
+		{name: "delay equal to ttl plus default margin", ttl: s("2s"), margin: null, delay: s("3s")},
+		{name: "delay larger", ttl: s("2s"), margin: null, delay: s("1m")},
+		{name: "delay below ttl", ttl: s("10s"), margin: null, delay: s("5s"), wantErr: `at least "11s"`},
+		{name: "delay below ttl plus margin", ttl: s("10s"), margin: s("2s"), delay: s("11s"), wantErr: `at least "12s"`},
+		{name: "margin below the drift allowance", ttl: s("30s"), margin: s("300ms"), delay: null, wantErr: `at least "402ms"`},
+		{name: "long ttl default margin grows", ttl: s("200s"), margin: null, delay: s("201s"), wantErr: `at least "3m22.102s"`},
+		{name: "unknown ttl skips", ttl: types.StringUnknown(), margin: null, delay: s("1s")},
+		{name: "unknown delay skips", ttl: s("10s"), margin: null, delay: types.StringUnknown()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			checkDelays(tc.ttl, tc.margin, tc.delay, &diags)
+			expectDiags(t, diags, tc.wantErr, "")
+		})
+	}
+}
+
+func TestDefaultMargin(t *testing.T) {
+	for ttl, want := range map[time.Duration]time.Duration{
+		2 * time.Second:   time.Second,
+		30 * time.Second:  time.Second,
+		200 * time.Second: 2*time.Second + 102*time.Millisecond,
+	} {
+		if got := defaultMargin(ttl); got != want || got < minMargin(ttl) {
+			t.Errorf("defaultMargin(%s) = %s, want %s (>= minMargin %s)", ttl, got, want, minMargin(ttl))
+		}
+	}
+}
+
+func expectDiags(t *testing.T, diags diag.Diagnostics, wantErr, wantWarn string) {
+	t.Helper()
+	errs, warns := summarize(diags)
+	check := func(kind string, got []string, want string) {
+		switch {
+		case want == "" && len(got) > 0:
+			t.Errorf("unexpected %s: %q", kind, got)
+		case want != "" && (len(got) != 1 || !strings.Contains(got[0], want)):
+			t.Errorf("%s %q, want one containing %q", kind, got, want)
+		}
+	}
+	check("errors", errs, wantErr)
+	check("warnings", warns, wantWarn)
+}
