@@ -1,11 +1,146 @@
-// Package redlock is a Redlock client over N independent Redis masters (go-redis/v9).
+// Package redlock is a Redlock client over N independent Redis masters (go-redis/v9),
+// with fencing tokens, release notifications, re-entrant holds and auto-renewal.
 //
-// A lock is acquired when a majority (N/2+1) of the masters accepted
-// SET key token NX PX ttl, and only for its validity: TTL - elapsed - (TTL*DriftFactor + 2ms).
-// Release and extension are compare-and-delete / compare-and-pexpire Lua scripts run on
-// every master. Every acquisition also gets a fencing token (Lock.Fence) from a quorum
-// register stored next to the key. See SPEC.md for the algorithm and the deployment it
-// needs.
+// # Usage
 //
-// A Client is safe for concurrent use.
+//	locker, err := redlock.New(masters, redlock.Options{MaxTTL: 30 * time.Second}) // one client per master
+//	lock, err := locker.Acquire(ctx, "jobs:nightly", 10*time.Second, redlock.WithAutoRenew())
+//	if err != nil { ... }                 // *TakenError, *UnavailableError, ctx's error, ...
+//	defer lock.Release(ctx)
+//	doWork(lock.Context(), lock.Fence())  // stop when the context ends; fence every write
+//
+// A Client is safe for concurrent use by any number of goroutines; so is a Lock. Each
+// Client runs one batcher goroutine per master that sends whatever operations are waiting
+// as one pipeline (a lone operation goes out at once), so concurrent lockers share round
+// trips and, under appendfsync always, fsyncs.
+//
+// # The algorithm (SPEC.md sections 2 and 3)
+//
+// Acquire: take the monotonic time T1; send SET key token NX PX ttl to every master at
+// once (token: 20 bytes from crypto/rand, base64url); wait for each master at most the
+// node timeout (Options.NodeTimeout, by default clamp(ttl/200, 10ms, 50ms)). The lock is
+// acquired when a majority (N/2+1) said OK and the validity
+//
+//	validity = ttl - (now - T1) - (ttl*DriftFactor + 2ms)
+//
+// is still positive after the fencing round; Lock.Deadline is T1 + ttl - drift. The call
+// returns as soon as a majority answered; the other replies are still collected in the
+// background (for Hooks). On failure, or when ctx ends, the token is released on every
+// master, including the ones that timed out (a reply can be lost after the key was set),
+// with a bound (Options.CleanupTimeout) that the caller's cancellation does not cut short.
+//
+// The node timeout is enforced by the library, whatever the go-redis client options:
+// callers wait for their own reply with their own deadline, never for a pipeline, so a
+// stopped (SIGSTOP) master costs one node timeout. Each master has at most one pipeline in
+// flight, which keeps its commands in the order they were issued: a release queued after
+// an acquire that timed out reaches the master after that acquire, even across a pause.
+//
+// Release runs the standard compare-and-delete script on every master
+// (if GET == token then DEL) and additionally PUBLISHes the token on
+// key+ReleaseChannelSuffix. Extend runs "if GET == token then PEXPIRE, elseif the key is
+// missing then SET NX PX" on every master: the holder keeps all masters, not a shrinking
+// majority; another holder's key is never touched. An extension counts only when a
+// majority confirmed within the remaining validity, by the same arithmetic as acquire; an
+// acquisition can be extended Options.MaxExtensions times (default 100), so a holder
+// cannot keep a lock forever. Scripts are sent with EVALSHA, loaded with SCRIPT LOAD on
+// first use, and re-sent with EVAL on NOSCRIPT (a restarted master has no script cache).
+//
+// # Wire compatibility
+//
+// The key is the lock name as given (Options.KeyPrefix is explicit), the value a random
+// token, acquisition a plain SET NX PX and release the standard compare-and-delete, so
+// a lock held through this package and one held through another Redlock library (for
+// example redsync) under the same name exclude each other. Two sibling names are reserved:
+// key+FenceSuffix (the fencing register) and the pub/sub channel key+ReleaseChannelSuffix.
+//
+// # Waiting
+//
+// TryAcquire makes one attempt. Acquire retries until it gets the lock, ctx ends, or
+// Options.MaxRetries retries failed. Between attempts a waiter sleeps until the first of:
+// a release notification (the waiter subscribes to the key's release channel; one shared
+// pub/sub connection per master per Client), the moment the key expires on enough masters
+// (from the PTTL replies of the refused attempt), or a random delay in
+// [RetryDelayMin, RetryDelayMax] (in its upper half once the subscription is confirmed,
+// since notifications then do the work). Waiters of one Client queue first come, first
+// served: a release wakes the oldest, and a release by the same Client wakes it at once
+// without jitter. Waiters in other processes wake after a jitter of about a millisecond
+// that doubles after each collision. Notifications are an optimisation only: a lost
+// notification, or a holder using a library that publishes nothing, costs latency, never
+// correctness.
+//
+// # Validity, renewal and the lock's context
+//
+// Lock.Context is cancelled when the validity runs out (cause ErrExpired), when an
+// extension finds the lock taken (ErrLost), on Release (ErrReleased), or, with auto-renewal,
+// when renewal fails for good. Auto-renewal (WithAutoRenew, Lock.AutoRenew) extends the
+// lock by its TTL every third of the TTL, retries a master outage until the validity runs
+// out, and stops at Options.MaxExtensions; the context then ends at the deadline with a
+// cause that wraps both ErrExpired and the reason. Nothing can stop a holder that is
+// paused after it checked its context (GC, swap, SIGSTOP): that is what fencing is for.
+//
+// # Fencing tokens
+//
+// Every acquisition gets a fencing token (Lock.Fence) from a quorum register stored on
+// each master under key+FenceSuffix, a plain integer with no TTL:
+//
+//   - phase 1, in the same pipeline as the SET and after it, each master returns its
+//     register; the client takes the largest value read from masters where its SET
+//     succeeded (it needs a majority of such reads) and proposes max+1;
+//   - phase 2, a script on every master raises the register to max(stored, proposed),
+//     only where the key still holds the client's token; the fence is the proposal once a
+//     majority confirmed, before the validity ran out (else the acquisition fails and is
+//     released).
+//
+// Guarantee: if holder A's hold ended (release, or validity deadline) before holder B
+// acquired, then B.Fence() > A.Fence(). Why: A's phase-2 majority and B's SET majority
+// intersect in some master M. A wrote its fence on M while its token was there; B's SET NX
+// succeeded on M only after A's key was gone from M, and B read M's register right after
+// that SET; registers never decrease. Fences are per lock name, start at 1, strictly
+// increase, and may skip values (a failed or late acquisition may have raised the
+// register). Re-entrant holds share their acquisition's fence. Values are exact up to
+// 2^53 (Lua numbers).
+//
+// The guarantee assumes what Redlock's mutual exclusion assumes (clock rates within
+// DriftFactor, no clock steps on masters, a crashed master kept down longer than the
+// largest TTL, fsync'd AOF) and one more thing: registers have no TTL, so the restart
+// delay does not protect them. A master that comes back without its data (lost or
+// repaired AOF, new disk, FLUSHALL) forgets its registers. The next fence is still larger
+// as long as a majority of masters keep the previous holder's register value; since phase
+// 2 writes to every master that holds the token (normally all N), up to N-(N/2+1) masters
+// (2 of 5) may lose their registers at once. More losses, or a break of mutual exclusion,
+// can hand out a fence that is not larger than an earlier one. Registers use a few dozen
+// bytes per lock name and are never evicted (noeviction): use a bounded set of names, or
+// Options.NoFencing.
+//
+// The resource must enforce the fence: store the largest fence it has accepted and
+// reject writes with a smaller one. Commit the protected write (a database transaction
+// carrying the fence) before Release, never after: released first, another holder may
+// already be writing (SPEC.md pitfall 8).
+//
+// # Re-entrant holds
+//
+// With WithReentrant(owner), a second acquisition of the same key by the same owner on the
+// same Client, while the first is valid, returns at once a new Lock handle on the same
+// hold (same token and fence) and counts one more hold; if the requested TTL reaches
+// beyond the current deadline the lock is extended first. Each handle is released once;
+// the masters are only released when the last handle is. Without WithReentrant, or for
+// another owner, or from another Client or process, a second acquisition is an ordinary
+// contender and is refused while the lock is held.
+//
+// # Errors
+//
+// All errors work with errors.Is/As: *TakenError (matches ErrTaken: held by another
+// client, lists the refusing masters), *UnavailableError (matches ErrUnavailable: too few
+// masters answered; per-master errors, including ErrNodeTimeout), ErrLost, ErrExpired,
+// ErrTTLTooLong, ErrExtensionLimit, ErrReleased, ErrClosed, ErrInvalid. The caller's
+// context errors pass through (Acquire wraps them together with the last attempt's error).
+//
+// # Masters and connections
+//
+// Pass one go-redis client per independent master (no replicas, no Sentinel, no Cluster),
+// authenticated as a user allowed SET, GET, DEL, PEXPIRE, PTTL, EVAL, EVALSHA, SCRIPT
+// LOAD, PUBLISH, SUBSCRIBE, UNSUBSCRIBE and PING (internal/redisconf.LockUserCommands).
+// Recommended client options: MaxRetries -1 (a replayed SET can look like a refusal)
+// and ContextTimeoutEnabled (a stuck master's connection is then dropped at the pipeline
+// bound instead of go-redis's read timeout).
 package redlock
