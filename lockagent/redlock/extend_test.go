@@ -225,3 +225,17 @@ func TestNewValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestKeyPrefix(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	c := newClient(t, cl, redlock.Options{KeyPrefix: "app1:"})
+	l := mustAcquire(t, c, "orders", time.Second)
+	defer l.Release(context.Background())
+	if l.Key() != "app1:orders" {
+		t.Errorf("Key() = %q, want app1:orders", l.Key())
+	}
+	waitUntil(t, "the prefixed key on every master", func() bool { return holders(t, cl, "app1:orders", l.Token()) == 3 })
+	if n := keysOn(t, cl, "orders"); n != 0 {
+		t.Errorf("the unprefixed name exists on %d masters", n)
+	}
+}
