@@ -198,6 +198,61 @@ func TestAccMaster_unsafeAppendfsyncOptOut(t *testing.T) {
 	})
 }
 
+// TestAccMaster_supervisorKilledAlone: SIGKILL of the supervisor only. redis-server keeps
+// serving without supervision; Read removes the resource, and the next apply stops that
+// orphan cleanly (AOF complete, so no hold is needed) and supervises the master again.
+func TestAccMaster_supervisorKilledAlone(t *testing.T) {
+	m := newTestMaster(t)
+	var key string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		CheckDestroy:             m.checkGone(false),
+		Steps: []resource.TestStep{
+			{Config: masterConfig(m, ""), Check: m.capture()},
+			{
+				PreConfig: func() {
+					key = fmt.Sprintf("lock-before-orphan-%d", time.Now().UnixNano())
+					lc := m.lockClient()
+					defer lc.Close()
+					if err := lc.SetNX(ctxT(t), key, "token", time.Minute).Err(); err != nil {
+						t.Fatal(err)
+					}
+					orphan := m.pid
+					mustKill(t, m.supervisorPID)
+					if !processAlive(orphan) {
+						t.Fatalf("redis-server pid %d died with its supervisor", orphan)
+					}
+				},
+				Config: masterConfig(m, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(testAddr, plancheck.ResourceActionCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					func(*terraform.State) error {
+						if processAlive(m.pid) && cwdIs(m.pid, m.dir) {
+							return fmt.Errorf("the unsupervised redis-server pid %d still runs", m.pid)
+						}
+						return nil
+					},
+					m.capture(),
+					resource.TestCheckResourceAttr(testAddr, "status", "running"),
+					func(*terraform.State) error {
+						m.expectLockSurvived(t, key)
+						st, err := supervisor.ReadState(m.dir)
+						if err != nil {
+							return err
+						}
+						if st.Restarts != 0 {
+							return fmt.Errorf("the master was held back (restarts %d) although its orphan was stopped cleanly", st.Restarts)
+						}
+						return nil
+					},
+				),
+			},
+		},
+	})
+}
+
 // crashWatch follows a master after a SIGKILL: the last time it was seen answering before
 // the kill, and the first time it answered after.
 type crashWatch struct {
