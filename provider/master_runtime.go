@@ -320,6 +320,16 @@ func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.D
 	dir := m.DataDir.ValueString()
 	name := m.Name.ValueString()
 	if !exists(dir) {
+		if pid := int(m.SupervisorPID.ValueInt64()); processAlive(pid) && cmdlineHas(pid, dir) {
+			// Still running from a deleted dir: the next plan must replace it (Delete stops
+			// it by pid), not start a second master beside it. An empty data_dir in state
+			// makes the plan show that replacement.
+			diags.AddWarning("data_dir removed while the master runs",
+				fmt.Sprintf("redlock_master %q: data_dir %s was removed, but its supervisor (pid %d) still runs. "+
+					"The next apply stops it and creates the master again.", name, dir, pid))
+			m.DataDir = types.StringValue("")
+			return false, diags
+		}
 		diags.AddWarning("Master is gone", fmt.Sprintf("redlock_master %q: data_dir %s no longer exists; the next apply creates the master again.", name, dir))
 		return true, diags
 	}
@@ -471,7 +481,7 @@ func applyRuntime(ctx context.Context, state, plan *masterModel) error {
 // destroyMaster stops the master cleanly (AOF fsynced), makes sure no process is left and
 // the port is free, and removes the data dir unless it is kept.
 func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
-	dir := m.DataDir.ValueString()
+	dir := m.ID.ValueString() // the data dir; m.DataDir is "" when Read found the dir removed
 	addr := m.Address.ValueString()
 	if exists(dir) {
 		if err := supervisor.Stop(ctx, dir); err != nil {
@@ -480,6 +490,8 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 				fmt.Sprintf("Stopping redlock_master %q cleanly failed (%v); killed pids %v. Its AOF may lack the last "+
 					"writes: if data_dir is kept, the next start waits out restart_delay.", m.Name.ValueString(), err, killed))
 		}
+	} else if err := stopWithoutDir(ctx, dir, int(m.SupervisorPID.ValueInt64()), int(m.PID.ValueInt64())); err != nil {
+		diags.AddWarning("Master did not stop cleanly", fmt.Sprintf("redlock_master %q: %v.", m.Name.ValueString(), err))
 	}
 	if err := waitPortFree(ctx, addr); err != nil {
 		diags.AddError("Port still in use after stopping the master", fmt.Sprintf("%s: %v.", addr, err))
@@ -504,6 +516,42 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 				"do not start a master at %s before %s.", delay, m.Name.ValueString(), addr, stopped.Add(delay).Format(time.RFC3339)))
 	}
 	return diags
+}
+
+// stopWithoutDir stops a master whose data dir was removed under it, by the pids in state:
+// SIGTERM to the supervisor (it shuts redis-server down), SIGKILL for whatever is left after
+// a grace period. Each pid is checked against the dir first, so a recycled pid is left alone.
+func stopWithoutDir(ctx context.Context, dir string, supPID, redisPID int) error {
+	isOurs := func(pid int) bool {
+		if !processAlive(pid) {
+			return false
+		}
+		if cmdlineHas(pid, dir) {
+			return true
+		}
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		return err == nil && (cwd == dir || cwd == dir+" (deleted)")
+	}
+	if isOurs(supPID) {
+		_ = syscall.Kill(supPID, syscall.SIGTERM)
+	}
+	grace, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for isOurs(supPID) || isOurs(redisPID) {
+		select {
+		case <-grace.Done():
+			var killed []int
+			for _, pid := range []int{supPID, redisPID} {
+				if isOurs(pid) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					killed = append(killed, pid)
+				}
+			}
+			return fmt.Errorf("the data dir was gone and pids %v did not stop on SIGTERM: killed them", killed)
+		case <-time.After(pollInterval):
+		}
+	}
+	return nil
 }
 
 // loadMasterModel rebuilds a resource from a data dir (import).

@@ -253,6 +253,52 @@ func TestAccMaster_supervisorKilledAlone(t *testing.T) {
 	})
 }
 
+// TestAccMaster_dataDirRemovedWhileRunning: removing the data dir under a running master
+// does not leave it running beside a new one: the plan replaces it, and apply stops the old
+// processes by pid before it creates the master again.
+func TestAccMaster_dataDirRemovedWhileRunning(t *testing.T) {
+	m := newTestMaster(t)
+	var oldPID, oldSupervisor int
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		CheckDestroy:             m.checkGone(false),
+		Steps: []resource.TestStep{
+			{Config: masterConfig(m, ""), Check: m.capture()},
+			{
+				PreConfig: func() {
+					oldPID, oldSupervisor = m.pid, m.supervisorPID
+					t.Cleanup(func() {
+						for _, pid := range []int{oldPID, oldSupervisor} {
+							if processAlive(pid) && (cmdlineHas(pid, m.dir) || cwdIs(pid, m.dir+" (deleted)")) {
+								_ = syscall.Kill(pid, syscall.SIGKILL)
+							}
+						}
+					})
+					if err := os.RemoveAll(m.dir); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: masterConfig(m, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(testAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					m.capture(),
+					resource.TestCheckResourceAttr(testAddr, "status", "running"),
+					func(*terraform.State) error {
+						for _, pid := range []int{oldPID, oldSupervisor} {
+							if processAlive(pid) && pid != m.pid && pid != m.supervisorPID {
+								return fmt.Errorf("pid %d of the master whose dir was removed still runs", pid)
+							}
+						}
+						return nil
+					},
+				),
+			},
+		},
+	})
+}
+
 // crashWatch follows a master after a SIGKILL: the last time it was seen answering before
 // the kill, and the first time it answered after.
 type crashWatch struct {
