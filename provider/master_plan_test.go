@@ -23,9 +23,9 @@ func summarize(diags diag.Diagnostics) (errs, warns []string) {
 
 func TestCheckBind(t *testing.T) {
 	cases := []struct {
-		name             string
-		bind             string
-		allow            types.Bool
+		name              string
+		bind              string
+		allow             types.Bool
 		wantErr, wantWarn string
 	}{
 		{name: "loopback", bind: "127.0.0.11", allow: types.BoolValue(false)},
