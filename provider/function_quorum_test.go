@@ -38,7 +38,7 @@ func TestAccQuorumFunction(t *testing.T) {
 			} else {
 				step.Check = resource.TestCheckOutput("quorum", tc.want)
 			}
-			resource.UnitTest(t, resource.TestCase{
+			resource.Test(t, resource.TestCase{
 				TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
 				ProtoV6ProviderFactories: testAccProviderFactories,
 				Steps:                    []resource.TestStep{step},
