@@ -137,6 +137,7 @@ func TestPitfalls(t *testing.T) {
 		waitUntil(t, "A's keys expired", func() bool { return keysOn(t, cl, "p5") == 0 })
 		b := mustAcquire(t, c, "p5", 5*time.Second)
 		defer b.Release(ctx)
+		waitUntil(t, "B's key on every master", func() bool { return holders(t, cl, "p5", b.Token()) == 5 })
 		if err := a.Release(ctx); !errors.Is(err, redlock.ErrExpired) {
 			t.Errorf("A.Release after expiry: %v, want ErrExpired", err)
 		}
@@ -228,6 +229,7 @@ func TestPitfalls(t *testing.T) {
 	t.Run("9 re-entrant holds: the same owner acquires again, the last release frees the lock", func(t *testing.T) {
 		c := newClient(t, cl, redlock.Options{})
 		outer := mustAcquire(t, c, "p9", 5*time.Second, redlock.WithReentrant("job-42"))
+		waitUntil(t, "the key on every master", func() bool { return holders(t, cl, "p9", outer.Token()) == 5 })
 		inner, err := c.Acquire(ctx, "p9", 5*time.Second, redlock.WithReentrant("job-42"))
 		if err != nil {
 			t.Fatalf("re-entrant Acquire by the same owner: %v", err)

@@ -162,7 +162,8 @@ func TestWaiting(t *testing.T) {
 		c := newClient(t, cl, redlock.Options{})
 		l := mustAcquire(t, c, "held", 20*time.Second)
 		defer l.Release(ctx)
-		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		// Longer than the node timeout, so that at least one attempt completes.
+		wctx, cancel := context.WithTimeout(ctx, 4*testNodeTimeout)
 		defer cancel()
 		_, err := c.Acquire(wctx, "held", time.Second)
 		var taken *redlock.TakenError
