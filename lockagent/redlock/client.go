@@ -62,6 +62,17 @@ func New(masters []redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The same master twice would count its vote twice: refuse it.
+	seen := map[string]int{}
+	for i, rdb := range masters {
+		if cl, ok := rdb.(*redis.Client); ok {
+			addr := cl.Options().Addr
+			if j, dup := seen[addr]; dup {
+				return nil, fmt.Errorf("%w: masters[%d] and masters[%d] both connect to %s: pass each independent master once", ErrInvalid, j, i, addr)
+			}
+			seen[addr] = i
+		}
+	}
 	c := &Client{opts: opts, quorum: len(masters)/2 + 1, reentrant: map[string]*hold{}, closing: make(chan struct{})}
 	for i, rdb := range masters {
 		c.masters = append(c.masters, newMaster(i, addrOf(rdb, i), rdb, opts))
