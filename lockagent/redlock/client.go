@@ -219,6 +219,8 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 			if fenceErr == nil {
 				fenceReads++
 				fenceMax = max(fenceMax, fence)
+			} else {
+				errs = append(errs, MasterError{Master: i, Addr: req.master.addr, Err: fmt.Errorf("reading the fencing register %s: %w", fenceKey, fenceErr)})
 			}
 		default:
 			refused = append(refused, i)
