@@ -132,14 +132,14 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	// A data dir can hold a previous master of this resource (removed from state because its
 	// supervisor died). A live supervisor means another master owns the dir; a redis-server
 	// left without its supervisor is stopped cleanly (its AOF is then complete: no hold).
-	if st, err := supervisor.ReadState(dir); err == nil {
-		if processAlive(st.SupervisorPID) && cmdlineHas(st.SupervisorPID, dir) {
+	if st, err := supervisor.Inspect(dir); err == nil {
+		if st.SupervisorAlive {
 			diags.AddAttributeError(path.Root("data_dir"), "data_dir is in use",
 				fmt.Sprintf("data_dir %s is run by supervisor pid %d: another master uses it. Choose another data_dir, "+
 					"or bring that master under Terraform with `terraform import <address> %s`.", dir, st.SupervisorPID, dir))
 			return diags
 		}
-		if processAlive(st.RedisPID) {
+		if st.RedisAlive {
 			if err := supervisor.Stop(ctx, dir); err != nil {
 				diags.AddAttributeError(path.Root("data_dir"), "Cannot stop the unsupervised master in data_dir",
 					fmt.Sprintf("redis-server pid %d still runs from %s without its supervisor, and stopping it failed: %v. "+
@@ -333,8 +333,8 @@ func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.D
 		diags.AddWarning("Master is gone", fmt.Sprintf("redlock_master %q: data_dir %s no longer exists; the next apply creates the master again.", name, dir))
 		return true, diags
 	}
-	st, err := supervisor.ReadState(dir)
-	if err != nil || !processAlive(st.SupervisorPID) || !cmdlineHas(st.SupervisorPID, dir) {
+	st, err := supervisor.Inspect(dir)
+	if err != nil || !st.SupervisorAlive {
 		diags.AddWarning("Master is not supervised",
 			fmt.Sprintf("redlock_master %q in %s has no running supervisor; the next apply starts it again (after "+
 				"restart_delay if it did not stop cleanly).", name, dir))
@@ -343,7 +343,7 @@ func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.D
 	m.SupervisorPID = types.Int64Value(int64(st.SupervisorPID))
 	m.Status = types.StringValue(st.Status)
 	m.PID = types.Int64Value(0)
-	if processAlive(st.RedisPID) {
+	if st.RedisAlive {
 		m.PID = types.Int64Value(int64(st.RedisPID))
 	}
 	if delay, err := validate.ParseDuration(m.RestartDelay.ValueString()); err == nil {
@@ -386,8 +386,8 @@ func updateMaster(ctx context.Context, state, plan *masterModel) (diags diag.Dia
 	dir := plan.DataDir.ValueString()
 	plan.Address = state.Address
 	listenPort := portOf(state.Address.ValueString())
-	st, err := supervisor.ReadState(dir)
-	running := err == nil && st.Status == supervisor.StatusRunning
+	st, err := supervisor.Inspect(dir)
+	running := err == nil && st.Status == supervisor.StatusRunning && st.RedisAlive
 	if running {
 		if err := applyRuntime(ctx, state, plan); err != nil {
 			diags.AddError("Cannot change the running master", fmt.Sprintf("redlock_master %q at %s: %v.",
@@ -397,13 +397,13 @@ func updateMaster(ctx context.Context, state, plan *masterModel) (diags diag.Dia
 	} else {
 		diags.AddWarning("Master not running: changes apply at its restart",
 			fmt.Sprintf("redlock_master %q is %q; the new settings were written to its config files and take effect when it starts.",
-				plan.Name.ValueString(), stOr(st, err)))
+				plan.Name.ValueString(), stOr(st.State, err)))
 	}
 	diags.Append(masterFiles(ctx, plan, listenPort)...)
 	if diags.HasError() {
 		return diags
 	}
-	if err == nil && processAlive(st.SupervisorPID) && cmdlineHas(st.SupervisorPID, dir) {
+	if err == nil && st.SupervisorAlive {
 		// SIGHUP: the supervisor reloads supervisor.json (restart delay, hooks, password).
 		if err := syscall.Kill(st.SupervisorPID, syscall.SIGHUP); err != nil {
 			diags.AddError("Cannot signal the supervisor", fmt.Sprintf("SIGHUP to pid %d: %v.", st.SupervisorPID, err))
@@ -411,7 +411,7 @@ func updateMaster(ctx context.Context, state, plan *masterModel) (diags diag.Dia
 		}
 	}
 	plan.SupervisorPID = types.Int64Value(int64(st.SupervisorPID))
-	plan.Status = types.StringValue(stOr(st, err))
+	plan.Status = types.StringValue(stOr(st.State, err))
 	plan.PID = types.Int64Value(0)
 	plan.RunID = state.RunID
 	if running {
@@ -686,20 +686,18 @@ func cmdlineHas(pid int, arg string) bool {
 // killLeftovers SIGKILLs the supervisor and redis-server recorded in dir's state when they
 // still run after a failed clean stop, and returns their pids. Last resort only.
 func killLeftovers(dir string) []int {
-	st, err := supervisor.ReadState(dir)
+	st, err := supervisor.Inspect(dir)
 	if err != nil {
 		return nil
 	}
 	var killed []int
-	if processAlive(st.SupervisorPID) && cmdlineHas(st.SupervisorPID, dir) {
+	if st.SupervisorAlive {
 		_ = syscall.Kill(st.SupervisorPID, syscall.SIGKILL)
 		killed = append(killed, st.SupervisorPID)
 	}
-	if processAlive(st.RedisPID) {
-		if cwd, err := os.Readlink("/proc/" + strconv.Itoa(st.RedisPID) + "/cwd"); err == nil && filepath.Clean(cwd) == filepath.Clean(dir) {
-			_ = syscall.Kill(st.RedisPID, syscall.SIGKILL)
-			killed = append(killed, st.RedisPID)
-		}
+	if st.RedisAlive {
+		_ = syscall.Kill(st.RedisPID, syscall.SIGKILL)
+		killed = append(killed, st.RedisPID)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range killed {
