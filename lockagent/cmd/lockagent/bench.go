@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
+	"github.com/redlock-kit/redlock-kit/lockagent/internal/bench"
+)
+
+const benchUsage = `Usage: lockagent bench [--spawn N | -c agent.json | --endpoints ...] [flags]
+
+Measures, in one run and on the same masters, side by side:
+  lockagent  this project's library (lockagent/redlock), default options
+  redsync    github.com/go-redsync/redsync/v4 with its go-redis v9 pool, using its
+             DEFAULT retry settings (32 tries, 50-250ms random delay)
+  floor      a bare go-redis fan-out: SET NX PX to every master at once, then EVALSHA
+             compare-and-delete; one attempt, no retries (what any implementation pays)
+Scenarios, each implementation in turn:
+  sequential   one goroutine, --iterations acquire+release pairs: p50/p99 latency, and
+               allocations and bytes per pair (runtime.MemStats deltas)
+  throughput   --goroutines goroutines on distinct keys for --duration: pairs/s
+  contention   --contenders goroutines on one key for --duration, each holding it for
+               --hold: acquisitions/s, wait from first attempt to acquisition (p50/p99/max),
+               fairness (Jain's index and min/max acquisitions per goroutine)
+Then the ratios of the library vs redsync and vs the floor, and the issue's targets.
+Numbers depend on the machine and its disk (appendfsync always fsyncs every write).
+
+Masters:
+  --spawn N            start N masters (odd, >= 3) with the deployment's config (AOF
+                       appendfsync always) in a temp dir, and stop them at the end, also
+                       on Ctrl-C. Otherwise the deployment below is used; keys are named
+                       lockagent-bench:<random>:... and expire by their TTL.
+
+` + deploymentHelp + `
+Benchmark:
+  --implementations L  comma-separated subset of lockagent,redsync,floor (default all)
+  --iterations N       sequential pairs per implementation (default 1000)
+  --duration D         length of each concurrent scenario per implementation (default 5s)
+  --goroutines N       throughput goroutines (default 64)
+  --contenders N       contention goroutines (default 16)
+  --hold D             how long a contender holds the lock (default 1ms)
+  --ttl D              TTL of every lock, the same for all (default 10s)
+  --cpuprofile FILE    write a CPU profile of the whole run (go tool pprof FILE)
+
+Exit codes:
+  0   the table was printed (targets missed are reported, not failed)
+  1   the benchmark could not run (masters could not start, errors)
+  64  usage or configuration error
+  130 interrupted (Ctrl-C); spawned masters were stopped
+`
+
+// benchMain is `lockagent bench`. It returns the process exit code.
+// benchOptions are bench's own flags besides the benchmark's Config.
+type benchOptions struct {
+	spawn      int
+	impls      string
+	cpuprofile string
+	cfg        bench.Config
+}
+
+// newBenchFlags declares bench's flags; benchUsage documents each of them.
+func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are printed by benchMain, with the fix
+	dep := addDeploymentFlags(fs)
+	o := &benchOptions{}
+	fs.IntVar(&o.spawn, "spawn", 0, "start N masters")
+	fs.StringVar(&o.impls, "implementations", "", "subset to run")
+	fs.IntVar(&o.cfg.Iterations, "iterations", 1000, "sequential pairs")
+	fs.DurationVar(&o.cfg.Duration, "duration", 5*time.Second, "concurrent scenario length")
+	fs.IntVar(&o.cfg.Goroutines, "goroutines", 64, "throughput goroutines")
+	fs.IntVar(&o.cfg.Contenders, "contenders", 16, "contention goroutines")
+	fs.DurationVar(&o.cfg.Hold, "hold", time.Millisecond, "hold time under contention")
+	fs.DurationVar(&o.cfg.TTL, "ttl", 10*time.Second, "lock TTL")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "CPU profile file")
+	return fs, dep, o
+}
+
+func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, dep, o := newBenchFlags()
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, benchUsage)
+			return exitOK
+		}
+		return usageError(stderr, "bench", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "bench", fmt.Errorf("unexpected argument %q: bench takes only flags", fs.Arg(0)))
+	}
+	spawn, impls, cpuprofile, cfg := o.spawn, o.impls, o.cpuprofile, &o.cfg
+	log, err := dep.logger(stderr)
+	if err != nil {
+		return usageError(stderr, "bench", err)
+	}
+	cfg.Log = log
+	if impls != "" {
+		cfg.Implementations = agentconfig.SplitList(impls)
+	}
+	if err := checkBenchConfig(spawn, *cfg); err != nil {
+		return usageError(stderr, "bench", err)
+	}
+
+	// Ctrl-C cancels the run; signals stay caught until the spawned masters are stopped
+	// (the deferred Close runs before stop), so a second Ctrl-C cannot orphan them.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var deployment *agentconfig.Config
+	if spawn > 0 {
+		fmt.Fprintf(stderr, "lockagent bench: starting %d masters (appendfsync always)...\n", spawn)
+		cluster, err := redistest.New(redistest.Options{Masters: spawn})
+		if err != nil {
+			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
+			return 1
+		}
+		defer func() {
+			if err := cluster.Close(); err != nil {
+				fmt.Fprintf(stderr, "lockagent bench: stopping masters: %v\n", err)
+			}
+		}()
+		deployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: redistest.LockUser, Password: redistest.LockPassword}
+	} else {
+		if deployment, err = dep.load(); err != nil {
+			return usageError(stderr, "bench", err)
+		}
+		if max := deployment.MaxLockTTL.Duration; max > 0 && cfg.TTL > max {
+			return usageError(stderr, "bench", fmt.Errorf("--ttl %v: longer than the deployment's max lock TTL %v", cfg.TTL, max))
+		}
+	}
+	cfg.NewClients = func() []*redis.Client { return lockClients(deployment) }
+	cfg.KeyPrefix = "lockagent-bench:" + randomHex(6) + ":"
+
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return usageError(stderr, "bench", fmt.Errorf("--cpuprofile: %w", err))
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return usageError(stderr, "bench", fmt.Errorf("--cpuprofile: %w", err))
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	fmt.Fprintf(stderr, "lockagent bench: %d masters %v; implementations %v\n", len(deployment.Endpoints), deployment.Endpoints, implsOrAll(cfg.Implementations))
+	rep, err := bench.Run(ctx, *cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "lockagent bench: interrupted")
+			return exitSignalBase + int(syscall.SIGINT)
+		}
+		fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
+		return 1
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
+		return 1
+	}
+	return exitOK
+}
+
+func checkBenchConfig(spawn int, cfg bench.Config) error {
+	switch {
+	case spawn < 0 || (spawn > 0 && (spawn < 3 || spawn%2 == 0)):
+		return fmt.Errorf("--spawn %d: want an odd number of masters >= 3, such as 5", spawn)
+	case cfg.Iterations <= 0:
+		return fmt.Errorf("--iterations %d: must be positive", cfg.Iterations)
+	case cfg.Duration <= 0:
+		return fmt.Errorf("--duration %v: must be positive, such as 5s", cfg.Duration)
+	case cfg.Goroutines <= 0:
+		return fmt.Errorf("--goroutines %d: must be positive", cfg.Goroutines)
+	case cfg.Contenders < 2:
+		return fmt.Errorf("--contenders %d: contention needs at least 2", cfg.Contenders)
+	case cfg.Hold <= 0:
+		return fmt.Errorf("--hold %v: must be positive, such as 1ms", cfg.Hold)
+	case cfg.TTL <= 0:
+		return fmt.Errorf("--ttl %v: must be positive, such as 10s", cfg.TTL)
+	}
+	for _, name := range cfg.Implementations {
+		known := false
+		for _, k := range bench.AllImplementations {
+			known = known || name == k
+		}
+		if !known {
+			return fmt.Errorf("--implementations: unknown %q; want a subset of %v", name, bench.AllImplementations)
+		}
+	}
+	return nil
+}
+
+func implsOrAll(l []string) []string {
+	if len(l) == 0 {
+		return bench.AllImplementations
+	}
+	return l
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

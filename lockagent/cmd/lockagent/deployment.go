@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
+)
+
+// deploymentFlags are the flags that say which masters to lock on and how to log in,
+// shared by run and bench. They overlay agent.json and LOCKAGENT_* (flags win).
+type deploymentFlags struct {
+	fs         *flag.FlagSet
+	configPath string
+	endpoints  string
+	username   string
+	password   string
+	useTLS     bool
+	maxTTL     time.Duration
+	logLevel   string
+}
+
+// deploymentHelp documents the flags and environment of deploymentFlags for --help.
+const deploymentHelp = `Deployment (first -c agent.json, then the environment, then flags; flags win):
+  -c, --config FILE        agent config JSON (the redlock-cluster module's agent_config output)
+  --endpoints H:P,H:P,...  the independent masters, an odd number >= 3   [LOCKAGENT_ENDPOINTS]
+  --username NAME          restricted lock user (default "redlock")      [LOCKAGENT_USERNAME]
+  --password PW            lock user's password; prefer the environment:
+                           flags are visible to every user in ps         [LOCKAGENT_PASSWORD]
+  --tls                    connect with TLS (system roots)               [LOCKAGENT_TLS=true]
+  --max-lock-ttl D         largest TTL the deployment allows; longer TTLs
+                           are refused (masters stay down that long after
+                           a crash)                                      [LOCKAGENT_MAX_LOCK_TTL]
+  --log-level L            debug, info, warn or error (default warn); diagnostics go
+                           to stderr                                     [LOCKAGENT_LOG_LEVEL]
+`
+
+func addDeploymentFlags(fs *flag.FlagSet) *deploymentFlags {
+	d := &deploymentFlags{fs: fs}
+	fs.StringVar(&d.configPath, "c", "", "agent config JSON")
+	fs.StringVar(&d.configPath, "config", "", "agent config JSON (same as -c)")
+	fs.StringVar(&d.endpoints, "endpoints", "", "masters, host:port,host:port,...")
+	fs.StringVar(&d.username, "username", "", "restricted lock user")
+	fs.StringVar(&d.password, "password", "", "lock user's password (prefer LOCKAGENT_PASSWORD)")
+	fs.BoolVar(&d.useTLS, "tls", false, "connect with TLS")
+	fs.DurationVar(&d.maxTTL, "max-lock-ttl", 0, "largest TTL the deployment allows")
+	fs.StringVar(&d.logLevel, "log-level", "", "debug, info, warn or error")
+	return d
+}
+
+// load merges agent.json, LOCKAGENT_* and the flags that were given, then checks the
+// result.
+func (d *deploymentFlags) load() (*agentconfig.Config, error) {
+	cfg, err := agentconfig.Load(d.configPath)
+	if err != nil {
+		return nil, err
+	}
+	d.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "endpoints":
+			cfg.Endpoints = agentconfig.SplitList(d.endpoints)
+		case "username":
+			cfg.Username = d.username
+		case "password":
+			cfg.Password = d.password
+		case "tls":
+			cfg.TLS = d.useTLS
+		case "max-lock-ttl":
+			cfg.MaxLockTTL.Duration = d.maxTTL
+		}
+	})
+	if cfg.Username == "" {
+		cfg.Username = redisconf.DefaultLockUser
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	for _, e := range cfg.Endpoints {
+		if _, port, err := net.SplitHostPort(e); err != nil || port == "" {
+			return nil, fmt.Errorf("endpoints: %q is not host:port (for IPv6 write [::1]:6379)", e)
+		}
+	}
+	if cfg.Password == "" {
+		return nil, errors.New("password: none given; set LOCKAGENT_PASSWORD (preferred: flags show in ps), \"password\" in agent.json, or --password")
+	}
+	return cfg, nil
+}
+
+// logger builds the diagnostics logger from --log-level or LOCKAGENT_LOG_LEVEL.
+func (d *deploymentFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	level := d.logLevel
+	if level == "" {
+		level = os.Getenv("LOCKAGENT_LOG_LEVEL")
+	}
+	if level == "" {
+		level = "warn"
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l}))
+	// go-redis logs dial failures on its own; they belong with the diagnostics (the
+	// library reports the same failures in its typed errors).
+	redis.SetLogger(redisLogger{logger})
+	return logger, nil
+}
+
+// redisLogger routes go-redis's internal log lines to slog at debug level.
+type redisLogger struct{ log *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.log.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
+}
+
+// lockClientOptions is how every lockagent command talks to a master as the lock user.
+// Context deadlines are honoured (ContextTimeoutEnabled), so a stopped master costs only
+// the library's per-node timeout; go-redis never retries on its own (the library
+// decides); the handshake sends nothing the restricted ACL user may not run.
+func lockClientOptions(cfg *agentconfig.Config, addr string) *redis.Options {
+	o := &redis.Options{
+		Addr:                  addr,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialTimeout:           2 * time.Second,
+		DisableIdentity:       true,
+		MaintNotificationsConfig: &maintnotifications.Config{
+			Mode: maintnotifications.ModeDisabled,
+		},
+	}
+	if cfg.TLS {
+		host, _, _ := net.SplitHostPort(addr)
+		o.TLSConfig = &tls.Config{ServerName: strings.Trim(host, "[]"), MinVersion: tls.VersionTLS12}
+	}
+	return o
+}
+
+// lockClients returns one new client per endpoint; the caller closes them.
+func lockClients(cfg *agentconfig.Config) []*redis.Client {
+	clients := make([]*redis.Client, len(cfg.Endpoints))
+	for i, e := range cfg.Endpoints {
+		clients[i] = redis.NewClient(lockClientOptions(cfg, e))
+	}
+	return clients
+}

@@ -1,0 +1,425 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// sh runs a shell script as the locked command.
+func sh(script string) []string { return []string{"--", "sh", "-c", script} }
+
+func args(flags []string, command []string) []string { return append(flags, command...) }
+
+// TestRunPassesLockToCommand: the command sees the key, the fencing token, the initial
+// validity deadline and the TTL, and not the lock's secret token.
+func TestRunPassesLockToCommand(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	dir := t.TempDir()
+	env := clusterEnv(cluster)
+	script := `printf '%s\n%s\n%s\n%s\n' "$LOCKAGENT_KEY" "$LOCKAGENT_FENCE" "$LOCKAGENT_DEADLINE" "$LOCKAGENT_TTL" > "$0"; env > "$0.env"`
+
+	var fences []uint64
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("out%d", i))
+		before := time.Now()
+		code, _, stderr := runAgent(t, env, args([]string{"run", "--key", "env-key", "--ttl", "10s"}, []string{"--", "sh", "-c", script, out})...)
+		after := time.Now()
+		if code != 0 {
+			t.Fatalf("run %d exited %d; stderr:\n%s", i, code, stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 4 {
+			t.Fatalf("command saw %q, want key, fence, deadline, ttl", b)
+		}
+		if lines[0] != "env-key" {
+			t.Errorf("LOCKAGENT_KEY = %q, want env-key", lines[0])
+		}
+		fence, err := strconv.ParseUint(lines[1], 10, 64)
+		if err != nil || fence == 0 {
+			t.Errorf("LOCKAGENT_FENCE = %q, want a positive number (%v)", lines[1], err)
+		}
+		fences = append(fences, fence)
+		deadline, err := time.Parse(time.RFC3339Nano, lines[2])
+		if err != nil {
+			t.Errorf("LOCKAGENT_DEADLINE = %q is not RFC 3339: %v", lines[2], err)
+		}
+		// The validity starts after lockagent started and is shorter than the TTL.
+		if !deadline.After(before) || !deadline.Before(after.Add(10*time.Second)) {
+			t.Errorf("LOCKAGENT_DEADLINE %v not within (%v, %v + TTL)", deadline, before, after)
+		}
+		if lines[3] != "10s" {
+			t.Errorf("LOCKAGENT_TTL = %q, want 10s", lines[3])
+		}
+		envDump, err := os.ReadFile(out + ".env")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(envDump), "LOCKAGENT_TOKEN") {
+			t.Errorf("the lock's token leaked into the command's environment")
+		}
+	}
+	if fences[1] <= fences[0] {
+		t.Errorf("fences %v: the second holder's must be larger", fences)
+	}
+	if n := keyCopies(t, cluster, "env-key"); n != 0 {
+		t.Errorf("lock left on %d masters after the command ended", n)
+	}
+}
+
+// TestRunExitCode: the command's own code passes through, a signal death is 128+N, and
+// the lock is released on every path.
+func TestRunExitCode(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	tests := []struct {
+		name   string
+		script string
+		want   int
+	}{
+		{"success is 0", "exit 0", 0},
+		{"failure 1 passes through", "exit 1", 1},
+		{"code 42 passes through", "exit 42", 42},
+		{"killed by SIGTERM is 143", "kill -TERM $$", 128 + int(syscall.SIGTERM)},
+		{"killed by SIGKILL is 137", "kill -KILL $$", 128 + int(syscall.SIGKILL)},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprintf("exit-%d", i)
+			code, _, stderr := runAgent(t, env, args([]string{"run", "--key", key, "--ttl", "10s"}, sh(tt.script))...)
+			if code != tt.want {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.want, stderr)
+			}
+			if n := keyCopies(t, cluster, key); n != 0 {
+				t.Errorf("lock left on %d masters", n)
+			}
+		})
+	}
+}
+
+// holdLock starts a `run` whose command signals it started and then waits for a release
+// file; it returns the process and the path that lets the command finish.
+func holdLock(t *testing.T, env []string, key string) (*agentProc, string) {
+	t.Helper()
+	dir := t.TempDir()
+	started, release, pid := filepath.Join(dir, "started"), filepath.Join(dir, "release"), filepath.Join(dir, "pid")
+	killGroupAtCleanup(t, pid)
+	// Bounded loop: the command ends by itself even if the test never releases it.
+	script := fmt.Sprintf(`echo $$ > %q; touch %q; i=0; while [ ! -e %q ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`, pid, started, release)
+	p := startAgent(t, env, args([]string{"run", "--key", key, "--ttl", "10s"}, sh(script))...)
+	waitForFile(t, started, p)
+	return p, release
+}
+
+// TestRunNotAcquiredWhileHeld: while one run holds the key, another fails with 75 without
+// running its command, with and without waiting; once released, the key is free again.
+func TestRunNotAcquiredWhileHeld(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	holder, release := holdLock(t, env, "held")
+	marker := filepath.Join(t.TempDir(), "ran")
+
+	for _, wait := range []string{"0", "300ms"} {
+		t.Run("wait "+wait, func(t *testing.T) {
+			code, _, stderr := runAgent(t, env, args([]string{"run", "--key", "held", "--wait", wait}, sh("touch "+marker))...)
+			if code != exitNotAcquired {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitNotAcquired, stderr)
+			}
+			if !strings.Contains(stderr, "held by someone else") {
+				t.Errorf("stderr does not say why:\n%s", stderr)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the command ran without the lock")
+			}
+		})
+	}
+
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := holder.wait(t); code != 0 {
+		t.Fatalf("holder exited %d; stderr:\n%s", code, holder.stderr.String())
+	}
+	if code, _, stderr := runAgent(t, env, args([]string{"run", "--key", "held"}, sh("touch "+marker))...); code != 0 {
+		t.Fatalf("after the release, run exited %d; stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Error("the command did not run once the lock was free")
+	}
+}
+
+// TestRunSerializes: concurrent runs on one key execute their commands one at a time, and
+// each later holder gets a larger fencing token.
+func TestRunSerializes(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	logFile := filepath.Join(t.TempDir(), "log")
+	const runs = 4
+	// The sleep between the markers gives an overlap every chance to show.
+	script := fmt.Sprintf(`echo "start $LOCKAGENT_FENCE" >> %q; sleep 0.2; echo "end $LOCKAGENT_FENCE" >> %q`, logFile, logFile)
+	var wg sync.WaitGroup
+	procs := make([]*agentProc, runs)
+	for i := range procs {
+		procs[i] = startAgent(t, env, args([]string{"run", "--key", "serial", "--wait", "50s"}, sh(script))...)
+	}
+	for i, p := range procs {
+		wg.Go(func() {
+			if code := p.wait(t); code != 0 {
+				t.Errorf("run %d exited %d; stderr:\n%s", i, code, p.stderr.String())
+			}
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2*runs {
+		t.Fatalf("log has %d lines, want %d:\n%s", len(lines), 2*runs, b)
+	}
+	var last uint64
+	for i := 0; i < len(lines); i += 2 {
+		var fence, endFence uint64
+		if _, err := fmt.Sscanf(lines[i], "start %d", &fence); err != nil {
+			t.Fatalf("line %d %q: want a start marker (commands interleaved):\n%s", i, lines[i], b)
+		}
+		if _, err := fmt.Sscanf(lines[i+1], "end %d", &endFence); err != nil || endFence != fence {
+			t.Fatalf("line %d %q: want the end of holder %d (commands interleaved):\n%s", i+1, lines[i+1], fence, b)
+		}
+		if fence <= last {
+			t.Errorf("fence %d after %d: fencing tokens must increase with each holder", fence, last)
+		}
+		last = fence
+	}
+}
+
+// TestRunStopsCommandWhenLockLost: when another holder's token replaces ours on every
+// master while the command runs (our lock expired and someone else took it), renewal
+// fails, the command is stopped (SIGTERM, then SIGKILL after
+// --kill-grace if it ignores SIGTERM) and lockagent exits 70.
+func TestRunStopsCommandWhenLockLost(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	tests := []struct {
+		name string
+		// trap is the command's SIGTERM handling; it writes "term" to $TERMFILE if it runs.
+		trap     string
+		wantTerm bool
+	}{
+		{"command stops on SIGTERM", `trap 'echo term > "$TERMFILE"; exit 0' TERM`, true},
+		{"command ignoring SIGTERM is killed", `trap '' TERM`, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			key := fmt.Sprintf("lost-%d", i)
+			started, pid, termFile := filepath.Join(dir, "started"), filepath.Join(dir, "pid"), filepath.Join(dir, "term")
+			killGroupAtCleanup(t, pid)
+			script := fmt.Sprintf(`TERMFILE=%q; %s; echo $$ > %q; touch %q; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; echo finished > "$TERMFILE"`,
+				termFile, tt.trap, pid, started)
+			p := startAgent(t, env, args([]string{"run", "--key", key, "--ttl", "3s", "--kill-grace", "300ms"}, sh(script))...)
+			waitForFile(t, started, p)
+			// Not a plain DEL: renewal sets a missing key again (by design, so that a holder
+			// does not drift down to a bare majority); a foreign token is a real loss.
+			for _, m := range cluster.Masters {
+				if err := m.Admin().Set(context.Background(), key, "another-holder", 30*time.Second).Err(); err != nil {
+					t.Fatalf("SET on %s: %v", m.Addr, err)
+				}
+			}
+			if code := p.wait(t); code != exitLost {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitLost, p.stderr.String())
+			}
+			if !strings.Contains(p.stderr.String(), "lost") {
+				t.Errorf("stderr does not say the lock was lost:\n%s", p.stderr.String())
+			}
+			got, _ := os.ReadFile(termFile)
+			if tt.wantTerm && strings.TrimSpace(string(got)) != "term" {
+				t.Errorf("command did not get SIGTERM (term file %q)", got)
+			}
+			if !tt.wantTerm && len(got) != 0 {
+				t.Errorf("command was not killed: term file %q", got)
+			}
+			if processAlive(t, pid) {
+				t.Error("the command is still running after lockagent exited")
+			}
+		})
+	}
+}
+
+// TestRunForwardsSignals: SIGINT/SIGTERM sent to lockagent reach the command; the
+// command's exit code passes through and the lock is released.
+func TestRunForwardsSignals(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	for i, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			key := fmt.Sprintf("signal-%d", i)
+			started, pid, got := filepath.Join(dir, "started"), filepath.Join(dir, "pid"), filepath.Join(dir, "got")
+			killGroupAtCleanup(t, pid)
+			script := fmt.Sprintf(`trap 'echo INT > %[1]q; exit 7' INT; trap 'echo TERM > %[1]q; exit 8' TERM; echo $$ > %[2]q; touch %[3]q; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`,
+				got, pid, started)
+			p := startAgent(t, env, args([]string{"run", "--key", key}, sh(script))...)
+			waitForFile(t, started, p)
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			want := map[syscall.Signal]int{syscall.SIGINT: 7, syscall.SIGTERM: 8}[sig]
+			if code := p.wait(t); code != want {
+				t.Errorf("exit code %d, want the command's %d; stderr:\n%s", code, want, p.stderr.String())
+			}
+			b, _ := os.ReadFile(got)
+			if wantName := map[syscall.Signal]string{syscall.SIGINT: "INT", syscall.SIGTERM: "TERM"}[sig]; strings.TrimSpace(string(b)) != wantName {
+				t.Errorf("command received %q, want %s", b, wantName)
+			}
+			if n := keyCopies(t, cluster, key); n != 0 {
+				t.Errorf("lock left on %d masters", n)
+			}
+		})
+	}
+}
+
+// TestRunInterruptedWhileWaiting: a signal while waiting for the lock ends the wait with
+// 128+N; the command never starts.
+func TestRunInterruptedWhileWaiting(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	_, release := holdLock(t, env, "waited")
+	defer os.WriteFile(release, nil, 0o600)
+	marker := filepath.Join(t.TempDir(), "ran")
+	p := startAgent(t, env, args([]string{"run", "--key", "waited", "--wait", "50s", "--log-level", "info"}, sh("touch "+marker))...)
+	waitForOutput(t, p, "acquiring lock")
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 128+int(syscall.SIGINT) {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, 128+int(syscall.SIGINT), p.stderr.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran although the wait was interrupted")
+	}
+}
+
+// TestRunMastersUnavailable: with no master answering, run exits 69 and runs nothing.
+func TestRunMastersUnavailable(t *testing.T) {
+	var endpoints []string
+	for range 3 {
+		port, err := redistest.FreePort("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		endpoints = append(endpoints, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	env := []string{"LOCKAGENT_ENDPOINTS=" + strings.Join(endpoints, ","), "LOCKAGENT_PASSWORD=x"}
+	code, _, stderr := runAgent(t, env, args([]string{"run", "--key", "k"}, sh("touch "+marker))...)
+	if code != exitUnavailable {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitUnavailable, stderr)
+	}
+	if !strings.Contains(stderr, "unavailable") {
+		t.Errorf("stderr does not say the masters are unavailable:\n%s", stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran without a lock")
+	}
+}
+
+// TestRunCommandNotFound: a missing command is 127 and takes no lock.
+func TestRunCommandNotFound(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	code, _, stderr := runAgent(t, clusterEnv(cluster), "run", "--key", "nf", "--", "/nonexistent/command")
+	if code != exitNotFound {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitNotFound, stderr)
+	}
+	if n := keyCopies(t, cluster, "nf"); n != 0 {
+		t.Errorf("lock taken on %d masters for a command that cannot run", n)
+	}
+}
+
+// TestRunConfigFile: the deployment can come from agent.json (the module's agent_config
+// output), with a flag overriding it.
+func TestRunConfigFile(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	conf := filepath.Join(t.TempDir(), "agent.json")
+	json := fmt.Sprintf(`{"endpoints":["%s"],"username":%q,"password":"wrong","max_lock_ttl":"20s","quorum":2}`,
+		strings.Join(cluster.Addrs(), `","`), redistest.LockUser)
+	if err := os.WriteFile(conf, []byte(json), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("config password is used", func(t *testing.T) {
+		code, _, stderr := runAgent(t, nil, "run", "-c", conf, "--key", "cfg", "--", "true")
+		if code != exitUnavailable {
+			t.Errorf("with the wrong password from agent.json: exit %d, want %d; stderr:\n%s", code, exitUnavailable, stderr)
+		}
+	})
+	t.Run("flag overrides config", func(t *testing.T) {
+		code, _, stderr := runAgent(t, nil, "run", "-c", conf, "--password", redistest.LockPassword, "--key", "cfg", "--", "true")
+		if code != 0 {
+			t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr)
+		}
+	})
+	t.Run("max_lock_ttl from config refuses a longer ttl", func(t *testing.T) {
+		code, _, stderr := runAgent(t, nil, "run", "-c", conf, "--password", redistest.LockPassword, "--key", "cfg", "--ttl", "25s", "--", "true")
+		if code != exitUsage || !strings.Contains(stderr, "--ttl 25s") {
+			t.Errorf("exit %d, want %d naming --ttl; stderr:\n%s", code, exitUsage, stderr)
+		}
+	})
+}
+
+// TestRunUsageErrors: bad input is refused with 64 before anything is contacted, and the
+// message names the flag or field to fix.
+func TestRunUsageErrors(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "LOCKAGENT_") {
+			t.Setenv(name, "")
+		}
+	}
+	good := []string{"--endpoints", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--password", "p"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing key", args(good, sh("true")), "--key"},
+		{"missing command", append(good, "--key", "k"), "no command"},
+		{"unknown flag", args(append(good, "--key", "k", "--frobnicate"), sh("true")), "frobnicate"},
+		{"zero ttl", args(append(good, "--key", "k", "--ttl", "0s"), sh("true")), "--ttl"},
+		{"negative wait", args(append(good, "--key", "k", "--wait", "-1s"), sh("true")), "--wait"},
+		{"zero kill grace", args(append(good, "--key", "k", "--kill-grace", "0s"), sh("true")), "--kill-grace"},
+		{"negative renewals", args(append(good, "--key", "k", "--max-renewals", "-1"), sh("true")), "--max-renewals"},
+		{"bad log level", args(append(good, "--key", "k", "--log-level", "loud"), sh("true")), "--log-level"},
+		{"ttl above max lock ttl", args(append(good, "--key", "k", "--ttl", "40s", "--max-lock-ttl", "30s"), sh("true")), "--ttl 40s"},
+		{"no endpoints", args([]string{"--password", "p", "--key", "k"}, sh("true")), "endpoints"},
+		{"even endpoint count", args([]string{"--endpoints", "127.0.0.1:1,127.0.0.1:2", "--password", "p", "--key", "k"}, sh("true")), "odd number"},
+		{"endpoint without port", args([]string{"--endpoints", "a:1,b:2,c", "--password", "p", "--key", "k"}, sh("true")), "host:port"},
+		{"no password", args([]string{"--endpoints", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--key", "k"}, sh("true")), "LOCKAGENT_PASSWORD"},
+		{"missing config file", args([]string{"-c", "/nonexistent/agent.json", "--key", "k"}, sh("true")), "agent.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runMain(context.Background(), tt.args, &stdout, &stderr)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitUsage, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr does not name %q:\n%s", tt.want, stderr.String())
+			}
+		})
+	}
+}

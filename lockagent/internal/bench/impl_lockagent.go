@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// lockagentLocker is this project's library with its default options: Acquire waits
+// with its own retry policy (release notifications, jitter).
+type lockagentLocker struct {
+	clients []*redis.Client
+	c       *redlock.Client
+}
+
+func newLockagent(clients []*redis.Client) (*lockagentLocker, error) {
+	masters := make([]redis.UniversalClient, len(clients))
+	for i, c := range clients {
+		masters[i] = c
+	}
+	c, err := redlock.New(masters, redlock.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &lockagentLocker{clients: clients, c: c}, nil
+}
+
+func (l *lockagentLocker) lock(ctx context.Context, key string, ttl time.Duration) (unlockFunc, error) {
+	lk, err := l.c.Acquire(ctx, key, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return lk.Release, nil
+}
+
+func (l *lockagentLocker) retries() bool { return true }
+
+func (l *lockagentLocker) close() error {
+	err := l.c.Close()
+	if cerr := closeAll(l.clients); err == nil {
+		err = cerr
+	}
+	return err
+}

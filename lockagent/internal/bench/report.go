@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Target is one goal the issue sets for the library, compared against redsync.
+type Target struct {
+	Name    string
+	Ratio   float64 // lockagent / redsync for the metric
+	Limit   float64
+	AtLeast bool // true: Ratio >= Limit passes; false: Ratio <= Limit passes
+	Known   bool // both sides were measured
+}
+
+// Met reports whether the target was reached.
+func (t Target) Met() bool {
+	if !t.Known {
+		return false
+	}
+	if t.AtLeast {
+		return t.Ratio >= t.Limit
+	}
+	return t.Ratio <= t.Limit
+}
+
+// Targets are the three goals of the issue: throughput at 64 goroutines >= 2x redsync,
+// sequential p50 <= 0.8x redsync, contention p99 wait <= 0.5x redsync's default.
+func (r *Report) Targets() []Target {
+	la, rs := r.Result(Lockagent), r.Result(Redsync)
+	ts := []Target{
+		{Name: fmt.Sprintf("throughput at %d goroutines >= 2x redsync", r.Config.Goroutines), Limit: 2, AtLeast: true},
+		{Name: "sequential p50 <= 0.8x redsync", Limit: 0.8},
+		{Name: "contention p99 wait <= 0.5x redsync (default retry settings)", Limit: 0.5},
+	}
+	if la == nil || rs == nil {
+		return ts
+	}
+	if la.Throughput != nil && rs.Throughput != nil && rs.Throughput.PerSecond > 0 {
+		ts[0].Ratio, ts[0].Known = la.Throughput.PerSecond/rs.Throughput.PerSecond, true
+	}
+	if la.Sequential != nil && rs.Sequential != nil && rs.Sequential.P50 > 0 {
+		ts[1].Ratio, ts[1].Known = float64(la.Sequential.P50)/float64(rs.Sequential.P50), true
+	}
+	if la.Contention != nil && rs.Contention != nil && rs.Contention.P99Wait > 0 {
+		ts[2].Ratio, ts[2].Known = float64(la.Contention.P99Wait)/float64(rs.Contention.P99Wait), true
+	}
+	return ts
+}
+
+// metric is one row of the table: how to read it from a result and how to show it.
+type metric struct {
+	name  string
+	value func(*Result) (float64, bool)
+	show  func(float64) string
+}
+
+func (r *Report) metrics() []metric {
+	seq := func(f func(*Sequential) float64) func(*Result) (float64, bool) {
+		return func(res *Result) (float64, bool) {
+			if res.Sequential == nil {
+				return 0, false
+			}
+			return f(res.Sequential), true
+		}
+	}
+	tp := func(f func(*Throughput) float64) func(*Result) (float64, bool) {
+		return func(res *Result) (float64, bool) {
+			if res.Throughput == nil {
+				return 0, false
+			}
+			return f(res.Throughput), true
+		}
+	}
+	ct := func(f func(*Contention) float64) func(*Result) (float64, bool) {
+		return func(res *Result) (float64, bool) {
+			if res.Contention == nil {
+				return 0, false
+			}
+			return f(res.Contention), true
+		}
+	}
+	dur := func(v float64) string { return fmtDuration(time.Duration(v)) }
+	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
+	c := r.Config
+	return []metric{
+		{"sequential acquire+release p50", seq(func(s *Sequential) float64 { return float64(s.P50) }), dur},
+		{"sequential acquire+release p99", seq(func(s *Sequential) float64 { return float64(s.P99) }), dur},
+		{"allocs per acquire+release", seq(func(s *Sequential) float64 { return s.AllocsPerOp }), num},
+		{"bytes per acquire+release", seq(func(s *Sequential) float64 { return s.BytesPerOp }), num},
+		{fmt.Sprintf("throughput, %d goroutines (pairs/s)", c.Goroutines), tp(func(t *Throughput) float64 { return t.PerSecond }), num},
+		{fmt.Sprintf("contention, %d on one key (acq/s)", c.Contenders), ct(func(x *Contention) float64 { return x.PerSecond }), num},
+		{"contention wait p50", ct(func(x *Contention) float64 { return float64(x.P50Wait) }), dur},
+		{"contention wait p99", ct(func(x *Contention) float64 { return float64(x.P99Wait) }), dur},
+		{"contention wait max", ct(func(x *Contention) float64 { return float64(x.MaxWait) }), dur},
+		{"contention fairness (Jain, 1=even)", ct(func(x *Contention) float64 { return x.Jain }), func(v float64) string { return fmt.Sprintf("%.3f", v) }},
+		{"contention min/max acq per goroutine", ct(func(x *Contention) float64 {
+			if x.MaxPer == 0 {
+				return 0
+			}
+			return float64(x.MinPer) / float64(x.MaxPer)
+		}), func(v float64) string { return fmt.Sprintf("%.2f", v) }},
+		{"contention gave up (retry limit)", ct(func(x *Contention) float64 { return float64(x.Failed) }), num},
+	}
+}
+
+// WriteTable prints one row per metric, one column per implementation, then the ratios
+// of the library against redsync and against the floor, the targets, and any errors.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := []string{"metric"}
+	for _, res := range r.Results {
+		header = append(header, res.Name)
+	}
+	la := r.Result(Lockagent)
+	ratioCols := []string{}
+	for _, other := range []string{Redsync, Floor} {
+		if la != nil && r.Result(other) != nil {
+			ratioCols = append(ratioCols, other)
+			header = append(header, Lockagent+"/"+other)
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, m := range r.metrics() {
+		row := []string{m.name}
+		for _, res := range r.Results {
+			if v, ok := m.value(res); ok {
+				row = append(row, m.show(v))
+			} else {
+				row = append(row, "n/a")
+			}
+		}
+		for _, other := range ratioCols {
+			row = append(row, ratio(m, la, r.Result(other)))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	c := r.Config
+	fmt.Fprintf(w, "\nsequential: %d iterations; concurrent scenarios: %v each; TTL %v; hold %v under contention.\n",
+		c.Iterations, c.Duration, c.TTL, c.Hold)
+	fmt.Fprintln(w, "redsync: v4 with its DEFAULT options (32 tries, 50-250ms random retry delay); a mutex per acquisition.")
+	fmt.Fprintln(w, "floor: bare go-redis fan-out (SET NX PX on every master + EVALSHA compare-and-delete), one attempt, so no contention row.")
+	fmt.Fprintln(w, "allocs/bytes: runtime.MemStats deltas over the sequential loop, whole process (background goroutines included).")
+	if ts := r.Targets(); len(ts) > 0 {
+		fmt.Fprintln(w, "\ntargets (lockagent vs redsync):")
+		for _, t := range ts {
+			status := "not measured"
+			if t.Known {
+				status = "MISSED"
+				if t.Met() {
+					status = "met"
+				}
+				status = fmt.Sprintf("%.2fx  %s", t.Ratio, status)
+			}
+			fmt.Fprintf(w, "  %-62s %s\n", t.Name, status)
+		}
+	}
+	for _, res := range r.Results {
+		for _, e := range errorLines(res) {
+			fmt.Fprintf(w, "%s: %s\n", res.Name, e)
+		}
+	}
+	return nil
+}
+
+func ratio(m metric, a, b *Result) string {
+	if a == nil || b == nil {
+		return "n/a"
+	}
+	va, oka := m.value(a)
+	vb, okb := m.value(b)
+	if !oka || !okb || vb == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", va/vb)
+}
+
+func errorLines(res *Result) []string {
+	var out []string
+	if s := res.Sequential; s != nil && s.Errors > 0 {
+		out = append(out, fmt.Sprintf("sequential: %d errors, e.g. %s", s.Errors, strings.Join(s.ErrorExamples, " | ")))
+	}
+	if t := res.Throughput; t != nil && t.Errors > 0 {
+		out = append(out, fmt.Sprintf("throughput: %d errors, e.g. %s", t.Errors, strings.Join(t.ErrorExamples, " | ")))
+	}
+	if c := res.Contention; c != nil && len(c.ErrorExamples) > 0 {
+		out = append(out, fmt.Sprintf("contention: %d gave up, e.g. %s", c.Failed, strings.Join(c.ErrorExamples, " | ")))
+	}
+	return out
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
