@@ -36,8 +36,8 @@ demo: deps build ## the main job: five masters from examples/local-five, validat
 down: ## destroy what `make demo` created
 	@scripts/down.sh
 
-docs: ## regenerate docs/ from the provider schema
-	go run github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs generate --provider-dir provider --rendered-provider-name redlock --provider-name redlock -rendered-website-dir ../docs
+docs: ## regenerate docs/ from the provider schema (tfplugindocs, offline)
+	@scripts/docs.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

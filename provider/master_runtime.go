@@ -483,6 +483,20 @@ func applyRuntime(ctx context.Context, state, plan *masterModel) error {
 func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	dir := m.ID.ValueString() // the data dir; m.DataDir is "" when Read found the dir removed
 	addr := m.Address.ValueString()
+	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
+	// How long the locks this master granted may still be held elsewhere: measured just
+	// before the shutdown, so the wait below is as short as safety allows. A master that
+	// cannot be asked (crashed, holding, paused) gets the whole restart_delay.
+	lockWait := delay
+	if !m.KeepDataOnDestroy.ValueBool() {
+		if ttl, err := longestLiveTTL(ctx, addr, m.AdminPassword.ValueString()); err == nil {
+			margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
+			lockWait = min(delay, ttl+margin)
+			if ttl == 0 {
+				lockWait = 0
+			}
+		}
+	}
 	if exists(dir) {
 		if err := supervisor.Stop(ctx, dir); err != nil {
 			killed := killLeftovers(dir)
@@ -507,15 +521,60 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 	}
 	// The master forgot every lock it granted. Wait until they have all expired, so that a
 	// master started at the same address right after (a replacement) cannot grant them again.
-	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
 	select {
-	case <-time.After(time.Until(stopped.Add(delay))):
+	case <-time.After(time.Until(stopped.Add(lockWait))):
 	case <-ctx.Done():
-		diags.AddWarning("Did not wait out restart_delay",
-			fmt.Sprintf("The delete timeout ended before restart_delay (%s) had passed since redlock_master %q stopped: "+
-				"do not start a master at %s before %s.", delay, m.Name.ValueString(), addr, stopped.Add(delay).Format(time.RFC3339)))
+		diags.AddWarning("Did not wait for the master's locks to expire",
+			fmt.Sprintf("The delete timeout ended before the locks redlock_master %q held had expired (%s after it stopped): "+
+				"do not start a master at %s before %s.", m.Name.ValueString(), lockWait, addr, stopped.Add(lockWait).Format(time.RFC3339)))
 	}
 	return diags
+}
+
+// longestLiveTTL returns the largest remaining TTL among the keys a master holds (0 when
+// none has one). Keys without a TTL, such as fence registers, are not locks and need no
+// wait. Any error means "unknown", and the caller waits the whole restart_delay.
+func longestLiveTTL(ctx context.Context, addr, password string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := adminClient(addr, password)
+	defer c.Close()
+	var longest time.Duration
+	iter := c.Scan(ctx, 0, "*", 1000).Iterator()
+	var batch []string
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.PTTL(ctx, k)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, cmd := range cmds {
+			longest = max(longest, cmd.(*redis.DurationCmd).Val())
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == 1000 {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return 0, err
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	return longest, nil
 }
 
 // stopWithoutDir stops a master whose data dir was removed under it, by the pids in state:

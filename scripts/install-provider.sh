@@ -8,7 +8,7 @@ version="${PROVIDER_VERSION:-0.1.0}"
 mirror="$PWD/build/mirror"
 dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/linux_amd64"
 mkdir -p "$dir"
-go build -o "$dir/terraform-provider-redlock_v$version" ./provider/cmd/terraform-provider-redlock
+go build -ldflags "-X main.version=$version" -o "$dir/terraform-provider-redlock_v$version" ./provider/cmd/terraform-provider-redlock
 cat > build/terraformrc <<CFG
 provider_installation {
   filesystem_mirror {
