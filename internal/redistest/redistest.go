@@ -35,6 +35,8 @@ type Options struct {
 	MaxMemory    string // redisconf default when empty
 	// AppendFsync overrides the safe "always" (only for tests that show why it matters).
 	AppendFsync string
+	// Clock, when set, skews every master's wall clock (see ClockSkew).
+	Clock *ClockSkew
 }
 
 // Credentials every harness master shares.
@@ -59,6 +61,7 @@ type Master struct {
 	DataDir    string
 	ConfigFile string
 	binary     string
+	clock      *ClockSkew
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -165,7 +168,7 @@ func startMaster(bin string, opts Options, dataDir string) (*Master, error) {
 			return nil, err
 		}
 		m := &Master{Host: opts.Host, Port: port, Addr: net.JoinHostPort(opts.Host, strconv.Itoa(port)),
-			DataDir: dataDir, ConfigFile: filepath.Join(dataDir, "redis.conf"), binary: bin}
+			DataDir: dataDir, ConfigFile: filepath.Join(dataDir, "redis.conf"), binary: bin, clock: opts.Clock}
 		conf, err := redisconf.Config{Bind: opts.Host, Port: port, DataDir: dataDir,
 			AdminPassword: AdminPassword, LockUser: LockUser, LockPassword: LockPassword,
 			MaxMemory: opts.MaxMemory, AppendFsync: opts.AppendFsync,
@@ -244,6 +247,14 @@ func (m *Master) Restart() error {
 	}
 	cmd := exec.Command(m.binary, m.ConfigFile)
 	cmd.Dir = m.DataDir
+	if m.clock != nil {
+		env, err := m.clock.env()
+		if err != nil {
+			m.mu.Unlock()
+			return err
+		}
+		cmd.Env = env
+	}
 	// Own process group: a Ctrl-C on the test does not reach it, Close stops it by pid.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

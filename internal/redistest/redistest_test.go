@@ -82,3 +82,29 @@ func TestHarnessMastersAreSafeAndFaultable(t *testing.T) {
 		}
 	})
 }
+
+func TestClockSkewedMasterKeepsWrongTime(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, redistest.Options{Masters: 1, Clock: &redistest.ClockSkew{Offset: time.Hour, Rate: 2}})
+	ctx := context.Background()
+	m := c.Masters[0]
+	first, err := m.Admin().Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ahead := time.Until(first); ahead < 59*time.Minute {
+		t.Fatalf("master clock is %v ahead, want about 1h", ahead)
+	}
+	// At twice the real rate a TTL runs out in half the real time: a lock set with PX 400
+	// on this master is gone while a correct clock would still hold it.
+	if err := m.Admin().Set(ctx, "k", "v", 400*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	realStart := time.Now()
+	for m.Admin().Exists(ctx, "k").Val() == 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if held := time.Since(realStart); held >= 400*time.Millisecond {
+		t.Fatalf("a 400ms key lived %v of real time on a master whose clock runs at 2x", held)
+	}
+}
