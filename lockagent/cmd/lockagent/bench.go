@@ -25,11 +25,14 @@ const benchUsage = `Usage: lockagent bench [--spawn N | -c agent.json | --endpoi
 
 Measures, in one run and on the same masters, side by side:
   lockagent  this project's library (lockagent/redlock), default options
+  lockagent-nofence
+             the same without fencing tokens (Options.NoFencing): one round per
+             acquisition instead of two, as in clients that have no fencing
   redsync    github.com/go-redsync/redsync/v4 with its go-redis v9 pool, using its
              DEFAULT retry settings (32 tries, 50-250ms random delay)
   floor      a bare go-redis fan-out: SET NX PX to every master at once, then EVALSHA
              compare-and-delete; one attempt, no retries (what any implementation pays)
-Scenarios, each implementation in turn:
+Scenarios:
   sequential   one goroutine, --iterations acquire+release pairs: p50/p99 latency, and
                allocations and bytes per pair (runtime.MemStats deltas)
   throughput   --goroutines goroutines on distinct keys for --duration: pairs/s
@@ -47,14 +50,19 @@ Masters:
 
 ` + deploymentHelp + `
 Benchmark:
-  --implementations L  comma-separated subset of lockagent,redsync,floor (default all)
+  --implementations L  comma-separated subset of lockagent,lockagent-nofence,redsync,floor
+                       (default all)
   --iterations N       sequential pairs per implementation (default 1000)
   --duration D         length of each concurrent scenario per implementation (default 5s)
+  --rounds N           split sequential and throughput into N blocks per implementation,
+                       interleaved, so that background load hits all alike (default 5)
   --goroutines N       throughput goroutines (default 64)
   --contenders N       contention goroutines (default 16)
   --hold D             how long a contender holds the lock (default 1ms)
   --ttl D              TTL of every lock, the same for all (default 10s)
   --cpuprofile FILE    write a CPU profile of the whole run (go tool pprof FILE)
+  --memprofile FILE    write an allocation profile at the end
+                       (go tool pprof -sample_index=alloc_space FILE)
 
 Exit codes:
   0   the table was printed (targets missed are reported, not failed)
@@ -69,6 +77,7 @@ type benchOptions struct {
 	spawn      int
 	impls      string
 	cpuprofile string
+	memprofile string
 	cfg        bench.Config
 }
 
@@ -82,11 +91,13 @@ func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
 	fs.StringVar(&o.impls, "implementations", "", "subset to run")
 	fs.IntVar(&o.cfg.Iterations, "iterations", 1000, "sequential pairs")
 	fs.DurationVar(&o.cfg.Duration, "duration", 5*time.Second, "concurrent scenario length")
+	fs.IntVar(&o.cfg.Rounds, "rounds", 5, "interleaved rounds")
 	fs.IntVar(&o.cfg.Goroutines, "goroutines", 64, "throughput goroutines")
 	fs.IntVar(&o.cfg.Contenders, "contenders", 16, "contention goroutines")
 	fs.DurationVar(&o.cfg.Hold, "hold", time.Millisecond, "hold time under contention")
 	fs.DurationVar(&o.cfg.TTL, "ttl", 10*time.Second, "lock TTL")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "CPU profile file")
+	fs.StringVar(&o.memprofile, "memprofile", "", "allocation profile file")
 	return fs, dep, o
 }
 
@@ -171,6 +182,12 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
 		return 1
 	}
+	if o.memprofile != "" {
+		if err := writeAllocProfile(o.memprofile); err != nil {
+			fmt.Fprintf(stderr, "lockagent bench: --memprofile: %v\n", err)
+			return 1
+		}
+	}
 	return exitOK
 }
 
@@ -182,6 +199,8 @@ func checkBenchConfig(spawn int, cfg bench.Config) error {
 		return fmt.Errorf("--iterations %d: must be positive", cfg.Iterations)
 	case cfg.Duration <= 0:
 		return fmt.Errorf("--duration %v: must be positive, such as 5s", cfg.Duration)
+	case cfg.Rounds <= 0 || cfg.Rounds > cfg.Iterations:
+		return fmt.Errorf("--rounds %d: must be between 1 and --iterations", cfg.Rounds)
 	case cfg.Goroutines <= 0:
 		return fmt.Errorf("--goroutines %d: must be positive", cfg.Goroutines)
 	case cfg.Contenders < 2:
@@ -201,6 +220,18 @@ func checkBenchConfig(spawn int, cfg bench.Config) error {
 		}
 	}
 	return nil
+}
+
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func implsOrAll(l []string) []string {

@@ -19,17 +19,22 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 // Implementation names, in table order.
 const (
 	Lockagent = "lockagent"
-	Redsync   = "redsync"
-	Floor     = "floor"
+	// LockagentNoFence is the library without its fencing round (Options.NoFencing): what
+	// a Redlock client without fencing tokens, such as redsync, does per acquisition.
+	LockagentNoFence = "lockagent-nofence"
+	Redsync          = "redsync"
+	Floor            = "floor"
 )
 
 // AllImplementations is every implementation, in table order.
-var AllImplementations = []string{Lockagent, Redsync, Floor}
+var AllImplementations = []string{Lockagent, LockagentNoFence, Redsync, Floor}
 
 // Config describes one benchmark run. Zero values get the defaults noted.
 type Config struct {
@@ -42,6 +47,8 @@ type Config struct {
 	Iterations int
 	// Duration of each concurrent scenario, per implementation (5s).
 	Duration time.Duration
+	// Rounds splits the sequential and throughput scenarios into interleaved blocks (5).
+	Rounds int
 	// Goroutines on distinct keys in the throughput scenario (64).
 	Goroutines int
 	// Contenders for one key in the contention scenario (16), each holding it for Hold (1ms).
@@ -64,6 +71,9 @@ func (c *Config) defaults() {
 	}
 	if c.Duration <= 0 {
 		c.Duration = 5 * time.Second
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 5
 	}
 	if c.Goroutines <= 0 {
 		c.Goroutines = 64
@@ -111,8 +121,8 @@ type Contention struct {
 	P50Wait      time.Duration // from the first attempt to the acquisition
 	P99Wait      time.Duration
 	MaxWait      time.Duration
-	// Failed counts lock calls that gave up (retry limit) before the window ended; calls
-	// cut short by the end of the window are not counted anywhere (censored).
+	// Failed counts lock calls that gave up (retry limit). Every call started inside the
+	// window runs to its end, so no wait is censored.
 	Failed int
 	// Jain is Jain's fairness index over acquisitions per goroutine (1 = perfectly even,
 	// 1/n = one goroutine got everything); MinPer/MaxPer are the extremes.
@@ -146,30 +156,112 @@ func (r *Report) Result(name string) *Result {
 	return nil
 }
 
-// Run measures every configured implementation, one after another, on the same masters.
-// It stops early (returning what it has and ctx's error) when ctx ends.
+// Run measures every configured implementation on the same masters. The sequential and
+// throughput scenarios run in Rounds interleaved blocks (implementation order rotating
+// each round), so that load from elsewhere on the machine is shared fairly instead of
+// landing on whichever implementation happened to run at the time. Contention runs one
+// window per implementation (each boundary adds a tail of waits that must finish). In
+// every window, an operation started before the end runs to completion and is counted
+// (with its time). Run stops early (returning ctx's error) when ctx ends.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	if cfg.NewClients == nil {
 		return nil, errors.New("bench: Config.NewClients is required")
 	}
-	rep := &Report{Config: cfg}
-	for _, name := range cfg.Implementations {
-		res, err := runOne(ctx, cfg, name)
-		if res != nil {
-			rep.Results = append(rep.Results, res)
+	subjects := make([]*subject, 0, len(cfg.Implementations))
+	defer func() {
+		for _, s := range subjects {
+			_ = s.l.close()
 		}
+	}()
+	for _, name := range cfg.Implementations {
+		clients := cfg.NewClients()
+		l, err := newLocker(ctx, name, clients)
+		if err != nil {
+			_ = closeAll(clients)
+			return nil, err
+		}
+		subjects = append(subjects, &subject{name: name, l: l, prefix: fmt.Sprintf("%s%s:", cfg.KeyPrefix, name),
+			res: &Result{Name: name}})
+	}
+	rep := &Report{Config: cfg}
+	for _, s := range subjects {
+		rep.Results = append(rep.Results, s.res)
+	}
+
+	cfg.Log.Info("bench: sequential", "iterations", cfg.Iterations, "rounds", cfg.Rounds)
+	seq := make([]*seqAcc, len(subjects))
+	for i, s := range subjects {
+		seq[i] = &seqAcc{}
+		warmSequential(ctx, cfg, s)
+	}
+	for round := range cfg.Rounds {
+		n := cfg.Iterations / cfg.Rounds
+		if round < cfg.Iterations%cfg.Rounds {
+			n++
+		}
+		for j := range subjects {
+			i := (j + round) % len(subjects)
+			seq[i].block(ctx, cfg, subjects[i], n)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	for i, s := range subjects {
+		s.res.Sequential = seq[i].result()
+	}
+
+	cfg.Log.Info("bench: throughput", "goroutines", cfg.Goroutines, "duration", cfg.Duration, "rounds", cfg.Rounds)
+	tp := make([]*Throughput, len(subjects))
+	errs := make([]*errorSamples, len(subjects))
+	for i, s := range subjects {
+		tp[i], errs[i] = &Throughput{Goroutines: cfg.Goroutines}, &errorSamples{}
+		warmThroughput(ctx, cfg, s)
+	}
+	for round := range cfg.Rounds {
+		for j := range subjects {
+			i := (j + round) % len(subjects)
+			throughputBlock(ctx, cfg, subjects[i], cfg.Duration/time.Duration(cfg.Rounds), tp[i], errs[i])
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	for i, s := range subjects {
+		tp[i].Errors, tp[i].ErrorExamples = errs[i].n, errs[i].examples
+		tp[i].PerSecond = float64(tp[i].Ops) / tp[i].Elapsed.Seconds()
+		s.res.Throughput = tp[i]
+	}
+
+	for _, s := range subjects {
+		if !s.l.retries() {
+			continue
+		}
+		cfg.Log.Info("bench: contention", "impl", s.name, "contenders", cfg.Contenders, "duration", cfg.Duration)
+		c, err := runContention(ctx, cfg, s.l, s.prefix+"contended")
 		if err != nil {
 			return rep, err
 		}
+		s.res.Contention = c
 	}
 	return rep, nil
+}
+
+// subject is one implementation under measurement.
+type subject struct {
+	name   string
+	l      locker
+	prefix string
+	res    *Result
 }
 
 func newLocker(ctx context.Context, name string, clients []*redis.Client) (locker, error) {
 	switch name {
 	case Lockagent:
-		return newLockagent(clients)
+		return newLockagent(clients, redlock.Options{})
+	case LockagentNoFence:
+		return newLockagent(clients, redlock.Options{NoFencing: true})
 	case Redsync:
 		return newRedsync(clients), nil
 	case Floor:
@@ -178,125 +270,96 @@ func newLocker(ctx context.Context, name string, clients []*redis.Client) (locke
 	return nil, fmt.Errorf("bench: unknown implementation %q; want one of %v", name, AllImplementations)
 }
 
-func runOne(ctx context.Context, cfg Config, name string) (*Result, error) {
-	clients := cfg.NewClients()
-	l, err := newLocker(ctx, name, clients)
-	if err != nil {
-		_ = closeAll(clients)
-		return nil, err
-	}
-	defer l.close()
-	prefix := fmt.Sprintf("%s%s:", cfg.KeyPrefix, name)
-	res := &Result{Name: name}
-
-	cfg.Log.Info("bench: sequential", "impl", name, "iterations", cfg.Iterations)
-	if res.Sequential, err = runSequential(ctx, cfg, l, prefix+"seq"); err != nil {
-		return res, err
-	}
-	cfg.Log.Info("bench: throughput", "impl", name, "goroutines", cfg.Goroutines, "duration", cfg.Duration)
-	if res.Throughput, err = runThroughput(ctx, cfg, l, prefix+"tp:"); err != nil {
-		return res, err
-	}
-	if l.retries() {
-		cfg.Log.Info("bench: contention", "impl", name, "contenders", cfg.Contenders, "duration", cfg.Duration)
-		if res.Contention, err = runContention(ctx, cfg, l, prefix+"contended"); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
-}
-
 // releaseCtx bounds a release so that the end of a measuring window never leaves a lock
 // behind for the next scenario.
 func releaseCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 5*time.Second)
 }
 
-func runSequential(ctx context.Context, cfg Config, l locker, key string) (*Sequential, error) {
-	// Warm up: connections dialled, scripts loaded, pools grown.
-	for range 50 {
-		if unlock, err := l.lock(ctx, key, cfg.TTL); err == nil {
-			rctx, cancel := releaseCtx()
-			_ = unlock(rctx)
-			cancel()
-		}
+// lockUnlock is one acquire+release pair.
+func lockUnlock(ctx context.Context, l locker, key string, ttl time.Duration) error {
+	unlock, err := l.lock(ctx, key, ttl)
+	if err != nil {
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s := &Sequential{}
-	lat := make([]time.Duration, 0, cfg.Iterations)
-	var errs errorSamples
 	rctx, cancel := releaseCtx()
 	defer cancel()
+	return unlock(rctx)
+}
+
+// warmSequential dials connections and loads scripts before anything is timed.
+func warmSequential(ctx context.Context, cfg Config, s *subject) {
+	for range 50 {
+		_ = lockUnlock(ctx, s.l, s.prefix+"seq", cfg.TTL)
+	}
+}
+
+// seqAcc accumulates the sequential blocks of one implementation.
+type seqAcc struct {
+	lat            []time.Duration
+	mallocs, bytes uint64
+	errs           errorSamples
+}
+
+// block runs n timed pairs, one after another, and adds their allocations.
+func (a *seqAcc) block(ctx context.Context, cfg Config, s *subject, n int) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for range cfg.Iterations {
+	for range n {
 		if ctx.Err() != nil {
 			break
 		}
 		start := time.Now()
-		unlock, err := l.lock(ctx, key, cfg.TTL)
-		if err == nil {
-			err = unlock(rctx)
-		}
+		err := lockUnlock(ctx, s.l, s.prefix+"seq", cfg.TTL)
 		elapsed := time.Since(start)
 		if err != nil {
-			errs.add(err)
+			a.errs.add(err)
 			continue
 		}
-		lat = append(lat, elapsed)
+		a.lat = append(a.lat, elapsed)
 	}
 	runtime.ReadMemStats(&after)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.Ops = len(lat) + errs.n
-	s.Errors = errs.n
-	s.ErrorExamples = errs.examples
-	if s.Ops > 0 {
-		s.AllocsPerOp = float64(after.Mallocs-before.Mallocs) / float64(s.Ops)
-		s.BytesPerOp = float64(after.TotalAlloc-before.TotalAlloc) / float64(s.Ops)
-	}
-	s.P50, s.P99 = percentile(lat, 0.50), percentile(lat, 0.99)
-	return s, nil
+	a.mallocs += after.Mallocs - before.Mallocs
+	a.bytes += after.TotalAlloc - before.TotalAlloc
 }
 
-func runThroughput(ctx context.Context, cfg Config, l locker, keyPrefix string) (*Throughput, error) {
-	// Warm up every goroutine's key once so that pools are grown before timing starts.
+func (a *seqAcc) result() *Sequential {
+	s := &Sequential{Ops: len(a.lat) + a.errs.n, Errors: a.errs.n, ErrorExamples: a.errs.examples}
+	if s.Ops > 0 {
+		s.AllocsPerOp = float64(a.mallocs) / float64(s.Ops)
+		s.BytesPerOp = float64(a.bytes) / float64(s.Ops)
+	}
+	s.P50, s.P99 = percentile(a.lat, 0.50), percentile(a.lat, 0.99)
+	return s
+}
+
+// warmThroughput takes every goroutine's key once so that pools are grown before timing.
+func warmThroughput(ctx context.Context, cfg Config, s *subject) {
 	var wg sync.WaitGroup
 	for g := range cfg.Goroutines {
-		wg.Go(func() {
-			if unlock, err := l.lock(ctx, fmt.Sprintf("%s%d", keyPrefix, g), cfg.TTL); err == nil {
-				rctx, cancel := releaseCtx()
-				_ = unlock(rctx)
-				cancel()
-			}
-		})
+		wg.Go(func() { _ = lockUnlock(ctx, s.l, fmt.Sprintf("%stp:%d", s.prefix, g), cfg.TTL) })
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+}
 
-	window, cancel := context.WithTimeout(ctx, cfg.Duration)
+// throughputBlock runs Goroutines goroutines, each on its own key, for d and adds the
+// completed pairs and the elapsed time to t.
+func throughputBlock(ctx context.Context, cfg Config, s *subject, d time.Duration, t *Throughput, errs *errorSamples) {
+	window, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var ops atomic.Int64
-	var errs errorSamples
+	var wg sync.WaitGroup
 	start := time.Now()
 	for g := range cfg.Goroutines {
-		key := fmt.Sprintf("%s%d", keyPrefix, g)
+		key := fmt.Sprintf("%stp:%d", s.prefix, g)
 		wg.Go(func() {
+			// A pair started inside the window runs to completion under ctx, not the
+			// window: cutting it short would leave keys behind (redsync releases a
+			// cancelled attempt with the cancelled context) and skew the count.
 			for window.Err() == nil {
-				unlock, err := l.lock(window, key, cfg.TTL)
-				if err == nil {
-					rctx, cancel := releaseCtx()
-					err = unlock(rctx)
-					cancel()
-				}
-				if err != nil {
-					if window.Err() == nil {
+				if err := lockUnlock(ctx, s.l, key, cfg.TTL); err != nil {
+					if ctx.Err() == nil {
 						errs.add(err)
 					}
 					continue
@@ -306,14 +369,8 @@ func runThroughput(ctx context.Context, cfg Config, l locker, keyPrefix string) 
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	t := &Throughput{Goroutines: cfg.Goroutines, Ops: int(ops.Load()), Errors: errs.n,
-		ErrorExamples: errs.examples, Elapsed: elapsed}
-	t.PerSecond = float64(t.Ops) / elapsed.Seconds()
-	return t, nil
+	t.Elapsed += time.Since(start)
+	t.Ops += int(ops.Load())
 }
 
 func runContention(ctx context.Context, cfg Config, l locker, key string) (*Contention, error) {
@@ -327,12 +384,14 @@ func runContention(ctx context.Context, cfg Config, l locker, key string) (*Cont
 	start := time.Now()
 	for g := range cfg.Contenders {
 		wg.Go(func() {
+			// Attempts started inside the window run to completion (ctx, not window), so
+			// that no long wait is censored by the end of the window.
 			for window.Err() == nil {
 				t0 := time.Now()
-				unlock, err := l.lock(window, key, cfg.TTL)
+				unlock, err := l.lock(ctx, key, cfg.TTL)
 				wait := time.Since(t0)
 				if err != nil {
-					if window.Err() == nil {
+					if ctx.Err() == nil {
 						failed[g]++
 						errs.add(err)
 					}

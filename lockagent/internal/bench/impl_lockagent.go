@@ -9,19 +9,20 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-// lockagentLocker is this project's library with its default options: Acquire waits
-// with its own retry policy (release notifications, jitter).
+// lockagentLocker is this project's library: Acquire waits with its own retry policy
+// (release notifications, jitter). Default options, or without the fencing round
+// (LockagentNoFence) to show what fencing tokens cost.
 type lockagentLocker struct {
 	clients []*redis.Client
 	c       *redlock.Client
 }
 
-func newLockagent(clients []*redis.Client) (*lockagentLocker, error) {
+func newLockagent(clients []*redis.Client, opts redlock.Options) (*lockagentLocker, error) {
 	masters := make([]redis.UniversalClient, len(clients))
 	for i, c := range clients {
 		masters[i] = c
 	}
-	c, err := redlock.New(masters, redlock.Options{})
+	c, err := redlock.New(masters, opts)
 	if err != nil {
 		return nil, err
 	}

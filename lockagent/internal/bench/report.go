@@ -116,12 +116,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, res := range r.Results {
 		header = append(header, res.Name)
 	}
-	la := r.Result(Lockagent)
-	ratioCols := []string{}
-	for _, other := range []string{Redsync, Floor} {
-		if la != nil && r.Result(other) != nil {
-			ratioCols = append(ratioCols, other)
-			header = append(header, Lockagent+"/"+other)
+	// Ratio columns: each library variant vs redsync, then the library vs the floor.
+	type pair struct{ ours, other *Result }
+	var ratios []pair
+	for _, p := range [][2]string{{Lockagent, Redsync}, {LockagentNoFence, Redsync}, {Lockagent, Floor}} {
+		if ours, other := r.Result(p[0]), r.Result(p[1]); ours != nil && other != nil {
+			ratios = append(ratios, pair{ours, other})
+			header = append(header, p[0]+"/"+p[1])
 		}
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
@@ -134,8 +135,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 				row = append(row, "n/a")
 			}
 		}
-		for _, other := range ratioCols {
-			row = append(row, ratio(m, la, r.Result(other)))
+		for _, p := range ratios {
+			row = append(row, ratio(m, p.ours, p.other))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
@@ -143,13 +144,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	c := r.Config
-	fmt.Fprintf(w, "\nsequential: %d iterations; concurrent scenarios: %v each; TTL %v; hold %v under contention.\n",
-		c.Iterations, c.Duration, c.TTL, c.Hold)
+	fmt.Fprintf(w, "\nsequential: %d pairs and throughput: %v per implementation, each in %d interleaved rounds; contention: one %v window each; TTL %v; hold %v.\n",
+		c.Iterations, c.Duration, c.Rounds, c.Duration, c.TTL, c.Hold)
+	fmt.Fprintln(w, "lockagent: default options (fencing tokens on: a second round per acquisition); lockagent-nofence: Options.NoFencing.")
 	fmt.Fprintln(w, "redsync: v4 with its DEFAULT options (32 tries, 50-250ms random retry delay); a mutex per acquisition.")
 	fmt.Fprintln(w, "floor: bare go-redis fan-out (SET NX PX on every master + EVALSHA compare-and-delete), one attempt, so no contention row.")
 	fmt.Fprintln(w, "allocs/bytes: runtime.MemStats deltas over the sequential loop, whole process (background goroutines included).")
 	if ts := r.Targets(); len(ts) > 0 {
-		fmt.Fprintln(w, "\ntargets (lockagent vs redsync):")
+		fmt.Fprintln(w, "\ntargets (lockagent with default options vs redsync):")
 		for _, t := range ts {
 			status := "not measured"
 			if t.Known {
