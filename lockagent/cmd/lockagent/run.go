@@ -79,8 +79,10 @@ Exit codes:
   128+S    the command was killed by signal S (as in shells), e.g. 143 for SIGTERM
   64       usage or configuration error: nothing was done
   69       masters unavailable: fewer than a majority answered (nothing was started)
-  70       the lock was lost while the command ran: the command was stopped (or had just
-           ended as the validity ran out, so it may have run without the lock at the end)
+  70       the lock was lost while the command ran (another holder has it, renewal failed
+           until the validity ran out, or --max-renewals was reached): the command was
+           stopped; or it had just ended as the validity ran out, so it may have run
+           without the lock at the end
   75       lock not acquired: someone else holds it (after waiting --wait); try later
   126      the command cannot be executed; 127 the command was not found (no lock taken)
   130/143  interrupted by SIGINT/SIGTERM while waiting for the lock
@@ -142,13 +144,17 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "run", err)
 	}
+	maxTTL, maxFrom := cfg.MaxLockTTL.Duration, "the deployment's max_lock_ttl (agent.json, LOCKAGENT_MAX_LOCK_TTL or --max-lock-ttl)"
+	if maxTTL == 0 {
+		maxTTL, maxFrom = redlock.DefaultMaxTTL, "the default max lock TTL (no max_lock_ttl configured: set it with --max-lock-ttl or LOCKAGENT_MAX_LOCK_TTL)"
+	}
 	ttlGiven := false
 	flags.Visit(func(f *flag.Flag) { ttlGiven = ttlGiven || f.Name == "ttl" })
-	if max := cfg.MaxLockTTL.Duration; max > 0 && o.ttl > max && !ttlGiven {
-		o.ttl = max // the default TTL adapts to a deployment with a shorter max
+	if !ttlGiven && o.ttl > maxTTL {
+		o.ttl = maxTTL // the default TTL adapts to a deployment with a shorter max
 	}
-	if max := cfg.MaxLockTTL.Duration; max > 0 && o.ttl > max {
-		return usageError(stderr, "run", fmt.Errorf("--ttl %v: longer than the deployment's max lock TTL %v (max_lock_ttl / --max-lock-ttl); use a shorter TTL: renewal keeps the lock while the command runs", o.ttl, max))
+	if o.ttl > maxTTL {
+		return usageError(stderr, "run", fmt.Errorf("--ttl %v: longer than %s, %v; use a shorter TTL: renewal keeps the lock while the command runs", o.ttl, maxFrom, maxTTL))
 	}
 	// Resolve the command before taking the lock: a typo must not cost a lock round.
 	path, err := exec.LookPath(o.command[0])
@@ -168,7 +174,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer closeAll(clients)
 	lc, err := redlock.New(masters, redlock.Options{
 		NodeTimeout:   o.nodeTimeout,
-		MaxTTL:        cfg.MaxLockTTL.Duration,
+		MaxTTL:        maxTTL,
 		MaxExtensions: o.maxRenewals,
 	})
 	if err != nil {
