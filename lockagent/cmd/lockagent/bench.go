@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,8 +43,9 @@ Numbers depend on the machine and its disk (appendfsync always fsyncs every writ
 Masters:
   --spawn N            start N masters (odd, >= 3) with the deployment's config (AOF
                        appendfsync always) in a temp dir, and stop them at the end, also
-                       on Ctrl-C. Otherwise the deployment below is used; keys are named
-                       lockagent-bench:<random>:... and expire by their TTL.
+                       on Ctrl-C. Otherwise the deployment below is used, with keys named
+                       lockagent-bench:<implementation>:... (a fixed set: the fence
+                       registers have no TTL); run one bench at a time per deployment.
 
 ` + deploymentHelp + `
 Benchmark:
@@ -154,7 +153,9 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	cfg.NewClients = func() []*redis.Client { return lockClients(deployment) }
-	cfg.KeyPrefix = "lockagent-bench:" + randomHex(6) + ":"
+	// A fixed set of names: the library's fence registers have no TTL, so a random
+	// prefix per run would leave new keys on a real deployment every time.
+	cfg.KeyPrefix = "lockagent-bench:"
 
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
@@ -239,10 +240,4 @@ func implsOrAll(l []string) []string {
 		return bench.AllImplementations
 	}
 	return l
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
