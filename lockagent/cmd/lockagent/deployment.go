@@ -93,6 +93,9 @@ func (d *deploymentFlags) load() (*agentconfig.Config, error) {
 			return nil, fmt.Errorf("endpoints: %q is not host:port (for IPv6 write [::1]:6379)", e)
 		}
 	}
+	if cfg.Quorum != 0 && cfg.Quorum != cfg.QuorumSize() {
+		return nil, fmt.Errorf("quorum: agent.json says %d but %d endpoints need a quorum of %d (N/2+1); fix the endpoints or drop the quorum field", cfg.Quorum, len(cfg.Endpoints), cfg.QuorumSize())
+	}
 	if cfg.Password == "" {
 		return nil, errors.New("password: none given; set LOCKAGENT_PASSWORD (preferred: flags show in ps), \"password\" in agent.json, or --password")
 	}

@@ -373,6 +373,16 @@ func TestRunConfigFile(t *testing.T) {
 			t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr)
 		}
 	})
+	t.Run("quorum that does not match the endpoints is refused", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "agent.json")
+		if err := os.WriteFile(bad, []byte(strings.Replace(json, `"quorum":2`, `"quorum":3`, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runAgent(t, nil, "run", "-c", bad, "--password", redistest.LockPassword, "--key", "cfg", "--", "true")
+		if code != exitUsage || !strings.Contains(stderr, "quorum") {
+			t.Errorf("exit %d, want %d naming quorum; stderr:\n%s", code, exitUsage, stderr)
+		}
+	})
 	t.Run("max_lock_ttl from config refuses a longer ttl", func(t *testing.T) {
 		code, _, stderr := runAgent(t, nil, "run", "-c", conf, "--password", redistest.LockPassword, "--key", "cfg", "--ttl", "25s", "--", "true")
 		if code != exitUsage || !strings.Contains(stderr, "--ttl 25s") {
