@@ -168,6 +168,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.NewClients == nil {
 		return nil, errors.New("bench: Config.NewClients is required")
 	}
+	if err := preflight(ctx, cfg); err != nil {
+		return nil, err
+	}
 	subjects := make([]*subject, 0, len(cfg.Implementations))
 	defer func() {
 		for _, s := range subjects {
@@ -193,7 +196,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	seq := make([]*seqAcc, len(subjects))
 	for i, s := range subjects {
 		seq[i] = &seqAcc{}
-		warmSequential(ctx, cfg, s)
+		if err := warmSequential(ctx, cfg, s); err != nil {
+			return rep, err
+		}
 	}
 	for round := range cfg.Rounds {
 		n := cfg.Iterations / cfg.Rounds
@@ -202,7 +207,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		for j := range subjects {
 			i := (j + round) % len(subjects)
-			seq[i].block(ctx, cfg, subjects[i], n)
+			if err := seq[i].block(ctx, cfg, subjects[i], n); err != nil {
+				return rep, err
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -248,6 +255,34 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// preflight checks, with bounded waits, that the lock user can set a key and run the
+// release script on every master. Without it a wrong password or a missing ACL command
+// would make the library's Acquire (which retries unavailable masters until its context
+// ends) or redsync's 32 tries spin through the whole run.
+func preflight(ctx context.Context, cfg Config) error {
+	clients := cfg.NewClients()
+	defer closeAll(clients)
+	key := cfg.KeyPrefix + "preflight"
+	for _, c := range clients {
+		err := func() error {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := c.Set(ctx, key, "preflight", cfg.TTL).Err(); err != nil {
+				return err
+			}
+			n, err := floorRelease.Run(ctx, c, []string{key}, "preflight").Int()
+			if err == nil && n != 1 {
+				err = fmt.Errorf("release script returned %d, want 1", n)
+			}
+			return err
+		}()
+		if err != nil {
+			return fmt.Errorf("bench: master %s: %w (the lock user must be able to SET and run the compare-and-delete script)", c.Options().Addr, err)
+		}
+	}
+	return nil
+}
+
 // subject is one implementation under measurement.
 type subject struct {
 	name   string
@@ -287,11 +322,29 @@ func lockUnlock(ctx context.Context, l locker, key string, ttl time.Duration) er
 	return unlock(rctx)
 }
 
+// maxConsecutiveErrors ends the run when an implementation keeps failing: a deployment the
+// lock user cannot work with (a missing ACL command, a wrong password) would otherwise
+// cost a lock TTL per pair.
+const maxConsecutiveErrors = 5
+
+func tooManyErrors(s *subject, phase string, err error) error {
+	return fmt.Errorf("bench: %s: %d pairs in a row failed in the %s scenario (is the deployment usable by the lock user?): %w",
+		s.name, maxConsecutiveErrors, phase, err)
+}
+
 // warmSequential dials connections and loads scripts before anything is timed.
-func warmSequential(ctx context.Context, cfg Config, s *subject) {
+func warmSequential(ctx context.Context, cfg Config, s *subject) error {
+	failed := 0
 	for range 50 {
-		_ = lockUnlock(ctx, s.l, s.prefix+"seq", cfg.TTL)
+		if err := lockUnlock(ctx, s.l, s.prefix+"seq", cfg.TTL); err != nil {
+			if failed++; failed >= maxConsecutiveErrors {
+				return tooManyErrors(s, "sequential warm-up", err)
+			}
+			continue
+		}
+		failed = 0
 	}
+	return ctx.Err()
 }
 
 // seqAcc accumulates the sequential blocks of one implementation.
@@ -302,26 +355,32 @@ type seqAcc struct {
 }
 
 // block runs n timed pairs, one after another, and adds their allocations.
-func (a *seqAcc) block(ctx context.Context, cfg Config, s *subject, n int) {
+func (a *seqAcc) block(ctx context.Context, cfg Config, s *subject, n int) error {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	failed := 0
 	for range n {
-		if ctx.Err() != nil {
-			break
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		start := time.Now()
 		err := lockUnlock(ctx, s.l, s.prefix+"seq", cfg.TTL)
 		elapsed := time.Since(start)
 		if err != nil {
 			a.errs.add(err)
+			if failed++; failed >= maxConsecutiveErrors {
+				return tooManyErrors(s, "sequential", err)
+			}
 			continue
 		}
+		failed = 0
 		a.lat = append(a.lat, elapsed)
 	}
 	runtime.ReadMemStats(&after)
 	a.mallocs += after.Mallocs - before.Mallocs
 	a.bytes += after.TotalAlloc - before.TotalAlloc
+	return nil
 }
 
 func (a *seqAcc) result() *Sequential {

@@ -92,6 +92,30 @@ func TestRunSmoke(t *testing.T) {
 	}
 }
 
+// TestRunRefusesUnusableDeployment: a lock user that cannot log in ends the run at once
+// with the master and the reason, instead of every implementation retrying for ever.
+func TestRunRefusesUnusableDeployment(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	cfg := Config{
+		NewClients: func() []*redis.Client {
+			clients := cluster.LockClients()
+			for i, c := range clients {
+				o := c.Options()
+				o.Password = "wrong"
+				_ = c.Close()
+				clients[i] = redis.NewClient(o)
+			}
+			return clients
+		},
+		Iterations: 5,
+		Duration:   100 * time.Millisecond,
+	}
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), cluster.Masters[0].Addr) || !strings.Contains(err.Error(), "lock user") {
+		t.Fatalf("Run with a wrong password: %v, want an error naming the first master and the lock user", err)
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	ms := func(v ...int) []time.Duration {
 		d := make([]time.Duration, len(v))
