@@ -27,6 +27,7 @@ grep -E '^(Plan:|Apply complete|.*redlock_master.*Creation complete|Warning)' "$
 
 umask 077
 terraform -chdir="$example" output -raw agent_config >"$example/agent.json"
+terraform -chdir="$example" output -raw client_config >"$example/client.json"
 
 step "lockagent validate: audit, Redlock behaviour, contention safety"
 bin/lockagent validate -c "$example/agent.json"
@@ -39,13 +40,14 @@ cat <<TXT
   endpoints:      $endpoints
   quorum:         $(terraform -chdir="$example" output -raw quorum) of 5
   max lock TTL:   $(terraform -chdir="$example" output -raw max_lock_ttl_ms) ms; a crashed master stays down ${delay} ms
-  credentials:    $root/$example/agent.json (0600; lock user "$(terraform -chdir="$example" output -raw lock_user)"
-                  and the admin password; also \`terraform -chdir=$example output -raw lock_password\`)
+  credentials:    $root/$example/agent.json (0600): lock user "$(terraform -chdir="$example" output -raw lock_user)" and the
+                  admin password, for operators and \`lockagent validate\`;
+                  $root/$example/client.json (0600): lock user only, for application hosts
   data and logs:  $root/$example/.redlock-data/<master>/ (redis.log, supervisor.log)
 
 Next:
   - Hold a lock around a command:
-      bin/lockagent run -c $example/agent.json --key my-job --ttl 30s -- ./my-job.sh
+      bin/lockagent run -c $example/client.json --key my-job --ttl 30s -- ./my-job.sh
   - Use the locks from Go: see "Using the library" in README.md (package lockagent/redlock).
   - Break it and watch it heal: kill -9 one master's pid (terraform -chdir=$example output pids),
     then bin/lockagent validate -c $example/agent.json; the master returns after ${delay} ms.

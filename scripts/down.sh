@@ -21,5 +21,5 @@ if ! terraform -chdir="$example" destroy -auto-approve -input=false -no-color >"
   exit 1
 fi
 grep -E '^Destroy complete' "$log" || true
-rm -f "$example/agent.json"
+rm -f "$example/agent.json" "$example/client.json"
 echo "down: examples/local-five destroyed"

@@ -1,6 +1,10 @@
 package test
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,6 +62,28 @@ func TestLocalFiveDeployValidateIdempotent(t *testing.T) {
 		}
 		if !strings.Contains(out, "SAFE") {
 			t.Errorf("validate report has no SAFE verdict:\n%s", out)
+		}
+	})
+
+	t.Run("client config holds the lock user only and runs a command under a lock", func(t *testing.T) {
+		raw := terraform.Output(t, d.opts, "client_config")
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			t.Fatalf("client_config is not JSON: %v", err)
+		}
+		for _, secret := range []string{"admin_password", "admin_username"} {
+			if _, ok := cfg[secret]; ok {
+				t.Errorf("client_config carries %s; application hosts must get the lock user only", secret)
+			}
+		}
+		path := filepath.Join(t.TempDir(), "client.json")
+		if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(lockagentBin, "run", "-c", path, "--key", "e2e:client-config", "--ttl", "5s", "--",
+			"sh", "-c", `test -n "$LOCKAGENT_FENCE"`).CombinedOutput()
+		if err != nil {
+			t.Fatalf("lockagent run -c client.json: %v\n%s", err, out)
 		}
 	})
 

@@ -60,3 +60,9 @@ output "agent_config" {
   value       = module.cluster.agent_config
   sensitive   = true
 }
+
+output "client_config" {
+  description = "JSON for application hosts (`lockagent run -c`): lock user only, no admin credentials."
+  value       = module.cluster.client_config
+  sensitive   = true
+}

@@ -59,18 +59,29 @@ output "audit" {
   }
 }
 
+locals {
+  client_config = {
+    endpoints     = redlock_master.this[*].address
+    username      = redlock_credentials.this.lock_user
+    password      = redlock_credentials.this.lock_password
+    tls           = false
+    max_lock_ttl  = var.max_lock_ttl
+    restart_delay = "${max(redlock_master.this[*].restart_delay_ms...)}ms"
+    quorum        = floor(var.masters / 2) + 1
+  }
+}
+
 output "agent_config" {
-  description = "JSON for `lockagent -c agent.json` (endpoints, credentials, max TTL, restart delay). Contains secrets."
+  description = "JSON for `lockagent -c agent.json` with the admin credentials `lockagent validate` needs for its audit: for operators. Contains secrets."
   sensitive   = true
-  value = jsonencode({
-    endpoints      = redlock_master.this[*].address
-    username       = redlock_credentials.this.lock_user
-    password       = redlock_credentials.this.lock_password
+  value = jsonencode(merge(local.client_config, {
     admin_username = "default"
     admin_password = redlock_credentials.this.admin_password
-    tls            = false
-    max_lock_ttl   = var.max_lock_ttl
-    restart_delay  = "${max(redlock_master.this[*].restart_delay_ms...)}ms"
-    quorum         = floor(var.masters / 2) + 1
-  })
+  }))
+}
+
+output "client_config" {
+  description = "The same JSON without the admin credentials: what application hosts need for `lockagent run` and the library. Contains the lock user's password."
+  sensitive   = true
+  value       = jsonencode(local.client_config)
 }
