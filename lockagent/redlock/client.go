@@ -42,6 +42,7 @@ type Client struct {
 	reentrant   map[string]*hold // key -> hold acquired WithReentrant
 
 	notify *notifier
+	fences *fenceCache // largest fence seen per key: the optimistic proposal
 }
 
 // New returns a Client over masters, one go-redis client per independent master (no
@@ -73,7 +74,8 @@ func New(masters []redis.UniversalClient, opts Options) (*Client, error) {
 			seen[addr] = i
 		}
 	}
-	c := &Client{opts: opts, quorum: len(masters)/2 + 1, reentrant: map[string]*hold{}, closing: make(chan struct{})}
+	c := &Client{opts: opts, quorum: len(masters)/2 + 1, reentrant: map[string]*hold{}, closing: make(chan struct{}),
+		fences: newFenceCache(fenceCacheSize)}
 	for i, rdb := range masters {
 		c.masters = append(c.masters, newMaster(i, addrOf(rdb, i), rdb, opts))
 	}
@@ -189,52 +191,94 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 	token := newToken()
 	n := len(c.masters)
 	nodeTimeout := c.opts.nodeTimeout(ttl)
+	fencing := !c.opts.NoFencing
+	fenceKey := key + FenceSuffix
+	var (
+		proposed uint64 // the optimistic fence: one more than the largest this Client has seen
+		calls    []call
+	)
+	if fencing {
+		proposed = c.fences.get(key) + 1
+		calls = []call{{script: acquireScript, keys: []string{key, fenceKey},
+			args: []any{token, ttl.Milliseconds(), strconv.FormatUint(proposed, 10)}}}
+	} else {
+		calls = []call{{args: []any{"set", key, token, "nx", "px", ttl.Milliseconds()}}, {args: []any{"pttl", key}}}
+	}
 	t1 := time.Now()
 	lockDeadline := t1.Add(ttl - c.opts.drift(ttl))
-	fenceKey := key + FenceSuffix
-	calls := []call{{args: []any{"set", key, token, "nx", "px", ttl.Milliseconds()}}, {args: []any{"pttl", key}}}
-	if !c.opts.NoFencing {
-		// Read the fencing register right after our SET, on the same connection: where the
-		// SET succeeded, the read is ordered after every earlier holder's fence write there.
-		calls = append(calls, call{args: []any{"get", fenceKey}})
-	}
 	rd := c.broadcast(OpAcquire, key, t1.Add(nodeTimeout), func(int) []call { return calls })
 
 	var (
 		granted, refused []int
 		errs             []MasterError
-		fenceReads       int
-		fenceMax         uint64
+		fenceReads       int    // grants whose register could be read
+		fenceMax         uint64 // largest register read where the SET succeeded
+		seenMax          uint64 // largest register read anywhere (a hint for the cache)
+		raised           int    // grants whose register was below the proposal: it now holds it
 		pttls            []time.Duration
+		grace            bool // a majority granted; waiting briefly for the proposal's majority
 	)
+	decided := func() bool {
+		switch {
+		case len(refused) > n-c.quorum:
+			return true
+		case !fencing:
+			return len(granted) >= c.quorum
+		case raised >= c.quorum:
+			return true
+		case fenceReads < c.quorum:
+			return false
+		default:
+			// A majority granted, but the proposal is not yet on a majority: stop, unless
+			// in the grace period and the masters still to answer could make it.
+			return !grace || raised+rd.pending < c.quorum
+		}
+	}
 	onReply := func(req *request) bool {
 		i := req.master.index
-		ok, pttl, fence, fenceErr, err := parseAcquire(req, !c.opts.NoFencing)
-		c.masterEvent(OpAcquire, key, req, ok, err)
+		rep := parseAcquire(req, fencing)
+		c.masterEvent(OpAcquire, key, req, rep.ok, rep.err)
 		switch {
-		case err != nil:
-			errs = append(errs, MasterError{Master: i, Addr: req.master.addr, Err: err})
-		case ok:
+		case rep.err != nil:
+			errs = append(errs, MasterError{Master: i, Addr: req.master.addr, Err: rep.err})
+		case rep.ok:
 			granted = append(granted, i)
-			if fenceErr == nil {
-				fenceReads++
-				fenceMax = max(fenceMax, fence)
-			} else {
-				errs = append(errs, MasterError{Master: i, Addr: req.master.addr, Err: fmt.Errorf("reading the fencing register %s: %w", fenceKey, fenceErr)})
+			if !fencing {
+				break
+			}
+			if rep.registerErr != nil {
+				errs = append(errs, MasterError{Master: i, Addr: req.master.addr, Err: fmt.Errorf("reading the fencing register %s: %w", fenceKey, rep.registerErr)})
+				break
+			}
+			fenceReads++
+			fenceMax = max(fenceMax, rep.register)
+			seenMax = max(seenMax, rep.register)
+			if rep.register < proposed {
+				raised++
 			}
 		default:
 			refused = append(refused, i)
-			pttls = append(pttls, pttl)
+			pttls = append(pttls, rep.pttl)
+			seenMax = max(seenMax, rep.register)
 		}
-		enough := len(granted) >= c.quorum && (c.opts.NoFencing || fenceReads >= c.quorum)
-		return enough || len(refused) > n-c.quorum
+		return decided()
 	}
 	ctxErr := rd.gather(ctx, t1.Add(nodeTimeout), onReply)
+	if ctxErr == nil && fencing && raised < c.quorum && fenceReads >= c.quorum && raised+rd.pending >= c.quorum {
+		// The replies of one round arrive close together; the fallback would cost a whole
+		// round trip. Wait for the remaining masters at most as long as the majority took:
+		// never much more than the fallback round, usually much less.
+		grace = true
+		ctxErr = rd.gather(ctx, minTime(time.Now().Add(time.Since(t1)), t1.Add(nodeTimeout)), onReply)
+	}
+	if fencing {
+		c.fences.see(key, seenMax)
+	}
 	if ctxErr != nil {
 		c.cleanup(key, token, rd, 0)
 		return nil, 0, ctxErr
 	}
-	if len(granted) < c.quorum || (!c.opts.NoFencing && fenceReads < c.quorum) {
+	if len(granted) < c.quorum || (fencing && fenceReads < c.quorum) {
 		var err error
 		var wait time.Duration
 		if len(refused) > n-c.quorum {
@@ -248,75 +292,137 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 	}
 	// Replies that come after the majority are reported to the hooks only: the key is
 	// ours on those masters too, and Release/Extend go to every master anyway.
-	c.straggle(rd, t1.Add(c.opts.CleanupTimeout), func(req *request) {
-		ok, _, _, _, err := parseAcquire(req, !c.opts.NoFencing)
-		c.masterEvent(OpAcquire, key, req, ok, err)
-	})
+	c.straggle(rd, t1.Add(c.opts.CleanupTimeout), c.reportAcquireReply(key, fencing))
 	if !time.Now().Before(lockDeadline) {
 		c.cleanup(key, token, nil, nodeTimeout)
 		return nil, 0, fmt.Errorf("%w: acquire %q: the majority answered after the validity ran out (ttl %v)", ErrExpired, key, ttl)
 	}
 
 	var fence uint64
-	if !c.opts.NoFencing {
-		fence, err = c.fence(ctx, key, token, fenceMax+1, nodeTimeout, lockDeadline)
-		if err != nil {
-			wait := nodeTimeout
-			if ctx.Err() != nil {
-				wait = 0 // cancelled: return at once, the release goes on in the background
+	if fencing {
+		if raised >= c.quorum {
+			// The proposal is stored on a majority of masters, each of which held less
+			// when our SET succeeded there: it is larger than every earlier holder's fence.
+			fence = proposed
+		} else {
+			// Some register was already at or above the proposal (another Client moved the
+			// fence on, or this Client never saw it): propose above every register read
+			// where our SET succeeded, confirmed by a second round.
+			fence, err = c.fence(ctx, key, token, fenceMax+1, nodeTimeout, lockDeadline)
+			if err != nil {
+				wait := nodeTimeout
+				if ctx.Err() != nil {
+					wait = 0 // cancelled: return at once, the release goes on in the background
+				}
+				c.cleanup(key, token, nil, wait)
+				return nil, 0, err
 			}
-			c.cleanup(key, token, nil, wait)
-			return nil, 0, err
+			if !time.Now().Before(lockDeadline) {
+				c.cleanup(key, token, nil, nodeTimeout)
+				return nil, 0, fmt.Errorf("%w: acquire %q: the fencing round ended after the validity ran out (ttl %v)", ErrExpired, key, ttl)
+			}
 		}
-		if !time.Now().Before(lockDeadline) {
-			c.cleanup(key, token, nil, nodeTimeout)
-			return nil, 0, fmt.Errorf("%w: acquire %q: the fencing round ended after the validity ran out (ttl %v)", ErrExpired, key, ttl)
-		}
+		c.fences.see(key, fence)
 	}
 	h := c.newHold(key, token, ttl, fence, lockDeadline, cfg)
 	h.votes = len(granted)
 	return h.handle(), 0, nil
 }
 
-// parseAcquire reads one master's reply to SET NX PX, PTTL and GET fence.
-func parseAcquire(req *request, fencing bool) (ok bool, pttl time.Duration, fence uint64, fenceErr, err error) {
-	if req.err != nil {
-		return false, 0, 0, nil, req.err
+// reportAcquireReply returns the handler of acquisition replies that come after the
+// caller stopped waiting: they go to the hooks, and their registers to the fence cache.
+func (c *Client) reportAcquireReply(key string, fencing bool) func(*request) {
+	return func(req *request) {
+		rep := parseAcquire(req, fencing)
+		c.masterEvent(OpAcquire, key, req, rep.ok, rep.err)
+		if fencing && rep.err == nil && rep.registerErr == nil {
+			c.fences.see(key, rep.register)
+		}
 	}
-	set := req.cmds[0]
-	switch v, e := set.Result(); {
-	case e == nil && v == "OK":
-		ok = true
-	case errors.Is(e, redis.Nil):
-	case e != nil:
-		return false, 0, 0, nil, e
-	default:
-		return false, 0, 0, nil, fmt.Errorf("unexpected SET reply %v", v)
-	}
-	if ms, e := req.cmds[1].Int64(); e == nil {
-		pttl = time.Duration(ms) * time.Millisecond
-	} else {
-		pttl = -1
-	}
-	if fencing {
-		fence, fenceErr = parseFence(req.cmds[2])
-	}
-	return ok, pttl, fence, fenceErr, nil
 }
 
-func parseFence(cmd *redis.Cmd) (uint64, error) {
-	s, err := cmd.Text()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
+// acquireReply is one master's answer to an acquisition.
+type acquireReply struct {
+	ok          bool          // the key was set with our token
+	pttl        time.Duration // refused: the key's remaining TTL (-1ms: none; other negatives: unknown)
+	register    uint64        // fencing only: the register before the optimistic write
+	registerErr error         // the register could not be read (ok stays true)
+	err         error         // no usable answer
+}
+
+// parseAcquire reads one master's reply: the acquire script's with fencing, else the
+// pipeline SET NX PX, PTTL.
+func parseAcquire(req *request, fencing bool) acquireReply {
+	if req.err != nil {
+		return acquireReply{err: req.err}
 	}
+	if fencing {
+		return parseAcquireScript(req.cmds[0])
+	}
+	var rep acquireReply
+	switch v, e := req.cmds[0].Result(); {
+	case e == nil && v == "OK":
+		rep.ok = true
+	case errors.Is(e, redis.Nil):
+	case e != nil:
+		return acquireReply{err: e}
+	default:
+		return acquireReply{err: fmt.Errorf("unexpected SET reply %v", v)}
+	}
+	rep.pttl = parsePTTL(req.cmds[1].Int64())
+	return rep
+}
+
+func parsePTTL(ms int64, err error) time.Duration {
 	if err != nil {
-		return 0, err
+		return -1 // unknown
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// parseAcquireScript reads {1, register} (set) or {0, pttl, register} (held).
+func parseAcquireScript(cmd *redis.Cmd) acquireReply {
+	vals, err := cmd.Slice()
+	if err != nil {
+		return acquireReply{err: err}
+	}
+	flag, _ := vals[0].(int64)
+	switch {
+	case len(vals) == 2 && flag == 1:
+		rep := acquireReply{ok: true}
+		rep.register, rep.registerErr = parseRegister(vals[1])
+		return rep
+	case len(vals) == 3 && flag == 0:
+		ms, ok := vals[1].(int64)
+		rep := acquireReply{pttl: -1}
+		if ok {
+			rep.pttl = time.Duration(ms) * time.Millisecond
+		}
+		rep.register, _ = parseRegister(vals[2]) // only a hint for the cache
+		return rep
+	default:
+		return acquireReply{err: fmt.Errorf("unexpected acquire script reply %v", vals)}
+	}
+}
+
+// parseRegister reads a fencing register as the script returned it.
+func parseRegister(v any) (uint64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("fencing register came back as %T, not a string", v)
 	}
 	f, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("fencing register holds %q, not a number", s)
 	}
 	return f, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // freeIn estimates when the key is free on enough masters for a majority: the need-th
@@ -347,7 +453,7 @@ func freeIn(pttls []time.Duration, need int, fallback time.Duration) time.Durati
 	return ds[need-1]
 }
 
-// fence runs phase 2 of the fencing register: write max(stored, proposed) on every master
+// fence runs the fallback fence round: write max(stored, proposed) on every master
 // that still holds our token; the fence is ours when a majority confirmed.
 func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, nodeTimeout time.Duration, lockDeadline time.Time) (uint64, error) {
 	n := len(c.masters)
@@ -422,10 +528,7 @@ func (c *Client) unavailable(op Op, key string, votes int, errs []MasterError, r
 func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) {
 	if acquire != nil {
 		acquire.abandonUnseen()
-		c.straggle(acquire, time.Now().Add(c.opts.CleanupTimeout), func(req *request) {
-			ok, _, _, _, err := parseAcquire(req, !c.opts.NoFencing)
-			c.masterEvent(OpAcquire, key, req, ok, err)
-		})
+		c.straggle(acquire, time.Now().Add(c.opts.CleanupTimeout), c.reportAcquireReply(key, !c.opts.NoFencing))
 	}
 	rd := c.releaseRound(OpCleanup, key, token, time.Now().Add(c.opts.CleanupTimeout))
 	report := func(req *request) {

@@ -17,13 +17,15 @@
 // # The algorithm (SPEC.md sections 2 and 3)
 //
 // Acquire: take the monotonic time T1; send SET key token NX PX ttl to every master at
-// once (token: 20 bytes from crypto/rand, base64url); wait for each master at most the
-// node timeout (Options.NodeTimeout, by default clamp(ttl/200, 10ms, 50ms)). The lock is
-// acquired when a majority (N/2+1) said OK and the validity
+// once (token: 20 bytes from crypto/rand, base64url; with fencing on, the SET runs inside
+// the acquire script, see Fencing tokens); wait for each master at most the node timeout
+// (Options.NodeTimeout, by default clamp(ttl/200, 10ms, 50ms)). The lock is acquired
+// when a majority (N/2+1) said OK and the validity
 //
 //	validity = ttl - (now - T1) - (ttl*DriftFactor + 2ms)
 //
-// is still positive after the fencing round; Lock.Deadline is T1 + ttl - drift. The call
+// is still positive once the fence is known (after the fencing round, when one is
+// needed); Lock.Deadline is T1 + ttl - drift. The call
 // returns as soon as a majority answered; the other replies are still collected in the
 // background (for Hooks). On failure, or when ctx ends, the token is released on every
 // master, including the ones that timed out (a reply can be lost after the key was set),
@@ -48,9 +50,11 @@
 // # Wire compatibility
 //
 // The key is the lock name as given (Options.KeyPrefix is explicit), the value a random
-// token, acquisition a plain SET NX PX and release the standard compare-and-delete, so
-// a lock held through this package and one held through another Redlock library (for
-// example redsync) under the same name exclude each other. Two sibling names are reserved:
+// token, acquisition the standard SET key token NX PX ttl (a plain command with
+// NoFencing; with fencing, the same command inside the acquire script, which adds a
+// write of the sibling fencing register only) and release the standard
+// compare-and-delete, so a lock held through this package and one held through another
+// Redlock library (for example redsync) under the same name exclude each other. Two sibling names are reserved:
 // key+FenceSuffix (the fencing register) and the pub/sub channel key+ReleaseChannelSuffix.
 //
 // # Waiting
@@ -81,36 +85,63 @@
 // # Fencing tokens
 //
 // Every acquisition gets a fencing token (Lock.Fence) from a quorum register stored on
-// each master under key+FenceSuffix, a plain integer with no TTL:
+// each master under key+FenceSuffix, a plain integer with no TTL that only ever goes up.
 //
-//   - phase 1, in the same pipeline as the SET and after it, each master returns its
-//     register; the client takes the largest value read from masters where its SET
-//     succeeded (it needs a majority of such reads) and proposes max+1;
-//   - phase 2, a script on every master raises the register to max(stored, proposed),
-//     only where the key still holds the client's token; the fence is the proposal once a
-//     majority confirmed, before the validity ran out (else the acquisition fails and is
-//     released).
+// The Client proposes F = 1 + the largest fence it has seen for the key: its own fences
+// and the registers masters returned to it, remembered for the most recently used few
+// thousand names (F = 1 when it knows none). On each master the acquisition is one
+// script: SET key token NX PX ttl; only where that SET succeeded, the register is raised
+// to F if it held less; the script returns the register as it was. Then:
+//
+//   - one round: when a majority of masters granted the key and each of them held less
+//     than F, the fence is F. This is the common case: a new name, or a name whose last
+//     holder used this Client.
+//   - fallback: otherwise (another Client moved the fence on, or this Client never saw
+//     it), the client proposes P = 1 + the largest register read where its SET succeeded
+//     (it needs a majority of such reads, so P > F), and a second round (OpFence) raises
+//     the register to max(stored, P) on every master where the key still holds its
+//     token; the fence is P once a majority confirmed, before the validity ran out (else
+//     the acquisition fails and is released).
+//
+// When a majority granted but not yet a majority with a lower register, the client waits
+// for the other masters' replies at most as long as the majority took (about what the
+// fallback round would cost); they usually arrive together.
 //
 // Guarantee: if holder A's hold ended (release, or validity deadline) before holder B
-// acquired, then B.Fence() > A.Fence(). Why: A's phase-2 majority and B's SET majority
-// intersect in some master M. A wrote its fence on M while its token was there; B's SET NX
-// succeeded on M only after A's key was gone from M, and B read M's register right after
-// that SET; registers never decrease. Fences are per lock name, start at 1, strictly
-// increase, and may skip values (a failed or late acquisition may have raised the
-// register). Re-entrant holds share their acquisition's fence. Values are exact up to
-// 2^53 (Lua numbers).
+// acquired, then B.Fence() > A.Fence(). Why: however A got its fence, the register is at
+// least A.Fence() on a majority Q_A of masters, each written while A's key was on that
+// master (in the script right after A's SET, or by the fence round, which checks the
+// token). B decided on a majority Q_B of masters where its SET succeeded and it read the
+// register in the same atomic script. Q_A and Q_B intersect in some master M. B's SET NX
+// succeeded on M while A's key was absent, and after A's write there: had it come
+// before, B's key would have kept A out of M until it expired, after the moment B
+// acquired (clock assumptions below), yet A's whole hold ended before that moment. As
+// registers never decrease, B read at least A.Fence() on M. B's fence is larger than
+// every register it read on Q_B (F on the first path, P on the fallback), so larger than
+// A.Fence().
+//
+// A register raised without an acquisition (on the masters that granted an attempt that
+// then failed, or that granted late) is harmless: nothing requires a register to equal a
+// fence, only that registers never go down and that every fence handed out is at or
+// below the registers of a majority; a higher register only makes later fences larger.
+// Fences are per lock name, start at 1, strictly increase, and may skip values.
+// Re-entrant holds share their acquisition's fence. Values are exact up to 2^53 (Lua
+// numbers). The Client's memory of fences is a hint only: a wrong or forgotten value
+// costs the fallback round, never the guarantee.
 //
 // The guarantee assumes what Redlock's mutual exclusion assumes (clock rates within
 // DriftFactor, no clock steps on masters, a crashed master kept down longer than the
 // largest TTL, fsync'd AOF) and one more thing: registers have no TTL, so the restart
 // delay does not protect them. A master that comes back without its data (lost or
 // repaired AOF, new disk, FLUSHALL) forgets its registers. The next fence is still larger
-// as long as a majority of masters keep the previous holder's register value; since phase
-// 2 writes to every master that holds the token (normally all N), up to N-(N/2+1) masters
-// (2 of 5) may lose their registers at once. More losses, or a break of mutual exclusion,
-// can hand out a fence that is not larger than an earlier one. Registers use a few dozen
-// bytes per lock name and are never evicted (noeviction): use a bounded set of names, or
-// Options.NoFencing.
+// as long as a majority of masters keep a register at or above the previous holder's
+// fence; since every master where the holder's SET succeeded (normally all N) ends up
+// with such a register (raised by the acquire script or by the fence round), up to
+// N-(N/2+1) masters (2 of 5) may lose their registers at once. More losses, or a break of
+// mutual exclusion, can hand out a fence that is not larger than an earlier one.
+// Registers use a few dozen bytes per lock name and are never evicted (noeviction): use
+// a bounded set of names, or Options.NoFencing (then the acquisition is a plain SET NX
+// PX and no register is written).
 //
 // The resource must enforce the fence: store the largest fence it has accepted and
 // reject writes with a smaller one. Commit the protected write (a database transaction

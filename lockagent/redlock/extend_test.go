@@ -88,22 +88,32 @@ func TestExtend(t *testing.T) {
 			t.Fatalf("the next holder: %v", err)
 		}
 		defer next.Release(ctx)
-		snapshot := func() []string {
-			var vs []string
+		// The new holder's value and remaining TTL on every master. The old holder extends
+		// by more than the new holder's TTL: a PTTL that went up was touched by it.
+		snapshot := func() (values []string, pttls []time.Duration) {
 			for _, m := range cl.Masters {
-				vs = append(vs, valueOn(t, m, "ext-expired")+" "+m.Admin().PTTL(adminCtx(t), "ext-expired").Val().Truncate(time.Second).String())
+				values = append(values, valueOn(t, m, "ext-expired"))
+				pttls = append(pttls, m.Admin().PTTL(adminCtx(t), "ext-expired").Val())
 			}
-			return vs
+			return values, pttls
 		}
-		before := snapshot()
-		if err := old.Extend(ctx, 5*time.Second); !errors.Is(err, redlock.ErrExpired) {
+		// Acquire returns at the majority; let the last SETs land first.
+		waitUntil(t, "the new holder's key on every master", func() bool { return holders(t, cl, "ext-expired", next.Token()) == 5 })
+		valuesBefore, pttlsBefore := snapshot()
+		if err := old.Extend(ctx, 9*time.Second); !errors.Is(err, redlock.ErrExpired) {
 			t.Errorf("Extend of the expired lock: %v, want ErrExpired", err)
 		}
 		if err := old.Release(ctx); !errors.Is(err, redlock.ErrExpired) {
 			t.Errorf("Release of the expired lock: %v, want ErrExpired", err)
 		}
-		if after := snapshot(); strings.Join(after, ",") != strings.Join(before, ",") {
-			t.Errorf("the new holder's keys changed: before %v, after %v", before, after)
+		valuesAfter, pttlsAfter := snapshot()
+		if strings.Join(valuesAfter, ",") != strings.Join(valuesBefore, ",") {
+			t.Errorf("the new holder's keys changed: before %v, after %v", valuesBefore, valuesAfter)
+		}
+		for i := range pttlsAfter {
+			if pttlsAfter[i] > pttlsBefore[i] {
+				t.Errorf("master %d: the new holder's TTL went up from %v to %v", i, pttlsBefore[i], pttlsAfter[i])
+			}
 		}
 		if n := holders(t, cl, "ext-expired", next.Token()); n < 3 {
 			t.Errorf("the new holder's key is on %d masters, want a majority", n)

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -101,6 +102,129 @@ func TestFencing(t *testing.T) {
 		}
 		if got := fenceOn(t, cl.Masters[0], "raised"); got < 1000 {
 			t.Errorf("the higher register went from 1000 down to %d: a register must never go down", got)
+		}
+	})
+
+	t.Run("a repeat acquirer gets its fence in the acquire round, with no fence round", func(t *testing.T) {
+		// The key was used before (by others): a new Client does not know its fence, so its
+		// first acquisition needs the fallback round; after that it proposes the right one.
+		for _, m := range cl.Masters {
+			m.Admin().Set(adminCtx(t), "repeat"+redlock.FenceSuffix, "7", 0)
+		}
+		rec := &recorder{}
+		c := newClient(t, cl, redlock.Options{Hooks: rec.hooks()})
+		first := mustAcquire(t, c, "repeat", time.Second)
+		_ = first.Release(ctx)
+		if first.Fence() != 8 {
+			t.Errorf("first fence %d over registers at 7, want 8", first.Fence())
+		}
+		// Each round's last replies arrive after the call returned.
+		waitUntil(t, "the first acquisition's replies", func() bool {
+			_, acquires, _ := rec.replies(redlock.OpAcquire)
+			_, fences, _ := rec.replies(redlock.OpFence)
+			return acquires == 5 && fences == 5
+		})
+		last := first.Fence()
+		for i := 1; i <= 5; i++ {
+			l := mustAcquire(t, c, "repeat", time.Second)
+			_ = l.Release(ctx)
+			if l.Fence() != last+1 {
+				t.Errorf("acquisition %d: fence %d after %d, want %d (the cached fence + 1)", i, l.Fence(), last, last+1)
+			}
+			last = l.Fence()
+			waitUntil(t, "the acquisition's replies", func() bool {
+				_, acquires, _ := rec.replies(redlock.OpAcquire)
+				return acquires == 5*(i+1)
+			})
+			if votes, total, _ := rec.replies(redlock.OpFence); total != 5 {
+				t.Errorf("acquisition %d: %d fence-round replies (%d votes) in all, want still the first acquisition's 5: the fence took a second round", i, total, votes)
+			}
+		}
+		waitUntil(t, "the last fence on every master", func() bool {
+			for _, m := range cl.Masters {
+				if fenceOn(t, m, "repeat") != last {
+					return false
+				}
+			}
+			return true
+		})
+	})
+
+	t.Run("a stale cached fence still yields a larger fence, through the fallback round", func(t *testing.T) {
+		recA := &recorder{}
+		a := newClient(t, cl, redlock.Options{Hooks: recA.hooks()})
+		b := newClient(t, cl, redlock.Options{})
+		la := mustAcquire(t, a, "stale", time.Second)
+		_ = la.Release(ctx)
+		// Another Client moves the fence on; a's cache still says la.Fence().
+		var lb *redlock.Lock
+		for i := 0; i < 3; i++ {
+			lb = mustAcquire(t, b, "stale", time.Second)
+			_ = lb.Release(ctx)
+		}
+		if lb.Fence() <= la.Fence() {
+			t.Fatalf("b's fence %d after a's %d", lb.Fence(), la.Fence())
+		}
+		waitUntil(t, "b's fence on every master", func() bool {
+			for _, m := range cl.Masters {
+				if fenceOn(t, m, "stale") != lb.Fence() {
+					return false
+				}
+			}
+			return true
+		})
+		if _, total, _ := recA.replies(redlock.OpFence); total != 0 {
+			t.Fatalf("a's first acquisition of a new key ran a fence round (%d replies)", total)
+		}
+		again := mustAcquire(t, a, "stale", time.Second)
+		defer again.Release(ctx)
+		if again.Fence() <= lb.Fence() {
+			t.Errorf("fence %d from a stale cache (%d) after b's %d, want larger", again.Fence(), la.Fence(), lb.Fence())
+		}
+		if votes, total, _ := recA.replies(redlock.OpFence); votes < 3 {
+			t.Errorf("fence round: %d votes of %d replies, want a majority: the stale proposal needs the fallback round", votes, total)
+		}
+	})
+
+	t.Run("a refused attempt may raise registers on a minority: harmless, later fences still grow", func(t *testing.T) {
+		for _, m := range cl.Masters {
+			m.Admin().Set(adminCtx(t), "refused"+redlock.FenceSuffix, "10", 0)
+		}
+		c := newClient(t, cl, redlock.Options{})
+		held := mustAcquire(t, c, "refused", time.Second)
+		_ = held.Release(ctx)
+		waitUntil(t, "the holder's fence on every master", func() bool {
+			for _, m := range cl.Masters {
+				if fenceOn(t, m, "refused") != held.Fence() {
+					return false
+				}
+			}
+			return true
+		})
+		// Another client holds the key on masters 0-2: c's next attempt is refused there
+		// and granted (then cleaned up) on 3 and 4, where its proposal raises the register.
+		for _, m := range cl.Masters[:3] {
+			m.Admin().Set(adminCtx(t), "refused", "someone-else", 10*time.Second)
+		}
+		if _, err := c.TryAcquire(ctx, "refused", time.Second); !errors.Is(err, redlock.ErrTaken) {
+			t.Fatalf("TryAcquire against a majority held elsewhere: %v, want ErrTaken", err)
+		}
+		waitUntil(t, "the refused attempt's keys cleaned up", func() bool { return keysOn(t, cl, "refused") == 3 })
+		for i, m := range cl.Masters {
+			if f := fenceOn(t, m, "refused"); f != held.Fence() && f != held.Fence()+1 {
+				t.Errorf("master %d: register %d after the refused attempt, want %d or the proposal %d", i, f, held.Fence(), held.Fence()+1)
+			}
+		}
+		for _, m := range cl.Masters[:3] {
+			m.Admin().Del(adminCtx(t), "refused")
+		}
+		for name, cc := range map[string]*redlock.Client{"the same client": c, "a new client": newClient(t, cl, redlock.Options{})} {
+			next := mustAcquire(t, cc, "refused", time.Second)
+			_ = next.Release(ctx)
+			if next.Fence() <= held.Fence() {
+				t.Errorf("%s: fence %d after the last holder's %d", name, next.Fence(), held.Fence())
+			}
+			held = next
 		}
 	})
 

@@ -5,8 +5,10 @@ import "time"
 // Op names one kind of round the client runs against the masters.
 type Op string
 
-// The rounds. An acquisition is an OpAcquire round followed by an OpFence round; a failed
-// or cancelled acquisition is followed by an OpCleanup round (release on every master).
+// The rounds. An acquisition is an OpAcquire round, followed by an OpFence round only when
+// the fence proposed in the acquire round was not below the register on a majority (see
+// the package doc, Fencing tokens); a failed or cancelled acquisition is followed by an
+// OpCleanup round (release on every master).
 const (
 	OpAcquire Op = "acquire"
 	OpFence   Op = "fence"

@@ -63,8 +63,8 @@ type Options struct {
 	// MaxBatch bounds how many waiting operations one pipeline to a master carries.
 	// Default 256.
 	MaxBatch int
-	// NoFencing skips the fencing round: Lock.Fence returns 0 and an acquisition costs one
-	// round trip instead of two.
+	// NoFencing turns fencing tokens off: Lock.Fence returns 0, the acquisition is a plain
+	// SET NX PX (no script, no register write) and never needs the fallback fence round.
 	NoFencing bool
 	// NoNotifications turns off release notifications (PUBLISH on release, SUBSCRIBE while
 	// waiting); Acquire then waits for expiry or the retry delay only.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,29 +19,47 @@ func TestPitfalls(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 5})
 	ctx := context.Background()
 
-	t.Run("1 acquire is one atomic SET NX PX: every master has the key with a TTL at once", func(t *testing.T) {
-		mon := startMonitor(t, cl.Masters[0])
-		c := newClient(t, cl, redlock.Options{})
-		l := mustAcquire(t, c, "p1", 5*time.Second)
-		defer l.Release(ctx)
-		waitUntil(t, "the key on every master", func() bool { return holders(t, cl, "p1", l.Token()) == 5 })
-		for _, m := range cl.Masters {
-			if pttl := m.Admin().PTTL(adminCtx(t), "p1").Val(); pttl <= 0 {
-				t.Errorf("master %s: PTTL %v right after acquire, want > 0", m.Addr, pttl)
-			}
-		}
-		mon.waitFor(t, "p1", `"set"`)
-		for _, cmd := range mon.commands("p1") {
-			if strings.HasPrefix(cmd, `"set"`) && !strings.Contains(cmd, `"nx" "px"`) {
-				t.Errorf("acquire sent %s, want SET ... NX PX", cmd)
-			}
-			for _, bad := range []string{`"setnx"`, `"expire"`, `"pexpire"`} {
-				if strings.HasPrefix(cmd, bad) {
-					t.Errorf("acquire sent %s: SETNX/EXPIRE as separate commands can leave a key without TTL", cmd)
+	// With fencing, the SET runs inside the acquire script (which also raises the fencing
+	// register, a sibling key); without, it is a plain command. Either way the lock key is
+	// written by exactly one SET key token NX PX ttl, and nothing else touches its TTL.
+	for _, tc := range []struct {
+		name, key string
+		opts      redlock.Options
+		origin    string // MONITOR prefix of the SET: "lua " inside a script, "" top-level
+	}{
+		{"1 acquire is one atomic SET NX PX (inside the acquire script with fencing): every master has the key with a TTL at once", "p1", redlock.Options{}, "lua "},
+		{"1 acquire is one atomic SET NX PX (a plain command with NoFencing): every master has the key with a TTL at once", "p1-nofence", redlock.Options{NoFencing: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mon := startMonitor(t, cl.Masters[0])
+			c := newClient(t, cl, tc.opts)
+			l := mustAcquire(t, c, tc.key, 5*time.Second)
+			defer l.Release(ctx)
+			waitUntil(t, "the key on every master", func() bool { return holders(t, cl, tc.key, l.Token()) == 5 })
+			for _, m := range cl.Masters {
+				if pttl := m.Admin().PTTL(adminCtx(t), tc.key).Val(); pttl <= 0 {
+					t.Errorf("master %s: PTTL %v right after acquire, want > 0", m.Addr, pttl)
 				}
 			}
-		}
-	})
+			want := strings.ToLower(fmt.Sprintf(`%s"set" "%s" "%s" "nx" "px" "5000"`, tc.origin, tc.key, l.Token())) // commands() lowercases
+			mon.waitFor(t, tc.key, want)
+			var sets []string
+			for _, cmd := range mon.commands(tc.key) {
+				bare := strings.TrimPrefix(cmd, "lua ")
+				if strings.HasPrefix(bare, `"set"`) {
+					sets = append(sets, cmd)
+				}
+				for _, bad := range []string{`"setnx"`, `"expire"`, `"pexpire"`, `"getset"`, `"persist"`} {
+					if strings.HasPrefix(bare, bad) {
+						t.Errorf("acquire sent %s: SETNX/EXPIRE as separate commands can leave a key without TTL", cmd)
+					}
+				}
+			}
+			if len(sets) != 1 || sets[0] != want {
+				t.Errorf("SETs of the lock key: %q, want exactly one: %s", sets, want)
+			}
+		})
+	}
 
 	t.Run("2 the value is a random token, never an expiry time, and nothing GETSETs it", func(t *testing.T) {
 		mon := startMonitor(t, cl.Masters[0])
@@ -167,8 +186,15 @@ func TestPitfalls(t *testing.T) {
 				t.Errorf("top-level %s: check and delete must run inside one script", cmd)
 			}
 		}
-		if !hasPrefix(cmds, `"evalsha"`) {
-			t.Errorf("no EVALSHA for the release, commands: %v", cmds)
+		// The release script has one key and the token as its first argument (the acquire
+		// script has two keys).
+		release := strings.ToLower(fmt.Sprintf(`"1" "p6" "%s"`, l.Token()))
+		found := false
+		for _, cmd := range cmds {
+			found = found || (strings.HasPrefix(cmd, `"evalsha"`) && strings.Contains(cmd, release))
+		}
+		if !found {
+			t.Errorf("no EVALSHA of the release script, commands: %v", cmds)
 		}
 	})
 
@@ -265,13 +291,4 @@ func TestPitfalls(t *testing.T) {
 			t.Errorf("a new acquisition after the last release reused the old hold (fence %d -> %d)", outer.Fence(), again.Fence())
 		}
 	})
-}
-
-func hasPrefix(cmds []string, prefix string) bool {
-	for _, c := range cmds {
-		if strings.HasPrefix(c, prefix) {
-			return true
-		}
-	}
-	return false
 }
