@@ -36,13 +36,14 @@ type Client struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closing   chan struct{}
-	bg        sync.WaitGroup // background work: straggler bookkeeping, cleanups, renewals
+	bg        sync.WaitGroup // background work: renewals
 
 	reentrantMu sync.Mutex
 	reentrant   map[string]*hold // key -> hold acquired WithReentrant
 
 	notify *notifier
 	fences *fenceCache // largest fence seen per key: the optimistic proposal
+	timers sync.Pool   // *time.Timer for the rounds' waits
 }
 
 // New returns a Client over masters, one go-redis client per independent master (no
@@ -199,14 +200,13 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 	)
 	if fencing {
 		proposed = c.fences.get(key) + 1
-		calls = []call{{script: acquireScript, keys: []string{key, fenceKey},
-			args: []any{token, ttl.Milliseconds(), strconv.FormatUint(proposed, 10)}}}
+		calls = []call{scriptCall(acquireScript, []string{key, fenceKey}, token, ttl.Milliseconds(), strconv.FormatUint(proposed, 10))}
 	} else {
 		calls = []call{{args: []any{"set", key, token, "nx", "px", ttl.Milliseconds()}}, {args: []any{"pttl", key}}}
 	}
 	t1 := time.Now()
 	lockDeadline := t1.Add(ttl - c.opts.drift(ttl))
-	rd := c.broadcast(OpAcquire, key, t1.Add(nodeTimeout), func(int) []call { return calls })
+	rd := c.broadcast(OpAcquire, key, t1.Add(nodeTimeout), calls...)
 
 	var (
 		granted, refused []int
@@ -263,13 +263,13 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 		}
 		return decided()
 	}
-	ctxErr := rd.gather(ctx, t1.Add(nodeTimeout), onReply)
+	ctxErr := rd.gather(ctx, &c.timers, t1.Add(nodeTimeout), onReply)
 	if ctxErr == nil && fencing && raised < c.quorum && fenceReads >= c.quorum && raised+rd.pending >= c.quorum {
 		// The replies of one round arrive close together; the fallback would cost a whole
 		// round trip. Wait for the remaining masters at most as long as the majority took:
 		// never much more than the fallback round, usually much less.
 		grace = true
-		ctxErr = rd.gather(ctx, minTime(time.Now().Add(time.Since(t1)), t1.Add(nodeTimeout)), onReply)
+		ctxErr = rd.gather(ctx, &c.timers, minTime(time.Now().Add(time.Since(t1)), t1.Add(nodeTimeout)), onReply)
 	}
 	if fencing {
 		c.fences.see(key, seenMax)
@@ -292,7 +292,7 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 	}
 	// Replies that come after the majority are reported to the hooks only: the key is
 	// ours on those masters too, and Release/Extend go to every master anyway.
-	c.straggle(rd, t1.Add(c.opts.CleanupTimeout), c.reportAcquireReply(key, fencing))
+	c.straggle(rd, c.reportAcquireReply(key, fencing))
 	if !time.Now().Before(lockDeadline) {
 		c.cleanup(key, token, nil, nodeTimeout)
 		return nil, 0, fmt.Errorf("%w: acquire %q: the majority answered after the validity ran out (ttl %v)", ErrExpired, key, ttl)
@@ -461,8 +461,7 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, 
 	if lockDeadline.Before(deadline) {
 		deadline = lockDeadline
 	}
-	cl := call{script: fenceScript, keys: []string{key, key + FenceSuffix}, args: []any{token, strconv.FormatUint(proposed, 10)}}
-	rd := c.broadcast(OpFence, key, deadline, func(int) []call { return []call{cl} })
+	rd := c.broadcast(OpFence, key, deadline, scriptCall(fenceScript, []string{key, key + FenceSuffix}, token, strconv.FormatUint(proposed, 10)))
 	var confirmed, refused int
 	var errs []MasterError
 	parse := func(req *request) (bool, error) {
@@ -475,7 +474,7 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, 
 		}
 		return v >= 0, nil
 	}
-	ctxErr := rd.gather(ctx, deadline, func(req *request) bool {
+	ctxErr := rd.gather(ctx, &c.timers, deadline, func(req *request) bool {
 		ok, err := parse(req)
 		c.masterEvent(OpFence, key, req, ok, err)
 		switch {
@@ -498,7 +497,7 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, 
 	default:
 		err = c.unavailable(OpFence, key, confirmed, errs, rd)
 	}
-	c.straggle(rd, time.Now().Add(c.opts.CleanupTimeout), func(req *request) {
+	c.straggle(rd, func(req *request) {
 		ok, err := parse(req)
 		c.masterEvent(OpFence, key, req, ok, err)
 	})
@@ -511,8 +510,8 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, 
 // unavailable builds the error for a round that got too few confirmations, adding a
 // node-timeout error for every master that did not answer.
 func (c *Client) unavailable(op Op, key string, votes int, errs []MasterError, rd *round) error {
-	for i, req := range rd.reqs {
-		if !req.seen {
+	for i := range rd.reqs {
+		if !rd.reqs[i].seen {
 			errs = append(errs, MasterError{Master: i, Addr: c.masters[i].addr, Err: ErrNodeTimeout})
 		}
 	}
@@ -528,7 +527,7 @@ func (c *Client) unavailable(op Op, key string, votes int, errs []MasterError, r
 func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) {
 	if acquire != nil {
 		acquire.abandonUnseen()
-		c.straggle(acquire, time.Now().Add(c.opts.CleanupTimeout), c.reportAcquireReply(key, !c.opts.NoFencing))
+		c.straggle(acquire, c.reportAcquireReply(key, !c.opts.NoFencing))
 	}
 	rd := c.releaseRound(OpCleanup, key, token, time.Now().Add(c.opts.CleanupTimeout))
 	report := func(req *request) {
@@ -537,9 +536,9 @@ func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) 
 	}
 	if wait > 0 {
 		deadline := time.Now().Add(wait)
-		_ = rd.gather(context.Background(), deadline, func(req *request) bool { report(req); return false })
+		_ = rd.gather(context.Background(), &c.timers, deadline, func(req *request) bool { report(req); return false })
 	}
-	c.straggle(rd, time.Now().Add(c.opts.CleanupTimeout), report)
+	c.straggle(rd, report)
 }
 
 func (c *Client) releaseRound(op Op, key, token string, sendBy time.Time) *round {
@@ -547,8 +546,7 @@ func (c *Client) releaseRound(op Op, key, token string, sendBy time.Time) *round
 	if !c.opts.NoNotifications {
 		channel = key + ReleaseChannelSuffix
 	}
-	cl := call{script: releaseScript, keys: []string{key}, args: []any{token, channel}}
-	return c.broadcast(op, key, sendBy, func(int) []call { return []call{cl} })
+	return c.broadcast(op, key, sendBy, scriptCall(releaseScript, []string{key}, token, channel))
 }
 
 func parseRelease(req *request) (bool, error) {

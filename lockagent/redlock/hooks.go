@@ -43,7 +43,9 @@ type OperationEvent struct {
 
 // Hooks receive events for metrics and tracing. Methods are called synchronously from
 // the client's goroutines, possibly concurrently: keep them fast and safe for concurrent
-// use. Replies that arrive after an operation returned (stragglers) are still reported.
+// use, and do not call the Client from them. Replies that arrive after an operation
+// returned (stragglers) are still reported, before Client.Close returns, from the
+// goroutine that talks to that master: a slow hook delays that master's next pipeline.
 type Hooks interface {
 	MasterReply(MasterEvent)
 	Operation(OperationEvent)

@@ -171,8 +171,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	if oldDeadline.Before(waitUntil) {
 		waitUntil = oldDeadline
 	}
-	cl := call{script: extendScript, keys: []string{h.key}, args: []any{h.token, ttl.Milliseconds()}}
-	rd := c.broadcast(OpExtend, h.key, waitUntil, func(int) []call { return []call{cl} })
+	rd := c.broadcast(OpExtend, h.key, waitUntil, scriptCall(extendScript, []string{h.key}, h.token, ttl.Milliseconds()))
 	var confirmed, refused int
 	var errs []MasterError
 	parse := func(req *request) (bool, error) {
@@ -182,7 +181,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		v, err := req.cmds[0].Int64()
 		return v > 0, err
 	}
-	ctxErr := rd.gather(ctx, waitUntil, func(req *request) bool {
+	ctxErr := rd.gather(ctx, &c.timers, waitUntil, func(req *request) bool {
 		ok, err := parse(req)
 		c.masterEvent(OpExtend, h.key, req, ok, err)
 		switch {
@@ -209,7 +208,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	case !end.Before(newDeadline):
 		err = fmt.Errorf("%w: extend %q: the majority answered after the new validity ran out", ErrExpired, h.key)
 	}
-	c.straggle(rd, t1.Add(c.opts.CleanupTimeout), func(req *request) {
+	c.straggle(rd, func(req *request) {
 		ok, err := parse(req)
 		c.masterEvent(OpExtend, h.key, req, ok, err)
 	})
@@ -273,7 +272,7 @@ func (h *hold) release(ctx context.Context) error {
 	// answer only reports what happened (the key expires anyway), and a slow but healthy
 	// master should not turn a good release into an error. A stopped minority costs
 	// nothing: the call returns at the majority.
-	ctxErr := rd.gather(ctx, start.Add(c.opts.CleanupTimeout), func(req *request) bool {
+	ctxErr := rd.gather(ctx, &c.timers, start.Add(c.opts.CleanupTimeout), func(req *request) bool {
 		ok, err := parseRelease(req)
 		c.masterEvent(OpRelease, h.key, req, ok, err)
 		switch {
@@ -300,7 +299,7 @@ func (h *hold) release(ctx context.Context) error {
 	default:
 		err = c.unavailable(OpRelease, h.key, confirmed, errs, rd)
 	}
-	c.straggle(rd, start.Add(c.opts.CleanupTimeout), func(req *request) {
+	c.straggle(rd, func(req *request) {
 		ok, err := parseRelease(req)
 		c.masterEvent(OpRelease, h.key, req, ok, err)
 	})

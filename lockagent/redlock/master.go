@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,14 +34,32 @@ type master struct {
 	queue  chan *request
 	done   chan struct{} // closed when the batcher exited
 
-	scriptsLoaded bool // batcher goroutine only
+	scriptsLoaded bool       // batcher goroutine only
+	live          []*request // batcher goroutine only: exec's buffer
+	// execCtx bounds the pipelines (batcher goroutine only). It is reused while at least
+	// half of execMax is left, so a pipeline gets between execMax/2 and execMax: a
+	// context per pipeline would cost several allocations for a bound that only matters
+	// when a master is stuck.
+	execCtx      context.Context
+	execCancel   context.CancelFunc
+	execDeadline time.Time
 }
 
-// call is one command of a request: a plain command (args) or a script.
+// call is one command of a request: a plain command, or a script sent as
+// EVALSHA sha numkeys keys... args... (args holds that whole command).
 type call struct {
 	script *script
-	keys   []string
 	args   []any
+}
+
+// scriptCall builds the EVALSHA command of s once; the masters of a round share it.
+func scriptCall(s *script, keys []string, args ...any) call {
+	all := make([]any, 0, 3+len(keys)+len(args))
+	all = append(all, "evalsha", s.shaArg, len(keys))
+	for _, k := range keys {
+		all = append(all, k)
+	}
+	return call{script: s, args: append(all, args...)}
 }
 
 const (
@@ -53,21 +72,23 @@ const (
 // request is a group of calls for one master, executed in order in one pipeline.
 type request struct {
 	master  *master
+	round   *round
 	calls   []call
 	sendBy  time.Time // not sent after this: the caller has given up
 	queued  time.Time
 	state   atomic.Int32
 	cmds    []*redis.Cmd // results, valid after completion with err == nil
-	err     error        // the request was not sent, or the pipeline failed before it
+	cmdBuf  [2]*redis.Cmd
+	err     error // the request was not sent, or the pipeline failed before it
 	latency time.Duration
-	out     chan<- *request // receives the request once, when it completed
-	seen    bool            // the round's goroutine took the completion (owned by it)
+	seen    bool // the round's caller took the completion (owned by it)
 }
 
+// complete hands the request back to its round, once.
 func (r *request) complete(err error) {
 	r.err = err
 	r.latency = time.Since(r.queued)
-	r.out <- r // buffered by the sender: never blocks
+	r.round.deliver(r)
 }
 
 func newMaster(index int, addr string, rdb redis.UniversalClient, opts Options) *master {
@@ -116,8 +137,26 @@ func (m *master) close() {
 	<-m.done
 }
 
+// execContext returns the pipelines' context, renewed when less than half of execMax
+// is left.
+func (m *master) execContext(now time.Time) context.Context {
+	if m.execCtx == nil || m.execDeadline.Sub(now) < m.execMax/2 {
+		if m.execCancel != nil {
+			m.execCancel()
+		}
+		m.execDeadline = now.Add(m.execMax)
+		m.execCtx, m.execCancel = context.WithDeadline(context.Background(), m.execDeadline)
+	}
+	return m.execCtx
+}
+
 func (m *master) run() {
 	defer close(m.done)
+	defer func() {
+		if m.execCancel != nil {
+			m.execCancel()
+		}
+	}()
 	batch := make([]*request, 0, m.maxBatch)
 	for {
 		first, ok := <-m.queue
@@ -143,7 +182,8 @@ func (m *master) run() {
 
 func (m *master) exec(batch []*request) {
 	now := time.Now()
-	live := make([]*request, 0, len(batch))
+	live := m.live[:0]
+	defer func() { clear(live); m.live = live[:0] }() // keep no finished request alive
 	anyScript := false
 	for _, r := range batch {
 		if now.After(r.sendBy) {
@@ -163,25 +203,38 @@ func (m *master) exec(batch []*request) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.execMax)
-	defer cancel()
+	ctx := m.execContext(now)
 
-	pipe := m.rdb.Pipeline()
-	var loads []*redis.StringCmd
-	if anyScript && !m.scriptsLoaded {
-		for _, s := range allScripts {
-			loads = append(loads, pipe.ScriptLoad(ctx, s.src))
-		}
-	}
 	for _, r := range live {
-		r.cmds = make([]*redis.Cmd, len(r.calls))
+		if len(r.calls) <= len(r.cmdBuf) {
+			r.cmds = r.cmdBuf[:len(r.calls)]
+		} else {
+			r.cmds = make([]*redis.Cmd, len(r.calls))
+		}
 		for i, c := range r.calls {
-			cmd := c.command(ctx, true)
-			_ = pipe.Process(ctx, cmd)
-			r.cmds[i] = cmd
+			r.cmds[i] = c.command(ctx, true)
 		}
 	}
-	_, execErr := pipe.Exec(ctx)
+	needLoad := anyScript && !m.scriptsLoaded
+	var execErr error
+	var loads []*redis.StringCmd
+	if len(live) == 1 && len(live[0].cmds) == 1 && !needLoad {
+		// A lone command (the usual case when idle) needs no pipeline.
+		execErr = m.rdb.Process(ctx, live[0].cmds[0])
+	} else {
+		pipe := m.rdb.Pipeline()
+		if needLoad {
+			for _, s := range allScripts {
+				loads = append(loads, pipe.ScriptLoad(ctx, s.src))
+			}
+		}
+		for _, r := range live {
+			for _, cmd := range r.cmds {
+				_ = pipe.Process(ctx, cmd)
+			}
+		}
+		_, execErr = pipe.Exec(ctx)
+	}
 	if len(loads) > 0 {
 		loaded := true
 		for _, l := range loads {
@@ -240,21 +293,14 @@ func pipelineErr(r *request, execErr error) error {
 	return err
 }
 
+// command returns the call as a new command; sha false turns EVALSHA into EVAL (which
+// also caches the script). The shared args are only read.
 func (c call) command(ctx context.Context, sha bool) *redis.Cmd {
-	if c.script == nil {
+	if c.script == nil || sha {
 		return redis.NewCmd(ctx, c.args...)
 	}
-	args := make([]any, 0, 3+len(c.keys)+len(c.args))
-	if sha {
-		args = append(args, "evalsha", c.script.sha)
-	} else {
-		args = append(args, "eval", c.script.src)
-	}
-	args = append(args, len(c.keys))
-	for _, k := range c.keys {
-		args = append(args, k)
-	}
-	args = append(args, c.args...)
+	args := slices.Clone(c.args)
+	args[0], args[1] = "eval", c.script.src
 	return redis.NewCmd(ctx, args...)
 }
 

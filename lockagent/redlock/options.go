@@ -58,7 +58,7 @@ type Options struct {
 	MaxExtensions int
 	// CleanupTimeout bounds the releases sent after a failed or cancelled acquisition
 	// (the caller's cancellation does not cut them short) and every pipeline sent to a
-	// master. Default 2 s.
+	// master (each pipeline gets between half of it and all of it). Default 2 s.
 	CleanupTimeout time.Duration
 	// MaxBatch bounds how many waiting operations one pipeline to a master carries.
 	// Default 256.

@@ -2,38 +2,61 @@ package redlock
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
 // round is one request per master, sent concurrently (through each master's batcher).
+// The caller takes the completions from out (gather) until it has decided; the rest go
+// to a handler set by straggle.
 type round struct {
 	op      Op
 	key     string
-	reqs    []*request
+	reqs    []request // one per master, in master order; allocated together
 	out     chan *request
-	pending int
+	pending int // completions the caller has not taken yet (caller's goroutine only)
+
+	mu   sync.Mutex     // guards late against deliveries
+	late func(*request) // set by straggle: completions go here instead of out
 }
 
-// broadcast sends calls(i) to every master i. sendBy bounds when a request may still be
-// sent; the caller's wait is bounded separately (gather's deadline).
-func (c *Client) broadcast(op Op, key string, sendBy time.Time, calls func(i int) []call) *round {
+// broadcast sends calls to every master. The calls, and the argument slices they carry,
+// are shared by the masters' requests and must not be modified afterwards. sendBy
+// bounds when a request may still be sent; the caller's wait is bounded separately
+// (gather's deadline).
+func (c *Client) broadcast(op Op, key string, sendBy time.Time, calls ...call) *round {
 	n := len(c.masters)
-	r := &round{op: op, key: key, reqs: make([]*request, n), out: make(chan *request, n), pending: n}
+	r := &round{op: op, key: key, reqs: make([]request, n), out: make(chan *request, n), pending: n}
 	for i, m := range c.masters {
-		r.reqs[i] = &request{calls: calls(i), sendBy: sendBy, out: r.out}
-		m.send(r.reqs[i])
+		req := &r.reqs[i]
+		req.calls, req.sendBy, req.round = calls, sendBy, r
+		m.send(req)
 	}
 	return r
 }
 
+// deliver hands a completed request to the caller, or to the straggler handler once the
+// caller stopped waiting.
+func (r *round) deliver(req *request) {
+	r.mu.Lock()
+	late := r.late
+	if late == nil {
+		r.out <- req // buffered for every master: never blocks
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	late(req)
+}
+
 // gather hands every reply to onReply until it returns true (decided), every master has
 // answered, the deadline passes or ctx ends. It returns ctx's error when ctx ended first.
-func (r *round) gather(ctx context.Context, deadline time.Time, onReply func(*request) (decided bool)) error {
+func (r *round) gather(ctx context.Context, timers *sync.Pool, deadline time.Time, onReply func(*request) (decided bool)) error {
 	if r.pending == 0 {
 		return nil
 	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	timer := getTimer(timers, time.Until(deadline))
+	defer putTimer(timers, timer)
 	for r.pending > 0 {
 		select {
 		case req := <-r.out:
@@ -51,43 +74,53 @@ func (r *round) gather(ctx context.Context, deadline time.Time, onReply func(*re
 	return nil
 }
 
+// getTimer returns a running timer from the pool. Since Go 1.23 a stopped or reset timer
+// never delivers a stale tick, so pooled timers are safe to reuse.
+func getTimer(timers *sync.Pool, d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(timers *sync.Pool, t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
 // abandonUnseen tells the batchers not to send what they have not sent yet, for every
-// master whose reply the caller has not seen. It returns, per master, whether the request
-// is known never to have reached the master.
-func (r *round) abandonUnseen() (notSent []bool) {
-	notSent = make([]bool, len(r.reqs))
-	for i, req := range r.reqs {
+// master whose reply the caller has not seen.
+func (r *round) abandonUnseen() {
+	for i := range r.reqs {
+		req := &r.reqs[i]
 		if !req.seen && req.state.CompareAndSwap(statePending, stateAbandoned) {
 			// The batcher skips it without completing it: nothing more to wait for.
-			notSent[i] = true
 			req.seen = true
 			r.pending--
 		}
 	}
-	return notSent
 }
 
-// straggle reports the replies that arrive after the caller stopped waiting to fn, in the
-// background, until every master answered or the cleanup bound passes. The requests were
-// already abandoned where possible, so a never-sent one completes at once or never.
-func (c *Client) straggle(r *round, until time.Time, fn func(*request)) {
+// straggle hands the replies that arrive after the caller stopped waiting to fn: those
+// already delivered at once, the others as they complete, from the goroutine that
+// completes them (a master's batcher). fn must be fast and safe for concurrent use, like
+// Hooks. Requests abandoned before they were sent never complete; the others complete
+// within the pipeline bound (Options.CleanupTimeout), and before Client.Close returns.
+// After straggle the caller must not use the round.
+func (c *Client) straggle(r *round, fn func(*request)) {
 	if r.pending == 0 {
 		return
 	}
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		timer := time.NewTimer(time.Until(until))
-		defer timer.Stop()
-		for r.pending > 0 {
-			select {
-			case req := <-r.out:
-				r.pending--
-				req.seen = true
-				fn(req)
-			case <-timer.C:
-				return
-			}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		select {
+		case req := <-r.out:
+			fn(req)
+		default:
+			r.late = fn
+			return
 		}
-	}()
+	}
 }

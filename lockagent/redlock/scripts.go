@@ -8,13 +8,15 @@ import (
 // script is a Lua script sent by EVALSHA; the batcher loads it (SCRIPT LOAD) on a master
 // whose cache is unknown and falls back to EVAL on NOSCRIPT (a restarted master).
 type script struct {
-	src string
-	sha string
+	src    string
+	sha    string
+	shaArg any // sha as a command argument, boxed once
 }
 
 func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+	sha := hex.EncodeToString(sum[:])
+	return &script{src: src, sha: sha, shaArg: sha}
 }
 
 // releaseScript is the standard compare-and-delete (SPEC.md section 2): other Redlock
