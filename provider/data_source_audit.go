@@ -44,6 +44,7 @@ type auditModel struct {
 	Quorum    types.Int64        `tfsdk:"quorum"`
 	Reachable types.Int64        `tfsdk:"reachable"`
 	Problems  []types.String     `tfsdk:"problems"`
+	Warnings  []types.String     `tfsdk:"warnings"`
 	Masters   []auditMasterModel `tfsdk:"masters"`
 }
 
@@ -149,6 +150,12 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				MarkdownDescription: "What makes the deployment unsafe, one plain sentence each naming the master, the " +
 					"setting and the fix. Empty when `safe`.",
 			},
+			"warnings": schema.ListAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "What costs fault tolerance or latency without breaking exclusion, one sentence each: " +
+					"a minority of masters unreachable (for example a crashed master waiting out its restart delay), " +
+					"round trips large against the TTL. `safe` stays true.",
+			},
 			"masters": schema.ListNestedAttribute{
 				Computed:            true,
 				MarkdownDescription: "What the audit found on each endpoint, in the order of `endpoints`.",
@@ -238,6 +245,10 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	m.Problems = make([]types.String, len(rep.Problems))
 	for i, p := range rep.Problems {
 		m.Problems[i] = types.StringValue(p)
+	}
+	m.Warnings = make([]types.String, len(rep.Warnings))
+	for i, p := range rep.Warnings {
+		m.Warnings[i] = types.StringValue(p)
 	}
 	m.Masters = make([]auditMasterModel, len(rep.Masters))
 	for i, a := range rep.Masters {

@@ -91,6 +91,39 @@ func TestAccAuditDataSource(t *testing.T) {
 	})
 }
 
+// A crashed master waiting out its restart delay is a minority down: the deployment stays
+// safe (a module's postcondition must not block every plan meanwhile) and the warning
+// names it.
+func TestAccAuditDataSourceMinorityDown(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3})
+	down := c.Masters[2]
+	const ds = "data.redlock_audit.cluster"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		Steps: []resource.TestStep{{
+			PreConfig: func() {
+				if err := down.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: auditConfig(c, `
+  lifecycle {
+    postcondition {
+      condition     = self.safe
+      error_message = "unsafe: ${join(" ", self.problems)}"
+    }
+  }`),
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(ds, "safe", "true"),
+				resource.TestCheckResourceAttr(ds, "reachable", "2"),
+				resource.TestCheckResourceAttr(ds, "problems.#", "0"),
+				resource.TestCheckResourceAttr(ds, "warnings.#", "1"),
+				resource.TestMatchResourceAttr(ds, "warnings.0", regexp.MustCompile(regexp.QuoteMeta(down.Addr)+`.*unreachable`)),
+			),
+		}},
+	})
+}
+
 func TestAccAuditDataSourceBadInput(t *testing.T) {
 	tests := []struct {
 		name   string

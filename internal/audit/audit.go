@@ -90,6 +90,9 @@ type Master struct {
 	LockUserChecked bool `json:"lock_user_checked"`
 	// LockUserCanConfig: the lock user was allowed to run CONFIG GET (it must not be).
 	LockUserCanConfig bool `json:"lock_user_can_config"`
+	// LockUserDangerous lists commands that weaken safety which the lock user may run
+	// (asked with ACL DRYRUN as admin): CONFIG SET, FLUSHALL, SELECT, REPLICAOF, ...
+	LockUserDangerous []string `json:"lock_user_dangerous,omitempty"`
 	// LockUserError is the lock user's authentication failure, if any.
 	LockUserError string `json:"lock_user_error,omitempty"`
 
@@ -106,6 +109,9 @@ type Report struct {
 	// Safe is true only when Problems is empty.
 	Safe     bool     `json:"safe"`
 	Problems []string `json:"problems"`
+	// Warnings cost fault tolerance or latency without breaking exclusion, e.g. a
+	// minority of masters unreachable.
+	Warnings []string `json:"warnings"`
 	// The limits the findings were computed against.
 	MaxLockTTL   time.Duration `json:"-"`
 	RestartDelay time.Duration `json:"-"`
@@ -199,9 +205,12 @@ func newReport(t Target, masters []Master) *Report {
 			r.Reachable++
 		}
 	}
-	r.Problems = findings(t, r)
+	r.Problems, r.Warnings = findings(t, r)
 	if r.Problems == nil {
 		r.Problems = []string{}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
 	}
 	r.Safe = len(r.Problems) == 0
 	return r
@@ -399,7 +408,38 @@ func (m *Master) checkLockUser(ctx context.Context, t Target) {
 		m.LockUserCanConfig = false
 	default:
 		m.LockUserError = "CONFIG GET probe: " + err.Error()
+		return
 	}
+	m.LockUserDangerous = dangerousForLockUser(ctx, t, m.Endpoint)
+}
+
+// dangerousCommands could each break exclusion if a lock client (or whoever holds its
+// password) ran them: switch off durability, drop every lock, move to another keyspace,
+// become a replica, stop the master, or rewrite ACLs.
+var dangerousCommands = [][]any{
+	{"CONFIG", "SET", "appendfsync", "no"}, {"FLUSHALL"}, {"FLUSHDB"}, {"SELECT", "1"}, {"SWAPDB", "0", "1"},
+	{"REPLICAOF", "127.0.0.1", "1"}, {"SHUTDOWN"}, {"DEBUG", "SLEEP", "0"}, {"ACL", "SETUSER", "x"},
+	{"SCRIPT", "FLUSH"}, {"KEYS", "*"}, {"UNLINK", "k"}, {"EXPIRE", "k", "1"}, {"PERSIST", "k"},
+	{"FUNCTION", "FLUSH"}, {"MONITOR"},
+}
+
+// dangerousForLockUser asks the server, as admin, which dangerous commands the lock user
+// may run (ACL DRYRUN runs nothing). Nil when none, or when the server cannot tell (an
+// admin without ACL rights): the CONFIG probe still stands.
+func dangerousForLockUser(ctx context.Context, t Target, endpoint string) []string {
+	c := redis.NewClient(t.clientOptions(endpoint, t.Username, t.Password))
+	defer c.Close()
+	var allowed []string
+	for _, cmd := range dangerousCommands {
+		args := append([]any{"ACL", "DRYRUN", t.LockUsername}, cmd...)
+		reply, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Do(ctx, args...).Text() })
+		// An error is about that one probe (a command the server disables, such as
+		// DEBUG, or an admin without ACL rights): it proves nothing either way.
+		if err == nil && reply == "OK" {
+			allowed = append(allowed, strings.TrimSuffix(fmt.Sprintln(cmd...), "\n"))
+		}
+	}
+	return allowed
 }
 
 // MarshalJSON writes durations as numbers with their unit in the name (clock_offset_ms,

@@ -97,12 +97,6 @@ func TestUnsafeMutations(t *testing.T) {
 		{name: "no-appendfsync-on-rewrite yes", mutate: configSet("no-appendfsync-on-rewrite", "yes"), want: []string{"no-appendfsync-on-rewrite yes"}},
 		{name: "appendonly no", mutate: configSet("appendonly", "no"), want: []string{"AOF off", "appendonly yes"}},
 		{name: "maxmemory 0", mutate: configSet("maxmemory", "0"), want: []string{"maxmemory 0"}},
-		{name: "one master killed", mutate: func(t *testing.T, c *redistest.Cluster, _ *audit.Target) string {
-			if err := c.Masters[2].Kill(); err != nil {
-				t.Fatal(err)
-			}
-			return c.Masters[2].Addr
-		}, want: []string{"unreachable"}},
 		{name: "majority killed", mutate: func(t *testing.T, c *redistest.Cluster, _ *audit.Target) string {
 			for _, m := range c.Masters[:2] {
 				if err := m.Kill(); err != nil {
@@ -139,6 +133,12 @@ func TestUnsafeMutations(t *testing.T) {
 			}
 			return c.Masters[2].Addr
 		}, want: []string{"lock user run CONFIG"}},
+		{name: "lock user allowed FLUSHALL and SELECT", mutate: func(t *testing.T, c *redistest.Cluster, _ *audit.Target) string {
+			if err := admin(c.Masters[1], "ACL", "SETUSER", redistest.LockUser, "+flushall", "+select"); err != nil {
+				t.Fatal(err)
+			}
+			return c.Masters[1].Addr
+		}, want: []string{"lock user run FLUSHALL, SELECT 1", "restrict the lock user's ACL"}},
 		{name: "wrong lock password", mutate: func(t *testing.T, c *redistest.Cluster, tgt *audit.Target) string {
 			tgt.LockPassword = "not-the-password"
 			return c.Masters[0].Addr
@@ -202,6 +202,22 @@ func TestReplicaSeenFromPrimary(t *testing.T) {
 	}
 	if !hasProblem(rep.Problems, primary.Addr, []string{"1 connected replica"}) {
 		t.Fatalf("no problem about the primary's replica:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+}
+
+// A minority of masters down is what Redlock is built to survive: every lock stays
+// exclusive, so the deployment is still safe, with a warning naming the missing master.
+func TestMinorityDownIsAWarning(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3})
+	if err := c.Masters[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, target(c))
+	if !rep.Safe {
+		t.Fatalf("one of three masters down made the deployment unsafe:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	if !hasProblem(rep.Warnings, c.Masters[2].Addr, []string{"unreachable", "tolerates one fewer failure"}) {
+		t.Fatalf("no warning naming the unreachable master:\n%s", strings.Join(rep.Warnings, "\n"))
 	}
 }
 

@@ -10,12 +10,15 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
-// findings turns what was measured into problems, one plain sentence each: which master,
-// what is wrong, why it breaks exclusion, and the fix. Order: deployment-wide first, then
-// per master in endpoint order.
-func findings(t Target, r *Report) []string {
-	var ps []string
+// findings turns what was measured into sentences, one each: which master, what is wrong,
+// why it matters, and the fix. Problems break exclusion (or leave safety unknown); warnings
+// cost fault tolerance or latency but keep every lock exclusive, such as a minority of
+// masters down, which is what Redlock is built to survive. Order: deployment-wide first,
+// then per master in endpoint order.
+func findings(t Target, r *Report) (problems, warnings []string) {
+	var ps, ws []string
 	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
+	warn := func(format string, args ...any) { ws = append(ws, fmt.Sprintf(format, args...)) }
 
 	n := len(t.Endpoints)
 	switch {
@@ -42,7 +45,9 @@ func findings(t Target, r *Report) []string {
 	for _, m := range r.Masters {
 		ep := m.Endpoint
 		if !m.Reachable {
-			add("Master %s is unreachable (%s); it cannot vote, so the deployment tolerates one fewer failure. Fix: start it, or check the address, credentials and TLS setting.", ep, m.Error)
+			// Below the quorum the deployment-wide problem above already says no lock can be
+			// taken; with a quorum left, locks stay exclusive and only fault tolerance is lost.
+			warn("Master %s is unreachable (%s); it cannot vote, so the deployment tolerates one fewer failure. Fix: start it (a crashed master is held down for its restart delay, then restarts by itself), or check the address, credentials and TLS setting.", ep, m.Error)
 			continue
 		}
 		if !m.audited {
@@ -86,7 +91,7 @@ func findings(t Target, r *Report) []string {
 			add("Master %s's clock runs at %.4f times this machine's rate (Redlock tolerates a difference of %.2f%%): its lock TTLs expire at a different real time than clients compute. Fix: fix the clock source on %s (NTP slewing, no manual time changes).", ep, m.ClockRate, t.DriftFactor*100, ep)
 		}
 		if m.RTT > rttLimit {
-			add("Master %s's round trip is %v, more than %.0f%% of the max lock TTL %v (%v): acquiring eats too much of the lock's validity. Fix: put the masters closer to the clients, or raise the max lock TTL.", ep, roundDur(m.RTT), t.DriftFactor*100, t.MaxLockTTL, rttLimit)
+			warn("Master %s's round trip is %v, more than %.0f%% of the max lock TTL %v (%v): acquiring eats too much of the lock's validity. Fix: put the masters closer to the clients, or raise the max lock TTL.", ep, roundDur(m.RTT), t.DriftFactor*100, t.MaxLockTTL, rttLimit)
 		}
 		if m.LockUserChecked {
 			switch {
@@ -94,10 +99,12 @@ func findings(t Target, r *Report) []string {
 				add("Master %s refused the lock user (%s): lock clients cannot vote there. Fix: create the restricted lock user with the password the clients use (the redlock_master resource does this).", ep, m.LockUserError)
 			case m.LockUserCanConfig:
 				add("Master %s lets the lock user run CONFIG: any lock client can switch off its safety settings. Fix: restrict the lock user's ACL to the lock commands (see redisconf.LockUserCommands).", ep)
+			case len(m.LockUserDangerous) > 0:
+				add("Master %s lets the lock user run %s: any lock client can drop or hide every lock on it. Fix: restrict the lock user's ACL to the lock commands (see redisconf.LockUserCommands).", ep, strings.Join(m.LockUserDangerous, ", "))
 			}
 		}
 	}
-	return ps
+	return ps, ws
 }
 
 // duplicateServers finds endpoints that reach the same redis-server (same run_id): a

@@ -24,7 +24,7 @@ const (
 // Scripts run with the caller's permissions, so the script bodies are bounded by this too:
 // DEL and PEXPIRE are listed for the compare-and-delete / compare-and-pexpire scripts.
 var LockUserCommands = []string{
-	"+ping", "+hello", "+auth", "+client|setname", "+select",
+	"+ping", "+hello", "+auth", "+client|setname",
 	"+set", "+get", "+del", "+pexpire", "+pttl", "+eval", "+evalsha", "+script|load", "+script|exists",
 	"+publish", "+subscribe", "+unsubscribe", "+time",
 }

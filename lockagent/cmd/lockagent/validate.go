@@ -172,6 +172,7 @@ type validateResult struct {
 	Verdict    string           `json:"verdict"` // SAFE or UNSAFE
 	Safe       bool             `json:"safe"`
 	Problems   []string         `json:"problems"`
+	Warnings   []string         `json:"warnings"` // degraded but safe, e.g. a minority of masters down
 	Audit      *audit.Report    `json:"audit"`
 	Behaviour  []behaviourCheck `json:"behaviour"`
 	Contention *contentionStats `json:"contention,omitempty"`
@@ -241,7 +242,7 @@ func runValidate(ctx context.Context, o *validateOptions, w io.Writer) (*validat
 	fmt.Fprintf(w, "lockagent validate: %d masters, quorum %d, max lock TTL %v, restart delay %s\n",
 		len(cfg.Endpoints), cfg.QuorumSize(), cfg.MaxLockTTL.Duration, orUnknown(cfg.RestartDelay.Duration))
 
-	res := &validateResult{Problems: []string{}, Behaviour: []behaviourCheck{}}
+	res := &validateResult{Problems: []string{}, Warnings: []string{}, Behaviour: []behaviourCheck{}}
 
 	// Phase 1: audit.
 	fmt.Fprintf(w, "\n[1/3] Audit of every master\n")
@@ -256,11 +257,18 @@ func runValidate(ctx context.Context, o *validateOptions, w io.Writer) (*validat
 	}
 	res.Audit = rep
 	res.Problems = append(res.Problems, rep.Problems...)
+	res.Warnings = append(res.Warnings, rep.Warnings...)
 	if len(rep.Problems) == 0 {
 		fmt.Fprintf(w, "  audit: no problems\n")
 	} else {
 		fmt.Fprintf(w, "  audit: %d problem(s)\n", len(rep.Problems))
 		for _, p := range rep.Problems {
+			fmt.Fprintf(w, "    - %s\n", p)
+		}
+	}
+	if len(rep.Warnings) > 0 {
+		fmt.Fprintf(w, "  audit: %d warning(s) (degraded, still safe)\n", len(rep.Warnings))
+		for _, p := range rep.Warnings {
 			fmt.Fprintf(w, "    - %s\n", p)
 		}
 	}
@@ -321,6 +329,10 @@ func describeMaster(m audit.Master) string {
 func printVerdict(w io.Writer, res *validateResult) {
 	fmt.Fprintln(w)
 	if res.Safe {
+		if len(res.Warnings) > 0 {
+			fmt.Fprintf(w, "VERDICT: SAFE, degraded (%d warning(s) above)\n", len(res.Warnings))
+			return
+		}
 		fmt.Fprintln(w, "VERDICT: SAFE")
 		return
 	}
