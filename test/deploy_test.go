@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gruntwork-io/terratest/modules/random"
+	"github.com/gruntwork-io/terratest/modules/retry"
 	"github.com/gruntwork-io/terratest/modules/terraform"
 	"github.com/redis/go-redis/v9"
 )
@@ -159,9 +160,11 @@ func (d *deployment) readOutputs(t *testing.T) {
 
 // supervisorState is the part of <data_dir>/supervisor.state the tests read.
 type supervisorState struct {
-	SupervisorPID int    `json:"supervisor_pid"`
-	RedisPID      int    `json:"redis_pid"`
-	Status        string `json:"status"`
+	SupervisorPID int       `json:"supervisor_pid"`
+	RedisPID      int       `json:"redis_pid"`
+	Status        string    `json:"status"`
+	LastAlive     time.Time `json:"last_alive"`
+	RestartAt     time.Time `json:"restart_at"`
 }
 
 func (d *deployment) dataDirs(t *testing.T) []string {
@@ -181,6 +184,19 @@ func (d *deployment) state(t *testing.T, i int) supervisorState {
 		t.Fatalf("supervisor state of master %d: %v", i, err)
 	}
 	return s
+}
+
+// waitHolding waits until master i's supervisor reports it holds the crashed master down.
+func (d *deployment) waitHolding(t *testing.T, i int) supervisorState {
+	t.Helper()
+	var st supervisorState
+	retry.DoWithRetry(t, fmt.Sprintf("master %d holding", i), 200, 50*time.Millisecond, func() (string, error) {
+		if st = d.state(t, i); st.Status != "holding" {
+			return "", fmt.Errorf("status %q", st.Status)
+		}
+		return st.Status, nil
+	})
+	return st
 }
 
 func (d *deployment) admin(t *testing.T, i int) *redis.Client {

@@ -117,6 +117,7 @@ func TestOffsetTooLarge(t *testing.T) {
 // fast (the harness preloads a clock-skew shim) and expects the audit to report both its
 // offset and its rate, and nothing about the correct masters.
 func TestClockSkewedMaster(t *testing.T) {
+	redistest.RequireClockSkew(t)
 	skewed := redistest.Start(t, redistest.Options{Masters: 1, Clock: &redistest.ClockSkew{Offset: time.Hour, Rate: 1.1}})
 	normal := redistest.Start(t, redistest.Options{Masters: 2})
 	tgt := target(normal)

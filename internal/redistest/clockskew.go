@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -67,6 +68,15 @@ func clockSkewLibrary() (string, error) {
 		clockSkewLib = lib
 	})
 	return clockSkewLib, clockSkewErr
+}
+
+// RequireClockSkew skips the test when clock-skewed masters cannot be started here (no C
+// compiler to build the shim), saying why.
+func RequireClockSkew(t testing.TB) {
+	t.Helper()
+	if _, err := clockSkewLibrary(); err != nil {
+		t.Skipf("clock skew unavailable: %v", err)
+	}
 }
 
 // env returns the environment that starts redis-server with this skew.

