@@ -386,7 +386,10 @@ func parseAcquireScript(cmd *redis.Cmd) acquireReply {
 	if err != nil {
 		return acquireReply{err: err}
 	}
-	flag, _ := vals[0].(int64)
+	var flag int64 = -1
+	if len(vals) > 0 {
+		flag, _ = vals[0].(int64)
+	}
 	switch {
 	case len(vals) == 2 && flag == 1:
 		rep := acquireReply{ok: true}
