@@ -24,8 +24,8 @@ const benchUsage = `Usage: lockagent bench [--spawn N | -c agent.json | --endpoi
 Measures, in one run and on the same masters, side by side:
   lockagent  this project's library (lockagent/redlock), default options
   lockagent-nofence
-             the same without fencing tokens (Options.NoFencing): one round per
-             acquisition instead of two, as in clients that have no fencing
+             the same without fencing tokens (Options.NoFencing): a plain SET NX PX
+             instead of the acquire script that also raises the fence register
   redsync    github.com/go-redsync/redsync/v4 with its go-redis v9 pool, using its
              DEFAULT retry settings (32 tries, 50-250ms random delay)
   floor      a bare go-redis fan-out: SET NX PX to every master at once, then EVALSHA

@@ -10,8 +10,8 @@ import (
 )
 
 // lockagentLocker is this project's library: Acquire waits with its own retry policy
-// (release notifications, jitter). Default options, or without the fencing round
-// (LockagentNoFence) to show what fencing tokens cost.
+// (release notifications, jitter). Default options, or without fencing tokens
+// (LockagentNoFence) to show what they cost.
 type lockagentLocker struct {
 	clients []*redis.Client
 	c       *redlock.Client

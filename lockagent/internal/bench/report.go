@@ -146,7 +146,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	c := r.Config
 	fmt.Fprintf(w, "\nsequential: %d pairs and throughput: %v per implementation, each in %d interleaved rounds; contention: one %v window each; TTL %v; hold %v.\n",
 		c.Iterations, c.Duration, c.Rounds, c.Duration, c.TTL, c.Hold)
-	fmt.Fprintln(w, "lockagent: default options (fencing tokens on: a second round per acquisition); lockagent-nofence: Options.NoFencing.")
+	fmt.Fprintln(w, "lockagent: default options (fencing tokens on: one round per acquisition when the Client's cached fence is current, a second round otherwise); lockagent-nofence: Options.NoFencing.")
 	fmt.Fprintln(w, "redsync: v4 with its DEFAULT options (32 tries, 50-250ms random retry delay); a mutex per acquisition.")
 	fmt.Fprintln(w, "floor: bare go-redis fan-out (SET NX PX on every master + EVALSHA compare-and-delete), one attempt, so no contention row.")
 	fmt.Fprintln(w, "allocs/bytes: runtime.MemStats deltas over the sequential loop, whole process (background goroutines included).")
