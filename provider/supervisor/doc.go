@@ -8,18 +8,27 @@
 //   - A clean shutdown (redis-server exits 0 after SHUTDOWN or SIGTERM: the AOF is fsynced)
 //     leaves an fsynced clean marker in the data dir; the supervisor then exits 0.
 //   - A crash (killed by a signal, non-zero exit) runs the OnCrash hook and holds the master
-//     down until RestartDelay has passed since the master was last seen alive (its last
-//     answer to the PING sent every 100ms, or its start if it never answered), so every
-//     lock it granted has expired on the other masters before it rejoins. Then
-//     BeforeRestart, redis-server again, and AfterRestart once it answers PING.
-//   - A data dir that holds data but no clean marker when a supervisor starts (reboot,
-//     supervisor and master killed together) is held back the same way, with the same
-//     hooks. When the previous supervisor died while its master ran, the moment the master
-//     died is unknown, and the delay counts from the new supervisor's start.
+//     down until RestartDelay has passed since the master was last seen alive (the last
+//     100ms tick at which /proc showed its process running: answering the PING or not, it
+//     may have served clients until then), so every lock it granted has expired on the
+//     other masters before it rejoins. Then BeforeRestart, redis-server again, and
+//     AfterRestart once it answers PING.
+//   - A hold never ends before State.HoldFloor, the latest LastAlive + RestartDelay ever
+//     recorded: lowering the delay (SIGHUP, or a new supervisor with a new config) does not
+//     shorten the wait for locks granted under the old one.
+//   - A data dir where a master ran (state with a LastAlive, or data) and that has no clean
+//     marker when a supervisor starts (reboot, supervisor and master killed together, a
+//     lost or deleted AOF) is held back the same way, with the same hooks. When the
+//     previous supervisor died while its master ran, the moment the master died is
+//     unknown, and the delay (the larger of the configured one and the one the master ran
+//     under) counts from the new supervisor's start.
 //   - A redis-server still running from a supervisor that was killed is shut down cleanly by
 //     the next supervisor (or by Stop), so it needs no hold.
-//   - A paused master (SIGSTOP) is "not seen alive" but is not a crash: nothing happens until
-//     the process actually exits.
+//   - A paused master (SIGSTOP) is "not seen alive" (its LastAlive freezes) but is not a
+//     crash: nothing happens until the process actually exits.
+//   - The supervisor, redis-server and the hooks run with a minimal environment (PATH, HOME,
+//     LANG, LC_ALL, TZ; the hooks also get their REDLOCK_* variables), never the one of the
+//     terraform that started them.
 //
 // Everything lives in the master's data dir: supervisor.json (Config, written by the
 // provider), supervisor.state (State, replaced atomically), supervisor.log, supervisor.lock

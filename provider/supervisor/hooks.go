@@ -21,7 +21,7 @@ func (s *supervisor) runHook(event string, argv []string, redisPID int) {
 // hook prepares a hook from the supervisor's current config and state (on Main's goroutine)
 // and returns the function that runs it, which may run on another goroutine.
 func (s *supervisor) hook(event string, argv []string, redisPID int) func(ctx context.Context) {
-	env := append(os.Environ(),
+	env := append(minimalEnv(),
 		"REDLOCK_EVENT="+event,
 		"REDLOCK_MASTER_NAME="+s.cfg.Name,
 		"REDLOCK_MASTER_ADDR="+s.cfg.Addr,

@@ -17,22 +17,37 @@ import (
 // processAlive reports whether pid exists and is not a zombie (a zombie has exited; only its
 // parent's wait is missing).
 func processAlive(pid int) bool {
+	state := procState(pid)
+	return state != 0 && state != 'Z' && state != 'X'
+}
+
+// processRunning reports whether pid is alive and not stopped (SIGSTOP, or a debugger): a
+// running server may be serving clients, however slowly it answers the health check; a
+// stopped one serves nobody until it is continued.
+func processRunning(pid int) bool {
+	state := procState(pid)
+	return processAlive(pid) && state != 'T' && state != 't'
+}
+
+// procState returns the state letter of /proc/<pid>/stat (R, S, D, T, t, Z, X, ...), or 0
+// when there is no such process.
+func procState(pid int) byte {
 	if pid <= 0 {
-		return false
+		return 0
 	}
 	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
-		return false
+		return 0
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return 0
 	}
 	// The state follows the parenthesised command name, which may itself contain ") ".
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 || i+2 >= len(stat) {
-		return false
+		return 0
 	}
-	return stat[i+2] != 'Z' && stat[i+2] != 'X'
+	return stat[i+2]
 }
 
 // isSupervisorProcess reports whether pid is a live supervisor for dataDir: its command line
@@ -116,7 +131,9 @@ type Live struct {
 }
 
 // Inspect reads the state of dataDir and checks its pids against /proc. The error wraps
-// os.ErrNotExist when no supervisor ever ran there.
+// os.ErrNotExist when no supervisor ever ran there. A live supervisor that holds the data
+// dir's lock but has not written its state yet (the state still names a dead predecessor)
+// is reported as the supervisor.
 func Inspect(dataDir string) (Live, error) {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
@@ -127,6 +144,9 @@ func Inspect(dataDir string) (Live, error) {
 		return Live{}, err
 	}
 	live := Live{State: st, SupervisorAlive: isSupervisorProcess(st.SupervisorPID, dir)}
+	if holder := lockHolder(dir); !live.SupervisorAlive && holder != st.SupervisorPID && isSupervisorProcess(holder, dir) {
+		live.SupervisorPID, live.SupervisorAlive = holder, true
+	}
 	if c, err := LoadConfig(dir); err == nil {
 		live.RedisAlive = isRedisProcess(st.RedisPID, c)
 	}

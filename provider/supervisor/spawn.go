@@ -12,7 +12,7 @@ import (
 // gets its own session (setsid: no controlling terminal, not in the caller's process group,
 // so a Ctrl-C or terraform stopping the provider plugin does not reach it), stdin from
 // /dev/null, stdout and stderr appended to <dataDir>/supervisor.log, the data dir as working
-// dir, and no other file descriptor. The provider calls
+// dir, no other file descriptor, and a minimal environment (see minimalEnv). The provider calls
 // Spawn(os.Executable(), []string{"supervise", dataDir}, dataDir).
 //
 // A relative dataDir is made absolute, in args too, because Stop recognises the supervisor
@@ -53,10 +53,29 @@ func Spawn(executable string, args []string, dataDir string) (pid int, err error
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Env = minimalEnv()
 	// Every descriptor Go opens is close-on-exec, so the child inherits exactly 0, 1 and 2.
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("supervisor: start %s: %w", executable, err)
 	}
 	go func() { _ = cmd.Wait() }()
 	return cmd.Process.Pid, nil
+}
+
+// minimalEnv is the whole environment of the supervisor, redis-server and the hooks (which
+// add their REDLOCK_* variables). They run for months after the terraform that started
+// them, so they must not keep its environment: TF_VAR_* values, cloud credentials, tokens.
+// PATH is kept so that a server or hook named without a path is found as it was at plan time.
+func minimalEnv() []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	env := []string{"PATH=" + path}
+	for _, name := range []string{"HOME", "LANG", "LC_ALL", "TZ"} {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
 }

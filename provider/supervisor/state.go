@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,12 +25,19 @@ type State struct {
 	SupervisorPID int    `json:"supervisor_pid"`
 	RedisPID      int    `json:"redis_pid"` // 0 when no redis-server runs
 	Status        string `json:"status"`
-	// LastAlive is the last moment the master may have served clients: its last answered
-	// PING, or the moment it was started. The restart delay is counted from here.
+	// LastAlive is the last moment the master may have served clients: the last health-check
+	// tick at which its process was running (not stopped), or the moment it was started. The
+	// restart delay is counted from here.
 	LastAlive time.Time `json:"last_alive,omitzero"`
-	// RestartAt is when a held master starts again (LastAlive + RestartDelay); it keeps the
-	// last planned restart after the master is back.
+	// RestartAt is when a held master starts again (LastAlive + RestartDelay, or HoldFloor
+	// when that is later); it keeps the last planned restart after the master is back.
 	RestartAt time.Time `json:"restart_at,omitzero"`
+	// HoldFloor is the earliest moment a hold may end: the latest LastAlive + RestartDelay
+	// ever recorded for this dir, so every lock the master granted under the delay (max lock
+	// TTL) in effect at the time has expired by then. Lowering the delay therefore never
+	// shortens a hold: it takes effect once the master has run under the new delay for the
+	// difference. HoldFloor - LastAlive is the delay in effect when the state was written.
+	HoldFloor time.Time `json:"hold_floor,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	Restarts  int       `json:"restarts"` // restarts after a crash or an unclean stop, over the dir's life
 	LastError string    `json:"last_error,omitempty"`
@@ -62,46 +70,56 @@ func writeState(dataDir string, st State) error {
 	return nil
 }
 
-// HoldUntil tells when a master whose data lives in dataDir may start: when the dir holds
-// data and no clean marker, it must stay down until restartDelay after it was last seen
-// alive (LastAlive from the state; now when that is unknown, e.g. its supervisor died while
-// it ran). The bool is false when no wait is needed: no data, a clean stop, a supervisor
-// running it right now, or a hold that is already over.
+// HoldUntil tells when a master whose data lives in dataDir may start. It must stay down
+// when a master ran there and did not stop cleanly (no clean marker), whether or not its
+// AOF is still there: until restartDelay after it was last seen alive (LastAlive from the
+// state; when that is unknown because its supervisor died while it ran, from now, with the
+// larger of restartDelay and the delay the dead master ran under), and never before the
+// state's HoldFloor. The bool is false when no wait is needed: nothing ever ran there, a
+// clean stop, a supervisor running it right now, or a hold that is already over.
 func HoldUntil(dataDir string, restartDelay time.Duration) (time.Time, bool) {
 	now := time.Now()
-	base, hold, _ := holdBase(dataDir, now, false)
+	until, hold, _ := holdUntil(dataDir, now, false, restartDelay)
 	if !hold {
 		return time.Time{}, false
 	}
-	until := base.Add(restartDelay)
 	return until, now.Before(until)
 }
 
-// holdBase decides whether a master starting now must be held back, from when the delay is
-// counted, and why (for the log). self is true inside the supervisor that holds the data
-// dir's lock: the supervisor recorded in the state is then known to be dead.
-func holdBase(dataDir string, now time.Time, self bool) (base time.Time, hold bool, why string) {
-	if !hasData(dataDir) {
-		return time.Time{}, false, "the data dir holds no data yet"
-	}
+// holdUntil decides whether a master starting now must be held back, until when, and why
+// (for the log). hold is true for any unclean stop, even when until has passed (the
+// supervisor then runs the crash hooks and restarts at once). self is true inside the
+// supervisor that holds the data dir's lock: the supervisor recorded in the state is then
+// known to be dead.
+func holdUntil(dataDir string, now time.Time, self bool, delay time.Duration) (until time.Time, hold bool, why string) {
 	if CleanStop(dataDir) {
 		return time.Time{}, false, "the master was stopped cleanly"
 	}
 	st, err := ReadState(dataDir)
-	if err != nil {
-		return now, true, "data but no clean marker and no readable state: when the master last ran is unknown"
+	ran := hasData(dataDir) || err == nil && (st.RedisPID != 0 || !st.LastAlive.IsZero()) ||
+		err != nil && !errors.Is(err, os.ErrNotExist)
+	if !ran {
+		return time.Time{}, false, "no master ran in this data dir yet"
 	}
-	orDefault := func(t time.Time) time.Time {
-		if t.IsZero() {
-			return now
+	if err != nil {
+		return now.Add(delay), true, "no clean marker and no readable state: when the master last ran is unknown"
+	}
+	// A lost AOF is the case the delay exists for: the master forgot the locks it granted.
+	lost := ""
+	if !hasData(dataDir) {
+		lost = " (and its AOF is gone)"
+	}
+	after := func(base time.Time, d time.Duration) time.Time {
+		if base.IsZero() {
+			base = now
 		}
-		return t
+		return later(base.Add(d), st.HoldFloor)
 	}
 	switch st.Status {
 	case StatusHolding:
-		return orDefault(st.LastAlive), true, "the master crashed and is being held back"
+		return after(st.LastAlive, delay), true, "the master crashed and is being held back" + lost
 	case StatusStopped:
-		return orDefault(st.LastAlive), true, "the master stopped without a clean shutdown"
+		return after(st.LastAlive, delay), true, "the master stopped without a clean shutdown" + lost
 	}
 	// The state says the master was running (or starting or stopping).
 	if !self && st.SupervisorPID != os.Getpid() && isSupervisorProcess(st.SupervisorPID, dataDir) {
@@ -112,5 +130,31 @@ func holdBase(dataDir string, now time.Time, self bool) (base time.Time, hold bo
 		// cleanly first, so no hold is needed.
 		return time.Time{}, false, "the master still runs; it will be stopped cleanly"
 	}
-	return now, true, "the supervisor died while the master ran: when the master stopped is unknown"
+	// It may have served until a moment ago, under the delay in effect when its supervisor
+	// last wrote the state (a new configuration may have lowered it since).
+	ranUnder := delay
+	if !st.LastAlive.IsZero() {
+		ranUnder = max(delay, st.HoldFloor.Sub(st.LastAlive))
+	}
+	return after(now, ranUnder), true, "the supervisor died while the master ran: when the master stopped is unknown" + lost
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// RecordHold leaves a state in dataDir saying that a master ran there until lastAlive and
+// that locks it granted may be valid until validUntil, and removes the clean marker: a
+// master started in dataDir later is held until then at least. The provider calls it when
+// it destroys a master's data, so that a destroy interrupted before those locks expired
+// cannot let a new master at the same data dir grant them again.
+func RecordHold(dataDir string, lastAlive, validUntil time.Time, why string) error {
+	if err := removeCleanMarker(dataDir); err != nil {
+		return err
+	}
+	return writeState(dataDir, State{Status: StatusStopped, LastAlive: lastAlive, HoldFloor: validUntil, LastError: why})
 }

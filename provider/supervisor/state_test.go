@@ -53,10 +53,20 @@ func TestHoldUntil(t *testing.T) {
 		name  string
 		setup []func(*testing.T, string)
 		hold  bool
-		from  string // "last_alive" or "now"
+		from  string // "last_alive", "now", "floor" or "now_plus_floor_delay"
 	}{
 		{name: "fresh dir: first start", setup: nil, hold: false},
-		{name: "config but no data yet", setup: []func(*testing.T, string){state(State{Status: StatusRunning, LastAlive: lastAlive})}, hold: false},
+		{name: "state written before any start", setup: []func(*testing.T, string){state(State{Status: StatusStopped})}, hold: false},
+		{name: "a master ran but its AOF is gone: from now", setup: []func(*testing.T, string){
+			state(State{Status: StatusRunning, SupervisorPID: deadPid, RedisPID: deadPid, LastAlive: lastAlive})}, hold: true, from: "now"},
+		{name: "crashed, AOF gone: from last alive", setup: []func(*testing.T, string){
+			state(State{Status: StatusHolding, SupervisorPID: deadPid, LastAlive: lastAlive})}, hold: true, from: "last_alive"},
+		{name: "a larger delay in effect earlier: its floor", setup: []func(*testing.T, string){withData,
+			state(State{Status: StatusHolding, SupervisorPID: deadPid, LastAlive: lastAlive, HoldFloor: lastAlive.Add(3 * delay)})},
+			hold: true, from: "floor"},
+		{name: "supervisor died under a larger delay: now plus that delay", setup: []func(*testing.T, string){withData,
+			state(State{Status: StatusRunning, SupervisorPID: deadPid, RedisPID: deadPid, LastAlive: lastAlive,
+				HoldFloor: lastAlive.Add(2 * delay)})}, hold: true, from: "now_plus_floor_delay"},
 		{name: "data and clean marker", setup: []func(*testing.T, string){withData, marker, state(State{Status: StatusStopped, LastAlive: lastAlive})}, hold: false},
 		{name: "data, no marker, no state", setup: []func(*testing.T, string){withData}, hold: true, from: "now"},
 		{name: "crashed and held: from last alive", setup: []func(*testing.T, string){withData,
@@ -87,9 +97,27 @@ func TestHoldUntil(t *testing.T) {
 				if until.Before(before.Add(delay)) || until.After(after.Add(delay)) {
 					t.Fatalf("until = %v, want now + delay (between %v and %v)", until, before.Add(delay), after.Add(delay))
 				}
+			case "floor":
+				if !until.Equal(lastAlive.Add(3 * delay)) {
+					t.Fatalf("until = %v, want the hold floor %v", until, lastAlive.Add(3*delay))
+				}
+			case "now_plus_floor_delay":
+				if until.Before(before.Add(2*delay)) || until.After(after.Add(2*delay)) {
+					t.Fatalf("until = %v, want now + the delay the master ran under (%v)", until, 2*delay)
+				}
 			}
 		})
 	}
+	t.Run("a recorded hold on a dir without data", func(t *testing.T) {
+		dir := t.TempDir()
+		validUntil := time.Now().Add(delay + time.Minute).Round(0)
+		if err := RecordHold(dir, time.Now().Add(-time.Minute), validUntil, "destroyed"); err != nil {
+			t.Fatal(err)
+		}
+		if until, hold := HoldUntil(dir, time.Second); !hold || !until.Equal(validUntil) {
+			t.Fatalf("HoldUntil = %v, %v; want the recorded %v", until, hold, validUntil)
+		}
+	})
 	t.Run("hold already over", func(t *testing.T) {
 		dir := t.TempDir()
 		withData(t, dir)

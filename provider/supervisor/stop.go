@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,8 +24,8 @@ const pollInterval = 20 * time.Millisecond
 // admin, else SIGTERM to the proven redis pid) and writes the marker. With nothing running
 // it does nothing: in particular it never writes a marker for a master that crashed.
 //
-// Call it after the supervisor wrote its first state (WaitReady): a supervisor spawned a
-// few milliseconds ago may not be visible yet.
+// Call it after the supervisor wrote its first state (WaitReady), or use StopSupervisor
+// with the pid from Spawn: a supervisor spawned a few milliseconds ago may not be visible yet.
 func Stop(ctx context.Context, dataDir string) error {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
@@ -34,7 +35,25 @@ func Stop(ctx context.Context, dataDir string) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	for _, pid := range []int{st.SupervisorPID, lockHolder(dir)} {
+	return stop(ctx, dir, []int{st.SupervisorPID, lockHolder(dir)}, 0)
+}
+
+// StopSupervisor stops the supervisor with the given pid (from Spawn) like Stop does, even
+// before it has written a state or taken the lock, when the data dir's files may still name
+// a dead predecessor. Its redis-server is stopped too if the supervisor leaves it behind.
+func StopSupervisor(ctx context.Context, dataDir string, pid int) error {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return fmt.Errorf("supervisor: data dir %q: %w", dataDir, err)
+	}
+	return stop(ctx, dir, []int{pid}, pid)
+}
+
+// stop SIGTERMs the first of candidates that is a live supervisor of dir and waits for it,
+// then stops a redis-server the state still names (an orphan). only, when not 0, limits
+// that to a state written by that supervisor.
+func stop(ctx context.Context, dir string, candidates []int, only int) error {
+	for _, pid := range candidates {
 		if pid == os.Getpid() || !isSupervisorProcess(pid, dir) {
 			continue
 		}
@@ -47,12 +66,16 @@ func Stop(ctx context.Context, dataDir string) error {
 			return fmt.Errorf("supervisor: supervisor pid %d for %s did not stop: %w (see %s)",
 				pid, dir, err, filepath.Join(dir, LogFileName))
 		}
-		if st, err = ReadState(dir); err != nil {
-			return err
-		}
 		break
 	}
-	if st.RedisPID == 0 {
+	st, err := ReadState(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st.RedisPID == 0 || (only != 0 && st.SupervisorPID != only) {
 		return nil
 	}
 	c, err := LoadConfig(dir)
@@ -65,8 +88,30 @@ func Stop(ctx context.Context, dataDir string) error {
 	if err := stopOrphan(ctx, c, st.RedisPID); err != nil {
 		return err
 	}
+	st.LastAlive, st.HoldFloor = orphanStopped(st, c.RestartDelay)
 	st.Status, st.RedisPID = StatusStopped, 0
 	return writeState(dir, st)
+}
+
+// Running returns the pids of whatever of the master in dataDir still runs: its supervisor
+// (from the state or the lock file) and its redis-server, each proven by /proc. Empty means
+// nothing of that master runs.
+func Running(dataDir string) []int {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil
+	}
+	st, _ := ReadState(dir)
+	var pids []int
+	for _, pid := range []int{st.SupervisorPID, lockHolder(dir)} {
+		if pid != 0 && !slices.Contains(pids, pid) && isSupervisorProcess(pid, dir) {
+			pids = append(pids, pid)
+		}
+	}
+	if c, err := LoadConfig(dir); err == nil && isRedisProcess(st.RedisPID, c) {
+		pids = append(pids, st.RedisPID)
+	}
+	return pids
 }
 
 // stopOrphan stops a redis-server that has no supervisor (so it is not our child and its

@@ -126,7 +126,8 @@ func (s *supervisor) run() int {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Warn("previous state unreadable", "err", err)
 	}
-	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts}
+	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts,
+		HoldFloor: prev.HoldFloor}
 	s.log.Info("supervisor started", "master", s.cfg.Name, "addr", s.cfg.Addr, "restart_delay", s.cfg.RestartDelay.String())
 
 	// A redis-server left behind by a supervisor that was killed still serves: stop it
@@ -140,17 +141,23 @@ func (s *supervisor) run() int {
 		if err != nil {
 			return s.exit(ExitFailed, fmt.Sprintf("stop the unsupervised redis-server pid %d: %v", prev.RedisPID, err))
 		}
+		// It served until now. Its AOF is complete (clean stop), but should it be lost later,
+		// the locks it granted are bounded by the delay it ran under.
+		s.st.LastAlive, s.st.HoldFloor = orphanStopped(prev, s.cfg.RestartDelay)
 	}
 
 	restart := false
 	crashedPID := prev.RedisPID // the pid hooks are told about: the server being replaced
-	if base, hold, why := holdBase(s.dir, time.Now(), true); hold {
-		// Persist the base: HoldUntil, asked while this supervisor holds, must agree with it.
-		s.st.LastAlive = base
+	if until, hold, why := holdUntil(s.dir, time.Now(), true, s.cfg.RestartDelay); hold {
+		// Persist the hold: HoldUntil, asked while this supervisor holds, must agree with it.
+		// When the master stopped is unknown, it may have served until now.
+		if s.st.LastAlive.IsZero() || (prev.Status != StatusHolding && prev.Status != StatusStopped) {
+			s.st.LastAlive = time.Now()
+		}
+		s.st.HoldFloor = later(s.st.HoldFloor, until)
 		s.log.Warn("holding the master back before its first start", "why", why)
 		// An unclean stop found now is a crash seen late: the same hooks run.
-		s.st.Status = StatusHolding
-		s.st.RestartAt = base.Add(s.cfg.RestartDelay)
+		s.setHolding()
 		s.writeState()
 		if s.runHook("crash", s.cfg.Hooks.OnCrash, crashedPID); s.stopRequested() {
 			return s.exit(ExitOK, "")
@@ -181,8 +188,7 @@ func (s *supervisor) run() int {
 		crashedPID = res.pid
 		s.st.LastError = res.err
 		s.log.Error("master crashed", "err", res.err, "last_alive", s.st.LastAlive.Format(time.RFC3339Nano))
-		s.st.Status = StatusHolding
-		s.st.RestartAt = s.st.LastAlive.Add(s.cfg.RestartDelay)
+		s.setHolding()
 		s.writeState()
 		if s.runHook("crash", s.cfg.Hooks.OnCrash, res.pid); s.stopRequested() {
 			return s.exit(ExitOK, "")
@@ -196,12 +202,32 @@ func (s *supervisor) run() int {
 
 func (s *supervisor) stopRequested() bool { return s.stop.Err() != nil }
 
-// hold keeps the master down until LastAlive + RestartDelay. It reports whether a stop was
-// requested meanwhile. SIGHUP may change the delay, and with it the end of the hold.
+// setHolding sets the status to holding and RestartAt to LastAlive + RestartDelay, or to
+// HoldFloor when that is later (locks granted under a larger delay), and raises the floor
+// to RestartAt: a reload that lowers the delay later cannot bring the restart forward.
+func (s *supervisor) setHolding() {
+	s.st.Status = StatusHolding
+	s.st.RestartAt = later(s.st.LastAlive.Add(s.cfg.RestartDelay), s.st.HoldFloor)
+	s.st.HoldFloor = s.st.RestartAt
+}
+
+// orphanStopped returns LastAlive and HoldFloor after a redis-server that ran without its
+// supervisor was stopped cleanly just now, under the delay recorded in prev (or delay, if
+// larger).
+func orphanStopped(prev State, delay time.Duration) (lastAlive, floor time.Time) {
+	now := time.Now()
+	if !prev.LastAlive.IsZero() {
+		delay = max(delay, prev.HoldFloor.Sub(prev.LastAlive))
+	}
+	return now, later(prev.HoldFloor, now.Add(delay))
+}
+
+// hold keeps the master down until RestartAt (see setHolding). It reports whether a stop was
+// requested meanwhile. SIGHUP may change the delay: a longer one extends the hold, a shorter
+// one never shortens it.
 func (s *supervisor) hold() (stopped bool) {
 	for {
-		s.st.Status = StatusHolding
-		s.st.RestartAt = s.st.LastAlive.Add(s.cfg.RestartDelay)
+		s.setHolding()
 		s.writeState()
 		s.log.Info("holding", "last_alive", s.st.LastAlive.Format(time.RFC3339Nano),
 			"restart_at", s.st.RestartAt.Format(time.RFC3339Nano), "restart_delay", s.cfg.RestartDelay.String())
@@ -252,6 +278,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 	cmd.Dir = s.dir
 	cmd.Stdout = s.logFile
 	cmd.Stderr = s.logFile
+	cmd.Env = minimalEnv()
 	// Own process group: signals meant for the supervisor's group do not reach redis-server;
 	// only the supervisor decides how it stops.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -266,6 +293,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 
 	// A master may serve from the moment it starts, before the first PING answers.
 	s.st.LastAlive = startedAt
+	s.st.HoldFloor = later(s.st.HoldFloor, startedAt.Add(s.cfg.RestartDelay))
 	s.st.RedisPID = pid
 	s.st.Status = StatusStarting
 	s.writeState()
@@ -287,8 +315,9 @@ func (s *supervisor) serve(restart bool) serveResult {
 	for {
 		select {
 		case waitErr := <-exited:
+			// LastAlive stays the last tick that saw the process running: it may have served
+			// until then. (The delay's margin covers the tick interval after it.)
 			prober.stop()
-			s.st.LastAlive = alive.lastReply()
 			s.st.RedisPID = 0
 			if waitErr == nil {
 				if err := writeCleanMarker(s.dir, pid); err != nil {
@@ -304,6 +333,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 				}
 				// It ran until now; count the hold from here.
 				s.st.LastAlive = time.Now()
+				s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 				return serveResult{pid: pid, giveUp: true, err: msg}
 			}
 			return serveResult{pid: pid, err: msg}
@@ -332,12 +362,19 @@ func (s *supervisor) serve(restart bool) serveResult {
 				prober = startProbe(s.cfg, alive)
 			}
 		case <-ticker.C:
-			s.st.LastAlive = alive.lastReply()
-			if silent := time.Since(s.st.LastAlive) > stateInterval; silent != unresponsive && s.st.Status == StatusRunning {
+			// Alive is what /proc says, not what PING says: a master that answers slower than
+			// pingTimeout (overloaded, or the check cannot reach it) may still grant locks to
+			// clients with a longer timeout. Only a stopped (SIGSTOP) process serves nobody:
+			// its LastAlive freezes, and that is not a crash.
+			if processRunning(pid) {
+				s.st.LastAlive = time.Now()
+			}
+			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
+			if silent := time.Since(alive.lastReply()) > stateInterval; silent != unresponsive && s.st.Status == StatusRunning {
 				unresponsive = silent
 				if silent {
 					s.log.Warn("redis-server stopped answering (paused or overloaded?): not a crash while the process lives",
-						"redis_pid", pid, "last_alive", s.st.LastAlive.Format(time.RFC3339Nano))
+						"redis_pid", pid, "last_reply", alive.lastReply().Format(time.RFC3339Nano))
 				} else {
 					s.log.Info("redis-server answers again", "redis_pid", pid)
 				}
@@ -405,7 +442,7 @@ func describeExit(err error) string {
 // aliveClock records what the prober saw, for Main's goroutine to read.
 type aliveClock struct {
 	mu    sync.Mutex
-	reply time.Time // last reply of any kind: the server was up and serving clients
+	reply time.Time // last reply of any kind (for the log about an unresponsive master)
 	pong  time.Time // last PONG: the server is ready (not loading, password right)
 }
 
@@ -450,12 +487,11 @@ func (p *prober) stop() {
 	<-p.done
 }
 
-// probe PINGs the master every pingInterval until ctx is done and records each answer. A
-// paused master answers nothing: every PING times out, LastAlive stops, and nothing else
-// happens until the process exits. An error reply (LOADING, a wrong password) is still an
-// answer: the server is up and may be serving other clients, so it counts for LastAlive.
-// Otherwise a password changed behind the supervisor's back would freeze LastAlive and
-// shorten the next hold.
+// probe PINGs the master every pingInterval until ctx is done and records each answer. It
+// decides the status only (a PONG means ready: starting -> running) and what the log says
+// about an unresponsive master; LastAlive comes from /proc, because a master that answers
+// the probe late, with an error (LOADING, a wrong password) or not at all may still be
+// serving other clients.
 func probe(ctx context.Context, c Config, alive *aliveClock) {
 	client := adminClient(c)
 	defer client.Close()

@@ -734,13 +734,14 @@ func TestAdminShutdownIsClean(t *testing.T) {
 	}
 }
 
+// A longer delay loaded with SIGHUP applies at once (a shorter one: see hold_test.go).
 func TestReloadOnSIGHUP(t *testing.T) {
 	t.Parallel()
-	m := newMaster(t, time.Hour)
+	m := newMaster(t, 500*time.Millisecond)
 	pid := m.spawn()
 	st := m.waitReady(pid)
 
-	const newDelay = 1500 * time.Millisecond
+	const newDelay = 2 * time.Second
 	m.cfg.RestartDelay = newDelay
 	if err := WriteConfig(m.dir, m.cfg); err != nil {
 		t.Fatal(err)
@@ -847,5 +848,50 @@ func TestAnyReplyCountsAsAliveAndReloadFixesThePassword(t *testing.T) {
 	}
 	if st := m.waitReady(pid); st.RedisPID != first.RedisPID {
 		t.Fatalf("redis-server was restarted (%d -> %d) for a password reload", first.RedisPID, st.RedisPID)
+	}
+}
+
+// A supervisor spawned a moment ago over a state that still names its dead predecessor is
+// stopped by its own pid, whatever it has written yet; Running then reports nothing left.
+func TestStopSupervisorByPid(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, time.Hour)
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	m.killRedis(st.RedisPID)
+	m.waitState("holding", func(s State) bool { return s.Status == StatusHolding })
+	m.killSupervisor(pid)
+
+	pid2 := m.spawn() // holds for an hour: only a stop ends it
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := StopSupervisor(ctx, m.dir, pid2); err != nil {
+		t.Fatal(err)
+	}
+	if isSupervisorProcess(pid2, m.dir) {
+		t.Fatalf("supervisor %d still runs after StopSupervisor", pid2)
+	}
+	if left := Running(m.dir); len(left) != 0 {
+		t.Fatalf("Running = %v after StopSupervisor, want nothing", left)
+	}
+	if CleanStop(m.dir) {
+		t.Fatal("a clean marker for a master that crashed")
+	}
+}
+
+func TestRunningReportsWhatRuns(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, time.Hour)
+	if left := Running(m.dir); len(left) != 0 {
+		t.Fatalf("Running = %v before anything started", left)
+	}
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	if got := Running(m.dir); len(got) != 2 || got[0] != pid || got[1] != st.RedisPID {
+		t.Fatalf("Running = %v, want supervisor %d and redis-server %d", got, pid, st.RedisPID)
+	}
+	m.killSupervisor(pid)
+	if got := Running(m.dir); len(got) != 1 || got[0] != st.RedisPID {
+		t.Fatalf("Running = %v after the supervisor was killed, want the orphan %d", got, st.RedisPID)
 	}
 }

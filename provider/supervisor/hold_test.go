@@ -1,0 +1,232 @@
+package supervisor
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// Holds must cover every lock the master may have granted: these tests break the master in
+// the ways the first version of the policy missed.
+
+// A data dir whose AOF is gone (deleted, lost with a disk) after a master ran there is exactly
+// what the restart delay is for: the locks it granted are forgotten.
+func TestLostAOFIsHeld(t *testing.T) {
+	t.Parallel()
+	const delay = 2 * time.Second
+	m := newMaster(t, delay)
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	m.set("acknowledged", "1")
+	m.killSupervisor(pid)
+	m.killRedis(st.RedisPID)
+	if err := os.RemoveAll(filepath.Join(m.dir, "appendonlydir")); err != nil {
+		t.Fatal(err)
+	}
+	if _, hold := HoldUntil(m.dir, delay); !hold {
+		t.Fatal("HoldUntil says no wait for a master that ran here and lost its AOF")
+	}
+	spawnedAt := time.Now()
+	pid2 := m.spawn()
+	held := m.waitState("the new supervisor holding", func(s State) bool {
+		return s.SupervisorPID == pid2 && s.Status == StatusHolding
+	})
+	if held.RestartAt.Before(spawnedAt.Add(delay)) {
+		t.Fatalf("RestartAt %v: the master died at an unknown moment before %v, so the hold must last until at least %v",
+			held.RestartAt, spawnedAt, spawnedAt.Add(delay))
+	}
+	if _, refused := m.probeHold(held.RestartAt); refused == 0 {
+		t.Fatal("no probe completed during the hold")
+	}
+	m.waitReady(pid2)
+}
+
+// A lower restart delay (SIGHUP) must not shorten a hold in progress: the locks the crashed
+// master granted were bounded by the old, larger delay.
+func TestShorterDelayNeverShortensAHold(t *testing.T) {
+	t.Parallel()
+	const delay = 3 * time.Second
+	m := newMaster(t, delay)
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	m.killRedis(st.RedisPID)
+	held := m.waitState("holding", func(s State) bool { return s.Status == StatusHolding })
+
+	m.cfg.RestartDelay = 500 * time.Millisecond
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload in the log", func() bool { return strings.Contains(logTail(m.dir, 4000), "config reloaded") })
+	if now := m.state(); now.Status == StatusHolding && now.RestartAt.Before(held.RestartAt) {
+		t.Fatalf("RestartAt moved from %v to %v after the delay was lowered", held.RestartAt, now.RestartAt)
+	}
+	if _, refused := m.probeHold(held.RestartAt); refused == 0 {
+		t.Fatal("no probe completed during the hold")
+	}
+	m.waitReady(pid)
+}
+
+// A lower restart delay applies once the master has run long enough under it that every lock
+// granted under the old one has expired; a crash before that is held for the old delay.
+func TestShorterDelayAppliesOnceOldLocksExpired(t *testing.T) {
+	t.Parallel()
+	const oldDelay, newDelay = 3 * time.Second, 1500 * time.Millisecond
+	m := newMaster(t, oldDelay)
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	beforeReload := m.state() // LastAlive no later than the last moment under the old delay
+
+	m.cfg.RestartDelay = newDelay
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload in the log", func() bool { return strings.Contains(logTail(m.dir, 4000), "config reloaded") })
+	reloaded := time.Now()
+
+	t.Run("a crash right after the change is held for the old delay", func(t *testing.T) {
+		m.killRedis(st.RedisPID)
+		held := m.waitState("holding", func(s State) bool { return s.Status == StatusHolding })
+		if want := beforeReload.LastAlive.Add(oldDelay); held.RestartAt.Before(want) {
+			t.Fatalf("RestartAt %v, but the master was alive at %v under the old delay %v: want at least %v",
+				held.RestartAt, beforeReload.LastAlive, oldDelay, want)
+		}
+		st = m.waitReady(pid)
+	})
+	t.Run("once the old locks expired the new delay applies", func(t *testing.T) {
+		// Every lock granted under the old delay expired by reloaded+oldDelay; run past it.
+		m.waitState("running past the old locks", func(s State) bool {
+			return s.Status == StatusRunning && s.LastAlive.After(reloaded.Add(oldDelay))
+		})
+		m.killRedis(st.RedisPID)
+		held := m.waitState("holding", func(s State) bool { return s.Status == StatusHolding && s.Restarts == 1 })
+		if !held.RestartAt.Equal(held.LastAlive.Add(newDelay)) {
+			t.Fatalf("RestartAt %v, want LastAlive %v + the new delay %v", held.RestartAt, held.LastAlive, newDelay)
+		}
+		m.waitReady(pid)
+	})
+}
+
+// A supervisor started with a lower delay (the provider recreated the master with a new
+// configuration after its supervisor and master died together) still holds for the delay
+// the dead master ran under.
+func TestNewSupervisorKeepsTheLongerDelay(t *testing.T) {
+	t.Parallel()
+	const oldDelay = 3 * time.Second
+	m := newMaster(t, oldDelay)
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	m.waitState("a state written while running", func(s State) bool { return s.UpdatedAt.After(st.UpdatedAt) })
+	m.killSupervisor(pid)
+	m.killRedis(st.RedisPID)
+
+	m.cfg.RestartDelay = 500 * time.Millisecond
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if until, hold := HoldUntil(m.dir, m.cfg.RestartDelay); !hold || until.Before(time.Now().Add(oldDelay-time.Second)) {
+		t.Fatalf("HoldUntil with the lower delay = %v, %v: want the old delay %v from now", until, hold, oldDelay)
+	}
+	spawnedAt := time.Now()
+	pid2 := m.spawn()
+	held := m.waitState("the new supervisor holding", func(s State) bool {
+		return s.SupervisorPID == pid2 && s.Status == StatusHolding
+	})
+	if held.RestartAt.Before(spawnedAt.Add(oldDelay)) {
+		t.Fatalf("RestartAt %v: the master died at an unknown moment under the delay %v; want at least %v",
+			held.RestartAt, oldDelay, spawnedAt.Add(oldDelay))
+	}
+	m.probeHold(held.RestartAt)
+	m.waitReady(pid2)
+}
+
+// A master the health check cannot get an answer from (overloaded, or the check cannot
+// reach it) may still serve clients: as long as its process runs, it counts as alive.
+func TestRunningMasterCountsAsAliveWithoutAnswers(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, 2*time.Second)
+	// The health check PINGs a port nobody listens on; redis-server serves on its own.
+	closed, err := redistest.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	realAddr := m.cfg.Addr
+	m.cfg.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(closed))
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	m.cfg.Addr = realAddr // for the test's own clients
+	pid := m.spawn()
+	started := m.waitState("redis-server started", func(s State) bool { return s.SupervisorPID == pid && s.RedisPID != 0 })
+	m.set("served", "yes") // it serves, although the supervisor never hears from it
+	seen := m.waitState("LastAlive advancing without answers", func(s State) bool {
+		return s.LastAlive.After(started.LastAlive.Add(time.Second))
+	})
+	if seen.Status != StatusStarting {
+		t.Fatalf("status %q without a PONG, want %q", seen.Status, StatusStarting)
+	}
+	m.killRedis(started.RedisPID)
+	held := m.waitState("holding", func(s State) bool { return s.Status == StatusHolding })
+	if held.LastAlive.Before(seen.LastAlive) || !held.RestartAt.Equal(held.LastAlive.Add(2*time.Second)) {
+		t.Fatalf("holding state %+v: want LastAlive at or after %v and RestartAt = LastAlive + delay", held, seen.LastAlive)
+	}
+}
+
+// The supervisor outlives terraform, so it must not keep terraform's environment (TF_VAR_*,
+// cloud credentials): it, redis-server and the hooks get PATH, HOME, LANG, LC_ALL, TZ, and
+// the hooks the REDLOCK_* variables.
+func TestMinimalEnvironment(t *testing.T) {
+	t.Setenv("TF_VAR_admin_password", "leaked-admin-password")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "leaked-cloud-key")
+	m := newMaster(t, time.Second)
+	envFile := filepath.Join(m.dir, "hook.env")
+	m.cfg.Hooks.OnCrash = []string{"/bin/sh", "-c", `env > "$0"`, envFile}
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	environ := func(pid int) string {
+		raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.ReplaceAll(string(raw), "\x00", "\n")
+	}
+	check := func(who, env string, extra ...string) {
+		t.Helper()
+		for _, leak := range []string{"leaked-admin-password", "leaked-cloud-key"} {
+			if strings.Contains(env, leak) {
+				t.Errorf("%s inherited %q:\n%s", who, leak, env)
+			}
+		}
+		for _, want := range append([]string{"PATH="}, extra...) {
+			if !strings.Contains(env, want) {
+				t.Errorf("%s lacks %s:\n%s", who, want, env)
+			}
+		}
+	}
+	check("the supervisor", environ(pid))
+	// redis-server's environment is not checked here: it overwrites that memory with its
+	// process title, so /proc shows neither what it got nor what it lacks.
+	m.killRedis(st.RedisPID)
+	waitFor(t, "the on_crash hook", func() bool {
+		raw, err := os.ReadFile(envFile)
+		return err == nil && strings.Contains(string(raw), "REDLOCK_RESTART_AT=")
+	})
+	raw, _ := os.ReadFile(envFile)
+	check("the hook", string(raw), "REDLOCK_EVENT=crash", "REDLOCK_DATA_DIR="+m.dir)
+	m.waitReady(pid)
+}
