@@ -34,6 +34,8 @@ type configView struct {
 	RestartDelay           types.String `tfsdk:"restart_delay"`
 	AppendFsync            types.String `tfsdk:"appendfsync"`
 	AllowUnsafeAppendFsync types.Bool   `tfsdk:"allow_unsafe_appendfsync"`
+	AppendOnly             types.String `tfsdk:"appendonly"`
+	NoAppendfsyncOnRewrite types.String `tfsdk:"no_appendfsync_on_rewrite"`
 	MaxMemoryPolicy        types.String `tfsdk:"maxmemory_policy"`
 	ReplicaOf              types.String `tfsdk:"replica_of"`
 	Hooks                  types.Object `tfsdk:"hooks"`
@@ -47,6 +49,7 @@ func getConfigView(ctx context.Context, get func(context.Context, path.Path, any
 		"max_lock_ttl": &v.MaxLockTTL, "clock_drift_margin": &v.ClockDriftMargin, "restart_delay": &v.RestartDelay,
 		"appendfsync": &v.AppendFsync, "allow_unsafe_appendfsync": &v.AllowUnsafeAppendFsync,
 		"maxmemory_policy": &v.MaxMemoryPolicy, "replica_of": &v.ReplicaOf, "hooks": &v.Hooks,
+		"appendonly": &v.AppendOnly, "no_appendfsync_on_rewrite": &v.NoAppendfsyncOnRewrite,
 	} {
 		diags.Append(get(ctx, path.Root(name), target)...)
 	}
@@ -84,6 +87,16 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 					"and mutual exclusion is no longer guaranteed. Use \"always\" for any real deployment.",
 					v.AppendFsync.ValueString(), fsyncAllowAttribute))
 		}
+	}
+	if known(v.AppendOnly) && v.AppendOnly.ValueString() != "yes" {
+		resp.Diagnostics.AddAttributeError(path.Root("appendonly"), "AOF off refused",
+			fmt.Sprintf("appendonly = %q: without the AOF a restarted master forgets every lock it granted, and a second "+
+				"client can win a majority. Remove the argument (it defaults to \"yes\") or set it to \"yes\".", v.AppendOnly.ValueString()))
+	}
+	if known(v.NoAppendfsyncOnRewrite) && v.NoAppendfsyncOnRewrite.ValueString() != redisconf.NoAppendfsyncOnRewrite {
+		resp.Diagnostics.AddAttributeError(path.Root("no_appendfsync_on_rewrite"), "Skipping fsync during rewrites refused",
+			fmt.Sprintf("no_appendfsync_on_rewrite = %q: acknowledged locks are not fsynced while the AOF is rewritten, so a "+
+				"crash then loses them. Remove the argument (it defaults to \"no\") or set it to \"no\".", v.NoAppendfsyncOnRewrite.ValueString()))
 	}
 	if known(v.MaxMemoryPolicy) && v.MaxMemoryPolicy.ValueString() != redisconf.MaxmemoryPolicy {
 		resp.Diagnostics.AddAttributeError(path.Root("maxmemory_policy"), "Eviction policy refused",
@@ -253,11 +266,41 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		if known(plan.Bind) && known(plan.Port) && plan.Bind.Equal(state.Bind) && plan.Port.Equal(state.Port) {
 			plan.Address = state.Address
 		}
+		if state.Status.ValueString() == statusUnsupervised {
+			// redis-server runs without its supervisor (Read found it so): replace the master.
+			// The destroy stops that server cleanly; the create supervises it again.
+			plan.Status, plan.PID, plan.SupervisorPID, plan.RunID = types.StringUnknown(), types.Int64Unknown(),
+				types.Int64Unknown(), types.StringUnknown()
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("status"))
+		}
+		warnLowerDelays(state, &plan, &resp.Diagnostics)
 	}
 	if known(plan.Bind) && known(plan.Port) && plan.Port.ValueInt64() != 0 {
 		plan.Address = types.StringValue(hostPort(plan.Bind.ValueString(), plan.Port.ValueInt64()))
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnLowerDelays explains what lowering restart_delay (usually by lowering max_lock_ttl)
+// means for a running master: the supervisor never shortens a hold, so the new delay
+// applies only once every lock granted under the old one has expired, and the lock clients
+// must use the new max TTL by then.
+func warnLowerDelays(state, plan *masterModel, diags *diag.Diagnostics) {
+	if !known(plan.RestartDelay) || !known(state.RestartDelay) {
+		return
+	}
+	oldDelay, err1 := validate.ParseDuration(state.RestartDelay.ValueString())
+	newDelay, err2 := validate.ParseDuration(plan.RestartDelay.ValueString())
+	if err1 != nil || err2 != nil || newDelay >= oldDelay {
+		return
+	}
+	diags.AddAttributeWarning(path.Root(restartDelayAttribute), "Lower restart_delay applies once the old locks have expired",
+		fmt.Sprintf("restart_delay goes from %s to %s. Locks the master granted under the old setting may stay valid on the "+
+			"other masters for up to %s, so the supervisor keeps holding a crashed master at least until then: the new "+
+			"delay takes effect after the master's locks granted under the old max TTL have expired (%s after this apply). "+
+			"Lock clients must use the new max_lock_ttl (%s) by then: restart them with the new agent.json or "+
+			"redlock.Options.MaxTTL. A client still asking for a longer TTL is not covered by the shorter delay.",
+			oldDelay, newDelay, oldDelay, oldDelay-newDelay, plan.MaxLockTTL.ValueString()))
 }
 
 // randomSecret returns 32 bytes from the operating system's CSPRNG, hex-encoded.

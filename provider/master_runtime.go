@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -222,10 +223,12 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	}
 	live, err := waitRunning(ctx, dir, m.Address.ValueString(), m.AdminPassword.ValueString(), supPID)
 	if err != nil {
+		// Stop the supervisor spawned here, by its pid: the data dir's files may still name
+		// a dead predecessor.
 		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		stopErr := supervisor.Stop(stopCtx, dir)
-		killLeftovers(dir)
+		stopErr := supervisor.StopSupervisor(stopCtx, dir, supPID)
+		killLeftovers(dir, supPID)
 		msg := fmt.Sprintf("%v.\n\n%s", err, logTails(dir))
 		if stopErr != nil {
 			msg += fmt.Sprintf("\n\nStopping it again also failed: %v", stopErr)
@@ -279,15 +282,21 @@ func prepareDataDir(dir string) error {
 	return os.Remove(name)
 }
 
-// waitRunning waits until the supervisor reports the master running and the master answers
-// PING with the admin password with AOF enabled. A hold (unclean stop) is waited out here.
+// waitRunning waits until the supervisor supPID reports the master running and the master
+// answers PING with the admin password with AOF enabled. A hold (unclean stop) is waited out
+// here. Only a state written by supPID counts: until it writes one, the data dir may still
+// hold the state of a dead predecessor (say "holding" after a crash), which says nothing
+// about this start.
 func waitRunning(ctx context.Context, dir, addr, password string, supPID int) (liveInfo, error) {
-	var lastErr error
+	lastErr := errors.New("the supervisor has not reported yet")
 	for {
 		if !processAlive(supPID) {
 			return liveInfo{}, fmt.Errorf("the supervisor (pid %d) exited", supPID)
 		}
-		if st, err := supervisor.ReadState(dir); err == nil && st.Status == supervisor.StatusRunning {
+		st, err := supervisor.ReadState(dir)
+		mine := err == nil && st.SupervisorPID == supPID
+		switch {
+		case mine && st.Status == supervisor.StatusRunning:
 			live, err := readLive(ctx, addr, password)
 			switch {
 			case err != nil:
@@ -298,11 +307,10 @@ func waitRunning(ctx context.Context, dir, addr, password string, supPID int) (l
 				live.SupervisorStatus = st.Status
 				return live, nil
 			}
-		} else if err == nil {
-			if st.Status == supervisor.StatusHolding && st.LastError != "" {
-				// The server we just started died: it would only crash again after the delay.
-				return liveInfo{}, fmt.Errorf("redis-server exited right after it started (%s)", st.LastError)
-			}
+		case mine && st.Status == supervisor.StatusHolding && st.LastError != "":
+			// The server this supervisor started died: it would only crash again after the delay.
+			return liveInfo{}, fmt.Errorf("redis-server exited right after it started (%s)", st.LastError)
+		case mine:
 			lastErr = fmt.Errorf("supervisor status %q", st.Status)
 		}
 		select {
@@ -334,11 +342,27 @@ func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.D
 		return true, diags
 	}
 	st, err := supervisor.Inspect(dir)
-	if err != nil || !st.SupervisorAlive {
-		diags.AddWarning("Master is not supervised",
-			fmt.Sprintf("redlock_master %q in %s has no running supervisor; the next apply starts it again (after "+
-				"restart_delay if it did not stop cleanly).", name, dir))
+	if err != nil || !st.SupervisorAlive && !st.RedisAlive {
+		diags.AddWarning("Master is not running",
+			fmt.Sprintf("redlock_master %q in %s: neither its supervisor nor redis-server runs; the next apply starts it "+
+				"again (after restart_delay if it did not stop cleanly).", name, dir))
 		return true, diags
+	}
+	if !st.SupervisorAlive {
+		// redis-server serves on without supervision (own process group: killing the
+		// supervisor does not reach it). Forgetting it would leave it granting locks after a
+		// destroy; keep it, with the pid /proc proved, and let the plan replace it.
+		diags.AddWarning("Master is not supervised",
+			fmt.Sprintf("redlock_master %q: redis-server pid %d still serves from %s, but its supervisor (pid %d) is gone, so a "+
+				"crash would not be held back. The next apply replaces the master: it stops that redis-server cleanly "+
+				"(its AOF stays complete) and starts it again under a new supervisor.", name, st.RedisPID, dir, st.SupervisorPID))
+		if live, err := readLive(ctx, m.Address.ValueString(), m.AdminPassword.ValueString()); err == nil {
+			setLive(m, live)
+		}
+		m.Status = types.StringValue(statusUnsupervised)
+		m.PID = types.Int64Value(int64(st.RedisPID))
+		m.SupervisorPID = types.Int64Value(0)
+		return false, diags
 	}
 	m.SupervisorPID = types.Int64Value(int64(st.SupervisorPID))
 	m.Status = types.StringValue(st.Status)
@@ -372,6 +396,8 @@ func setLive(m *masterModel, live liveInfo) {
 	m.PID = types.Int64Value(int64(live.PID))
 	m.Status = types.StringValue(statusRunning)
 	m.AppendFsync = types.StringValue(live.AppendFsync)
+	m.AppendOnly = types.StringValue(live.AppendOnly)
+	m.NoAppendfsyncOnRewrite = types.StringValue(live.NoAppendfsyncOnRewrite)
 	m.MaxMemoryPolicy = types.StringValue(live.MaxMemoryPolicy)
 	m.ReplicaOf = types.StringValue(live.ReplicaOf)
 	// Keep maxmemory as written ("64mb") while the live byte count matches it.
@@ -403,11 +429,30 @@ func updateMaster(ctx context.Context, state, plan *masterModel) (diags diag.Dia
 	if diags.HasError() {
 		return diags
 	}
+	if running && !plan.AdminPassword.Equal(state.AdminPassword) {
+		// Last: had anything before failed, the server would still have the password that
+		// Terraform's state holds, and the next apply could reach it.
+		if err := setAdminPassword(ctx, state, plan); err != nil {
+			rollback := *plan
+			rollback.AdminPassword = state.AdminPassword
+			diags.Append(masterFiles(ctx, &rollback, listenPort)...)
+			diags.AddError("Cannot change the admin password", fmt.Sprintf("redlock_master %q at %s: %v. The master keeps "+
+				"the old password.", plan.Name.ValueString(), state.Address.ValueString(), err))
+			return diags
+		}
+	}
 	if err == nil && st.SupervisorAlive {
-		// SIGHUP: the supervisor reloads supervisor.json (restart delay, hooks, password).
+		// SIGHUP: the supervisor reloads supervisor.json (restart delay, hooks, password) and
+		// rewrites its state. Wait for that: a longer delay must be on disk before apply
+		// returns, or a crash of supervisor and master right after would be held too briefly.
+		sent := time.Now()
 		if err := syscall.Kill(st.SupervisorPID, syscall.SIGHUP); err != nil {
 			diags.AddError("Cannot signal the supervisor", fmt.Sprintf("SIGHUP to pid %d: %v.", st.SupervisorPID, err))
 			return diags
+		}
+		if err := waitReloaded(ctx, dir, st.SupervisorPID, sent); err != nil {
+			diags.AddWarning("Supervisor reload not confirmed", fmt.Sprintf("redlock_master %q: supervisor pid %d: %v. "+
+				"See %s.", plan.Name.ValueString(), st.SupervisorPID, err, filepath.Join(dir, supervisor.LogFileName)))
 		}
 	}
 	plan.SupervisorPID = types.Int64Value(int64(st.SupervisorPID))
@@ -437,20 +482,24 @@ func stOr(st supervisor.State, err error) string {
 	return st.Status
 }
 
-// applyRuntime sends the commands that change a running master in place. Every safety
-// setting is set, changed or not: that is also how drift is repaired.
+// applyRuntime sends the commands that change a running master in place, as the admin
+// password in state (the admin password itself changes last: setAdminPassword). Every
+// safety setting is set, changed or not: that is also how drift is repaired.
 func applyRuntime(ctx context.Context, state, plan *masterModel) error {
 	c := adminClient(state.Address.ValueString(), state.AdminPassword.ValueString())
 	defer c.Close()
-	if newPass := plan.AdminPassword.ValueString(); newPass != state.AdminPassword.ValueString() {
-		if err := c.ConfigSet(ctx, "requirepass", newPass).Err(); err != nil {
-			return fmt.Errorf("admin_password: CONFIG SET requirepass: %w", err)
-		}
-		c.Close()
-		c = adminClient(state.Address.ValueString(), newPass)
-	}
 	for _, kv := range [][2]string{
 		{"appendfsync", plan.AppendFsync.ValueString()},
+		{"no-appendfsync-on-rewrite", plan.NoAppendfsyncOnRewrite.ValueString()},
+	} {
+		if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			return fmt.Errorf("%s: CONFIG SET %s %s: %w", strings.ReplaceAll(kv[0], "-", "_"), kv[0], kv[1], err)
+		}
+	}
+	if err := restoreAppendOnly(ctx, c, plan.AppendOnly.ValueString()); err != nil {
+		return fmt.Errorf("appendonly: %w", err)
+	}
+	for _, kv := range [][2]string{
 		{"maxmemory", plan.MaxMemory.ValueString()},
 		{"maxmemory-policy", plan.MaxMemoryPolicy.ValueString()},
 	} {
@@ -478,18 +527,95 @@ func applyRuntime(ctx context.Context, state, plan *masterModel) error {
 	return nil
 }
 
+// reloadWait bounds how long an update waits for the supervisor to confirm a reload.
+const reloadWait = 10 * time.Second
+
+// waitReloaded waits until supervisor pid has written its state after sent (it does so on
+// every reload).
+func waitReloaded(ctx context.Context, dir string, pid int, sent time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, reloadWait)
+	defer cancel()
+	for {
+		st, err := supervisor.ReadState(dir)
+		if err == nil && st.SupervisorPID == pid && st.UpdatedAt.After(sent) {
+			return nil
+		}
+		if !processAlive(pid) {
+			return errors.New("it exited")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no state written since the SIGHUP: %w", ctx.Err())
+		case <-time.After(pollInterval / 10):
+		}
+	}
+}
+
+// setAdminPassword changes requirepass from the state's password to the plan's.
+func setAdminPassword(ctx context.Context, state, plan *masterModel) error {
+	c := adminClient(state.Address.ValueString(), state.AdminPassword.ValueString())
+	defer c.Close()
+	if err := c.ConfigSet(ctx, "requirepass", plan.AdminPassword.ValueString()).Err(); err != nil {
+		return fmt.Errorf("admin_password: CONFIG SET requirepass: %w", err)
+	}
+	return nil
+}
+
+// aofRewriteWait bounds how long apply waits for the AOF rewrite that turning the AOF back
+// on starts (it writes the whole dataset).
+const aofRewriteWait = 5 * time.Minute
+
+// restoreAppendOnly turns the AOF back on when someone turned it off, and waits until the
+// rewrite that starts it has finished: until then what the master acknowledged while the
+// AOF was off is on no disk.
+func restoreAppendOnly(ctx context.Context, c *redis.Client, want string) error {
+	v, err := c.ConfigGet(ctx, "appendonly").Result()
+	if err != nil {
+		return fmt.Errorf("CONFIG GET appendonly: %w", err)
+	}
+	if v["appendonly"] == want {
+		return nil
+	}
+	if err := c.ConfigSet(ctx, "appendonly", want).Err(); err != nil {
+		return fmt.Errorf("CONFIG SET appendonly %s: %w", want, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, aofRewriteWait)
+	defer cancel()
+	for {
+		info, err := c.Info(ctx, "persistence").Result()
+		if err != nil {
+			return fmt.Errorf("INFO persistence: %w", err)
+		}
+		f := parseInfo(info)
+		if f["aof_enabled"] == "1" && f["aof_rewrite_in_progress"] == "0" && f["aof_rewrite_scheduled"] == "0" {
+			if f["aof_last_bgrewrite_status"] != "ok" {
+				return fmt.Errorf("the AOF rewrite that turns the AOF on failed (aof_last_bgrewrite_status %s): see redis.log",
+					f["aof_last_bgrewrite_status"])
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the AOF rewrite that turns the AOF on has not finished: %w", ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
 // destroyMaster stops the master cleanly (AOF fsynced), makes sure no process is left and
 // the port is free, and removes the data dir unless it is kept.
 func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	dir := m.ID.ValueString() // the data dir; m.DataDir is "" when Read found the dir removed
 	addr := m.Address.ValueString()
+	name := m.Name.ValueString()
 	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
 	// How long the locks this master granted may still be held elsewhere: measured just
-	// before the shutdown, so the wait below is as short as safety allows. A master that
-	// cannot be asked (crashed, holding, paused) gets the whole restart_delay.
+	// before the shutdown, after the lock clients were shut out (so none is granted after the
+	// measurement), so the wait below is as short as safety allows. A master that cannot be
+	// asked (crashed, holding, paused) gets the whole restart_delay.
 	lockWait := delay
 	if !m.KeepDataOnDestroy.ValueBool() {
-		if ttl, err := longestLiveTTL(ctx, addr, m.AdminPassword.ValueString()); err == nil {
+		if ttl, err := lastLocks(ctx, addr, m.AdminPassword.ValueString(), m.LockUser.ValueString()); err == nil {
 			margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
 			lockWait = min(delay, ttl+margin)
 			if ttl == 0 {
@@ -502,10 +628,10 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 			killed := killLeftovers(dir)
 			diags.AddWarning("Master did not stop cleanly",
 				fmt.Sprintf("Stopping redlock_master %q cleanly failed (%v); killed pids %v. Its AOF may lack the last "+
-					"writes: if data_dir is kept, the next start waits out restart_delay.", m.Name.ValueString(), err, killed))
+					"writes: if data_dir is kept, the next start waits out restart_delay.", name, err, killed))
 		}
 	} else if err := stopWithoutDir(ctx, dir, int(m.SupervisorPID.ValueInt64()), int(m.PID.ValueInt64())); err != nil {
-		diags.AddWarning("Master did not stop cleanly", fmt.Sprintf("redlock_master %q: %v.", m.Name.ValueString(), err))
+		diags.AddWarning("Master did not stop cleanly", fmt.Sprintf("redlock_master %q: %v.", name, err))
 	}
 	if err := waitPortFree(ctx, addr); err != nil {
 		diags.AddError("Port still in use after stopping the master", fmt.Sprintf("%s: %v.", addr, err))
@@ -515,30 +641,77 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 		return diags
 	}
 	stopped := time.Now()
+	validUntil := stopped.Add(lockWait)
+	if lockWait > 0 {
+		// The master forgets every lock it granted. Until they have expired, keep a state in
+		// data_dir that makes a master created there wait (supervisor.RecordHold), so that a
+		// wait cut short below (delete timeout, terraform killed) is still honoured.
+		if err := forgetData(dir, stopped, validUntil); err != nil {
+			diags.AddAttributeError(path.Root("data_dir"), "Cannot remove the master's data", fmt.Sprintf("%s: %v.", dir, err))
+			return diags
+		}
+		// Wait until they have all expired, so that a master started at the same address right
+		// after (a replacement) cannot grant them again.
+		select {
+		case <-time.After(time.Until(validUntil)):
+		case <-ctx.Done():
+			diags.AddWarning("Did not wait for the master's locks to expire",
+				fmt.Sprintf("The delete timeout ended before the locks redlock_master %q held had expired (%s after it stopped). "+
+					"data_dir %s is kept with only a %s that makes a master created there wait until %s; do not start any "+
+					"other master at %s before then. Remove the directory after that time if it is not reused.",
+					name, lockWait, dir, supervisor.StateFileName, validUntil.Format(time.RFC3339), addr))
+			return diags
+		}
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		diags.AddAttributeError(path.Root("data_dir"), "Cannot remove data_dir", fmt.Sprintf("%s: %v.", dir, err))
-		return diags
-	}
-	// The master forgot every lock it granted. Wait until they have all expired, so that a
-	// master started at the same address right after (a replacement) cannot grant them again.
-	select {
-	case <-time.After(time.Until(stopped.Add(lockWait))):
-	case <-ctx.Done():
-		diags.AddWarning("Did not wait for the master's locks to expire",
-			fmt.Sprintf("The delete timeout ended before the locks redlock_master %q held had expired (%s after it stopped): "+
-				"do not start a master at %s before %s.", m.Name.ValueString(), lockWait, addr, stopped.Add(lockWait).Format(time.RFC3339)))
 	}
 	return diags
 }
 
-// longestLiveTTL returns the largest remaining TTL among the keys a master holds (0 when
-// none has one). Keys without a TTL, such as fence registers, are not locks and need no
-// wait. Any error means "unknown", and the caller waits the whole restart_delay.
-func longestLiveTTL(ctx context.Context, addr, password string) (time.Duration, error) {
+// forgetData removes the master's data from dir but leaves a supervisor.state that holds a
+// master started there until validUntil. The hold is recorded before anything is removed.
+func forgetData(dir string, stopped, validUntil time.Time) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	why := fmt.Sprintf("destroyed by terraform at %s; locks it granted may be valid until %s",
+		stopped.UTC().Format(time.RFC3339Nano), validUntil.UTC().Format(time.RFC3339Nano))
+	if err := supervisor.RecordHold(dir, stopped, validUntil, why); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != supervisor.StateFileName {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lastLocks shuts the lock clients out of the master at addr and then returns the largest
+// remaining TTL among its keys (0 when none has one): the longest any lock it granted stays
+// valid. Shutting out first (the lock user is disabled and its connections closed) means no
+// lock is granted after the measurement, before the shutdown. Keys without a TTL, such as
+// fence registers, are not locks and need no wait. Any error means "unknown", and the
+// caller waits the whole restart_delay.
+func lastLocks(ctx context.Context, addr, password, lockUser string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c := adminClient(addr, password)
 	defer c.Close()
+	// "off" refuses new authentications only; CLIENT KILL USER ends the open ones.
+	if err := c.Do(ctx, "ACL", "SETUSER", lockUser, "off").Err(); err != nil {
+		return 0, fmt.Errorf("ACL SETUSER %s off: %w", lockUser, err)
+	}
+	if err := c.Do(ctx, "CLIENT", "KILL", "USER", lockUser).Err(); err != nil {
+		return 0, fmt.Errorf("CLIENT KILL USER %s: %w", lockUser, err)
+	}
 	var longest time.Duration
 	iter := c.Scan(ctx, 0, "*", 1000).Iterator()
 	var batch []string
@@ -627,6 +800,13 @@ func loadMasterModel(ctx context.Context, dir string) (masterModel, error) {
 	if err != nil {
 		return masterModel{}, err
 	}
+	// What the server will start with, for the safety settings Read compares with the live
+	// server: the redis.conf the supervisor starts it from. Read replaces them with the live
+	// values when the master answers; a held master keeps these (nothing is assumed).
+	conf, err := startupSettings(filepath.Join(dir, redisConfFileName))
+	if err != nil {
+		return masterModel{}, err
+	}
 	delay, _ := validate.ParseDuration(s.RestartDelay)
 	m := masterModel{
 		ID: types.StringValue(dir), Name: types.StringValue(sc.Name), Bind: types.StringValue(s.Bind),
@@ -634,8 +814,9 @@ func loadMasterModel(ctx context.Context, dir string) (masterModel, error) {
 		DataDir: types.StringValue(dir), ServerBinary: types.StringValue(s.ServerBinary),
 		MaxLockTTL: types.StringValue(s.MaxLockTTL), ClockDriftMargin: types.StringValue(s.ClockDriftMargin),
 		RestartDelay: types.StringValue(s.RestartDelay), MaxMemory: types.StringValue(s.MaxMemory),
-		AppendFsync: types.StringValue(s.AppendFsync), AllowUnsafeAppendFsync: types.BoolValue(s.AllowUnsafeAppendFsync),
-		MaxMemoryPolicy: types.StringValue(redisconf.MaxmemoryPolicy), ReplicaOf: types.StringValue(""),
+		AppendFsync: types.StringValue(conf["appendfsync"]), AllowUnsafeAppendFsync: types.BoolValue(s.AllowUnsafeAppendFsync),
+		AppendOnly: types.StringValue(conf["appendonly"]), NoAppendfsyncOnRewrite: types.StringValue(conf["no-appendfsync-on-rewrite"]),
+		MaxMemoryPolicy: types.StringValue(conf["maxmemory-policy"]), ReplicaOf: types.StringValue(conf["replicaof"]),
 		AdminPassword: types.StringValue(sc.AdminPassword), LockUser: types.StringValue(s.LockUser),
 		LockPassword: types.StringValue(s.LockPassword), Hooks: hooksToModel(sc.Hooks),
 		KeepDataOnDestroy: types.BoolValue(s.KeepDataOnDestroy),
@@ -649,16 +830,46 @@ func loadMasterModel(ctx context.Context, dir string) (masterModel, error) {
 	return m, nil
 }
 
+// startupSettings reads the safety settings a master starts with from its redis.conf: the
+// last line of each wins, as in Redis, and a setting without a line has Redis's built-in
+// default. replicaof is "host port" ("" when absent), as Read shows a live replica.
+func startupSettings(confPath string) (map[string]string, error) {
+	raw, err := os.ReadFile(confPath)
+	if err != nil {
+		return nil, fmt.Errorf("read the master's redis.conf: %w", err)
+	}
+	conf := map[string]string{"appendonly": "no", "appendfsync": "everysec", "no-appendfsync-on-rewrite": "no",
+		"maxmemory-policy": "noeviction", "replicaof": ""}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		key := strings.ToLower(fields[0])
+		if key == "slaveof" {
+			key = "replicaof"
+		}
+		if _, ok := conf[key]; ok {
+			conf[key] = strings.ToLower(strings.Trim(strings.Join(fields[1:], " "), `"'`))
+		}
+	}
+	return conf, sc.Err()
+}
+
 // liveInfo is what a running master reports about itself.
 type liveInfo struct {
-	RunID            string
-	PID              int
-	AOFEnabled       bool
-	AppendFsync      string
-	MaxMemory        int64
-	MaxMemoryPolicy  string
-	ReplicaOf        string // "host port" when the server is a replica
-	SupervisorStatus string
+	RunID       string
+	PID         int
+	AOFEnabled  bool
+	AppendOnly  string // CONFIG GET appendonly: "yes" or "no"
+	AppendFsync string
+	// NoAppendfsyncOnRewrite is CONFIG GET no-appendfsync-on-rewrite: "yes" or "no".
+	NoAppendfsyncOnRewrite string
+	MaxMemory              int64
+	MaxMemoryPolicy        string
+	ReplicaOf              string // "host port" when the server is a replica
+	SupervisorStatus       string
 }
 
 func adminClient(addr, password string) *redis.Client {
@@ -684,12 +895,16 @@ func readLive(ctx context.Context, addr, password string) (liveInfo, error) {
 	if fields["role"] == "slave" {
 		live.ReplicaOf = fields["master_host"] + " " + fields["master_port"]
 	}
-	for _, name := range []string{"appendfsync", "maxmemory", "maxmemory-policy"} {
+	for _, name := range []string{"appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy"} {
 		v, err := c.ConfigGet(ctx, name).Result()
 		if err != nil {
 			return live, fmt.Errorf("CONFIG GET %s: %w", name, err)
 		}
 		switch name {
+		case "appendonly":
+			live.AppendOnly = v[name]
+		case "no-appendfsync-on-rewrite":
+			live.NoAppendfsyncOnRewrite = v[name]
 		case "appendfsync":
 			live.AppendFsync = v[name]
 		case "maxmemory":
@@ -742,21 +957,18 @@ func cmdlineHas(pid int, arg string) bool {
 	return false
 }
 
-// killLeftovers SIGKILLs the supervisor and redis-server recorded in dir's state when they
-// still run after a failed clean stop, and returns their pids. Last resort only.
-func killLeftovers(dir string) []int {
-	st, err := supervisor.Inspect(dir)
-	if err != nil {
-		return nil
+// killLeftovers SIGKILLs what of the master in dir still runs after a failed clean stop
+// (supervisor.Running: pids proven by /proc), and the supervisors among extra (pids from
+// Spawn) that are still "supervise <dir>", and returns their pids. Last resort only.
+func killLeftovers(dir string, extra ...int) []int {
+	killed := supervisor.Running(dir)
+	for _, pid := range extra {
+		if processAlive(pid) && cmdlineHas(pid, dir) && !slices.Contains(killed, pid) {
+			killed = append(killed, pid)
+		}
 	}
-	var killed []int
-	if st.SupervisorAlive {
-		_ = syscall.Kill(st.SupervisorPID, syscall.SIGKILL)
-		killed = append(killed, st.SupervisorPID)
-	}
-	if st.RedisAlive {
-		_ = syscall.Kill(st.RedisPID, syscall.SIGKILL)
-		killed = append(killed, st.RedisPID)
+	for _, pid := range killed {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range killed {

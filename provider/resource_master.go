@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
@@ -47,6 +48,7 @@ const (
 	minPasswordLength     = 16
 	statusRunning         = "running"
 	statusHolding         = "holding"
+	statusUnsupervised    = "unsupervised"
 	settingsFileName      = "redlock-master.json"
 	redisConfFileName     = "redis.conf"
 	defaultMarginFloor    = time.Second
@@ -79,6 +81,8 @@ type masterModel struct {
 	MaxMemory              types.String   `tfsdk:"maxmemory"`
 	AppendFsync            types.String   `tfsdk:"appendfsync"`
 	AllowUnsafeAppendFsync types.Bool     `tfsdk:"allow_unsafe_appendfsync"`
+	AppendOnly             types.String   `tfsdk:"appendonly"`
+	NoAppendfsyncOnRewrite types.String   `tfsdk:"no_appendfsync_on_rewrite"`
 	MaxMemoryPolicy        types.String   `tfsdk:"maxmemory_policy"`
 	ReplicaOf              types.String   `tfsdk:"replica_of"`
 	AdminPassword          types.String   `tfsdk:"admin_password"`
@@ -146,8 +150,9 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"`terraform apply`: on a crash it keeps the master down for `restart_delay` measured from the last moment " +
 			"the master was seen alive, so that every lock it granted has expired on the other masters before it " +
 			"rejoins, then restarts it and runs the hooks. A clean stop needs no delay.\n\n" +
-			"Changes to the safety settings made behind Terraform's back (`CONFIG SET appendfsync`, " +
-			"`maxmemory-policy`, `REPLICAOF`) show up as a diff in the next plan, and apply restores them in place.\n\n" +
+			"Changes to the safety settings made behind Terraform's back (`CONFIG SET appendonly`, `appendfsync`, " +
+			"`no-appendfsync-on-rewrite`, `maxmemory`, `maxmemory-policy`, `REPLICAOF`) show up as a diff in the next " +
+			"plan, and apply restores them in place.\n\n" +
 			"Import with the data directory: `terraform import redlock_master.m1 /var/lib/redlock/m1`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -232,6 +237,18 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Opt out of `appendfsync always`. Unsafe: a crash can lose acknowledged locks. Default `false`.",
 			},
+			"appendonly": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("yes"),
+				MarkdownDescription: "Must be `\"yes\"` (the default): without the AOF a restarted master forgets every " +
+					"lock it granted. It is here so that a live change (`CONFIG SET appendonly no`) shows as a diff in " +
+					"the next plan; apply turns the AOF back on and waits until its rewrite has reached the disk.",
+			},
+			"no_appendfsync_on_rewrite": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.NoAppendfsyncOnRewrite),
+				MarkdownDescription: "Must be `\"no\"` (the default): `yes` skips the fsync of acknowledged writes while " +
+					"the AOF is rewritten, so a crash then loses locks. It is here so that a live change shows as a diff " +
+					"in the next plan; apply restores it.",
+			},
 			"maxmemory_policy": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.MaxmemoryPolicy),
 				MarkdownDescription: "Must be `\"noeviction\"` (the default): any eviction policy silently drops live " +
@@ -312,8 +329,12 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			},
 			"status": schema.StringAttribute{
 				Computed: true,
-				MarkdownDescription: "`running`, `starting`, or `holding` (crashed and kept down until the restart delay " +
-					"has passed; the resource stays in state).",
+				MarkdownDescription: "`running`, `starting`, `holding` (crashed and kept down until the restart delay " +
+					"has passed; the resource stays in state), or `unsupervised`: redis-server still serves but its " +
+					"supervisor is gone, so a crash would not be held back. The next plan then replaces the master: the " +
+					"destroy stops that redis-server cleanly (AOF complete) and the create supervises it again. When the " +
+					"supervisor and redis-server are both gone, the resource is removed from state and the next apply " +
+					"creates it again in the same data_dir, held back for `restart_delay` if the stop was unclean.",
 			},
 		},
 	}
@@ -336,6 +357,9 @@ func (r *masterResource) Create(ctx context.Context, req resource.CreateRequest,
 	defer cancel()
 
 	r.fillDefaults(&m)
+	if checkAtApply(ctx, &m, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	// A master recreated in its old data dir (its supervisor died) keeps the generated
 	// passwords it had, so that clients configured with them keep working.
 	prevAdmin, prevLock := previousSecrets(m.DataDir.ValueString(), m.LockUser.ValueString())
@@ -379,6 +403,9 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	r.fillDefaults(&plan)
+	if checkAtApply(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(updateMaster(ctx, &state, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -442,6 +469,23 @@ func (r *masterResource) fillDefaults(m *masterModel) {
 	m.RestartDelayMS = types.Int64Value(delay.Milliseconds())
 	m.ID = m.DataDir
 	m.ConfigFile = types.StringValue(filepath.Join(m.DataDir.ValueString(), redisConfFileName))
+}
+
+// checkAtApply repeats the checks that ValidateConfig and ModifyPlan skip for values that
+// are unknown at plan time (computed from other resources): they are known now.
+func checkAtApply(ctx context.Context, m *masterModel, diags *diag.Diagnostics) {
+	for name, v := range map[string]types.String{"max_lock_ttl": m.MaxLockTTL, "clock_drift_margin": m.ClockDriftMargin,
+		restartDelayAttribute: m.RestartDelay} {
+		resp := validator.StringResponse{}
+		validate.Duration(time.Millisecond).ValidateString(ctx, validator.StringRequest{Path: path.Root(name), ConfigValue: v}, &resp)
+		diags.Append(resp.Diagnostics...)
+	}
+	resp := validator.StringResponse{}
+	validate.MaxMemory().ValidateString(ctx, validator.StringRequest{Path: path.Root("maxmemory"), ConfigValue: m.MaxMemory}, &resp)
+	diags.Append(resp.Diagnostics...)
+	if !diags.HasError() {
+		checkDelays(m.MaxLockTTL, m.ClockDriftMargin, m.RestartDelay, diags)
+	}
 }
 
 // minMargin is the smallest clock_drift_margin that is safe for a TTL: Redlock's drift

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,6 +214,7 @@ func TestAccMaster_lifecycle(t *testing.T) {
 					m.expectConfig("maxmemory-policy", "noeviction"),
 					m.expectConfig("appendonly", "yes"),
 					m.checkLockUser(),
+					m.checkMinimalEnvironment(),
 				),
 			},
 			{
@@ -324,5 +326,25 @@ func (m *testMaster) checkSupervisorSeesMaster() resource.TestCheckFunc {
 			}
 		}
 		return fmt.Errorf("the supervisor has not seen the master alive since the update: it lost the admin password")
+	}
+}
+
+// checkMinimalEnvironment: the supervisor, which outlives terraform, does not carry its
+// environment (TF_ACC stands for TF_VAR_* values and cloud credentials here).
+func (m *testMaster) checkMinimalEnvironment() resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if os.Getenv("TF_ACC") == "" {
+			return fmt.Errorf("TF_ACC is not set in the test's environment")
+		}
+		raw, err := os.ReadFile("/proc/" + strconv.Itoa(m.supervisorPID) + "/environ")
+		if err != nil {
+			return err
+		}
+		env := strings.Split(string(raw), "\x00")
+		if slices.ContainsFunc(env, func(v string) bool { return strings.HasPrefix(v, "TF_ACC=") }) ||
+			!slices.ContainsFunc(env, func(v string) bool { return strings.HasPrefix(v, "PATH=") }) {
+			return fmt.Errorf("supervisor %d environment %q: want PATH and nothing of terraform's", m.supervisorPID, env)
+		}
+		return nil
 	}
 }

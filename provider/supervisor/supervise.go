@@ -39,9 +39,11 @@ const (
 // Main is the supervisor's body: it supervises the master described by
 // <dataDir>/supervisor.json until the master stops cleanly or the supervisor is told to stop
 // (SIGTERM or SIGINT), and returns the process exit code (ExitOK, ExitFailed, ExitConfig,
-// ExitLocked). SIGHUP reloads supervisor.json: restart delay and hooks apply at once (a hold
-// in progress is recomputed), addr and admin password re-point the health check, server
-// binary and config file apply at the next start of redis-server. Call it from main when
+// ExitLocked). SIGHUP reloads supervisor.json and rewrites the state: hooks and a longer
+// restart delay apply at once (a hold in progress is extended), a shorter delay once the
+// locks granted under the longer one have expired (HoldFloor), addr and admin password
+// re-point the health check, server binary and config file apply at the next start of
+// redis-server. Call it from main when
 // os.Args[1] == "supervise".
 func Main(dataDir string) int {
 	dir, err := filepath.Abs(dataDir)
@@ -361,6 +363,12 @@ func (s *supervisor) serve(restart bool) serveResult {
 				prober.stop()
 				prober = startProbe(s.cfg, alive)
 			}
+			// Persist a longer delay at once: should this supervisor die with its master
+			// now, the next one must hold for it. (The write also tells the provider that
+			// the reload happened.)
+			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
+			s.writeState()
+			lastWrite = time.Now()
 		case <-ticker.C:
 			// Alive is what /proc says, not what PING says: a master that answers slower than
 			// pingTimeout (overloaded, or the check cannot reach it) may still grant locks to

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+)
+
+// The test binary is the provider binary here: "supervise <dir>" makes it a supervisor.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "supervise" {
+		os.Exit(supervisor.Main(os.Args[2]))
+	}
+	os.Exit(m.Run())
+}
+
+// startMaster writes a master's files in a fresh data dir, spawns its supervisor and waits
+// until it serves. Whatever still runs at the end is stopped, by pid, in t.Cleanup.
+func startMaster(t *testing.T, restartDelay time.Duration) (dir string, st supervisor.State) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "m")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	port, err := redistest.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := redisconf.Config{Bind: "127.0.0.1", Port: port, DataDir: dir, AdminPassword: redistest.AdminPassword,
+		LockPassword: redistest.LockPassword, LogFile: filepath.Join(dir, "redis.log")}.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = supervisor.WriteConfig(dir, supervisor.Config{Name: "m", ServerBinary: "redis-server",
+		ConfigFile: filepath.Join(dir, "redis.conf"), DataDir: dir, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		AdminPassword: redistest.AdminPassword, RestartDelay: restartDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := supervisor.Spawn(exe, []string{"supervise", dir}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = supervisor.Stop(ctx, dir)
+		for _, pid := range supervisor.Running(dir) {
+			t.Errorf("cleanup: pid %d still runs in %s: killing it", pid, dir)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if st, err = supervisor.WaitReady(ctx, dir, pid); err != nil {
+		t.Fatal(err)
+	}
+	return dir, st
+}
+
+func kill(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			return
+		}
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if strings.Contains(string(stat), ") Z") || time.Now().After(deadline) {
+			return
+		}
+	}
+}
+
+func TestStopMode(t *testing.T) {
+	stop := func(t *testing.T, args ...string) (code int, out string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code = stopCommand(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	t.Run("a running master is stopped cleanly", func(t *testing.T) {
+		dir, st := startMaster(t, time.Hour)
+		code, out := stop(t, dir)
+		if code != 0 || len(supervisor.Running(dir)) != 0 || !supervisor.CleanStop(dir) {
+			t.Fatalf("stop = %d (%s); still running %v, clean marker %v", code, out, supervisor.Running(dir), supervisor.CleanStop(dir))
+		}
+		if !strings.Contains(out, strconv.Itoa(st.RedisPID)) {
+			t.Errorf("output %q does not name the stopped redis-server pid %d", out, st.RedisPID)
+		}
+	})
+	t.Run("an unsupervised redis-server is stopped cleanly", func(t *testing.T) {
+		dir, st := startMaster(t, time.Hour)
+		kill(t, st.SupervisorPID)
+		code, out := stop(t, dir)
+		if code != 0 || len(supervisor.Running(dir)) != 0 || !supervisor.CleanStop(dir) {
+			t.Fatalf("stop = %d (%s); still running %v, clean marker %v", code, out, supervisor.Running(dir), supervisor.CleanStop(dir))
+		}
+	})
+	t.Run("a held master is stopped and keeps its hold", func(t *testing.T) {
+		dir, st := startMaster(t, time.Hour)
+		kill(t, st.RedisPID)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if now, err := supervisor.ReadState(dir); err == nil && now.Status == supervisor.StatusHolding {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the supervisor never reported holding")
+			}
+		}
+		code, out := stop(t, dir)
+		if code != 0 || len(supervisor.Running(dir)) != 0 {
+			t.Fatalf("stop = %d (%s); still running %v", code, out, supervisor.Running(dir))
+		}
+		if _, hold := supervisor.HoldUntil(dir, time.Hour); !hold || supervisor.CleanStop(dir) {
+			t.Fatal("stopping a held master cleared its hold")
+		}
+	})
+	t.Run("nothing running is success", func(t *testing.T) {
+		if code, out := stop(t, filepath.Join(t.TempDir(), "never-used")); code != 0 {
+			t.Fatalf("stop = %d (%s), want 0", code, out)
+		}
+	})
+	t.Run("usage errors", func(t *testing.T) {
+		for _, args := range [][]string{nil, {"a", "b"}, {"relative/dir"}, {"-timeout", "soon", "/x"}} {
+			if code, out := stop(t, args...); code != 2 || !strings.Contains(out, "usage: terraform-provider-redlock stop") {
+				t.Errorf("stop %q = %d (%s), want 2 and the usage", args, code, out)
+			}
+		}
+	})
+}
