@@ -71,6 +71,29 @@ func TestCheckDelays(t *testing.T) {
 	}
 }
 
+func TestWarnLowerDelays(t *testing.T) {
+	s := types.StringValue
+	cases := []struct {
+		name          string
+		before, after types.String
+		wantWarn      string
+	}{
+		{name: "lower", before: s("31s"), after: s("11s"), wantWarn: "takes effect after the master's locks granted under the old max TTL have expired (20s after this apply)"},
+		{name: "same", before: s("31s"), after: s("31s")},
+		{name: "higher", before: s("11s"), after: s("31s")},
+		{name: "unknown", before: s("31s"), after: types.StringUnknown()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			state := &masterModel{RestartDelay: tc.before, MaxLockTTL: s("10s")}
+			plan := &masterModel{RestartDelay: tc.after, MaxLockTTL: s("10s")}
+			warnLowerDelays(state, plan, &diags)
+			expectDiags(t, diags, "", tc.wantWarn)
+		})
+	}
+}
+
 func TestDefaultMargin(t *testing.T) {
 	for ttl, want := range map[time.Duration]time.Duration{
 		2 * time.Second:   time.Second,

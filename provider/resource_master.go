@@ -215,7 +215,10 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Optional: true, Computed: true,
 				MarkdownDescription: "How long a crashed master stays unavailable, measured from the last moment it was " +
 					"seen alive (duration). Default and minimum: `max_lock_ttl + clock_drift_margin`; a larger value is " +
-					"allowed, a smaller one is refused at plan time. Changed in place (the supervisor reloads it).",
+					"allowed, a smaller one is refused at plan time. Changed in place (the supervisor reloads it): a larger " +
+					"value applies at once; a smaller one never shortens a hold, and applies once the master has run " +
+					"under it for the difference, i.e. after the locks it granted under the old value have expired " +
+					"(plan warns). Lower `max_lock_ttl` in every lock client before that.",
 				Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"maxmemory": schema.StringAttribute{
@@ -295,13 +298,16 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Keep `data_dir` (AOF included) when the master is destroyed or replaced. Default " +
 					"`false`: the directory is removed, and because the master then forgets the locks it granted, " +
-					"destroy waits `restart_delay` after the clean stop so that no lock it held is still valid " +
-					"when its address is reused. With `true` a replacement on the same `data_dir` replays the AOF and " +
-					"needs no wait.",
+					"destroy first shuts the lock user out (no lock is granted from then on), measures how long the " +
+					"locks it holds stay valid, stops it cleanly and waits that long (at most `restart_delay`), so that " +
+					"no lock it held is still valid when its address is reused. Until then `data_dir` holds only a " +
+					"`supervisor.state` that makes a master created there wait: if the wait is cut short (delete " +
+					"timeout, terraform killed) the directory stays with that file, and a warning says until when. " +
+					"With `true` a replacement on the same `data_dir` replays the AOF and needs no wait.",
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true,
 				CreateDescription: "How long create may take (default `5m`), including waiting out `restart_delay` when the data dir shows an unclean stop.",
-				DeleteDescription: "How long destroy may take (default `10m`), including the clean stop and the `restart_delay` wait.",
+				DeleteDescription: "How long destroy may take (default `10m`), including the clean stop and the wait for the master's locks to expire (see `keep_data_on_destroy`).",
 			}),
 			"address": schema.StringAttribute{
 				Computed: true, PlanModifiers: keepString,
