@@ -6,8 +6,27 @@ cd "$(dirname "$0")/.."
 example=examples/local-five
 export TF_CLI_CONFIG_FILE="$PWD/build/terraformrc"
 export TF_IN_AUTOMATION=1
+provider="$PWD/build/mirror/registry.terraform.io/redlock-kit/redlock/${PROVIDER_VERSION:-0.1.0}/linux_amd64/terraform-provider-redlock_v${PROVIDER_VERSION:-0.1.0}"
+
+# Masters that no state knows of (an apply interrupted before it recorded them): stop each
+# cleanly through its supervisor, by the pids in its data dir, then remove the dir.
+stop_leftovers() {
+  local dir
+  for dir in "$example"/.redlock-data/*/; do
+    [ -f "$dir/supervisor.json" ] || continue
+    if [ ! -x "$provider" ]; then
+      echo "down: $dir has a master that no state knows of; run make provider, then make down again" >&2
+      return 1
+    fi
+    echo "down: stopping the master left in $dir"
+    "$provider" stop "$(cd "$dir" && pwd)"
+    rm -rf "$dir"
+  done
+}
+
 if [ ! -f "$example/terraform.tfstate" ]; then
-  echo "down: nothing to destroy (no state in $example)"
+  stop_leftovers
+  echo "down: nothing (else) to destroy (no state in $example)"
   exit 0
 fi
 # A provider rebuilt since the apply has a new checksum: record it before destroying.
@@ -21,5 +40,6 @@ if ! terraform -chdir="$example" destroy -auto-approve -input=false -no-color >"
   exit 1
 fi
 grep -E '^Destroy complete' "$log" || true
+stop_leftovers
 rm -f "$example/agent.json" "$example/client.json"
 echo "down: examples/local-five destroyed"
