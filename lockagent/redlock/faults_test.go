@@ -155,7 +155,17 @@ func TestMasterFaults(t *testing.T) {
 		if err := l.Extend(ctx, 10*time.Second); err != nil { // scripts now cached everywhere
 			t.Fatal(err)
 		}
-		m := cl.Masters[0]
+		// Acquire and Extend return at the majority: restart a master that holds the key.
+		var m *redistest.Master
+		waitUntil(t, "a master holding the key", func() bool {
+			for _, cand := range cl.Masters {
+				if valueOn(t, cand, "restart") == l.Token() {
+					m = cand
+					return true
+				}
+			}
+			return false
+		})
 		if err := m.Shutdown(); err != nil { // clean: the AOF keeps the key
 			t.Fatal(err)
 		}
