@@ -258,3 +258,101 @@ func TestKeyPrefix(t *testing.T) {
 		t.Errorf("the unprefixed name exists on %d masters", n)
 	}
 }
+
+// TestExtendFailureNeverLengthens: a failed Extend may already have changed the TTL on
+// the masters it reached, so the holder must never rely on the lock past start + ttl -
+// drift of that attempt; an Extend that could never succeed sends nothing.
+func TestExtendFailureNeverLengthens(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	ctx := context.Background()
+	const long = 10 * time.Second
+
+	// keysIntact reports whether key is held by token on every master with most of the
+	// long TTL left: nothing shortened it.
+	keysIntact := func(t *testing.T, key, token string) bool {
+		t.Helper()
+		for _, m := range cl.Masters {
+			if valueOn(t, m, key) != token || m.Admin().PTTL(adminCtx(t), key).Val() < long/2 {
+				return false
+			}
+		}
+		return true
+	}
+
+	t.Run("a ttl that leaves no validity is refused and sends nothing", func(t *testing.T) {
+		a := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, a, "ext-tiny", long)
+		defer l.Release(ctx)
+		waitUntil(t, "the key on every master", func() bool { return holders(t, cl, "ext-tiny", l.Token()) == 5 })
+		err := l.Extend(ctx, 2*time.Millisecond)
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "drift") {
+			t.Fatalf("Extend(2ms): %v, want ErrInvalid naming the drift", err)
+		}
+		if !keysIntact(t, "ext-tiny", l.Token()) {
+			t.Errorf("a refused Extend changed the key on some master")
+		}
+		if l.Context().Err() != nil {
+			t.Errorf("context ended: %v", context.Cause(l.Context()))
+		}
+		b := newClient(t, cl, redlock.Options{})
+		if other, err := b.TryAcquire(ctx, "ext-tiny", long); !errors.Is(err, redlock.ErrTaken) {
+			if other != nil {
+				_ = other.Release(ctx)
+			}
+			t.Errorf("another client's TryAcquire while the lock is valid: %v, want ErrTaken", err)
+		}
+	})
+
+	t.Run("a cancelled ctx sends nothing", func(t *testing.T) {
+		a := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, a, "ext-cancelled", long)
+		defer l.Release(ctx)
+		waitUntil(t, "the key on every master", func() bool { return holders(t, cl, "ext-cancelled", l.Token()) == 5 })
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := l.Extend(cctx, 100*time.Millisecond); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Extend: %v, want context.Canceled", err)
+		}
+		if !keysIntact(t, "ext-cancelled", l.Token()) {
+			t.Errorf("an Extend with a cancelled ctx changed the key on some master")
+		}
+		if l.Context().Err() != nil {
+			t.Errorf("context ended: %v", context.Cause(l.Context()))
+		}
+	})
+
+	t.Run("a shorter extension that fails still shortens the validity", func(t *testing.T) {
+		a := newClient(t, cl, redlock.Options{})
+		l := mustAcquire(t, a, "ext-short-fail", long)
+		waitUntil(t, "the key on every master", func() bool { return holders(t, cl, "ext-short-fail", l.Token()) == 5 })
+		paused := cl.Masters[:3]
+		resumeOnCleanup(t, paused...)
+		for _, m := range paused {
+			if err := m.Pause(); err != nil {
+				t.Fatalf("pause %s: %v", m.Addr, err)
+			}
+		}
+		const short = 300 * time.Millisecond
+		start := time.Now()
+		err := l.Extend(ctx, short)
+		if !errors.Is(err, redlock.ErrUnavailable) {
+			t.Fatalf("Extend with 3 of 5 paused: %v, want ErrUnavailable", err)
+		}
+		// The two running masters now expire the key within short: the validity must end
+		// by then too, whatever the round's outcome.
+		if d := l.Deadline(); d.After(start.Add(short)) {
+			t.Errorf("deadline %v after the failed Extend, beyond the %v it may have set on the masters", time.Until(d), short)
+		}
+		select {
+		case <-l.Context().Done():
+		case <-time.After(15 * time.Second): // hang guard
+			t.Fatalf("the context is still live %v after a failed %v extension", time.Since(start), short)
+		}
+		if cause := context.Cause(l.Context()); !errors.Is(cause, redlock.ErrExpired) {
+			t.Errorf("context cause %v, want ErrExpired", cause)
+		}
+		for _, m := range paused {
+			_ = m.Resume()
+		}
+	})
+}

@@ -129,10 +129,20 @@ func (l *Lock) Context() context.Context { return l.ctx }
 
 // Extend resets the lock's TTL to ttl on every master (and sets it again on a master that
 // lost it). It succeeds only when a majority confirmed before the current validity ran
-// out; the new deadline is start + ttl - drift. Errors: ErrExpired (validity already
-// over), ErrLost (another holder has the key on enough masters; the context is then
-// cancelled), ErrExtensionLimit, *UnavailableError (the lock stays valid until the old
-// deadline), ErrReleased, ctx's error.
+// out; the new deadline is start + ttl - drift, which may be earlier than the current
+// one (a shorter ttl shortens the lock). Errors: ErrInvalid (ttl leaves no validity once
+// the drift is subtracted: nothing is sent), ErrExpired (validity already over, or the
+// majority answered after the new validity ran out), ErrLost (another holder has the key
+// on enough masters; the context is then cancelled), ErrExtensionLimit,
+// *UnavailableError, ErrReleased, ctx's error (nothing is sent when ctx has already
+// ended).
+//
+// A failed Extend may still have changed the TTL on the masters that received it (and
+// on those that timed out: their reply may be lost after the PEXPIRE ran), so on every
+// failure after the request was sent the deadline becomes min(current deadline, start +
+// ttl - drift): a failed extension never lengthens the validity, but a shorter ttl may
+// shorten it, and when that bound has already passed the context is cancelled with
+// ErrExpired at once.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.released.Load() {
 		return ErrReleased
@@ -150,6 +160,14 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	ttl = ttl.Truncate(time.Millisecond)
+	if drift := c.opts.drift(ttl); ttl <= drift {
+		// The deadline would be at or before the start: the extension could never succeed,
+		// and sending it would cut the TTL on the masters to almost nothing.
+		return fmt.Errorf("%w: extend %q: ttl %v leaves no validity after the clock drift allowance %v (ttl*DriftFactor + 2ms): use a longer ttl, or Release the lock", ErrInvalid, h.key, ttl, drift)
+	}
+	if err := ctx.Err(); err != nil {
+		return err // nothing sent
+	}
 	h.extendMu.Lock()
 	defer h.extendMu.Unlock()
 
@@ -212,20 +230,38 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		ok, err := parse(req)
 		c.masterEvent(OpExtend, h.key, req, ok, err)
 	})
-	if err != nil {
-		return err
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.done || !end.Before(h.deadline) {
+	if err == nil && (h.done || !end.Before(h.deadline)) {
 		// The validity ran out (or the lock was released) while we waited: the keys we
 		// just extended are not a lock anyone may rely on.
-		return fmt.Errorf("%w: extend %q: the validity ran out before a majority confirmed", ErrExpired, h.key)
+		err = fmt.Errorf("%w: extend %q: the validity ran out before a majority confirmed", ErrExpired, h.key)
+	}
+	if err != nil {
+		// The request went out: masters that ran it (including those whose reply was lost
+		// or late) now expire the key at newDeadline at the latest, however the round
+		// ended. Never rely on the lock past that.
+		h.shortenLocked(newDeadline)
+		return err
 	}
 	h.deadline = newDeadline
 	h.extensions++
 	h.timer.Reset(time.Until(newDeadline))
 	return nil
+}
+
+// shortenLocked moves the deadline to d when d is earlier, re-arming the timer, and ends
+// the hold (ErrExpired) when d has already passed.
+func (h *hold) shortenLocked(d time.Time) {
+	if h.done || !d.Before(h.deadline) {
+		return
+	}
+	h.deadline = d
+	if wait := time.Until(d); wait > 0 {
+		h.timer.Reset(wait)
+		return
+	}
+	h.finishLocked(h.expiryWhy)
 }
 
 // Release gives the lock up: the compare-and-delete script runs on every master. With
