@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -93,13 +94,16 @@ func (r *request) complete(err error) {
 
 func newMaster(index int, addr string, rdb redis.UniversalClient, opts Options) *master {
 	m := &master{index: index, addr: addr, rdb: rdb, maxBatch: opts.MaxBatch, execMax: opts.CleanupTimeout,
-		queue: make(chan *request, 4*opts.MaxBatch), done: make(chan struct{})}
+		queue: make(chan *request, queuePerBatch*opts.MaxBatch), done: make(chan struct{})}
 	go m.run()
 	return m
 }
 
-// send queues r; when the queue stays full past r.sendBy or the master is closed, r
-// completes with an error at once.
+// send queues r without ever waiting: when the master's queue is full (its pipeline is
+// stuck, e.g. a paused server) or the master is closed, r completes with an error at
+// once. A round sends to every master from one goroutine, so a wait here would delay the
+// healthy masters behind a stuck one (past their sendBy) and turn one bad master into a
+// failed round.
 func (m *master) send(r *request) {
 	r.master = m
 	r.queued = time.Now()
@@ -112,18 +116,20 @@ func (m *master) send(r *request) {
 	}
 	select {
 	case m.queue <- r:
-		return
 	default:
-	}
-	t := time.NewTimer(time.Until(r.sendBy))
-	defer t.Stop()
-	select {
-	case m.queue <- r:
-	case <-t.C:
 		r.state.Store(stateDropped)
-		r.complete(ErrNodeTimeout)
+		r.complete(errQueueFull)
 	}
 }
+
+// queuePerBatch sizes a master's queue: queuePerBatch*MaxBatch requests. Far more than a
+// healthy master ever has waiting (each caller has at most a couple of requests in
+// flight per master), so only a stuck master fills it.
+const queuePerBatch = 16
+
+// errQueueFull is the per-master error of a request that found the master's queue full:
+// a kind of node timeout (the master is not keeping up), reported as such.
+var errQueueFull = fmt.Errorf("%w (its request queue is full: a pipeline to it is stuck)", ErrNodeTimeout)
 
 // close stops accepting requests; the batcher still sends what is queued (within each
 // request's sendBy) and exits. It waits for the batcher.

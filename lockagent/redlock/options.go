@@ -61,7 +61,9 @@ type Options struct {
 	// master (each pipeline gets between half of it and all of it). Default 2 s.
 	CleanupTimeout time.Duration
 	// MaxBatch bounds how many waiting operations one pipeline to a master carries.
-	// Default 256.
+	// Default 256. Each master also queues at most 16*MaxBatch operations: beyond that (a
+	// stuck master) an operation counts that master as a node timeout at once rather than
+	// wait, so raise MaxBatch if one Client runs more operations than that at once.
 	MaxBatch int
 	// NoFencing turns fencing tokens off: Lock.Fence returns 0, the acquisition is a plain
 	// SET NX PX (no script, no register write) and never needs the fallback fence round.

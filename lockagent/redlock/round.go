@@ -66,6 +66,20 @@ func (r *round) gather(ctx context.Context, timers *sync.Pool, deadline time.Tim
 				return nil
 			}
 		case <-timer.C:
+			// select picks at random among ready cases: replies that arrived before the
+			// deadline still count.
+			for r.pending > 0 {
+				select {
+				case req := <-r.out:
+					r.pending--
+					req.seen = true
+					if onReply(req) {
+						return nil
+					}
+				default:
+					return nil
+				}
+			}
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
