@@ -532,7 +532,7 @@ func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) 
 		acquire.abandonUnseen()
 		c.straggle(acquire, c.reportAcquireReply(key, !c.opts.NoFencing))
 	}
-	rd := c.releaseRound(OpCleanup, key, token, time.Now().Add(c.opts.CleanupTimeout))
+	rd := c.releaseRound(OpCleanup, key, token, false, time.Now().Add(c.opts.CleanupTimeout))
 	report := func(req *request) {
 		ok, err := parseRelease(req)
 		c.masterEvent(OpCleanup, key, req, ok, err)
@@ -544,12 +544,17 @@ func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) 
 	c.straggle(rd, report)
 }
 
-func (c *Client) releaseRound(op Op, key, token string, sendBy time.Time) *round {
-	channel := ""
+// releaseRound broadcasts the release script; handedOff says that a waiter of this
+// Client takes the lock next (the notification tells other processes so).
+func (c *Client) releaseRound(op Op, key, token string, handedOff bool, sendBy time.Time) *round {
+	channel, msg := "", token
 	if !c.opts.NoNotifications {
 		channel = key + ReleaseChannelSuffix
 	}
-	return c.broadcast(op, key, sendBy, scriptCall(releaseScript, []string{key}, token, channel))
+	if handedOff {
+		msg = token + handedOffMark
+	}
+	return c.broadcast(op, key, sendBy, scriptCall(releaseScript, []string{key}, token, channel, msg))
 }
 
 func parseRelease(req *request) (bool, error) {

@@ -300,8 +300,16 @@ func (h *hold) release(ctx context.Context) error {
 
 	start := time.Now()
 	n := len(c.masters)
-	rd := c.releaseRound(OpRelease, h.key, h.token, start.Add(c.opts.CleanupTimeout))
-	c.notify.released(h.key, h.token)
+	// A waiter of this Client may take the lock at once: its SET queues behind the release
+	// on every master. After a few such hand-offs in a row the next one waits for the
+	// release to complete and competes with other processes' waiters (see notifier).
+	handOff := c.notify.handOff(h.key, h.token)
+	rd := c.releaseRound(OpRelease, h.key, h.token, handOff, start.Add(c.opts.CleanupTimeout))
+	if handOff {
+		c.notify.wakeLocal(h.key)
+	} else {
+		defer c.notify.wakeAfterRelease(h.key)
+	}
 	var confirmed, refused int
 	var errs []MasterError
 	// Wait for the majority up to the cleanup bound rather than the node timeout: the

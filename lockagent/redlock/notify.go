@@ -16,6 +16,17 @@ import (
 // waiters). A release by this Client wakes its local waiters directly, without waiting for
 // the round trip.
 //
+// Fairness between processes: a local hand-off always wins (the woken waiter's SET is
+// queued behind the release on every master, while a waiter in another process only
+// hears of the release once it ran), so a busy Client would starve the others. A Client
+// therefore hands a key to its own waiters at most maxLocalHandOffs times in a row; the
+// next release completes first, its notification says the lock is free, and the local
+// waiter then competes like a remote one (same small jitter). Notifications of a local
+// hand-off carry handedOffMark: other processes' waiters ignore them and keep waiting
+// instead of colliding with the waiter that already has the lock (which would only
+// widen their jitter window). A process with one waiter against another with many thus
+// gets about one lock in 2*(maxLocalHandOffs+1) releases.
+//
 // Waiters of a key queue in arrival order: a notification wakes the oldest waiter (or
 // waits for it to finish its current attempt), so local waiters get the lock first come, first served, and one
 // release costs one attempt instead of a stampede. Notifications are an optimisation
@@ -39,7 +50,16 @@ type keyQueue struct {
 	confirmOk bool
 	recent    [8]string // tokens already delivered: each release arrives once per master
 	next      int
+	localRun  int // consecutive hand-offs to this Client's own waiters
 }
+
+// maxLocalHandOffs bounds consecutive hand-offs of a key to this Client's own waiters
+// before a release lets other processes compete (see notifier).
+const maxLocalHandOffs = 4
+
+// handedOffMark ends a release notification when the releasing Client handed the lock to
+// one of its own waiters.
+const handedOffMark = "+"
 
 type waiter struct {
 	q    *keyQueue
@@ -129,13 +149,51 @@ func (n *notifier) attempting(w *waiter) {
 	w.busy = true
 }
 
-// released is called when this Client has queued the release of key: local waiters need
-// not wait for the PUBLISH to come back, nor even for the release to complete, since
-// each master runs a Client's commands in the order they were queued (so a woken
-// waiter's SET reaches every master after the release).
-func (n *notifier) released(key, token string) { n.deliver(key, token, true) }
+// handOff is called when this Client is about to release key. It reports whether one of
+// this Client's waiters takes the lock at once (then call wakeLocal once the release is
+// queued: local waiters need not wait for the PUBLISH to come back, nor even for the
+// release to complete, since each master runs a Client's commands in the order they were
+// queued, so a woken waiter's SET reaches every master after the release). Otherwise
+// call wakeAfterRelease once the release completed.
+func (n *notifier) handOff(key, token string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := n.keys[key]
+	if q == nil || len(q.waiters) == 0 {
+		return false
+	}
+	n.rememberLocked(q, token) // our own PUBLISH, when it comes back, is not news
+	if q.localRun < maxLocalHandOffs {
+		q.localRun++
+		return true
+	}
+	q.localRun = 0
+	return false
+}
 
-func (n *notifier) deliver(key, token string, local bool) {
+// wakeLocal wakes a local waiter for a hand-off (see handOff).
+func (n *notifier) wakeLocal(key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if q := n.keys[key]; q != nil {
+		n.wakeLocked(q, true)
+	}
+}
+
+// wakeAfterRelease wakes a local waiter once this Client's release completed; it
+// competes with other processes' waiters (jitter), like them.
+func (n *notifier) wakeAfterRelease(key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if q := n.keys[key]; q != nil {
+		n.wakeLocked(q, false)
+	}
+}
+
+// deliver handles a release notification from a master (msg: the token, plus
+// handedOffMark when the releasing Client handed the lock to its own waiter).
+func (n *notifier) deliver(key, msg string) {
+	token, handedOff := strings.CutSuffix(msg, handedOffMark)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	q := n.keys[key]
@@ -147,9 +205,17 @@ func (n *notifier) deliver(key, token string, local bool) {
 			return
 		}
 	}
+	n.rememberLocked(q, token)
+	if handedOff {
+		return // another process's waiter has it already: attempting now only collides
+	}
+	q.localRun = 0 // the key was free for everyone: our own streak starts again
+	n.wakeLocked(q, false)
+}
+
+func (n *notifier) rememberLocked(q *keyQueue, token string) {
 	q.recent[q.next] = token
 	q.next = (q.next + 1) % len(q.recent)
-	n.wakeLocked(q, local)
 }
 
 // wakeLocked wakes the oldest waiter. When it is busy attempting, the notification waits
@@ -297,7 +363,7 @@ func (s *subscriber) run() {
 							s.n.confirm(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix))
 						}
 					case *redis.Message:
-						s.n.deliver(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix), m.Payload, false)
+						s.n.deliver(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix), m.Payload)
 					}
 				}
 			}()

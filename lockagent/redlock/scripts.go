@@ -23,13 +23,16 @@ func newScript(src string) *script {
 // clients release with the same "get == token then del" semantics, so the holders of
 // different libraries exclude each other. It additionally publishes the released token on
 // the key's release channel (ARGV[2]; empty: no notification) so that waiters wake at once.
+// The message (ARGV[3]) is the token, followed by handedOffMark when the releasing Client
+// has already handed the lock to one of its own waiters (other processes then keep
+// waiting instead of colliding with it).
 //
-// KEYS[1] lock key; ARGV[1] token; ARGV[2] release channel or "".
+// KEYS[1] lock key; ARGV[1] token; ARGV[2] release channel or ""; ARGV[3] message.
 var releaseScript = newScript(`
 if redis.call("get", KEYS[1]) == ARGV[1] then
   redis.call("del", KEYS[1])
   if ARGV[2] ~= "" then
-    redis.call("publish", ARGV[2], ARGV[1])
+    redis.call("publish", ARGV[2], ARGV[3])
   end
   return 1
 end
