@@ -58,7 +58,7 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 	}
 	if cfg.owner != "" {
 		// A re-entrant holder must never queue behind waiters for its own lock.
-		if l, ok, err := c.reenter(ctx, key, ttl, cfg.owner); ok || err != nil {
+		if l, ok, err := c.reenter(ctx, key, ttl, cfg); ok || err != nil {
 			return l, 1, err
 		}
 	}

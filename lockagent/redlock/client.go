@@ -184,7 +184,7 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 		return nil, 0, err
 	}
 	if cfg.owner != "" {
-		if l, ok, err := c.reenter(ctx, key, ttl, cfg.owner); ok || err != nil {
+		if l, ok, err := c.reenter(ctx, key, ttl, cfg); ok || err != nil {
 			return l, 0, err
 		}
 	}
@@ -324,9 +324,7 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 		}
 		c.fences.see(key, fence)
 	}
-	h := c.newHold(key, token, ttl, fence, lockDeadline, cfg)
-	h.votes = len(granted)
-	return h.handle(), 0, nil
+	return c.newHold(key, token, ttl, fence, len(granted), lockDeadline, cfg), 0, nil
 }
 
 // reportAcquireReply returns the handler of acquisition replies that come after the

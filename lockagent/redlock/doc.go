@@ -153,7 +153,9 @@
 // With WithReentrant(owner), a second acquisition of the same key by the same owner on the
 // same Client, while the first is valid, returns at once a new Lock handle on the same
 // hold (same token and fence) and counts one more hold; if the requested TTL reaches
-// beyond the current deadline the lock is extended first. Each handle is released once;
+// beyond the current deadline by more than a tenth of the TTL the lock is extended first
+// (one round, counted in MaxExtensions; at the limit the re-entry keeps the current
+// deadline instead of failing), and WithAutoRenew on a re-entry renews the shared hold. Each handle is released once;
 // the masters are only released when the last handle is. Without WithReentrant, or for
 // another owner, or from another Client or process, a second acquisition is an ordinary
 // contender and is refused while the lock is held.

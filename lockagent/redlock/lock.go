@@ -41,11 +41,20 @@ type Lock struct {
 	released atomic.Bool
 }
 
-func (c *Client) newHold(key, token string, ttl time.Duration, fence uint64, deadline time.Time, cfg lockConfig) *hold {
-	h := &hold{c: c, key: key, token: token, ttl: ttl, fence: fence, owner: cfg.owner, deadline: deadline,
-		expiryWhy: ErrExpired}
+// newHold records an acquisition and returns its first handle. The hold is complete
+// (one live handle, votes set, timer assigned) before a re-entrant caller can find it in
+// c.reentrant: a same-owner re-entry and release in between must not drop it to zero
+// holds under the first caller.
+func (c *Client) newHold(key, token string, ttl time.Duration, fence uint64, votes int, deadline time.Time, cfg lockConfig) *Lock {
+	h := &hold{c: c, key: key, token: token, ttl: ttl, fence: fence, owner: cfg.owner, votes: votes,
+		deadline: deadline, expiryWhy: ErrExpired, holds: 1}
 	h.ctx, h.cancel = context.WithCancelCause(context.Background())
+	l := h.newHandle()
+	// onTimer takes h.mu: with almost no validity left the timer may fire at once, and
+	// must find h.timer assigned.
+	h.mu.Lock()
 	h.timer = time.AfterFunc(time.Until(deadline), h.onTimer)
+	h.mu.Unlock()
 	if cfg.owner != "" {
 		c.reentrantMu.Lock()
 		c.reentrant[key] = h
@@ -54,14 +63,11 @@ func (c *Client) newHold(key, token string, ttl time.Duration, fence uint64, dea
 	if cfg.autoRenew {
 		h.startRenew()
 	}
-	return h
+	return l
 }
 
-// handle adds one hold and returns a new handle on it.
-func (h *hold) handle() *Lock {
-	h.mu.Lock()
-	h.holds++
-	h.mu.Unlock()
+// newHandle returns a new handle on h; the caller has counted it in h.holds.
+func (h *hold) newHandle() *Lock {
 	l := &Lock{h: h}
 	l.ctx, l.cancel = context.WithCancelCause(h.ctx)
 	return l
@@ -351,11 +357,18 @@ func (h *hold) release(ctx context.Context) error {
 }
 
 // reenter returns a new handle on the hold owner already has on key, if any.
-func (c *Client) reenter(ctx context.Context, key string, ttl time.Duration, owner string) (*Lock, bool, error) {
+//
+// The re-entry extends the lock (one round, counted in MaxExtensions) only when ttl would
+// move the deadline later by more than a tenth of ttl: a nested acquisition with the
+// same TTL shortly after the outer one costs no round and no extension. When the
+// extension limit is reached the re-entry still succeeds, on the current deadline (the
+// outer holder bounds the nested work; Deadline tells how long is left). WithAutoRenew
+// on a re-entry starts auto-renewal of the shared hold.
+func (c *Client) reenter(ctx context.Context, key string, ttl time.Duration, cfg lockConfig) (*Lock, bool, error) {
 	c.reentrantMu.Lock()
 	h := c.reentrant[key]
 	c.reentrantMu.Unlock()
-	if h == nil || h.owner != owner {
+	if h == nil || h.owner != cfg.owner {
 		return nil, false, nil
 	}
 	h.mu.Lock()
@@ -364,18 +377,24 @@ func (c *Client) reenter(ctx context.Context, key string, ttl time.Duration, own
 		return nil, false, nil
 	}
 	h.holds++ // keep it from being released while we extend
-	deadline := h.deadline
+	deadline, atLimit := h.deadline, h.extensions >= c.opts.MaxExtensions
 	h.mu.Unlock()
-	l := &Lock{h: h}
-	l.ctx, l.cancel = context.WithCancelCause(h.ctx)
-	// The caller asked for ttl: extend when that moves the deadline later.
-	if want := time.Now().Add(ttl - c.opts.drift(ttl)); want.After(deadline) {
-		if err := h.extend(ctx, ttl); err != nil {
+	l := h.newHandle()
+	want := time.Now().Add(ttl - c.opts.drift(ttl))
+	if !atLimit && want.After(deadline.Add(ttl/reentryMargin)) {
+		if err := h.extend(ctx, ttl); err != nil && !errors.Is(err, ErrExtensionLimit) {
 			l.released.Store(true)
 			l.cancel(ErrReleased)
 			_ = h.release(context.Background()) // drop our hold; the outer holder keeps the lock
 			return nil, true, err
 		}
 	}
+	if cfg.autoRenew {
+		h.startRenew()
+	}
 	return l, true, nil
 }
+
+// reentryMargin: a re-entry extends when it would move the deadline by more than
+// ttl/reentryMargin.
+const reentryMargin = 10

@@ -154,4 +154,9 @@ func WithAutoRenew() LockOption { return func(c *lockConfig) { c.autoRenew = tru
 // same lock (same token, same fence) and one more hold; the lock is released on the
 // masters when the last handle is released. Owners are compared within one Client only;
 // another process or Client with the same owner string is a different holder.
+//
+// A re-entry extends the lock only when its ttl would move the deadline later by more
+// than a tenth of ttl (that extension counts in Options.MaxExtensions); at the extension
+// limit it still succeeds, with the current deadline (check Lock.Deadline). Combined with
+// WithAutoRenew, the re-entry starts auto-renewal of the shared lock.
 func WithReentrant(owner string) LockOption { return func(c *lockConfig) { c.owner = owner } }
