@@ -44,6 +44,8 @@ type Client struct {
 	notify *notifier
 	fences *fenceCache // largest fence seen per key: the optimistic proposal
 	timers sync.Pool   // *time.Timer for the rounds' waits
+
+	beforeExtendSend func() // tests only: runs in extend just before the broadcast
 }
 
 // New returns a Client over masters, one go-redis client per independent master (no

@@ -3,3 +3,7 @@ package redlock
 // QueuedWaiters exposes how many Acquire calls of c wait for key, so tests can order
 // waiters without sleeping.
 func QueuedWaiters(c *Client, key string) int { return c.notify.queuedWaiters(key) }
+
+// SetBeforeExtendSend makes every Extend of c call f just before its request goes out,
+// so tests can order an extension against a concurrent Release. Set it before use.
+func SetBeforeExtendSend(c *Client, f func()) { c.beforeExtendSend = f }

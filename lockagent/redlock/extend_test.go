@@ -356,3 +356,44 @@ func TestExtendFailureNeverLengthens(t *testing.T) {
 		}
 	})
 }
+
+// TestExtendRacingRelease: an Extend that passed its checks before a concurrent Release
+// must not reach the masters after the release: its script sets the key again where it
+// is missing, which would re-create the lock nobody holds for a whole TTL.
+func TestExtendRacingRelease(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	ctx := context.Background()
+	c := newClient(t, cl, redlock.Options{})
+	l := mustAcquire(t, c, "ext-vs-release", 5*time.Second)
+	reached := make(chan struct{})
+	releaseDone := make(chan struct{})
+	redlock.SetBeforeExtendSend(c, func() {
+		close(reached)
+		// Let the Release run first if it can; a Release that waits for this extension
+		// cannot, and the bound lets the extension go on.
+		select {
+		case <-releaseDone:
+		case <-time.After(testNodeTimeout / 3): // well within the extension's own node timeout
+		}
+	})
+	extendErr := make(chan error, 1)
+	go func() { extendErr <- l.Extend(ctx, 30*time.Second) }()
+	<-reached
+	releaseErr := l.Release(ctx)
+	close(releaseDone)
+	if err := <-extendErr; err != nil && !errors.Is(err, redlock.ErrReleased) {
+		t.Errorf("Extend: %v, want nil (it ran before the release) or ErrReleased", err)
+	}
+	if releaseErr != nil {
+		t.Errorf("Release: %v", releaseErr)
+	}
+	// Release returns at the majority; the other deletes follow. A key re-created by the
+	// extension would stay for 30s, beyond the wait's bound.
+	waitUntil(t, "the key gone from every master", func() bool { return keysOn(t, cl, "ext-vs-release") == 0 })
+	other := newClient(t, cl, redlock.Options{})
+	l2, err := other.TryAcquire(ctx, "ext-vs-release", time.Second)
+	if err != nil {
+		t.Fatalf("another client after the release: %v", err)
+	}
+	_ = l2.Release(ctx)
+}

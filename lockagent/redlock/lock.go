@@ -195,6 +195,9 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	if oldDeadline.Before(waitUntil) {
 		waitUntil = oldDeadline
 	}
+	if c.beforeExtendSend != nil {
+		c.beforeExtendSend()
+	}
 	rd := c.broadcast(OpExtend, h.key, waitUntil, scriptCall(extendScript, []string{h.key}, h.token, ttl.Milliseconds()))
 	var confirmed, refused int
 	var errs []MasterError
@@ -291,9 +294,22 @@ func (l *Lock) Release(ctx context.Context) error {
 func (h *hold) release(ctx context.Context) error {
 	c := h.c
 	h.mu.Lock()
-	h.holds--
-	if h.holds > 0 {
+	if h.holds > 1 {
+		h.holds--
 		h.mu.Unlock()
+		return nil
+	}
+	h.mu.Unlock()
+	// The last handle: no extension may be in flight when the release goes out, or its
+	// script (which sets the key again where it is missing) could reach a master after
+	// the delete and block everyone for a TTL. Taking extendMu waits for a running
+	// extension; once done is set, none starts.
+	h.extendMu.Lock()
+	h.mu.Lock()
+	h.holds--
+	if h.holds > 0 { // a re-entry came in meanwhile
+		h.mu.Unlock()
+		h.extendMu.Unlock()
 		return nil
 	}
 	deadline := h.deadline
@@ -303,6 +319,7 @@ func (h *hold) release(ctx context.Context) error {
 	}
 	h.finishLocked(ErrReleased)
 	h.mu.Unlock()
+	h.extendMu.Unlock()
 
 	start := time.Now()
 	n := len(c.masters)
