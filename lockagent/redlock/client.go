@@ -418,8 +418,17 @@ func parseRegister(v any) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fencing register holds %q, not a number", s)
 	}
+	if f >= fenceLimit {
+		// Lua numbers are exact below 2^53 only, and one more would not fit anyway: a fence
+		// handed out from it could be equal to or below an earlier one.
+		return 0, fmt.Errorf("fencing register holds %d, at or above the limit 2^53: fences are exhausted for this lock name; use another name", f)
+	}
 	return f, nil
 }
+
+// fenceLimit bounds fencing registers: a register at or above it is an error, so every
+// fence handed out is at most 2^53 and exact in the scripts.
+const fenceLimit = 1 << 53
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

@@ -126,7 +126,8 @@
 // below the registers of a majority; a higher register only makes later fences larger.
 // Fences are per lock name, start at 1, strictly increase, and may skip values.
 // Re-entrant holds share their acquisition's fence. Values are exact up to 2^53 (Lua
-// numbers). The Client's memory of fences is a hint only: a wrong or forgotten value
+// numbers): a register at or above 2^53 (only an operator can put one there) is reported
+// as that master's error, never wrapped around, so the name can no longer be fenced. The Client's memory of fences is a hint only: a wrong or forgotten value
 // costs the fallback round, never the guarantee.
 //
 // The guarantee assumes what Redlock's mutual exclusion assumes (clock rates within

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,4 +240,43 @@ func TestFencing(t *testing.T) {
 			t.Errorf("register written on %d masters", n)
 		}
 	})
+}
+
+// TestFenceLimit: a register at or above 2^53 (the documented limit; only an operator
+// can put one there) is reported as an error, never wrapped around to a small fence.
+func TestFenceLimit(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		register string
+	}{
+		{"2^53", "9007199254740992"},
+		{"the largest uint64", "18446744073709551615"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := "fence-limit-" + tt.register
+			for _, m := range cl.Masters {
+				if err := m.Admin().Set(adminCtx(t), key+redlock.FenceSuffix, tt.register, 0).Err(); err != nil {
+					t.Fatalf("setup: %v", err)
+				}
+			}
+			c := newClient(t, cl, redlock.Options{})
+			l, err := c.TryAcquire(ctx, key, time.Second)
+			if err == nil {
+				_ = l.Release(ctx)
+				t.Fatalf("acquired with fence %d over registers at %s, want an error", l.Fence(), tt.register)
+			}
+			if !errors.Is(err, redlock.ErrUnavailable) || !strings.Contains(err.Error(), "2^53") {
+				t.Errorf("TryAcquire: %v, want ErrUnavailable naming the 2^53 limit", err)
+			}
+			waitUntil(t, "the failed attempt released", func() bool { return keysOn(t, cl, key) == 0 })
+			for _, m := range cl.Masters {
+				if v := valueOn(t, m, key+redlock.FenceSuffix); v != tt.register {
+					t.Errorf("register on %s became %q", m.Addr, v)
+				}
+			}
+		})
+	}
 }
