@@ -468,14 +468,11 @@ func freeIn(pttls []time.Duration, need int, fallback time.Duration) time.Durati
 // fence runs the fallback fence round: write max(stored, proposed) on every master
 // that still holds our token; the fence is ours when a majority confirmed.
 func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, nodeTimeout time.Duration, lockDeadline time.Time) (uint64, error) {
-	n := len(c.masters)
 	deadline := time.Now().Add(nodeTimeout)
 	if lockDeadline.Before(deadline) {
 		deadline = lockDeadline
 	}
 	rd := c.broadcast(OpFence, key, deadline, scriptCall(fenceScript, []string{key, key + FenceSuffix}, token, strconv.FormatUint(proposed, 10)))
-	var confirmed, refused int
-	var errs []MasterError
 	parse := func(req *request) (bool, error) {
 		if req.err != nil {
 			return false, req.err
@@ -486,33 +483,18 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, 
 		}
 		return v >= 0, nil
 	}
-	ctxErr := rd.gather(ctx, &c.timers, deadline, func(req *request) bool {
-		ok, err := parse(req)
-		c.masterEvent(OpFence, key, req, ok, err)
-		switch {
-		case err != nil:
-			errs = append(errs, MasterError{Master: req.master.index, Addr: req.master.addr, Err: err})
-		case ok:
-			confirmed++
-		default:
-			refused++
-		}
-		return confirmed >= c.quorum || refused > n-c.quorum
-	})
+	v, ctxErr := c.gatherVotes(ctx, rd, OpFence, key, deadline, parse)
 	var err error
 	switch {
 	case ctxErr != nil:
 		err = ctxErr
-	case confirmed >= c.quorum:
-	case refused > n-c.quorum:
+	case v.confirmed >= c.quorum:
+	case c.majorityRefused(v):
 		err = fmt.Errorf("%w: acquire %q: the key changed hands during the fencing round", ErrLost, key)
 	default:
-		err = c.unavailable(OpFence, key, confirmed, errs, rd)
+		err = c.unavailable(OpFence, key, v.confirmed, v.errs, rd)
 	}
-	c.straggle(rd, func(req *request) {
-		ok, err := parse(req)
-		c.masterEvent(OpFence, key, req, ok, err)
-	})
+	c.straggleVotes(rd, OpFence, key, parse)
 	if err != nil {
 		return 0, err
 	}

@@ -189,7 +189,6 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	case extensions >= c.opts.MaxExtensions:
 		return fmt.Errorf("%w: extend %q: already extended %d times (Options.MaxExtensions)", ErrExtensionLimit, h.key, extensions)
 	}
-	n := len(c.masters)
 	nodeTimeout := c.opts.nodeTimeout(ttl)
 	waitUntil := t1.Add(nodeTimeout)
 	if oldDeadline.Before(waitUntil) {
@@ -199,8 +198,6 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		c.beforeExtendSend()
 	}
 	rd := c.broadcast(OpExtend, h.key, waitUntil, scriptCall(extendScript, []string{h.key}, h.token, ttl.Milliseconds()))
-	var confirmed, refused int
-	var errs []MasterError
 	parse := func(req *request) (bool, error) {
 		if req.err != nil {
 			return false, req.err
@@ -208,30 +205,18 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		v, err := req.cmds[0].Int64()
 		return v > 0, err
 	}
-	ctxErr := rd.gather(ctx, &c.timers, waitUntil, func(req *request) bool {
-		ok, err := parse(req)
-		c.masterEvent(OpExtend, h.key, req, ok, err)
-		switch {
-		case err != nil:
-			errs = append(errs, MasterError{Master: req.master.index, Addr: req.master.addr, Err: err})
-		case ok:
-			confirmed++
-		default:
-			refused++
-		}
-		return confirmed >= c.quorum || refused > n-c.quorum
-	})
+	v, ctxErr := c.gatherVotes(ctx, rd, OpExtend, h.key, waitUntil, parse)
 	end := time.Now()
 	newDeadline := t1.Add(ttl - c.opts.drift(ttl))
 	var err error
 	switch {
 	case ctxErr != nil:
 		err = ctxErr
-	case refused > n-c.quorum:
-		err = fmt.Errorf("%w: extend %q: %d masters hold another token", ErrLost, h.key, refused)
+	case c.majorityRefused(v):
+		err = fmt.Errorf("%w: extend %q: %d masters hold another token", ErrLost, h.key, v.refused)
 		h.finish(err)
-	case confirmed < c.quorum:
-		err = c.unavailable(OpExtend, h.key, confirmed, errs, rd)
+	case v.confirmed < c.quorum:
+		err = c.unavailable(OpExtend, h.key, v.confirmed, v.errs, rd)
 	case !end.Before(newDeadline):
 		err = fmt.Errorf("%w: extend %q: the majority answered after the new validity ran out", ErrExpired, h.key)
 	}
@@ -322,7 +307,6 @@ func (h *hold) release(ctx context.Context) error {
 	h.extendMu.Unlock()
 
 	start := time.Now()
-	n := len(c.masters)
 	// A waiter of this Client may take the lock at once: its SET queues behind the release
 	// on every master. After a few such hand-offs in a row the next one waits for the
 	// release to complete and competes with other processes' waiters (see notifier).
@@ -333,25 +317,11 @@ func (h *hold) release(ctx context.Context) error {
 	} else {
 		defer c.notify.wakeAfterRelease(h.key)
 	}
-	var confirmed, refused int
-	var errs []MasterError
 	// Wait for the majority up to the cleanup bound rather than the node timeout: the
 	// answer only reports what happened (the key expires anyway), and a slow but healthy
 	// master should not turn a good release into an error. A stopped minority costs
 	// nothing: the call returns at the majority.
-	ctxErr := rd.gather(ctx, &c.timers, start.Add(c.opts.CleanupTimeout), func(req *request) bool {
-		ok, err := parseRelease(req)
-		c.masterEvent(OpRelease, h.key, req, ok, err)
-		switch {
-		case err != nil:
-			errs = append(errs, MasterError{Master: req.master.index, Addr: req.master.addr, Err: err})
-		case ok:
-			confirmed++
-		default:
-			refused++
-		}
-		return confirmed >= c.quorum || refused > n-c.quorum
-	})
+	v, ctxErr := c.gatherVotes(ctx, rd, OpRelease, h.key, start.Add(c.opts.CleanupTimeout), parseRelease)
 	var err error
 	switch {
 	case lostCause != nil && errors.Is(lostCause, ErrLost):
@@ -360,16 +330,13 @@ func (h *hold) release(ctx context.Context) error {
 		err = fmt.Errorf("%w: release %q: the validity had ended %v before the release", ErrExpired, h.key, start.Sub(deadline).Round(time.Millisecond))
 	case ctxErr != nil:
 		err = ctxErr
-	case confirmed >= c.quorum:
-	case refused > n-c.quorum:
-		err = fmt.Errorf("%w: release %q: %d masters hold another token", ErrLost, h.key, refused)
+	case v.confirmed >= c.quorum:
+	case c.majorityRefused(v):
+		err = fmt.Errorf("%w: release %q: %d masters hold another token", ErrLost, h.key, v.refused)
 	default:
-		err = c.unavailable(OpRelease, h.key, confirmed, errs, rd)
+		err = c.unavailable(OpRelease, h.key, v.confirmed, v.errs, rd)
 	}
-	c.straggle(rd, func(req *request) {
-		ok, err := parseRelease(req)
-		c.masterEvent(OpRelease, h.key, req, ok, err)
-	})
+	c.straggleVotes(rd, OpRelease, h.key, parseRelease)
 	return err
 }
 

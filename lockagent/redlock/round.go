@@ -138,3 +138,40 @@ func (c *Client) straggle(r *round, fn func(*request)) {
 		}
 	}
 }
+
+// votes is the tally of a round whose replies are each a yes or a no from one master.
+type votes struct {
+	confirmed, refused int
+	errs               []MasterError // masters that answered neither (timeouts, errors)
+}
+
+// majorityRefused: so many masters said no that a majority can no longer say yes.
+func (c *Client) majorityRefused(v votes) bool { return v.refused > len(c.masters)-c.quorum }
+
+// gatherVotes collects the replies of rd until a majority confirmed, a majority refused,
+// or the deadline or ctx ended, reporting each reply to the hooks.
+func (c *Client) gatherVotes(ctx context.Context, rd *round, op Op, key string, deadline time.Time, parse func(*request) (bool, error)) (votes, error) {
+	var v votes
+	err := rd.gather(ctx, &c.timers, deadline, func(req *request) bool {
+		ok, err := parse(req)
+		c.masterEvent(op, key, req, ok, err)
+		switch {
+		case err != nil:
+			v.errs = append(v.errs, MasterError{Master: req.master.index, Addr: req.master.addr, Err: err})
+		case ok:
+			v.confirmed++
+		default:
+			v.refused++
+		}
+		return v.confirmed >= c.quorum || c.majorityRefused(v)
+	})
+	return v, err
+}
+
+// straggleVotes hands the replies that come after the decision to the hooks.
+func (c *Client) straggleVotes(rd *round, op Op, key string, parse func(*request) (bool, error)) {
+	c.straggle(rd, func(req *request) {
+		ok, err := parse(req)
+		c.masterEvent(op, key, req, ok, err)
+	})
+}
