@@ -612,16 +612,18 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 	// How long the locks this master granted may still be held elsewhere: measured just
 	// before the shutdown, after the lock clients were shut out (so none is granted after the
 	// measurement), so the wait below is as short as safety allows. A master that cannot be
-	// asked (crashed, holding, paused) gets the whole restart_delay.
-	lockWait := delay
+	// asked (crashed, holding, paused) gets the whole hold. The supervisor's HoldFloor is
+	// read first: locks granted under a larger restart_delay than the current one (lowered
+	// by an apply) may outlive the current delay.
+	var lockWait time.Duration
 	if !m.KeepDataOnDestroy.ValueBool() {
-		if ttl, err := lastLocks(ctx, addr, m.AdminPassword.ValueString(), m.LockUser.ValueString()); err == nil {
-			margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
-			lockWait = min(delay, ttl+margin)
-			if ttl == 0 {
-				lockWait = 0
-			}
+		var floor time.Time
+		if st, err := supervisor.ReadState(dir); err == nil {
+			floor = st.HoldFloor
 		}
+		ttl, err := lastLocks(ctx, addr, m.AdminPassword.ValueString(), m.LockUser.ValueString())
+		margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
+		lockWait = destroyLockWait(time.Now(), delay, floor, ttl, margin, err == nil)
 	}
 	if exists(dir) {
 		if err := supervisor.Stop(ctx, dir); err != nil {
@@ -667,6 +669,25 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 		diags.AddAttributeError(path.Root("data_dir"), "Cannot remove data_dir", fmt.Sprintf("%s: %v.", dir, err))
 	}
 	return diags
+}
+
+// destroyLockWait returns how long a destroyed master's locks may still be valid elsewhere,
+// counted from now. The cap is the larger of the current restart_delay and what is left of
+// the supervisor's HoldFloor (the delay may have been lowered while locks granted under the
+// old one are still valid). A measured largest TTL (measured true) lowers it to ttl+margin,
+// and to 0 when the master holds no lock at all; an unmeasured one leaves the cap.
+func destroyLockWait(now time.Time, delay time.Duration, floor time.Time, ttl, margin time.Duration, measured bool) time.Duration {
+	limit := delay
+	if !floor.IsZero() {
+		limit = max(limit, floor.Sub(now))
+	}
+	if !measured {
+		return limit
+	}
+	if ttl <= 0 {
+		return 0
+	}
+	return min(limit, ttl+margin)
 }
 
 // forgetData removes the master's data from dir but leaves a supervisor.state that holds a

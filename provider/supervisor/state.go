@@ -151,10 +151,17 @@ func later(a, b time.Time) time.Time {
 // that locks it granted may be valid until validUntil, and removes the clean marker: a
 // master started in dataDir later is held until then at least. The provider calls it when
 // it destroys a master's data, so that a destroy interrupted before those locks expired
-// cannot let a new master at the same data dir grant them again.
+// cannot let a new master at the same data dir grant them again. It never lowers a HoldFloor
+// already recorded there (by the supervisor, or an earlier RecordHold): that floor covers
+// locks granted under a restart delay larger than the caller may know about.
 func RecordHold(dataDir string, lastAlive, validUntil time.Time, why string) error {
 	if err := removeCleanMarker(dataDir); err != nil {
 		return err
 	}
-	return writeState(dataDir, State{Status: StatusStopped, LastAlive: lastAlive, HoldFloor: validUntil, LastError: why})
+	// An unreadable state has no floor to keep: validUntil is all that is known.
+	floor := validUntil
+	if prev, err := ReadState(dataDir); err == nil {
+		floor = later(floor, prev.HoldFloor)
+	}
+	return writeState(dataDir, State{Status: StatusStopped, LastAlive: lastAlive, HoldFloor: floor, LastError: why})
 }

@@ -139,3 +139,44 @@ func exitedPid(t *testing.T) int {
 	}
 	return cmd.Process.Pid
 }
+
+// TestRecordHoldNeverLowersTheFloor: a destroy that measured short-lived locks records a
+// hold, but a floor the supervisor recorded for locks granted under a larger delay stays.
+func TestRecordHoldNeverLowersTheFloor(t *testing.T) {
+	now := time.Now().Round(0)
+	tests := []struct {
+		name      string
+		prevFloor time.Time // zero: no previous state
+		until     time.Time
+		want      time.Time
+	}{
+		{name: "no previous state", until: now.Add(10 * time.Second), want: now.Add(10 * time.Second)},
+		{name: "previous floor later is kept", prevFloor: now.Add(50 * time.Second), until: now.Add(10 * time.Second),
+			want: now.Add(50 * time.Second)},
+		{name: "later hold raises the floor", prevFloor: now.Add(5 * time.Second), until: now.Add(20 * time.Second),
+			want: now.Add(20 * time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if !tt.prevFloor.IsZero() {
+				if err := writeState(dir, State{Status: StatusStopped, LastAlive: now, HoldFloor: tt.prevFloor}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := RecordHold(dir, now, tt.until, "destroyed"); err != nil {
+				t.Fatal(err)
+			}
+			st, err := ReadState(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.HoldFloor.Equal(tt.want) {
+				t.Fatalf("HoldFloor = %v, want %v", st.HoldFloor, tt.want)
+			}
+			if until, hold := HoldUntil(dir, 0); !hold || !until.Equal(tt.want) {
+				t.Fatalf("HoldUntil = %v, %v; want %v, true", until, hold, tt.want)
+			}
+		})
+	}
+}
