@@ -266,9 +266,10 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		if known(plan.Bind) && known(plan.Port) && plan.Bind.Equal(state.Bind) && plan.Port.Equal(state.Port) {
 			plan.Address = state.Address
 		}
-		if state.Status.ValueString() == statusUnsupervised {
+		if st := state.Status.ValueString(); st == statusUnsupervised || st == statusDestroying {
 			// redis-server runs without its supervisor (Read found it so): replace the master.
-			// The destroy stops that server cleanly; the create supervises it again.
+			// The destroy stops that server cleanly; the create supervises it again. A destroy
+			// cut short: the destroy waits out the rest of the locks' validity first.
 			plan.Status, plan.PID, plan.SupervisorPID, plan.RunID = types.StringUnknown(), types.Int64Unknown(),
 				types.Int64Unknown(), types.StringUnknown()
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("status"))

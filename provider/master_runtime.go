@@ -342,6 +342,19 @@ func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.D
 		return true, diags
 	}
 	st, err := supervisor.Inspect(dir)
+	if err == nil && !st.SupervisorAlive && !st.RedisAlive {
+		if until, ok := destroyPending(dir); ok {
+			// Forgetting the resource now would let the next apply create its replacement
+			// (say at the same address in another data_dir) while those locks are valid.
+			diags.AddWarning("Destroy not finished",
+				fmt.Sprintf("redlock_master %q: a destroy ended before the locks it granted had expired; they may be valid "+
+					"until %s. The next apply or destroy waits until then (set timeouts { delete } long enough) and then "+
+					"removes %s.", name, until.Format(time.RFC3339), dir))
+			m.Status = types.StringValue(statusDestroying)
+			m.PID, m.SupervisorPID = types.Int64Value(0), types.Int64Value(0)
+			return false, diags
+		}
+	}
 	if err != nil || !st.SupervisorAlive && !st.RedisAlive {
 		diags.AddWarning("Master is not running",
 			fmt.Sprintf("redlock_master %q in %s: neither its supervisor nor redis-server runs; the next apply starts it "+
@@ -616,14 +629,21 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 	// read first: locks granted under a larger restart_delay than the current one (lowered
 	// by an apply) may outlive the current delay.
 	var lockWait time.Duration
+	pending := false // an earlier destroy was cut short: its hold is recorded already
 	if !m.KeepDataOnDestroy.ValueBool() {
-		var floor time.Time
-		if st, err := supervisor.ReadState(dir); err == nil {
-			floor = st.HoldFloor
+		var until time.Time
+		if until, pending = destroyPending(dir); pending {
+			// An earlier destroy was cut short: nothing ran since, only its hold is left.
+			lockWait = time.Until(until)
+		} else {
+			var floor time.Time
+			if st, err := supervisor.ReadState(dir); err == nil {
+				floor = st.HoldFloor
+			}
+			ttl, err := lastLocks(ctx, addr, m.AdminPassword.ValueString(), m.LockUser.ValueString())
+			margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
+			lockWait = destroyLockWait(time.Now(), delay, floor, ttl, margin, err == nil)
 		}
-		ttl, err := lastLocks(ctx, addr, m.AdminPassword.ValueString(), m.LockUser.ValueString())
-		margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
-		lockWait = destroyLockWait(time.Now(), delay, floor, ttl, margin, err == nil)
 	}
 	if exists(dir) {
 		if err := supervisor.Stop(ctx, dir); err != nil {
@@ -648,20 +668,27 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 		// The master forgets every lock it granted. Until they have expired, keep a state in
 		// data_dir that makes a master created there wait (supervisor.RecordHold), so that a
 		// wait cut short below (delete timeout, terraform killed) is still honoured.
-		if err := forgetData(dir, stopped, validUntil); err != nil {
-			diags.AddAttributeError(path.Root("data_dir"), "Cannot remove the master's data", fmt.Sprintf("%s: %v.", dir, err))
-			return diags
+		if !pending {
+			if err := forgetData(dir, stopped, validUntil); err != nil {
+				diags.AddAttributeError(path.Root("data_dir"), "Cannot remove the master's data", fmt.Sprintf("%s: %v.", dir, err))
+				return diags
+			}
 		}
 		// Wait until they have all expired, so that a master started at the same address right
 		// after (a replacement) cannot grant them again.
 		select {
 		case <-time.After(time.Until(validUntil)):
 		case <-ctx.Done():
-			diags.AddWarning("Did not wait for the master's locks to expire",
-				fmt.Sprintf("The delete timeout ended before the locks redlock_master %q held had expired (%s after it stopped). "+
-					"data_dir %s is kept with only a %s that makes a master created there wait until %s; do not start any "+
-					"other master at %s before then. Remove the directory after that time if it is not reused.",
-					name, lockWait, dir, supervisor.StateFileName, validUntil.Format(time.RFC3339), addr))
+			// An error, not a warning: the resource stays in state (status "destroying"), so
+			// Terraform does not go on to create a replacement, which could serve at the same
+			// address from another data_dir while these locks are valid.
+			diags.AddError("Destroy cut short: the master's locks have not expired",
+				fmt.Sprintf("The delete timeout ended before the locks redlock_master %q granted had expired. The master is "+
+					"stopped and its data removed, but those locks may be valid until %s. data_dir %s is kept with only a %s "+
+					"that makes a master created there wait until then; do not start any other master at %s before that time. "+
+					"Re-run terraform apply or destroy: it waits until %s (the delete timeout must cover the rest) and finishes "+
+					"the destroy.", name, validUntil.Format(time.RFC3339), dir, supervisor.StateFileName, addr,
+					validUntil.Format(time.RFC3339)))
 			return diags
 		}
 	}
@@ -669,6 +696,18 @@ func destroyMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics)
 		diags.AddAttributeError(path.Root("data_dir"), "Cannot remove data_dir", fmt.Sprintf("%s: %v.", dir, err))
 	}
 	return diags
+}
+
+// destroyPending reports whether dir holds only what a destroy cut short left (a recorded
+// hold, no supervisor.json) and that hold has not ended, and until when it lasts.
+func destroyPending(dir string) (time.Time, bool) {
+	if _, err := supervisor.LoadConfig(dir); !errors.Is(err, os.ErrNotExist) {
+		return time.Time{}, false
+	}
+	if _, err := supervisor.ReadState(dir); err != nil {
+		return time.Time{}, false
+	}
+	return supervisor.HoldUntil(dir, 0)
 }
 
 // destroyLockWait returns how long a destroyed master's locks may still be valid elsewhere,

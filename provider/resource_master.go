@@ -49,6 +49,7 @@ const (
 	statusRunning         = "running"
 	statusHolding         = "holding"
 	statusUnsupervised    = "unsupervised"
+	statusDestroying      = "destroying" // a destroy was cut short while the master's locks were valid
 	settingsFileName      = "redlock-master.json"
 	redisConfFileName     = "redis.conf"
 	defaultMarginFloor    = time.Second
@@ -340,7 +341,9 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"supervisor is gone, so a crash would not be held back. The next plan then replaces the master: the " +
 					"destroy stops that redis-server cleanly (AOF complete) and the create supervises it again. When the " +
 					"supervisor and redis-server are both gone, the resource is removed from state and the next apply " +
-					"creates it again in the same data_dir, held back for `restart_delay` if the stop was unclean.",
+					"creates it again in the same data_dir, held back for `restart_delay` if the stop was unclean. " +
+					"`destroying`: a destroy ended (delete timeout) before the locks the master granted had expired; " +
+					"its data is gone, and the next apply or destroy finishes the wait before anything else.",
 			},
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -315,57 +316,61 @@ func TestAccMaster_destroyRefusesLateLocks(t *testing.T) {
 }
 
 // TestAccMaster_destroyCutShortLeavesHold: when the delete timeout ends before the locks of a
-// destroyed master have expired, destroy keeps a supervisor.state in data_dir that makes the
-// next master created there wait until they have.
+// destroyed master have expired, the destroy fails (so Terraform creates no replacement),
+// keeps a supervisor.state in data_dir that makes a master created there wait until they
+// have, and keeps the resource in state; the next apply finishes the wait, then replaces it.
 func TestAccMaster_destroyCutShortLeavesHold(t *testing.T) {
 	m := newTestMaster(t)
 	var expires time.Time
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProviderFactories,
-		CheckDestroy: resource.ComposeAggregateTestCheckFunc(
-			func(*terraform.State) error {
-				if left := supervisor.Running(m.dir); len(left) != 0 {
-					return fmt.Errorf("pids %v still run after destroy", left)
-				}
-				until, hold := supervisor.HoldUntil(m.dir, 0)
-				if !hold || until.Before(expires) {
-					return fmt.Errorf("after a destroy cut short, HoldUntil(%s) = %v, %v; want a hold until at least %v", m.dir, until, hold, expires)
-				}
-				return nil
-			},
-		),
-		Steps: []resource.TestStep{{
-			Config: masterConfig(m, "  max_lock_ttl = \"12s\"\n  timeouts = { delete = \"6s\" }\n"),
-			Check: resource.ComposeAggregateTestCheckFunc(m.capture(), func(*terraform.State) error {
-				_, expires = m.grantLock(t, 12*time.Second)
-				return nil
-			}),
-		}},
-	})
-	if t.Failed() {
-		return
-	}
-	// A new master in the same data dir, with a short TTL, waits for the old locks anyway.
+	conf := masterConfig(m, "  max_lock_ttl = \"12s\"\n  timeouts = { delete = \"6s\" }\n")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
 		CheckDestroy:             m.checkGone(false),
-		Steps: []resource.TestStep{{
-			Config: masterConfig(m, ""),
-			Check: resource.ComposeAggregateTestCheckFunc(
-				m.capture(),
-				resource.TestCheckResourceAttr(testAddr, "status", "running"),
-				func(*terraform.State) error {
-					st, err := supervisor.ReadState(m.dir)
-					if err != nil {
-						return err
-					}
-					if st.RestartAt.Before(expires) || time.Now().Before(expires) {
-						return fmt.Errorf("the new master started at %v, before the destroyed master's lock expired (%v)", st.RestartAt, expires)
-					}
+		Steps: []resource.TestStep{
+			{
+				Config: conf,
+				Check: resource.ComposeAggregateTestCheckFunc(m.capture(), func(*terraform.State) error {
+					_, expires = m.grantLock(t, 12*time.Second)
 					return nil
+				}),
+			},
+			{
+				// The delete timeout ends during the wait for the lock: an error, not a warning.
+				Config:      conf,
+				Destroy:     true,
+				ExpectError: regexp.MustCompile(`Destroy cut short`),
+			},
+			{
+				// Stopped, held, and still in state: the re-run replaces it only after the
+				// lock expired. (Wait until shortly before the hold ends, so that the
+				// 6s delete timeout covers the rest.)
+				PreConfig: func() {
+					if left := supervisor.Running(m.dir); len(left) != 0 {
+						t.Fatalf("pids %v still run after the destroy was cut short", left)
+					}
+					until, hold := supervisor.HoldUntil(m.dir, 0)
+					if !hold || until.Before(expires) {
+						t.Fatalf("after a destroy cut short, HoldUntil(%s) = %v, %v; want a hold until at least %v", m.dir, until, hold, expires)
+					}
+					time.Sleep(time.Until(until.Add(-2 * time.Second)))
 				},
-			),
-		}},
+				Config: conf,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					m.capture(),
+					resource.TestCheckResourceAttr(testAddr, "status", "running"),
+					func(*terraform.State) error {
+						st, err := supervisor.ReadState(m.dir)
+						if err != nil {
+							return err
+						}
+						if st.LastAlive.Before(expires) {
+							return fmt.Errorf("the new master started at %v, before the destroyed master's lock expired (%v)", st.LastAlive, expires)
+						}
+						return nil
+					},
+				),
+			},
+		},
 	})
 }
 
