@@ -85,12 +85,18 @@ func stop(ctx context.Context, dir string, candidates []int, only int) error {
 	if !isRedisProcess(st.RedisPID, c) {
 		return nil // crashed with its supervisor: nothing runs, and nothing may claim a clean stop
 	}
-	if err := stopOrphan(ctx, c, st.RedisPID); err != nil {
-		return err
-	}
+	stopErr := stopOrphan(ctx, c, st.RedisPID)
+	// It may have served until now, stopped cleanly or not; if the stop failed, the next
+	// start holds from now, and a pid that still runs stays recorded so that it is found.
 	st.LastAlive, st.HoldFloor = orphanStopped(st, c.RestartDelay)
-	st.Status, st.RedisPID = StatusStopped, 0
-	return writeState(dir, st)
+	st.Status = StatusStopped
+	if stopErr == nil || !isRedisProcess(st.RedisPID, c) {
+		st.RedisPID = 0
+	}
+	if err := writeState(dir, st); err != nil {
+		return errors.Join(stopErr, err)
+	}
+	return stopErr
 }
 
 // Running returns the pids of whatever of the master in dataDir still runs: its supervisor

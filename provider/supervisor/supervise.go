@@ -140,12 +140,16 @@ func (s *supervisor) run() int {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		err := stopOrphan(ctx, s.cfg, prev.RedisPID)
 		cancel()
+		// It served until now. Its AOF is complete (clean stop), but should it be lost later,
+		// the locks it granted are bounded by the delay it ran under. The same holds when the
+		// stop failed (it died without a clean shutdown, or still runs): then the next start
+		// must hold from now, and a pid that still runs stays recorded (see exit) so that
+		// Running, Inspect and Stop still find it.
+		s.st.LastAlive, s.st.HoldFloor = orphanStopped(prev, s.cfg.RestartDelay)
 		if err != nil {
+			s.st.RedisPID = prev.RedisPID
 			return s.exit(ExitFailed, fmt.Sprintf("stop the unsupervised redis-server pid %d: %v", prev.RedisPID, err))
 		}
-		// It served until now. Its AOF is complete (clean stop), but should it be lost later,
-		// the locks it granted are bounded by the delay it ran under.
-		s.st.LastAlive, s.st.HoldFloor = orphanStopped(prev, s.cfg.RestartDelay)
 	}
 
 	restart := false
@@ -412,10 +416,13 @@ func (s *supervisor) serve(restart bool) serveResult {
 	}
 }
 
-// exit records the final state and returns code.
+// exit records the final state and returns code. A redis-server that still runs (an orphan
+// that did not stop) keeps its pid in the state.
 func (s *supervisor) exit(code int, lastError string) int {
 	s.st.Status = StatusStopped
-	s.st.RedisPID = 0
+	if !isRedisProcess(s.st.RedisPID, s.cfg) {
+		s.st.RedisPID = 0
+	}
 	if lastError != "" {
 		s.st.LastError = lastError
 		s.log.Error("supervisor exiting", "code", code, "err", lastError)

@@ -596,6 +596,43 @@ func TestSupervisorKilledMasterSurvives(t *testing.T) {
 			t.Fatalf("after Stop: redis alive %v, clean marker %v", processAlive(st.RedisPID), CleanStop(m.dir))
 		}
 	})
+	t.Run("a Stop cut short counts the orphan alive until now", func(t *testing.T) {
+		t.Parallel()
+		m := newMaster(t, time.Hour)
+		pid := m.spawn()
+		st := m.waitReady(pid)
+		m.killSupervisor(pid)
+		before := time.Now()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the stop cannot finish: whether the orphan stopped cleanly is unknown
+		if err := Stop(ctx, m.dir); err == nil {
+			t.Fatal("Stop with a cancelled context reported success")
+		}
+		after := m.state()
+		if after.LastAlive.Before(before) || after.HoldFloor.Before(after.LastAlive.Add(time.Hour)) {
+			t.Fatalf("state %+v: want LastAlive >= %v (the orphan may have served until the stop) and a floor an hour later",
+				after, before)
+		}
+		// The SIGTERM sent before the give-up may or may not have ended it by the time the
+		// state was written; either way the state names that server or none.
+		if after.RedisPID != 0 && after.RedisPID != st.RedisPID {
+			t.Fatalf("state %+v names redis pid %d, want %d or 0", after, after.RedisPID, st.RedisPID)
+		}
+		if CleanStop(m.dir) {
+			// Nothing proved a clean stop.
+			t.Fatal("clean marker written after a stop cut short")
+		}
+		if until, hold := HoldUntil(m.dir, time.Second); !hold || until.Before(before.Add(time.Hour)) {
+			t.Fatalf("HoldUntil = %v, %v; want a hold until at least %v", until, hold, before.Add(time.Hour))
+		}
+		// Stop again with time: it finds the orphan by the recorded pid if it still runs.
+		ctx2, cancel2 := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel2()
+		if err := Stop(ctx2, m.dir); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the orphan to exit", func() bool { return !isRedisProcess(st.RedisPID, m.cfg) })
+	})
 	t.Run("a new supervisor stops the orphan cleanly and starts without delay", func(t *testing.T) {
 		t.Parallel()
 		m := newMaster(t, time.Hour)
