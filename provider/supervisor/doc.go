@@ -21,7 +21,10 @@
 //     lost or deleted AOF) is held back the same way, with the same hooks. When the
 //     previous supervisor died while its master ran, the moment the master died is
 //     unknown, and the delay (the larger of the configured one and the one the master ran
-//     under) counts from the new supervisor's start.
+//     under) counts from the new supervisor's start. Holds rebuilt from disk (a new
+//     supervisor, HoldUntil) use the wall-clock times in the state, so a forward wall-clock
+//     step between the crash and the restart shortens them (SPEC.md section 4 forbids
+//     stepping a master's clock).
 //   - A redis-server still running from a supervisor that was killed is shut down cleanly by
 //     the next supervisor (or by Stop), so it needs no hold.
 //   - A paused master (SIGSTOP) is "not seen alive" (its LastAlive freezes) but is not a
