@@ -180,12 +180,33 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	m.Address = types.StringValue(hostPort(bind, int64(listenPort)))
 
 	// From here on the create touches the disk: a failed create removes the data dir it
-	// created (nothing runs then: see the spawn failure path).
+	// created (nothing runs then: see the spawn failure path). If a redis-server ran there
+	// (it may have granted locks before the create gave up), its data goes like in a destroy
+	// and a recorded hold stays, so that a master created there later waits for those locks.
 	created := !exists(dir)
 	defer func() {
-		if diags.HasError() && created {
-			_ = os.RemoveAll(dir)
+		if !diags.HasError() || !created {
+			return
 		}
+		// A server that left no data never accepted a client (it opens its AOF first).
+		st, err := supervisor.ReadState(dir)
+		if err != nil || st.RedisPID == 0 && st.LastAlive.IsZero() || !supervisor.HasData(dir) {
+			_ = os.RemoveAll(dir)
+			return
+		}
+		delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
+		now := time.Now()
+		until := now.Add(destroyLockWait(now, delay, st.HoldFloor, 0, 0, false))
+		if err := forgetData(dir, now, until); err != nil {
+			diags.AddWarning("data_dir kept", fmt.Sprintf("A redis-server ran in %s before the create failed, and its data "+
+				"could not be removed with a hold recorded (%v): the directory is left as it is.", dir, err))
+			return
+		}
+		diags.AddWarning("data_dir kept with a restart hold",
+			fmt.Sprintf("A redis-server ran in %s before the create failed and may have granted locks, valid until %s at "+
+				"the latest. Its data is removed, but the directory keeps a %s that makes a master created there wait "+
+				"until then; do not start another master at %s before that time.", dir, until.Format(time.RFC3339),
+				supervisor.StateFileName, m.Address.ValueString()))
 	}()
 	if err := prepareDataDir(dir); err != nil {
 		diags.AddAttributeError(path.Root("data_dir"), "data_dir is not usable", fmt.Sprintf("data_dir: %s.", err))

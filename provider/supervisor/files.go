@@ -81,6 +81,10 @@ func CleanStop(dataDir string) bool {
 	return err == nil
 }
 
+// HasData reports whether a redis-server left data (AOF or RDB) in dataDir. redis-server
+// opens its AOF before it accepts any client, so a dir without data never served one.
+func HasData(dataDir string) bool { return hasData(dataDir) }
+
 // hasData reports whether dataDir holds Redis data that a master would load: then an unclean
 // stop must be waited out. A fresh dir (first start) holds none.
 func hasData(dataDir string) bool {
