@@ -545,7 +545,11 @@ func (c *Client) releaseRound(op Op, key, token string, handedOff bool, sendBy t
 	if handedOff {
 		msg = token + handedOffMark
 	}
-	return c.broadcast(op, key, sendBy, scriptCall(releaseScript, []string{key}, token, channel, msg))
+	s := releaseScript
+	if c.opts.DurableRelease {
+		s = durableReleaseScript
+	}
+	return c.broadcast(op, key, sendBy, scriptCall(s, []string{key}, token, channel, msg))
 }
 
 func parseRelease(req *request) (bool, error) {

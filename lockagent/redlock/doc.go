@@ -38,7 +38,8 @@
 // an acquire that timed out reaches the master after that acquire, even across a pause.
 //
 // Release runs the standard compare-and-delete script on every master
-// (if GET == token then DEL) and additionally PUBLISHes the token on
+// (if GET == token then DEL; not logged to the AOF unless Options.DurableRelease, see
+// Releases are not logged) and additionally PUBLISHes the token on
 // key+ReleaseChannelSuffix. Extend runs "if GET == token then PEXPIRE, elseif the key is
 // missing then SET NX PX" on every master: the holder keeps all masters, not a shrinking
 // majority; another holder's key is never touched. An extension counts only when a
@@ -46,6 +47,33 @@
 // acquisition can be extended Options.MaxExtensions times (default 100), so a holder
 // cannot keep a lock forever. Scripts are sent with EVALSHA, loaded with SCRIPT LOAD on
 // first use, and re-sent with EVAL on NOSCRIPT (a restarted master has no script cache).
+//
+// # Releases are not logged
+//
+// By default the release script starts with redis.set_repl(redis.REPL_NONE): the DEL is
+// applied in memory and left out of the AOF, so a master with appendfsync always answers a
+// release without an fsync (one fsync per round is most of its latency; releases then cost
+// a network round trip only). Acquisitions, extensions and fence registers are logged and
+// fsynced before the master answers, as SPEC.md section 4 requires. Why this is safe:
+//
+//   - A release that did not reach the AOF can come back only when the master restarts
+//     from its AOF (a crash, or a clean restart before the key's TTL ran out), and it comes
+//     back as the key it was, with its original absolute expiry (Redis logs SET ... PX as
+//     SET ... PXAT). Its token belongs to a Lock that is released: this package refuses to
+//     extend or release it again, so nobody holds it.
+//   - A key that is present on a master can only make that master refuse an acquisition;
+//     it can never make it grant one. Mutual exclusion needs a majority of grants, so a
+//     resurrected key cannot admit a second holder; at worst it delays acquirers on that
+//     master until the key expires (a liveness cost bounded by the TTL, and zero under the
+//     kit's supervisor: a crashed master stays down longer than every TTL).
+//   - An acquisition logged after the lost release replays as SET key token PXAT t,
+//     without NX, so it overwrites the resurrected key: the AOF always restores the
+//     holder that was last granted the key.
+//
+// Options.DurableRelease logs releases like every other Redlock client does (the DEL is
+// fsynced before the master answers). Use it against masters with replicas, which never
+// see an unlogged DEL and would keep the key (not a Redlock deployment; see Masters and
+// connections).
 //
 // # Wire compatibility
 //

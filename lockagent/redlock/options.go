@@ -71,6 +71,16 @@ type Options struct {
 	// NoNotifications turns off release notifications (PUBLISH on release, SUBSCRIBE while
 	// waiting); Acquire then waits for expiry or the retry delay only.
 	NoNotifications bool
+	// DurableRelease logs every release to the AOF, so that each master fsyncs the DEL
+	// before it answers (one more fsync per release, as with other Redlock clients).
+	// By default a release is applied in memory only (redis.set_repl(REPL_NONE) in the
+	// release script): a crash or a clean restart within the TTL then brings the released
+	// key back on that master until its original expiry, which can only delay other
+	// acquirers on that master, never admit two holders (doc.go, "Releases are not
+	// logged"). Set it when the masters have replicas (not a Redlock deployment: the
+	// replicas would keep released keys), or when a restarted master must not hold
+	// released keys until they expire.
+	DurableRelease bool
 	// Hooks receive per-master and per-operation events; nil means none.
 	Hooks Hooks
 }

@@ -19,7 +19,7 @@ func newScript(src string) *script {
 	return &script{src: src, sha: sha, shaArg: sha}
 }
 
-// releaseScript is the standard compare-and-delete (SPEC.md section 2): other Redlock
+// releaseBody is the standard compare-and-delete (SPEC.md section 2): other Redlock
 // clients release with the same "get == token then del" semantics, so the holders of
 // different libraries exclude each other. It additionally publishes the released token on
 // the key's release channel (ARGV[2]; empty: no notification) so that waiters wake at once.
@@ -28,7 +28,7 @@ func newScript(src string) *script {
 // waiting instead of colliding with it).
 //
 // KEYS[1] lock key; ARGV[1] token; ARGV[2] release channel or ""; ARGV[3] message.
-var releaseScript = newScript(`
+const releaseBody = `
 if redis.call("get", KEYS[1]) == ARGV[1] then
   redis.call("del", KEYS[1])
   if ARGV[2] ~= "" then
@@ -37,7 +37,22 @@ if redis.call("get", KEYS[1]) == ARGV[1] then
   return 1
 end
 return 0
-`)
+`
+
+// releaseScript is the release without durability (the default): the same
+// compare-and-delete, but redis.set_repl(REPL_NONE) keeps the DEL out of the AOF, so the
+// master answers without an fsync (with appendfsync always, one fsync is most of a
+// round's latency). Safety never depends on a release being durable: a release lost in a
+// crash (or left out of the AOF before a clean restart) only brings the key back until its
+// own absolute expiry (PXAT), and a key that is present can only refuse an acquisition,
+// never grant one; an acquisition logged later replays as SET ... PXAT without NX and
+// overwrites it. Under the kit's supervisor a crashed master stays down longer than every
+// TTL, so the key has expired before it rejoins. See "Releases are not logged" in doc.go.
+var releaseScript = newScript("redis.set_repl(redis.REPL_NONE)" + releaseBody)
+
+// durableReleaseScript is the release logged to the AOF (Options.DurableRelease): the
+// master fsyncs the DEL before it answers, as with every other Redlock client.
+var durableReleaseScript = newScript(releaseBody)
 
 // extendScript extends the key when it is still ours, and sets it again (NX) on a master
 // that lost it (restart after the delay, eviction by an operator) so that a long-held lock
@@ -101,4 +116,4 @@ end
 return cur
 `)
 
-var allScripts = []*script{acquireScript, releaseScript, extendScript, fenceScript}
+var allScripts = []*script{acquireScript, releaseScript, durableReleaseScript, extendScript, fenceScript}

@@ -22,14 +22,18 @@ import (
 const benchUsage = `Usage: lockagent bench [--spawn N | -c agent.json | --endpoints ...] [flags]
 
 Measures, in one run and on the same masters, side by side:
-  lockagent  this project's library (lockagent/redlock), default options
+  lockagent  this project's library (lockagent/redlock), default options (its releases
+             are applied in memory and not logged to the AOF: no fsync per release)
+  lockagent-durable
+             the same with Options.DurableRelease: releases logged and fsynced, as
+             redsync's and the floor's are
   lockagent-nofence
              the same without fencing tokens (Options.NoFencing): a plain SET NX PX
              instead of the acquire script that also raises the fence register
   redsync    github.com/go-redsync/redsync/v4 with its go-redis v9 pool, using its
              DEFAULT retry settings (32 tries, 50-250ms random delay)
   floor      a bare go-redis fan-out: SET NX PX to every master at once, then EVALSHA
-             compare-and-delete; one attempt, no retries (what any implementation pays)
+             compare-and-delete (logged); waits for every master; one attempt, no retries
 Scenarios:
   sequential   one goroutine, --iterations acquire+release pairs: p50/p99 latency, and
                allocations and bytes per pair (runtime.MemStats deltas)
@@ -49,7 +53,8 @@ Masters:
 
 ` + deploymentHelp + `
 Benchmark:
-  --implementations L  comma-separated subset of lockagent,lockagent-nofence,redsync,floor
+  --implementations L  comma-separated subset of lockagent,lockagent-durable,
+                       lockagent-nofence,redsync,floor
                        (default all)
   --iterations N       sequential pairs per implementation (default 1000)
   --duration D         length of each concurrent scenario per implementation (default 5s)

@@ -52,7 +52,7 @@ func TestBenchSpawn(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	header := strings.SplitN(stdout, "\n", 2)[0]
-	for _, col := range []string{"lockagent", "lockagent-nofence", "redsync", "floor", "lockagent/redsync"} {
+	for _, col := range []string{"lockagent", "lockagent-durable", "lockagent-nofence", "redsync", "floor", "lockagent/redsync"} {
 		if !strings.Contains(header, col) {
 			t.Errorf("table header lacks %q:\n%s", col, stdout)
 		}

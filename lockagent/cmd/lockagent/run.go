@@ -56,6 +56,10 @@ Lock:
                        Default 0 = the library's bound, 100: with --ttl 30s (renewed every
                        10s) a command may run about 16 minutes; raise it for longer jobs
   --kill-grace D       after SIGTERM, how long the command gets before SIGKILL (default 10s)
+  --durable-release    log the release to the masters' AOF (an fsync on each). By default
+                       the release is applied in memory only: a master that restarts from
+                       its AOF within the TTL shows the released key again until it
+                       expires, which can delay the next holder there, never admit two
 
 ` + deploymentHelp + `
 Environment of the command (in addition to lockagent's own):
@@ -104,6 +108,7 @@ type runOptions struct {
 	nodeTimeout time.Duration
 	maxRenewals int
 	killGrace   time.Duration
+	durable     bool
 	command     []string
 }
 
@@ -118,6 +123,7 @@ func newRunFlags() (*flag.FlagSet, *deploymentFlags, *runOptions) {
 	fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock TTL")
 	fs.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock")
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 0, "per-master timeout")
+	fs.BoolVar(&o.durable, "durable-release", false, "log the release to the AOF")
 	fs.IntVar(&o.maxRenewals, "max-renewals", 0, "renewals allowed")
 	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "SIGTERM to SIGKILL grace")
 	return fs, dep, o
@@ -173,9 +179,10 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeAll(clients)
 	lc, err := redlock.New(masters, redlock.Options{
-		NodeTimeout:   o.nodeTimeout,
-		MaxTTL:        maxTTL,
-		MaxExtensions: o.maxRenewals,
+		NodeTimeout:    o.nodeTimeout,
+		MaxTTL:         maxTTL,
+		MaxExtensions:  o.maxRenewals,
+		DurableRelease: o.durable,
 	})
 	if err != nil {
 		return usageError(stderr, "run", err)

@@ -29,12 +29,16 @@ const (
 	// LockagentNoFence is the library without its fencing round (Options.NoFencing): what
 	// a Redlock client without fencing tokens, such as redsync, does per acquisition.
 	LockagentNoFence = "lockagent-nofence"
+	// LockagentDurable is the library with its releases logged and fsynced
+	// (Options.DurableRelease), as every other client's are: it shows what the default
+	// unlogged release saves.
+	LockagentDurable = "lockagent-durable"
 	Redsync          = "redsync"
 	Floor            = "floor"
 )
 
 // AllImplementations is every implementation, in table order.
-var AllImplementations = []string{Lockagent, LockagentNoFence, Redsync, Floor}
+var AllImplementations = []string{Lockagent, LockagentDurable, LockagentNoFence, Redsync, Floor}
 
 // Config describes one benchmark run. Zero values get the defaults noted.
 type Config struct {
@@ -297,6 +301,8 @@ func newLocker(ctx context.Context, name string, clients []*redis.Client) (locke
 		return newLockagent(clients, redlock.Options{})
 	case LockagentNoFence:
 		return newLockagent(clients, redlock.Options{NoFencing: true})
+	case LockagentDurable:
+		return newLockagent(clients, redlock.Options{DurableRelease: true})
 	case Redsync:
 		return newRedsync(clients), nil
 	case Floor:

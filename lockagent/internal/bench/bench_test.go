@@ -75,7 +75,7 @@ func TestRunSmoke(t *testing.T) {
 	}
 	table := out.String()
 	header := strings.SplitN(table, "\n", 2)[0]
-	for _, col := range []string{"metric", Lockagent, LockagentNoFence, Redsync, Floor, "lockagent/redsync", "lockagent-nofence/redsync", "lockagent/floor"} {
+	for _, col := range []string{"metric", Lockagent, LockagentDurable, LockagentNoFence, Redsync, Floor, "lockagent/redsync", "lockagent-durable/redsync", "lockagent-nofence/redsync", "lockagent/floor"} {
 		if !strings.Contains(header, col) {
 			t.Errorf("table header %q lacks column %q", header, col)
 		}

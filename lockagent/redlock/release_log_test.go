@@ -1,0 +1,174 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// aofSize returns the master's aof_current_size (INFO persistence): it grows with every
+// write the master logs, and the master logs (and, with appendfsync always, fsyncs)
+// before it answers.
+func aofSize(t *testing.T, m *redistest.Master) int64 {
+	t.Helper()
+	info, err := m.Admin().Info(adminCtx(t), "persistence").Result()
+	if err != nil {
+		t.Fatalf("INFO persistence on %s: %v", m.Addr, err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "aof_current_size:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("aof_current_size %q on %s: %v", v, m.Addr, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no aof_current_size in INFO persistence on %s (is appendonly on?)", m.Addr)
+	return 0
+}
+
+func aofSizes(t *testing.T, cl *redistest.Cluster) []int64 {
+	t.Helper()
+	var out []int64
+	for _, m := range cl.Masters {
+		out = append(out, aofSize(t, m))
+	}
+	return out
+}
+
+// The default release deletes the key in memory without logging it (no fsync before the
+// master answers); Options.DurableRelease logs it. Acquisitions are logged either way.
+func TestReleaseLoggingFollowsDurableRelease(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	for _, durable := range []bool{false, true} {
+		t.Run("DurableRelease="+strconv.FormatBool(durable), func(t *testing.T) {
+			c := newClient(t, cl, redlock.Options{DurableRelease: durable})
+			key := "release-log-" + strconv.FormatBool(durable)
+			before := aofSizes(t, cl)
+			l := mustAcquire(t, c, key, 10*time.Second)
+			// Wait for the stragglers of the acquisition too: a master that answered after
+			// the majority has logged by the time its reply is in.
+			waitUntil(t, "every master holds the key", func() bool { return holders(t, cl, key, l.Token()) == len(cl.Masters) })
+			acquired := aofSizes(t, cl)
+			for i := range cl.Masters {
+				if acquired[i] <= before[i] {
+					t.Errorf("master %d: the acquisition was not logged (aof_current_size %d -> %d)", i, before[i], acquired[i])
+				}
+			}
+			if err := l.Release(context.Background()); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			waitUntil(t, "the key is gone from every master", func() bool { return keysOn(t, cl, key) == 0 })
+			released := aofSizes(t, cl)
+			for i := range cl.Masters {
+				switch grew := released[i] > acquired[i]; {
+				case durable && !grew:
+					t.Errorf("master %d: DurableRelease did not log the release (aof_current_size stayed %d)", i, released[i])
+				case !durable && grew:
+					t.Errorf("master %d: the default release was logged (aof_current_size %d -> %d): it pays an fsync", i, acquired[i], released[i])
+				}
+			}
+		})
+	}
+}
+
+// An unlogged release comes back after a restart that replays the AOF (a crash, and here
+// a restart without the supervisor's delay, the worst case), but only as a refusal: the
+// released handle stays released, a new holder still gets a majority with a larger
+// fence, and the AOF replays the new holder's SET (logged as SET ... PXAT without NX) over
+// the resurrected key, so a crash of every master restores the last holder.
+func TestUnloggedReleaseComesBackOnlyAsARefusal(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const key = "resurrect"
+	const ttl = 20 * time.Second
+	a := newClient(t, cl, redlock.Options{})
+	first := mustAcquire(t, a, key, ttl)
+	if err := first.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	waitUntil(t, "the released key is gone", func() bool { return keysOn(t, cl, key) == 0 })
+
+	m0 := cl.Masters[0]
+	if err := m0.Kill(); err != nil {
+		t.Fatalf("kill -9 master 0: %v", err)
+	}
+	if err := m0.Restart(); err != nil {
+		t.Fatalf("restart master 0: %v", err)
+	}
+	if got := valueOn(t, m0, key); got != first.Token() {
+		t.Fatalf("master 0 after crash+restart holds %q; want the released token back (the release was not logged)", got)
+	}
+	pttl, err := m0.Admin().PTTL(adminCtx(t), key).Result()
+	if err != nil || pttl <= 0 || pttl > ttl {
+		t.Fatalf("resurrected key PTTL = %v, %v; want its original expiry (0 < PTTL <= %v)", pttl, err, ttl)
+	}
+	if err := first.Extend(context.Background(), ttl); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("Extend of the released handle = %v; want ErrReleased (a resurrected key must not revive it)", err)
+	}
+
+	b := newClient(t, cl, redlock.Options{})
+	second := mustAcquire(t, b, key, ttl)
+	if second.Fence() <= first.Fence() {
+		t.Fatalf("fence after the resurrection %d <= earlier holder's %d", second.Fence(), first.Fence())
+	}
+	waitUntil(t, "the new holder is on masters 1-4", func() bool { return holders(t, cl, key, second.Token()) == 4 })
+	if got := valueOn(t, m0, key); got != first.Token() {
+		t.Fatalf("master 0 holds %q; want the resurrected key, which must have refused the new holder", got)
+	}
+
+	// Crash every master and restart them at once: each AOF replays to the last grant.
+	for i, m := range cl.Masters {
+		if err := m.Kill(); err != nil {
+			t.Fatalf("kill -9 master %d: %v", i, err)
+		}
+	}
+	for i, m := range cl.Masters {
+		if err := m.Restart(); err != nil {
+			t.Fatalf("restart master %d: %v", i, err)
+		}
+	}
+	if n := holders(t, cl, key, second.Token()); n != 4 {
+		t.Fatalf("after a crash of every master the holder is on %d masters; want 4 (its SETs replayed over the released key)", n)
+	}
+	third := newClient(t, cl, redlock.Options{MaxRetries: 0})
+	if _, err := third.TryAcquire(context.Background(), key, ttl); !errors.Is(err, redlock.ErrTaken) {
+		t.Fatalf("a third client's TryAcquire while the holder's keys are back = %v; want ErrTaken", err)
+	}
+	if err := second.Release(context.Background()); err != nil {
+		t.Fatalf("Release of the holder after the restarts: %v", err)
+	}
+	if n := holders(t, cl, key, second.Token()); n != 0 {
+		t.Fatalf("holder's key left on %d masters after its release", n)
+	}
+}
+
+// With DurableRelease a crash right after the release does not bring the key back.
+func TestDurableReleaseSurvivesACrash(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	const key = "durable-release"
+	c := newClient(t, cl, redlock.Options{DurableRelease: true})
+	l := mustAcquire(t, c, key, 20*time.Second)
+	waitUntil(t, "every master holds the key", func() bool { return holders(t, cl, key, l.Token()) == 3 })
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	waitUntil(t, "the released key is gone", func() bool { return keysOn(t, cl, key) == 0 })
+	for i, m := range cl.Masters {
+		if err := m.Kill(); err != nil {
+			t.Fatalf("kill -9 master %d: %v", i, err)
+		}
+		if err := m.Restart(); err != nil {
+			t.Fatalf("restart master %d: %v", i, err)
+		}
+	}
+	if n := keysOn(t, cl, key); n != 0 {
+		t.Fatalf("a durable release came back on %d masters after a crash", n)
+	}
+}
