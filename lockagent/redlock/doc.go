@@ -52,28 +52,40 @@
 //
 // By default the release script starts with redis.set_repl(redis.REPL_NONE): the DEL is
 // applied in memory and left out of the AOF, so a master with appendfsync always answers a
-// release without an fsync (one fsync per round is most of its latency; releases then cost
-// a network round trip only). Acquisitions, extensions and fence registers are logged and
-// fsynced before the master answers, as SPEC.md section 4 requires. Why this is safe:
+// release without an fsync (unless the same pipeline or event-loop pass also carries a
+// logged write), and a sequential acquire+release pays one fsync instead of two.
+// Acquisitions, extensions and fence registers are logged and fsynced before the master
+// answers, as SPEC.md section 4 requires. Why this is safe:
 //
-//   - A release that did not reach the AOF can come back only when the master restarts
-//     from its AOF (a crash, or a clean restart before the key's TTL ran out), and it comes
-//     back as the key it was, with its original absolute expiry (Redis logs SET ... PX as
-//     SET ... PXAT). Its token belongs to a Lock that is released: this package refuses to
-//     extend or release it again, so nobody holds it.
+//   - A release that did not reach the AOF can come back only when the master replays its
+//     AOF (a restart), and it comes back as the key it was, with its original absolute
+//     expiry (Redis logs SET ... PX as SET ... PXAT). Its token belongs to a finished hold:
+//     tokens are random per acquisition, and this package refuses to extend or release a
+//     released Lock again, so nobody holds it.
 //   - A key that is present on a master can only make that master refuse an acquisition;
-//     it can never make it grant one. Mutual exclusion needs a majority of grants, so a
-//     resurrected key cannot admit a second holder; at worst it delays acquirers on that
-//     master until the key expires (a liveness cost bounded by the TTL, and zero under the
-//     kit's supervisor: a crashed master stays down longer than every TTL).
-//   - An acquisition logged after the lost release replays as SET key token PXAT t,
-//     without NX, so it overwrites the resurrected key: the AOF always restores the
-//     holder that was last granted the key.
+//     it can never make it grant one (every script compares tokens). Mutual exclusion
+//     needs a majority of grants, so a key that came back cannot admit a second holder.
+//   - Every SET that granted a key is logged, and replays without NX (SET key token PXAT t),
+//     so after a restart each master holds the key of the last SET it logged, over any
+//     released key, exactly as it did before for every live holder.
+//   - Fencing registers are only raised by logged writes; releases never touch them.
+//
+// What it costs: a key that comes back makes its master refuse that lock name until the
+// key's original expiry (at most the TTL). Under the kit's supervisor a crashed master
+// stays down longer than every TTL, so its keys have expired before it rejoins, and a
+// clean stop rewrites the AOF from memory first (best effort), so a clean restart does
+// not bring released keys back either. A master restarted some other way (by hand, from a
+// copy of its AOF) may show released keys until they expire: the next holder then gets
+// fewer masters (a bare majority when two of five came back) and tolerates fewer failures
+// until those keys expire; if keys came back on a majority, the name cannot be locked
+// until they expire.
 //
 // Options.DurableRelease logs releases like every other Redlock client does (the DEL is
 // fsynced before the master answers). Use it against masters with replicas, which never
 // see an unlogged DEL and would keep the key (not a Redlock deployment; see Masters and
-// connections).
+// connections), or when masters are restarted outside the kit's supervisor. On a server
+// that cannot leave a script's writes out of the AOF (no set_repl, or Redis before 7 with
+// lua-replicate-commands off), the release is logged anyway.
 //
 // # Wire compatibility
 //
