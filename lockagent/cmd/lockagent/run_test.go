@@ -433,3 +433,51 @@ func TestRunUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRunDurableRelease: run's release is applied in memory only (no DEL in any master's
+// AOF) unless --durable-release, which logs it on the masters that confirmed it.
+func TestRunDurableRelease(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	loggedDels := func(key string) int {
+		t.Helper()
+		del := []byte(fmt.Sprintf("del\r\n$%d\r\n%s\r\n", len(key), key))
+		n := 0
+		for _, m := range cluster.Masters {
+			files, err := filepath.Glob(filepath.Join(m.DataDir, "appendonlydir", "*.aof"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no AOF files in %s (%v)", m.DataDir, err)
+			}
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(bytes.ToLower(b), del) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		key   string
+		flags []string
+		want  func(int) bool
+		what  string
+	}{
+		{"unlogged-release", nil, func(n int) bool { return n == 0 }, "on no master"},
+		{"logged-release", []string{"--durable-release"}, func(n int) bool { return n >= 2 }, "on a majority"},
+	} {
+		flags := append([]string{"run", "--key", tc.key, "--ttl", "10s"}, tc.flags...)
+		if code, _, stderr := runAgent(t, env, args(flags, sh("true"))...); code != 0 {
+			t.Fatalf("run %v exited %d; stderr:\n%s", tc.flags, code, stderr)
+		}
+		if n := keyCopies(t, cluster, tc.key); n != 0 {
+			t.Errorf("run %v left the lock on %d masters", tc.flags, n)
+		}
+		if n := loggedDels(tc.key); !tc.want(n) {
+			t.Errorf("run %v: the release's DEL is in %d masters' AOF; want it %s", tc.flags, n, tc.what)
+		}
+	}
+}
