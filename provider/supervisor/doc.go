@@ -33,6 +33,15 @@
 //     LANG, LC_ALL, TZ; the hooks also get their REDLOCK_* variables), never the one of the
 //     terraform that started them.
 //
+// Every clean stop this package performs (a stop request to the supervisor, Stop of an
+// orphan, an orphan found by a new supervisor) first rewrites the AOF from memory, with
+// writes paused (CLIENT PAUSE WRITE, then BGREWRITEAOF). Lock releases are applied without
+// being logged to the AOF, and a clean stop restarts without a delay: replaying the AOF alone
+// would bring back every key released within the last TTL and block those lock names on this
+// master until they expire. The rewrite is best effort and bounded (a few seconds): when it
+// fails (server unresponsive, wrong password, rewrite error or too slow) the reason is logged
+// and the stop goes on as without it. Safety does not depend on it.
+//
 // Everything lives in the master's data dir: supervisor.json (Config, written by the
 // provider), supervisor.state (State, replaced atomically), supervisor.log, supervisor.lock
 // (flock: one supervisor per data dir), clean-shutdown (the marker).

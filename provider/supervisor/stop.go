@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,7 +86,9 @@ func stop(ctx context.Context, dir string, candidates []int, only int) error {
 	if !isRedisProcess(st.RedisPID, c) {
 		return nil // crashed with its supervisor: nothing runs, and nothing may claim a clean stop
 	}
-	stopErr := stopOrphan(ctx, c, st.RedisPID)
+	log, closeLog := stopLog(dir)
+	stopErr := stopOrphan(ctx, c, st.RedisPID, !stopUnderway(st), log)
+	closeLog()
 	// It may have served until now, stopped cleanly or not; if the stop failed, the next
 	// start holds from now, and a pid that still runs stays recorded so that it is found.
 	st.LastAlive, st.HoldFloor = orphanStopped(st, c.RestartDelay)
@@ -123,9 +126,16 @@ func Running(dataDir string) []int {
 // stopOrphan stops a redis-server that has no supervisor (so it is not our child and its
 // exit code cannot be read) and writes the clean marker. redis-server exits only once its
 // shutdown succeeded (AOF fsynced); when that fails it logs why and keeps running. So the
-// process being gone after a shutdown request means a clean stop.
-func stopOrphan(ctx context.Context, c Config, pid int) error {
-	_ = signalPid(pid, syscall.SIGCONT) // a paused server could not answer SHUTDOWN
+// process being gone after a shutdown request means a clean stop. With rewrite, the AOF is
+// rewritten first (compactAOF), so that the restart does not bring released keys back.
+func stopOrphan(ctx context.Context, c Config, pid int, rewrite bool, log *slog.Logger) error {
+	_ = signalPid(pid, syscall.SIGCONT) // a paused server could answer neither the rewrite nor SHUTDOWN
+	if rewrite {
+		compactAOF(ctx, c, log)
+	} else {
+		log.Warn("AOF not rewritten before the clean stop: a stop was asked of this redis-server already, and should it exit during the rewrite, nothing would prove a clean stop",
+			"redis_pid", pid)
+	}
 	client := adminClient(c)
 	shutdownCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err := client.Shutdown(shutdownCtx).Err() // go-redis reports the expected EOF as success
@@ -149,6 +159,21 @@ func stopOrphan(ctx context.Context, c Config, pid int) error {
 		return fmt.Errorf("redis-server pid %d did not stop: %w (see its log)", pid, werr)
 	}
 	return writeCleanMarker(c.DataDir, pid)
+}
+
+// stopUnderway reports whether st records a stop already asked of its redis-server (a
+// supervisor that died while stopping it, a Stop cut short): it may be shutting down now.
+func stopUnderway(st State) bool { return st.Status == StatusStopping || st.Status == StatusStopped }
+
+// stopLog returns a logger that appends to the master's supervisor.log, where Stop, acting
+// for a supervisor that is gone, records what it did; it discards when the log cannot be
+// opened (logging is no reason to fail a stop).
+func stopLog(dir string) (log *slog.Logger, closeLog func()) {
+	f, err := os.OpenFile(filepath.Join(dir, LogFileName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return slog.New(slog.DiscardHandler), func() {}
+	}
+	return slog.New(slog.NewTextHandler(f, nil)).With("stopper_pid", os.Getpid()), func() { f.Close() }
 }
 
 func signalPid(pid int, sig syscall.Signal) error {

@@ -138,7 +138,7 @@ func (s *supervisor) run() int {
 		s.log.Warn("found the master running without its supervisor: stopping it cleanly", "redis_pid", prev.RedisPID)
 		// Not bound to a stop request: an interrupted shutdown would leave no marker.
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		err := stopOrphan(ctx, s.cfg, prev.RedisPID)
+		err := stopOrphan(ctx, s.cfg, prev.RedisPID, !stopUnderway(prev), s.log)
 		cancel()
 		// It served until now. Its AOF is complete (clean stop), but should it be lost later,
 		// the locks it granted are bounded by the delay it ran under. The same holds when the
@@ -349,11 +349,16 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.st.Status = StatusStopping
 			s.writeState()
 			s.log.Info("stopping redis-server cleanly", "redis_pid", pid)
-			// SIGTERM makes redis-server shut down like SHUTDOWN (AOF fsynced, exit 0); SIGCONT
-			// wakes a paused one so that it can.
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-			_ = syscall.Kill(pid, syscall.SIGCONT)
 			cancelHooks()
+			// SIGCONT wakes a paused server, so that it can rewrite its AOF (bounded, best
+			// effort: see compactAOF) and then shut down on SIGTERM like on SHUTDOWN (AOF
+			// fsynced, exit 0). The rewrite runs here, on the loop, because it is bounded.
+			// cmd.Process signals nothing once the exit was reaped meanwhile (pidfd): the pid
+			// may already belong to another process.
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+			compactAOF(context.Background(), s.cfg, s.log)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Process.Signal(syscall.SIGCONT)
 			killTimer = time.After(shutdownTimeout)
 		case <-killTimer:
 			killed = true
