@@ -30,4 +30,4 @@ if ! command -v terraform >/dev/null 2>&1; then
   echo "deps: terraform not on PATH; building v1.5.7 into ./bin (a few minutes, once)"
   GOBIN="$PWD/bin" go install github.com/hashicorp/terraform@v1.5.7
 fi
-echo "deps: $(command -v terraform) ($(terraform version | head -1))"
+echo "deps: $(command -v terraform) ($(TF_CLI_CONFIG_FILE=/dev/null terraform version 2>/dev/null | head -1))"

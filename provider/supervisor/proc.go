@@ -128,7 +128,8 @@ func samePath(a, b string) bool {
 type Live struct {
 	State
 	SupervisorAlive bool // State.SupervisorPID is a running "supervise <data dir>" process
-	RedisAlive      bool // State.RedisPID is a running server of this data dir
+	RedisAlive      bool // State.RedisPID is a running server of this data dir (without a live
+	// supervisor, RedisPID is then the server /proc found there, recorded or not)
 }
 
 // Inspect reads the state of dataDir and checks its pids against /proc. The error wraps
@@ -149,7 +150,13 @@ func Inspect(dataDir string) (Live, error) {
 		live.SupervisorPID, live.SupervisorAlive = holder, true
 	}
 	if c, err := LoadConfig(dir); err == nil {
-		live.RedisAlive = isRedisProcess(st.RedisPID, c)
+		if live.SupervisorAlive {
+			live.RedisAlive = isRedisProcess(st.RedisPID, c)
+		} else if pid := serverPID(st.RedisPID, c); pid != 0 {
+			// Without its supervisor, a server the state does not name (the supervisor was
+			// killed before recording its pid) is found by its working directory.
+			live.RedisPID, live.RedisAlive = pid, true
+		}
 	}
 	return live, nil
 }

@@ -981,6 +981,11 @@ func TestUnrecordedServerIsFound(t *testing.T) {
 			if running := Running(m.dir); !slices.Contains(running, st.RedisPID) {
 				t.Fatalf("Running = %v; want the unrecorded redis-server %d", running, st.RedisPID)
 			}
+			if _, err := os.Stat(filepath.Join(m.dir, StateFileName)); err == nil { // Inspect needs a state
+				if live, err := Inspect(m.dir); err != nil || live.SupervisorAlive || !live.RedisAlive || live.RedisPID != st.RedisPID {
+					t.Fatalf("Inspect = %+v, %v; want the unrecorded server %d alive without its supervisor", live, err, st.RedisPID)
+				}
+			}
 			switch tc.stopBy {
 			case "Stop":
 				ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
