@@ -73,9 +73,10 @@
 // What it costs: a key that comes back makes its master refuse that lock name until the
 // key's original expiry (at most the TTL). Under the kit's supervisor a crashed master
 // stays down longer than every TTL, so its keys have expired before it rejoins, and a
-// clean stop rewrites the AOF from memory first (best effort), so a clean restart does
-// not bring released keys back either. A master restarted some other way (by hand, from a
-// copy of its AOF) may show released keys until they expire: the next holder then gets
+// clean stop by the supervisor rewrites the AOF from memory first (best effort), so a
+// clean restart normally does not bring released keys back either. A master restarted some
+// other way (a SHUTDOWN by hand, a copy of its AOF), or after a rewrite that failed, may
+// show released keys until they expire: the next holder then gets
 // fewer masters (a bare majority when two of five came back) and tolerates fewer failures
 // until those keys expire; if keys came back on a majority, the name cannot be locked
 // until they expire.

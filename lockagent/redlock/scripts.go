@@ -47,8 +47,8 @@ return 0
 // own absolute expiry (PXAT), and a key that is present can only refuse an acquisition,
 // never grant one; an acquisition logged later replays as SET ... PXAT without NX and
 // overwrites it. Under the kit's supervisor a crashed master stays down longer than every
-// TTL, so the key has expired before it rejoins, and a clean stop rewrites the AOF from
-// memory first. See "Releases are not logged" in doc.go.
+// TTL, so the key has expired before it rejoins, and its clean stops rewrite the AOF from
+// memory first (best effort). See "Releases are not logged" in doc.go.
 //
 // set_repl is called through pcall: on a server that cannot leave a script's writes out
 // of the AOF (no set_repl, or Redis < 7 with lua-replicate-commands off) the release still

@@ -40,7 +40,10 @@
 // would bring back every key released within the last TTL and block those lock names on this
 // master until they expire. The rewrite is best effort and bounded (a few seconds): when it
 // fails (server unresponsive, wrong password, rewrite error or too slow) the reason is logged
-// and the stop goes on as without it. Safety does not depend on it.
+// and the stop goes on as without it. It is also skipped when the state records a stop
+// already under way (the server may exit during the rewrite, and then nothing would prove
+// a clean stop), and a SHUTDOWN sent to redis-server by hand does not rewrite. Safety does
+// not depend on it.
 //
 // Everything lives in the master's data dir: supervisor.json (Config, written by the
 // provider), supervisor.state (State, replaced atomically), supervisor.log, supervisor.lock

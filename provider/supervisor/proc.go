@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -128,8 +127,7 @@ func samePath(a, b string) bool {
 type Live struct {
 	State
 	SupervisorAlive bool // State.SupervisorPID is a running "supervise <data dir>" process
-	RedisAlive      bool // State.RedisPID is a running server of this data dir (without a live
-	// supervisor, RedisPID is then the server /proc found there, recorded or not)
+	RedisAlive      bool // State.RedisPID is a running server of this data dir
 }
 
 // Inspect reads the state of dataDir and checks its pids against /proc. The error wraps
@@ -150,68 +148,7 @@ func Inspect(dataDir string) (Live, error) {
 		live.SupervisorPID, live.SupervisorAlive = holder, true
 	}
 	if c, err := LoadConfig(dir); err == nil {
-		if live.SupervisorAlive {
-			live.RedisAlive = isRedisProcess(st.RedisPID, c)
-		} else if pid := serverPID(st.RedisPID, c); pid != 0 {
-			// Without its supervisor, a server the state does not name (the supervisor was
-			// killed before recording its pid) is found by its working directory.
-			live.RedisPID, live.RedisAlive = pid, true
-		}
+		live.RedisAlive = isRedisProcess(st.RedisPID, c)
 	}
 	return live, nil
-}
-
-// serverPID returns the redis-server serving c's data dir: recorded when that pid is still
-// it, otherwise one found by scanning /proc for a server whose working directory is the
-// data dir (a supervisor killed between starting redis-server and recording its pid leaves
-// one that no state names). 0 when none runs.
-func serverPID(recorded int, c Config) int {
-	if recorded != 0 && isRedisProcess(recorded, c) {
-		return recorded
-	}
-	return findRedisProcess(c)
-}
-
-// findRedisProcess scans /proc for a redis-server of c's data dir. A fork of the server
-// (an AOF rewrite child) matches as well; the server is the match whose parent is not one.
-func findRedisProcess(c Config) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	var found []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if isRedisProcess(pid, c) {
-			found = append(found, pid)
-		}
-	}
-	for _, pid := range found {
-		if !slices.Contains(found, parentPID(pid)) {
-			return pid
-		}
-	}
-	return 0
-}
-
-// parentPID returns the parent of pid from /proc/<pid>/stat, or 0.
-func parentPID(pid int) int {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	// After ") ": state, ppid, ...
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
 }

@@ -51,9 +51,8 @@ func StopSupervisor(ctx context.Context, dataDir string, pid int) error {
 }
 
 // stop SIGTERMs the first of candidates that is a live supervisor of dir and waits for it,
-// then stops a redis-server left running in dir (an orphan): the one the state names, or
-// one /proc finds there. only, when not 0, limits that to a state written by that
-// supervisor (or none). A server that a live supervisor watches is never stopped here.
+// then stops a redis-server the state still names (an orphan). only, when not 0, limits
+// that to a state written by that supervisor.
 func stop(ctx context.Context, dir string, candidates []int, only int) error {
 	for _, pid := range candidates {
 		if pid == os.Getpid() || !isSupervisorProcess(pid, dir) {
@@ -71,28 +70,20 @@ func stop(ctx context.Context, dir string, candidates []int, only int) error {
 		break
 	}
 	st, err := ReadState(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	// A state written by another supervisor is not ours to act on (only); a missing one may
-	// be that of a supervisor killed before its first write, whose server still runs.
-	if only != 0 && st.SupervisorPID != 0 && st.SupervisorPID != only {
+	if errors.Is(err, os.ErrNotExist) {
 		return nil
-	}
-	// Never stop a server that a live supervisor still watches.
-	if lh := lockHolder(dir); lh != 0 && lh != os.Getpid() && isSupervisorProcess(lh, dir) {
-		return nil
-	}
-	c, err := LoadConfig(dir)
-	if errors.Is(err, os.ErrNotExist) && st.RedisPID == 0 {
-		return nil // never configured: nothing of this master ran
 	}
 	if err != nil {
 		return err
 	}
-	// The state names the server, or, when its supervisor was killed before it recorded the
-	// pid, /proc still finds it by its working directory (the data dir).
-	if st.RedisPID = serverPID(st.RedisPID, c); st.RedisPID == 0 {
+	if st.RedisPID == 0 || (only != 0 && st.SupervisorPID != only) {
+		return nil
+	}
+	c, err := LoadConfig(dir)
+	if err != nil {
+		return err
+	}
+	if !isRedisProcess(st.RedisPID, c) {
 		return nil // crashed with its supervisor: nothing runs, and nothing may claim a clean stop
 	}
 	log, closeLog := stopLog(dir)
@@ -126,10 +117,8 @@ func Running(dataDir string) []int {
 			pids = append(pids, pid)
 		}
 	}
-	if c, err := LoadConfig(dir); err == nil {
-		if pid := serverPID(st.RedisPID, c); pid != 0 {
-			pids = append(pids, pid)
-		}
+	if c, err := LoadConfig(dir); err == nil && isRedisProcess(st.RedisPID, c) {
+		pids = append(pids, st.RedisPID)
 	}
 	return pids
 }

@@ -134,11 +134,7 @@ func (s *supervisor) run() int {
 
 	// A redis-server left behind by a supervisor that was killed still serves: stop it
 	// cleanly, so that it is restarted under supervision without a delay.
-	// The state names it, or /proc finds it by its working directory when its supervisor was
-	// killed before it recorded the pid. This supervisor holds the data dir's lock and has
-	// started nothing yet, so any server found there is such a leftover.
-	if pid := serverPID(prev.RedisPID, s.cfg); pid != 0 {
-		prev.RedisPID = pid
+	if prev.RedisPID != 0 && isRedisProcess(prev.RedisPID, s.cfg) {
 		s.log.Warn("found the master running without its supervisor: stopping it cleanly", "redis_pid", prev.RedisPID)
 		// Not bound to a stop request: an interrupted shutdown would leave no marker.
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -939,77 +938,5 @@ func TestRunningReportsWhatRuns(t *testing.T) {
 	m.killSupervisor(pid)
 	if got := Running(m.dir); len(got) != 1 || got[0] != st.RedisPID {
 		t.Fatalf("Running = %v after the supervisor was killed, want the orphan %d", got, st.RedisPID)
-	}
-}
-
-// A supervisor killed between starting redis-server and recording its pid leaves a server
-// that no state names: Running, Stop and the next supervisor still find it in /proc (its
-// working directory is the data dir), stop it cleanly, and keep its data.
-func TestUnrecordedServerIsFound(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name   string
-		forget func(t *testing.T, m *testMaster, st State) // make the state not name the server
-		stopBy string                                      // "Stop" or "supervisor"
-	}{
-		{"state without the pid, Stop", func(t *testing.T, m *testMaster, st State) {
-			st.RedisPID, st.Status = 0, StatusStarting
-			if err := writeState(m.dir, st); err != nil {
-				t.Fatal(err)
-			}
-		}, "Stop"},
-		{"no state at all, Stop", func(t *testing.T, m *testMaster, _ State) {
-			if err := os.Remove(filepath.Join(m.dir, StateFileName)); err != nil {
-				t.Fatal(err)
-			}
-		}, "Stop"},
-		{"state without the pid, new supervisor", func(t *testing.T, m *testMaster, st State) {
-			st.RedisPID, st.Status = 0, StatusStarting
-			if err := writeState(m.dir, st); err != nil {
-				t.Fatal(err)
-			}
-		}, "supervisor"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			m := newMaster(t, time.Hour)
-			pid := m.spawn()
-			st := m.waitReady(pid)
-			m.set("k", "v")
-			m.killSupervisor(pid)
-			tc.forget(t, m, st)
-			if running := Running(m.dir); !slices.Contains(running, st.RedisPID) {
-				t.Fatalf("Running = %v; want the unrecorded redis-server %d", running, st.RedisPID)
-			}
-			if _, err := os.Stat(filepath.Join(m.dir, StateFileName)); err == nil { // Inspect needs a state
-				if live, err := Inspect(m.dir); err != nil || live.SupervisorAlive || !live.RedisAlive || live.RedisPID != st.RedisPID {
-					t.Fatalf("Inspect = %+v, %v; want the unrecorded server %d alive without its supervisor", live, err, st.RedisPID)
-				}
-			}
-			switch tc.stopBy {
-			case "Stop":
-				ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-				defer cancel()
-				if err := Stop(ctx, m.dir); err != nil {
-					t.Fatal(err)
-				}
-				if processAlive(st.RedisPID) || !m.portFree() || !CleanStop(m.dir) {
-					t.Fatalf("after Stop: redis alive %v, port free %v, clean marker %v",
-						processAlive(st.RedisPID), m.portFree(), CleanStop(m.dir))
-				}
-				if running := Running(m.dir); len(running) != 0 {
-					t.Fatalf("Running after Stop = %v; want nothing", running)
-				}
-				pid2 := m.spawn()
-				m.waitReady(pid2) // a delay of an hour: only a start without hold gets here
-			case "supervisor":
-				pid2 := m.spawn()
-				after := m.waitReady(pid2)
-				if after.RedisPID == st.RedisPID || processAlive(st.RedisPID) {
-					t.Fatalf("state %+v: want the unrecorded server %d replaced", after, st.RedisPID)
-				}
-			}
-			m.wantKey("k", "v")
-		})
 	}
 }
