@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,21 +16,19 @@ import (
 // before it answers.
 func aofSize(t *testing.T, m *redistest.Master) int64 {
 	t.Helper()
-	info, err := m.Admin().Info(adminCtx(t), "persistence").Result()
+	info, err := m.Admin().InfoMap(adminCtx(t), "persistence").Result()
 	if err != nil {
 		t.Fatalf("INFO persistence on %s: %v", m.Addr, err)
 	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "aof_current_size:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatalf("aof_current_size %q on %s: %v", v, m.Addr, err)
-			}
-			return n
-		}
+	v, ok := info["Persistence"]["aof_current_size"]
+	if !ok {
+		t.Fatalf("no aof_current_size in INFO persistence on %s (is appendonly on?)", m.Addr)
 	}
-	t.Fatalf("no aof_current_size in INFO persistence on %s (is appendonly on?)", m.Addr)
-	return 0
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatalf("aof_current_size %q on %s: %v", v, m.Addr, err)
+	}
+	return n
 }
 
 func aofSizes(t *testing.T, cl *redistest.Cluster) []int64 {
