@@ -1,0 +1,233 @@
+// Package master is the specification of one Redlock master, independent of what runs it.
+//
+// A Spec says what a master is (address, data dir, credentials, limits, hooks) with plain Go
+// types. Two runtimes take the same Spec and neither keeps its own copy of the rules:
+//
+//   - local: the provider's redlock_master resource and its supervisor (provider/supervisor),
+//     which run redis-server on the machine that runs terraform;
+//   - host: internal/hostconfig, which renders the files and systemd drop-in a host the user
+//     runs needs (Debian's redis-server or valkey-server under systemd, via cloud-init).
+//
+// The durability and memory rules themselves are rendered into redis.conf by
+// internal/redisconf; the timing rules (how long a crashed master stays down) live here.
+package master
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+)
+
+// Defaults and floors of the timing rules.
+const (
+	// DefaultMaxLockTTL is the largest lock TTL clients may use when none is configured.
+	DefaultMaxLockTTL = 30 * time.Second
+	// MarginFloor is the smallest default clock drift margin.
+	MarginFloor = time.Second
+	// HealthCheckAllowance is how long a master may have been alive after it was last seen
+	// alive by a runtime that polls it (the local supervisor's PING interval).
+	HealthCheckAllowance = 100 * time.Millisecond
+	// MinPasswordLength is the shortest admin or lock password accepted.
+	MinPasswordLength = 16
+)
+
+// Hooks are commands (argv, no shell) run on restart-policy events. An empty argv runs
+// nothing. Every runtime gives them the same environment: REDLOCK_EVENT (crash |
+// before_restart | after_restart), REDLOCK_MASTER_NAME, REDLOCK_MASTER_ADDR, REDLOCK_DATA_DIR,
+// REDLOCK_REDIS_PID, REDLOCK_RESTART_DELAY_MS and REDLOCK_RESTART_AT (RFC 3339). A failing
+// hook is logged; it never changes the restart policy.
+type Hooks struct {
+	OnCrash       []string `json:"on_crash,omitempty"`
+	BeforeRestart []string `json:"before_restart,omitempty"`
+	AfterRestart  []string `json:"after_restart,omitempty"`
+}
+
+// Each calls fn for every hook in a fixed order, with its attribute name.
+func (h Hooks) Each(fn func(name string, argv []string)) {
+	fn("on_crash", h.OnCrash)
+	fn("before_restart", h.BeforeRestart)
+	fn("after_restart", h.AfterRestart)
+}
+
+// Spec is one master. Zero values take the safe default (see WithDefaults).
+type Spec struct {
+	Name         string // for logs and hooks
+	Bind         string // address the server listens on
+	Port         int
+	DataDir      string // the AOF and the runtime's markers live here
+	ServerBinary string // redis-server or valkey-server
+
+	MaxLockTTL       time.Duration // largest TTL lock clients may use
+	ClockDriftMargin time.Duration // added to MaxLockTTL for the restart delay
+	// RestartDelay is how long a master that did not stop cleanly stays down before it
+	// serves again: at least MaxLockTTL + ClockDriftMargin.
+	RestartDelay time.Duration
+
+	MaxMemory   string // explicit maxmemory (redis.conf units)
+	AppendFsync string // "always"; anything else needs AllowUnsafeAppendFsync
+
+	AllowUnsafeAppendFsync bool
+	AllowNonLoopbackBind   bool
+
+	AdminPassword string // the default (admin) user's password
+	LockUser      string // the restricted user lock clients authenticate as
+	LockPassword  string
+
+	Hooks Hooks
+}
+
+// MinMargin is the smallest clock drift margin that covers a lock of ttl: the clock-rate
+// error Redlock allows (1% + 2 ms) plus the interval at which a runtime may last have seen
+// the master alive.
+func MinMargin(ttl time.Duration) time.Duration {
+	return ttl/100 + 2*time.Millisecond + HealthCheckAllowance
+}
+
+// DefaultMargin is the clock drift margin used when none is configured.
+func DefaultMargin(ttl time.Duration) time.Duration {
+	return max(MarginFloor, MinMargin(ttl).Round(time.Millisecond))
+}
+
+// WithDefaults returns s with every zero value that has a safe default filled in: max lock
+// TTL, drift margin, restart delay (max TTL + margin), lock user, maxmemory, appendfsync.
+func (s Spec) WithDefaults() Spec {
+	if s.MaxLockTTL == 0 {
+		s.MaxLockTTL = DefaultMaxLockTTL
+	}
+	if s.ClockDriftMargin == 0 {
+		s.ClockDriftMargin = DefaultMargin(s.MaxLockTTL)
+	}
+	if s.RestartDelay == 0 {
+		s.RestartDelay = s.MaxLockTTL + s.ClockDriftMargin
+	}
+	if s.LockUser == "" {
+		s.LockUser = redisconf.DefaultLockUser
+	}
+	if s.MaxMemory == "" {
+		s.MaxMemory = redisconf.DefaultMaxMemory
+	}
+	if s.AppendFsync == "" {
+		s.AppendFsync = redisconf.AppendFsync
+	}
+	return s
+}
+
+// FieldError is a Spec field that is wrong, named as the Terraform attribute that sets it,
+// with what is wrong and how to fix it. The provider turns it into an attribute diagnostic.
+type FieldError struct {
+	Field   string // attribute name, e.g. "restart_delay"
+	Summary string
+	Detail  string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
+
+// CheckTiming checks the timing rules: a positive max lock TTL, a drift margin of at least
+// MinMargin, and a restart delay of at least max TTL + margin. Zero margin or delay means
+// the default and passes.
+func (s Spec) CheckTiming() error {
+	if s.MaxLockTTL <= 0 {
+		return &FieldError{Field: "max_lock_ttl", Summary: "max_lock_ttl must be positive",
+			Detail: fmt.Sprintf("max_lock_ttl is %s: set the largest lock TTL your clients use, e.g. \"30s\".", s.MaxLockTTL)}
+	}
+	margin := s.ClockDriftMargin
+	if margin == 0 {
+		margin = DefaultMargin(s.MaxLockTTL)
+	} else if minimum := MinMargin(s.MaxLockTTL); margin < minimum {
+		return &FieldError{Field: "clock_drift_margin", Summary: "clock_drift_margin too small",
+			Detail: fmt.Sprintf("clock_drift_margin = %s is less than %s (1%% of max_lock_ttl %s + 2ms drift + 100ms "+
+				"health-check interval): a restarted master could rejoin while a lock it granted is still valid "+
+				"elsewhere. Set at least %q, or leave it out.", margin, minimum, s.MaxLockTTL, minimum.String())}
+	}
+	if s.RestartDelay == 0 {
+		return nil
+	}
+	if minimum := s.MaxLockTTL + margin; s.RestartDelay < minimum {
+		return &FieldError{Field: "restart_delay", Summary: "restart_delay shorter than max_lock_ttl + clock_drift_margin",
+			Detail: fmt.Sprintf("restart_delay = %s is less than max_lock_ttl (%s) + clock_drift_margin (%s) = %s: a crashed "+
+				"master would rejoin while locks it granted are still valid on the other masters, and a second client "+
+				"could win a majority. Set restart_delay to at least %q, or leave it out (it then defaults to that).",
+				s.RestartDelay, s.MaxLockTTL, margin, minimum, minimum.String())}
+	}
+	return nil
+}
+
+// Check reports every field of a defaulted Spec that would make an unsafe or unusable
+// master, each as a *FieldError (errors.Join; nil when the Spec is good).
+func (s Spec) Check() error {
+	var errs []error
+	add := func(field, summary, detail string) {
+		errs = append(errs, &FieldError{Field: field, Summary: summary, Detail: detail})
+	}
+	if err := s.CheckTiming(); err != nil {
+		errs = append(errs, err)
+	}
+	if ip := net.ParseIP(s.Bind); ip == nil {
+		add("bind", "Invalid bind address", fmt.Sprintf("bind = %q is not an IP address: give the address the master "+
+			"listens on, such as \"127.0.0.1\" or the host's private address.", s.Bind))
+	} else if !ip.IsLoopback() && !s.AllowNonLoopbackBind {
+		add("bind", "Non-loopback bind refused", fmt.Sprintf("bind = %q is reachable from the network: use a loopback "+
+			"address, or allow a network address explicitly.", s.Bind))
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		add("port", "Invalid port", fmt.Sprintf("port = %d: use 1-65535 (6379 is Redis's own).", s.Port))
+	}
+	if s.DataDir == "" {
+		add("data_dir", "data_dir is required", "data_dir is empty: give the directory that holds the AOF.")
+	}
+	if s.AppendFsync != redisconf.AppendFsync && !s.AllowUnsafeAppendFsync {
+		add("appendfsync", "Unsafe appendfsync refused", fmt.Sprintf("appendfsync = %q lets a crash or power loss "+
+			"forget locks the master already acknowledged. Use \"always\".", s.AppendFsync))
+	}
+	for field, pw := range map[string]string{"admin_password": s.AdminPassword, "lock_password": s.LockPassword} {
+		if len(pw) < MinPasswordLength {
+			add(field, "Password too short", fmt.Sprintf("%s has %d characters: use at least %d (redlock_credentials "+
+				"generates 64).", field, len(pw), MinPasswordLength))
+		}
+	}
+	if s.AdminPassword != "" && s.AdminPassword == s.LockPassword {
+		add("lock_password", "Lock password equals the admin password", "lock_password must differ from "+
+			"admin_password: lock clients must not be able to act as the admin.")
+	}
+	s.Hooks.Each(func(name string, argv []string) {
+		if len(argv) > 0 && argv[0] == "" {
+			add("hooks", "Hook program is empty", fmt.Sprintf("hooks.%s has an empty program name: give argv, e.g. "+
+				"[\"/bin/sh\", \"-c\", \"...\"].", name))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// RedisConfig is the redis.conf (internal/redisconf) this master runs with.
+func (s Spec) RedisConfig() redisconf.Config {
+	return redisconf.Config{
+		Bind: s.Bind, Port: s.Port, DataDir: s.DataDir,
+		AdminPassword: s.AdminPassword, LockUser: s.LockUser, LockPassword: s.LockPassword,
+		MaxMemory: s.MaxMemory, AppendFsync: s.AppendFsync,
+	}
+}
+
+// Addr is host:port of the master.
+func (s Spec) Addr() string { return net.JoinHostPort(s.Bind, fmt.Sprint(s.Port)) }
+
+// FieldErrors unpacks the *FieldError values of an error returned by Check or CheckTiming.
+func FieldErrors(err error) []*FieldError {
+	if err == nil {
+		return nil
+	}
+	var out []*FieldError
+	var fe *FieldError
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			out = append(out, FieldErrors(e)...)
+		}
+		return out
+	}
+	if errors.As(err, &fe) {
+		out = append(out, fe)
+	}
+	return out
+}
