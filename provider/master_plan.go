@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
 )
@@ -147,50 +149,36 @@ func checkBind(bind string, allow types.Bool, diags *diag.Diagnostics) {
 			"cross the network in clear text.", bind, bindAllowAttribute))
 }
 
-// checkDelays enforces clock_drift_margin >= minMargin(ttl) and restart_delay >=
-// max_lock_ttl + margin, for whatever of the three is known and set.
+// checkDelays applies the timing rules (master.CheckTiming) to whatever of the three is
+// known: an unknown value skips the checks that need it, a null one takes its default, and a
+// value that does not parse or is not positive is left to the attribute validator.
 func checkDelays(ttlV, marginV, delayV types.String, diags *diag.Diagnostics) {
-	ttlStr := defaultMaxLockTTL
-	if ttlV.IsUnknown() {
+	if ttlV.IsUnknown() || marginV.IsUnknown() {
 		return
 	}
+	spec := master.Spec{MaxLockTTL: master.DefaultMaxLockTTL}
+	var ok bool
 	if !ttlV.IsNull() {
-		ttlStr = ttlV.ValueString()
-	}
-	ttl, err := validate.ParseDuration(ttlStr)
-	if err != nil || ttl <= 0 {
-		return // the attribute validator reports it
-	}
-	margin := defaultMargin(ttl)
-	if marginV.IsUnknown() {
-		return
+		if spec.MaxLockTTL, ok = positiveDuration(ttlV); !ok {
+			return
+		}
 	}
 	if !marginV.IsNull() {
-		if margin, err = validate.ParseDuration(marginV.ValueString()); err != nil {
-			return
-		}
-		if minimum := minMargin(ttl); margin < minimum {
-			diags.AddAttributeError(path.Root("clock_drift_margin"), "clock_drift_margin too small",
-				fmt.Sprintf("clock_drift_margin = %s is less than %s (1%% of max_lock_ttl %s + 2ms drift + 100ms "+
-					"health-check interval): a restarted master could rejoin while a lock it granted is still valid "+
-					"elsewhere. Set at least %q, or leave it out.", margin, minimum, ttl, minimum.String()))
+		if spec.ClockDriftMargin, ok = positiveDuration(marginV); !ok {
 			return
 		}
 	}
-	if !known(delayV) {
-		return
+	if known(delayV) {
+		spec.RestartDelay, _ = positiveDuration(delayV) // 0: not checked
 	}
-	delay, err := validate.ParseDuration(delayV.ValueString())
-	if err != nil {
-		return
-	}
-	if minimum := ttl + margin; delay < minimum {
-		diags.AddAttributeError(path.Root(restartDelayAttribute), "restart_delay shorter than max_lock_ttl + clock_drift_margin",
-			fmt.Sprintf("restart_delay = %s is less than max_lock_ttl (%s) + clock_drift_margin (%s) = %s: a crashed "+
-				"master would rejoin while locks it granted are still valid on the other masters, and a second client "+
-				"could win a majority. Set restart_delay to at least %q, or leave it out (it then defaults to that).",
-				delay, ttl, margin, minimum, minimum.String()))
-	}
+	addErrors(diags, spec.CheckTiming())
+}
+
+// positiveDuration parses a duration attribute; ok is false when it is not a positive
+// duration (its validator says why).
+func positiveDuration(v types.String) (d time.Duration, ok bool) {
+	d, err := validate.ParseDuration(v.ValueString())
+	return d, err == nil && d > 0
 }
 
 // ModifyPlan fills in what depends on the provider block or on other attributes, checks
@@ -237,7 +225,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	// Derived durations, when everything they depend on is known.
 	if ttl, err := validate.ParseDuration(plan.MaxLockTTL.ValueString()); known(plan.MaxLockTTL) && err == nil {
 		if cfgMargin.IsNull() {
-			plan.ClockDriftMargin = types.StringValue(defaultMargin(ttl).String())
+			plan.ClockDriftMargin = types.StringValue(master.DefaultMargin(ttl).String())
 		}
 		if margin, err := validate.ParseDuration(plan.ClockDriftMargin.ValueString()); known(plan.ClockDriftMargin) && err == nil && cfgDelay.IsNull() {
 			plan.RestartDelay = types.StringValue((ttl + margin).String())

@@ -94,18 +94,6 @@ func TestWarnLowerDelays(t *testing.T) {
 	}
 }
 
-func TestDefaultMargin(t *testing.T) {
-	for ttl, want := range map[time.Duration]time.Duration{
-		2 * time.Second:   time.Second,
-		30 * time.Second:  time.Second,
-		200 * time.Second: 2*time.Second + 102*time.Millisecond,
-	} {
-		if got := defaultMargin(ttl); got != want || got < minMargin(ttl) {
-			t.Errorf("defaultMargin(%s) = %s, want %s (>= minMargin %s)", ttl, got, want, minMargin(ttl))
-		}
-	}
-}
-
 func expectDiags(t *testing.T, diags diag.Diagnostics, wantErr, wantWarn string) {
 	t.Helper()
 	errs, warns := summarize(diags)

@@ -27,9 +27,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
 var (
@@ -42,22 +42,21 @@ var (
 
 // Defaults of redlock_master. The restart delay and drift margin derive from max_lock_ttl.
 const (
-	defaultMaxLockTTL     = "30s"
 	defaultCreateTimeout  = 5 * time.Minute
 	defaultDeleteTimeout  = 10 * time.Minute
-	minPasswordLength     = 16
 	statusRunning         = "running"
 	statusHolding         = "holding"
 	statusUnsupervised    = "unsupervised"
 	statusDestroying      = "destroying" // a destroy was cut short while the master's locks were valid
 	settingsFileName      = "redlock-master.json"
 	redisConfFileName     = "redis.conf"
-	defaultMarginFloor    = time.Second
-	healthCheckAllowance  = 100 * time.Millisecond // the supervisor's PING interval: a master may have been alive that long after LastAlive
 	bindAllowAttribute    = "allow_non_loopback_bind"
 	fsyncAllowAttribute   = "allow_unsafe_appendfsync"
 	restartDelayAttribute = "restart_delay"
 )
+
+// defaultMaxLockTTL is max_lock_ttl's default as the schema writes it ("30s").
+var defaultMaxLockTTL = master.DefaultMaxLockTTL.String()
 
 // NewMasterResource returns the redlock_master resource.
 func NewMasterResource() resource.Resource { return &masterResource{defaults: builtinDefaults()} }
@@ -127,7 +126,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 	keepString := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	replaceString := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	passwordValidators := []validator.String{
-		stringvalidator.LengthAtLeast(minPasswordLength),
+		stringvalidator.LengthAtLeast(master.MinPasswordLength),
 		stringvalidator.RegexMatches(noSpacePattern, "must not contain whitespace or control characters"),
 	}
 	argv := func(what string) schema.ListAttribute {
@@ -468,7 +467,7 @@ func (r *masterResource) fillDefaults(m *masterModel) {
 	}
 	ttl, _ := validate.ParseDuration(m.MaxLockTTL.ValueString())
 	if !known(m.ClockDriftMargin) {
-		m.ClockDriftMargin = types.StringValue(defaultMargin(ttl).String())
+		m.ClockDriftMargin = types.StringValue(master.DefaultMargin(ttl).String())
 	}
 	margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
 	if !known(m.RestartDelay) {
@@ -497,17 +496,6 @@ func checkAtApply(ctx context.Context, m *masterModel, diags *diag.Diagnostics) 
 	}
 }
 
-// minMargin is the smallest clock_drift_margin that is safe for a TTL: Redlock's drift
-// allowance (TTL * 1% + 2ms) plus the supervisor's health-check interval, because a master
-// may have granted a lock up to that long after it was last seen alive.
-func minMargin(ttl time.Duration) time.Duration {
-	return ttl/100 + 2*time.Millisecond + healthCheckAllowance
-}
-
-func defaultMargin(ttl time.Duration) time.Duration {
-	return max(defaultMarginFloor, minMargin(ttl).Round(time.Millisecond))
-}
-
 func known(v interface {
 	IsNull() bool
 	IsUnknown() bool
@@ -526,9 +514,9 @@ func hostPort(bind string, port int64) string {
 	return net.JoinHostPort(bind, strconv.FormatInt(port, 10))
 }
 
-// hooksFromModel converts the hooks object to the supervisor's form.
-func hooksFromModel(ctx context.Context, o types.Object) (supervisor.Hooks, diag.Diagnostics) {
-	var h supervisor.Hooks
+// hooksFromModel converts the hooks object to master.Hooks.
+func hooksFromModel(ctx context.Context, o types.Object) (master.Hooks, diag.Diagnostics) {
+	var h master.Hooks
 	if o.IsNull() || o.IsUnknown() {
 		return h, nil
 	}
@@ -549,7 +537,7 @@ func hooksFromModel(ctx context.Context, o types.Object) (supervisor.Hooks, diag
 }
 
 // hooksToModel is the inverse of hooksFromModel; no hooks at all is a null object.
-func hooksToModel(h supervisor.Hooks) types.Object {
+func hooksToModel(h master.Hooks) types.Object {
 	if len(h.OnCrash)+len(h.BeforeRestart)+len(h.AfterRestart) == 0 {
 		return types.ObjectNull(hookAttrTypes)
 	}

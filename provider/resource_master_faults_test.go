@@ -18,13 +18,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
 // lockValidity is the longest a lock granted just before a crash can stay valid on the
 // other masters: max_lock_ttl plus Redlock's drift allowance. A crashed master must not
 // answer again before that.
-var lockValidity = 2*time.Second + minMargin(2*time.Second) - healthCheckAllowance
+var lockValidity = 2*time.Second + master.MinMargin(2*time.Second) - master.HealthCheckAllowance
 
 // TestAccMaster_drift: safety settings changed behind Terraform's back show as a diff, and
 // apply restores them.

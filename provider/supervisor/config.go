@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master"
 )
 
 // Files the supervisor owns inside a master's data dir.
@@ -20,16 +22,10 @@ const (
 	CleanMarkerName = "clean-shutdown"
 )
 
-// Hooks are commands (argv, no shell) run on restart-policy events. An empty argv runs nothing.
-// Each runs with REDLOCK_EVENT (crash | before_restart | after_restart), REDLOCK_MASTER_NAME,
-// REDLOCK_MASTER_ADDR, REDLOCK_DATA_DIR, REDLOCK_REDIS_PID, REDLOCK_RESTART_DELAY_MS and
-// REDLOCK_RESTART_AT (RFC 3339, nanoseconds) in its environment, is killed after HookTimeout,
-// and writes to supervisor.log. A failing hook is logged; it never changes the policy.
-type Hooks struct {
-	OnCrash       []string `json:"on_crash,omitempty"`
-	BeforeRestart []string `json:"before_restart,omitempty"`
-	AfterRestart  []string `json:"after_restart,omitempty"`
-}
+// Hooks are the master's restart-policy hooks (master.Hooks: one definition for every
+// runtime, same supervisor.json shape). The supervisor kills a hook after HookTimeout and
+// writes its output to supervisor.log.
+type Hooks = master.Hooks
 
 // Config is what the supervisor of one master needs. The provider writes it with WriteConfig
 // as <data_dir>/supervisor.json (mode 0600: it holds the admin password); SIGHUP makes a
