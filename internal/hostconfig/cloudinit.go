@@ -1,0 +1,66 @@
+package hostconfig
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxUserDataBytes is EC2's limit on user-data (before base64); the plain form must fit.
+const MaxUserDataBytes = 16 * 1024
+
+type cloudConfigDoc struct {
+	PackageUpdate bool            `yaml:"package_update,omitempty"`
+	Packages      []string        `yaml:"packages,omitempty"`
+	WriteFiles    []cloudInitFile `yaml:"write_files"`
+	RunCmd        [][]string      `yaml:"runcmd"`
+}
+
+type cloudInitFile struct {
+	Path        string `yaml:"path"`
+	Permissions string `yaml:"permissions"`
+	Content     string `yaml:"content"`
+}
+
+// cloudConfig renders the bundle as #cloud-config: write_files, then runcmd runs the
+// commands (cloud-init's final stage, after any package install).
+func cloudConfig(b *Bundle, installPackages bool) (string, error) {
+	doc := cloudConfigDoc{RunCmd: b.Commands}
+	if installPackages {
+		doc.PackageUpdate = true
+		doc.Packages = []string{b.Server.Package}
+	}
+	for _, f := range b.Files {
+		doc.WriteFiles = append(doc.WriteFiles, cloudInitFile{Path: f.Path, Permissions: f.Permissions, Content: f.Content})
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "#cloud-config\n# redlock-kit: Redlock master %q (%s) on %s\n", b.Spec.Name, b.Server.Package, b.Spec.Addr())
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return "", fmt.Errorf("hostconfig: render cloud-config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return "", err
+	}
+	if out.Len() > MaxUserDataBytes {
+		return "", fmt.Errorf("hostconfig: the user-data is %d bytes, more than the %d bytes clouds accept: shorten the hooks",
+			out.Len(), MaxUserDataBytes)
+	}
+	return out.String(), nil
+}
+
+func gzipBase64(s string) (string, error) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}

@@ -1,0 +1,26 @@
+// Package hostconfig renders one Redlock master for a host the user runs: Debian's
+// redis-server or valkey-server package under systemd, provisioned by cloud-init.
+//
+// The rendering takes the same master.Spec as the local runtime. What it writes:
+//
+//   - the server config: internal/redisconf's safe settings (AOF appendfsync always,
+//     no-appendfsync-on-rewrite no, noeviction with an explicit maxmemory, no RDB
+//     snapshots, protected mode, the admin password, the restricted lock user, no
+//     replication), bound to the host's address;
+//   - a drop-in for the package's own unit (its sandbox is kept) that does the delayed
+//     restart with systemd's primitives: Restart=always with a short RestartSec, an
+//     ExecStartPre gate that holds a start until every lock the last run granted has
+//     expired, an ExecStopPost step that records how the run ended, an ExecStop step that
+//     rewrites the AOF and shuts down, start limits that never give up on a held start;
+//   - the policy script those steps run (redlock-master.sh, embedded) and its settings,
+//     with the hooks as shell functions that get the same REDLOCK_* environment as the
+//     local supervisor gives them.
+//
+// Fail-closed: only a recorded clean stop starts at once. An unclean stop holds
+// restart_delay from the exit (CLOCK_BOOTTIME, same boot); anything else (a reboot, a power
+// loss, a new or replaced host, a record that cannot be read) holds restart_delay from now,
+// so a new cluster waits one restart_delay before it grants anything.
+//
+// The result comes as #cloud-config user-data (under 16 KiB, EC2's limit), its gzip+base64
+// form, and a list of files and commands for other tools (Packer, Ansible).
+package hostconfig

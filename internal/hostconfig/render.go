@@ -1,0 +1,183 @@
+package hostconfig
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master"
+)
+
+// Paths on the host. The server config and the admin password are readable by root (and the
+// server config by the unit's group) only.
+const (
+	ConfDir           = "/etc/redlock"
+	MasterConfPath    = ConfDir + "/master.conf"
+	AdminPasswordPath = ConfDir + "/admin-password"
+	ScriptPath        = "/usr/local/lib/redlock/redlock-master"
+	DropInName        = "redlock.conf"
+	DefaultPort       = 6379
+)
+
+// Timeouts the unit is given beyond the hold.
+const (
+	// startAllowance is how long a start may take once the gate's hold is over (AOF load).
+	startAllowance = 2 * time.Minute
+	// stopTimeout bounds ExecStop (rewrite + SHUTDOWN); then systemd sends SIGTERM, which
+	// redis-server also turns into a clean shutdown.
+	stopTimeout = time.Minute
+	// HookTimeout bounds each hook, as the local supervisor does.
+	HookTimeout = 30 * time.Second
+)
+
+//go:embed redlock-master.sh
+var script string
+
+// Host is one master on a host the user runs.
+type Host struct {
+	// Spec is the master. Bind is the host's address; Port 0 means DefaultPort; DataDir
+	// and ServerBinary come from the server package and must be empty or equal to its own.
+	Spec master.Spec
+	// Server is the Debian package ("" is DefaultServer).
+	Server string
+	// InstallPackages adds the package to the user-data's packages (cloud-init installs it);
+	// leave it false for images that already have it.
+	InstallPackages bool
+}
+
+// File is one file the host needs.
+type File struct {
+	Path        string `json:"path"`
+	Content     string `json:"content"`
+	Permissions string `json:"permissions"` // octal, e.g. "0640"
+}
+
+// Bundle is everything a host needs, in the forms provisioning tools take.
+type Bundle struct {
+	Server   Server
+	Spec     master.Spec // the defaulted Spec the files were rendered from
+	Files    []File      // in the order to write them
+	Commands [][]string  // run in order, as root, after the files are written
+	// UserData is #cloud-config for any cloud's instance user_data.
+	UserData string
+	// UserDataGzipBase64 is UserData gzipped and base64-encoded (EC2's user_data_base64,
+	// Azure's custom_data), for when the plain form is too large.
+	UserDataGzipBase64 string
+}
+
+// Render checks h (every problem as a *master.FieldError) and renders its files.
+func Render(h Host) (*Bundle, error) {
+	srv, err := LookupServer(h.Server)
+	if err != nil {
+		return nil, &master.FieldError{Field: "server", Summary: "Unsupported server package", Detail: err.Error() + "."}
+	}
+	spec := h.Spec
+	if spec.Port == 0 {
+		spec.Port = DefaultPort
+	}
+	var errs []error
+	for field, pair := range map[string][2]string{"data_dir": {spec.DataDir, srv.DataDir}, "server_binary": {spec.ServerBinary, srv.Binary}} {
+		if pair[0] != "" && pair[0] != pair[1] {
+			errs = append(errs, &master.FieldError{Field: field, Summary: "Fixed by the server package",
+				Detail: fmt.Sprintf("%s = %q: the %s package's unit uses %s; leave %s out.", field, pair[0], srv.Package, pair[1], field)})
+		}
+	}
+	spec.DataDir, spec.ServerBinary = srv.DataDir, srv.Binary
+	spec.AllowNonLoopbackBind = true // a host's master serves its network; the address is the user's choice
+	spec = spec.WithDefaults()
+	if err := spec.Check(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	conf := spec.RedisConfig()
+	conf.PidFile = srv.PIDFile
+	serverConf, err := conf.Render()
+	if err != nil {
+		return nil, err
+	}
+	serverConfPath := ConfDir + "/" + srv.Package + ".conf"
+	b := &Bundle{Server: srv, Spec: spec}
+	b.Files = []File{
+		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath), Permissions: "0644"},
+		{Path: AdminPasswordPath, Content: spec.AdminPassword, Permissions: "0600"},
+		{Path: serverConfPath, Content: serverConf, Permissions: "0640"},
+		{Path: ScriptPath, Content: script, Permissions: "0755"},
+		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
+	}
+	b.Commands = [][]string{{ScriptPath, "setup"}}
+	if b.UserData, err = cloudConfig(b, h.InstallPackages); err != nil {
+		return nil, err
+	}
+	if b.UserDataGzipBase64, err = gzipBase64(b.UserData); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// DropInPath is where the drop-in for srv's unit goes.
+func DropInPath(srv Server) string {
+	return "/etc/systemd/system/" + srv.Unit + ".d/" + DropInName
+}
+
+// masterConf is the shell fragment the policy script reads: settings and hooks, no secret.
+func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
+	var b strings.Builder
+	b.WriteString("# Written by redlock-kit: settings of the Redlock master's restart policy, read by " + ScriptPath + ".\n")
+	for _, kv := range [][2]string{
+		{"NAME", spec.Name}, {"HOST", spec.Bind}, {"PORT", fmt.Sprint(spec.Port)}, {"ADDR", spec.Addr()},
+		{"DATA_DIR", spec.DataDir}, {"RESTART_DELAY_MS", fmt.Sprint(spec.RestartDelay.Milliseconds())},
+		{"UNIT", srv.Unit}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
+		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
+	} {
+		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	spec.Hooks.Each(func(name string, argv []string) {
+		body := ":"
+		if len(argv) > 0 {
+			quoted := make([]string, len(argv))
+			for i, a := range argv {
+				quoted[i] = shellQuote(a)
+			}
+			body = strings.Join(quoted, " ")
+		}
+		fmt.Fprintf(&b, "hook_%s() { %s; }\n", name, body)
+	})
+	return b.String()
+}
+
+// dropIn extends the package's unit. It keeps every sandboxing setting of that unit: the
+// policy steps run with '+' (root, outside the sandbox), the server inside it.
+func dropIn(spec master.Spec, srv Server, serverConfPath string) string {
+	delay := spec.RestartDelay
+	return fmt.Sprintf(`# Written by redlock-kit: the delayed restart of Redlock master %[1]q.
+# The gate holds a start until every lock the last run granted has expired (%[2]s after an
+# unclean stop), and starts at once after a clean one. The hold is counted once, by the
+# gate: RestartSec only spaces the attempts.
+[Unit]
+# Never give up on a gated start.
+StartLimitIntervalSec=0
+
+[Service]
+ExecStart=
+ExecStart=%[3]s %[4]s --supervised systemd --daemonize no
+ExecStartPre=+%[5]s gate
+ExecStartPost=-+%[5]s started
+ExecStop=+%[5]s stop
+ExecStopPost=+%[5]s stopped
+Restart=always
+RestartSec=1s
+TimeoutStartSec=%[6]d
+TimeoutStopSec=%[7]d
+`, spec.Name, delay, srv.Binary, serverConfPath, ScriptPath,
+		int((delay+startAllowance).Seconds()), int(stopTimeout.Seconds()))
+}
+
+// shellQuote quotes s as one POSIX shell word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

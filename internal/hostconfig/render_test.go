@@ -1,0 +1,157 @@
+package hostconfig
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/redlock-kit/redlock-kit/internal/master"
+)
+
+func testHost() Host {
+	return Host{Spec: master.Spec{
+		Name: "m1", Bind: "10.0.0.11", MaxLockTTL: 30 * time.Second,
+		AdminPassword: strings.Repeat("a", 64), LockPassword: strings.Repeat("b", 64),
+		Hooks: master.Hooks{OnCrash: []string{"/usr/bin/logger", "it's down"}},
+	}}
+}
+
+func file(t *testing.T, b *Bundle, path string) File {
+	t.Helper()
+	for _, f := range b.Files {
+		if f.Path == path {
+			return f
+		}
+	}
+	t.Fatalf("no file %s in %v", path, b.Files)
+	return File{}
+}
+
+func TestRenderSafeServerConfig(t *testing.T) {
+	for _, server := range ServerNames() {
+		t.Run(server, func(t *testing.T) {
+			h := testHost()
+			h.Server = server
+			b, err := Render(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := Servers[server]
+			conf := file(t, b, ConfDir+"/"+server+".conf")
+			for _, want := range []string{"bind 10.0.0.11\n", "port 6379\n", "protected-mode yes\n", "appendonly yes\n",
+				"appendfsync always\n", "no-appendfsync-on-rewrite no\n", `save ""` + "\n", "maxmemory 64mb\n",
+				"maxmemory-policy noeviction\n", `dir "` + srv.DataDir + `"`, "requirepass ", "user redlock on ",
+				`pidfile "` + srv.PIDFile + `"`} {
+				if !strings.Contains(conf.Content, want) {
+					t.Errorf("server config lacks %q:\n%s", want, conf.Content)
+				}
+			}
+			if strings.Contains(conf.Content, "replicaof") || conf.Permissions != "0640" {
+				t.Errorf("server config: replicaof or permissions %s", conf.Permissions)
+			}
+			if pw := file(t, b, AdminPasswordPath); pw.Permissions != "0600" || pw.Content != h.Spec.AdminPassword {
+				t.Errorf("admin password file: %+v", pw)
+			}
+			drop := file(t, b, DropInPath(srv)).Content
+			for _, want := range []string{"ExecStart=\nExecStart=" + srv.Binary + " /etc/redlock/" + server + ".conf --supervised systemd",
+				"ExecStartPre=+" + ScriptPath + " gate", "ExecStopPost=+" + ScriptPath + " stopped",
+				"ExecStop=+" + ScriptPath + " stop", "Restart=always", "RestartSec=1s", "StartLimitIntervalSec=0",
+				"TimeoutStartSec=151\n"} {
+				if !strings.Contains(drop, want) {
+					t.Errorf("drop-in lacks %q:\n%s", want, drop)
+				}
+			}
+			mc := file(t, b, MasterConfPath).Content
+			for _, want := range []string{"RESTART_DELAY_MS='31000'", "DATA_DIR='" + srv.DataDir + "'", "UNIT='" + srv.Unit + "'",
+				`hook_on_crash() { '/usr/bin/logger' 'it'\''s down'; }`, "hook_after_restart() { :; }"} {
+				if !strings.Contains(mc, want) {
+					t.Errorf("master.conf lacks %q:\n%s", want, mc)
+				}
+			}
+			if strings.Contains(mc, h.Spec.AdminPassword) {
+				t.Error("master.conf (0644) holds the admin password")
+			}
+		})
+	}
+}
+
+func TestUserDataIsCloudConfigUnder16KiB(t *testing.T) {
+	h := testHost()
+	h.InstallPackages = true
+	b, err := Render(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.UserData, "#cloud-config\n") {
+		t.Fatalf("user-data does not start with #cloud-config:\n%s", b.UserData)
+	}
+	if len(b.UserData) > MaxUserDataBytes {
+		t.Fatalf("user-data is %d bytes, over %d", len(b.UserData), MaxUserDataBytes)
+	}
+	t.Logf("user-data: %d bytes, gzip+base64 %d bytes", len(b.UserData), len(b.UserDataGzipBase64))
+	var doc cloudConfigDoc
+	if err := yaml.Unmarshal([]byte(b.UserData), &doc); err != nil {
+		t.Fatalf("user-data is not YAML: %v", err)
+	}
+	if len(doc.WriteFiles) != len(b.Files) || !doc.PackageUpdate || len(doc.Packages) != 1 || doc.Packages[0] != "redis-server" {
+		t.Fatalf("cloud-config: %+v", doc)
+	}
+	for i, f := range doc.WriteFiles {
+		if f.Path != b.Files[i].Path || f.Content != b.Files[i].Content || f.Permissions != b.Files[i].Permissions {
+			t.Errorf("write_files[%d] does not round-trip: %s", i, f.Path)
+		}
+	}
+	if len(doc.RunCmd) != 1 || strings.Join(doc.RunCmd[0], " ") != ScriptPath+" setup" {
+		t.Errorf("runcmd: %v", doc.RunCmd)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(b.UserDataGzipBase64)
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := io.ReadAll(zr)
+	if string(plain) != b.UserData {
+		t.Error("gzip+base64 form does not decode to the user-data")
+	}
+
+	h.Spec.Hooks.AfterRestart = []string{"/bin/sh", "-c", strings.Repeat("x", MaxUserDataBytes)}
+	if _, err := Render(h); err == nil || !strings.Contains(err.Error(), "shorten the hooks") {
+		t.Errorf("oversized user-data: err = %v", err)
+	}
+}
+
+func TestRenderRefusesUnsafeSpecs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Host)
+		field string
+	}{
+		{"restart delay below max TTL", func(h *Host) { h.Spec.RestartDelay = 10 * time.Second }, "restart_delay"},
+		{"unsafe appendfsync", func(h *Host) { h.Spec.AppendFsync = "everysec" }, "appendfsync"},
+		{"short admin password", func(h *Host) { h.Spec.AdminPassword = "short" }, "admin_password"},
+		{"address not an IP", func(h *Host) { h.Spec.Bind = "db1.example" }, "bind"},
+		{"unknown server", func(h *Host) { h.Server = "keydb" }, "server"},
+		{"data dir not the package's", func(h *Host) { h.Spec.DataDir = "/srv/redis" }, "data_dir"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := testHost()
+			tc.edit(&h)
+			_, err := Render(h)
+			var fields []string
+			for _, fe := range master.FieldErrors(err) {
+				fields = append(fields, fe.Field)
+			}
+			var fe *master.FieldError
+			if !errors.As(err, &fe) || !strings.Contains(strings.Join(fields, ","), tc.field) {
+				t.Fatalf("err = %v (fields %v), want a field error on %s", err, fields, tc.field)
+			}
+		})
+	}
+}

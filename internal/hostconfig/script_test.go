@@ -1,0 +1,224 @@
+package hostconfig
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master"
+)
+
+// policy runs the embedded restart-policy script outside systemd: a temp data dir, a
+// settings file rendered like the host's, and a boot id the test controls. The clock is the
+// machine's own CLOCK_BOOTTIME, as on a host.
+type policy struct {
+	t                        *testing.T
+	dir, dataDir, bootIDFile string
+	delay                    time.Duration
+	hookLog                  string
+}
+
+func newPolicy(t *testing.T, delay time.Duration) *policy {
+	t.Helper()
+	p := &policy{t: t, dir: t.TempDir(), delay: delay}
+	p.dataDir = filepath.Join(p.dir, "data")
+	p.bootIDFile = filepath.Join(p.dir, "boot_id")
+	p.hookLog = filepath.Join(p.dir, "hooks.log")
+	if err := os.MkdirAll(p.dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p.setBoot("boot-1")
+	record := []string{"/bin/sh", "-c", `env | grep ^REDLOCK_ | sort >> "$0"; echo -- >> "$0"`, p.hookLog}
+	spec := master.Spec{Name: "m1", Bind: "10.0.0.11", Port: 6379, DataDir: p.dataDir, RestartDelay: delay,
+		Hooks: master.Hooks{OnCrash: record, BeforeRestart: record, AfterRestart: record}}
+	conf := masterConf(spec, Servers["redis-server"], "/nonexistent")
+	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, "redlock-master"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *policy) setBoot(id string) {
+	if err := os.WriteFile(p.bootIDFile, []byte(id+"\n"), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// run runs one step with extra environment and returns its log and how long it took.
+func (p *policy) run(step string, env ...string) (string, time.Duration) {
+	p.t.Helper()
+	cmd := exec.Command(filepath.Join(p.dir, "redlock-master"), step)
+	cmd.Env = append(os.Environ(), "REDLOCK_MASTER_CONF="+filepath.Join(p.dir, "master.conf"),
+		"REDLOCK_BOOT_ID_FILE="+p.bootIDFile, "REDLOCK_RUN_DIR="+filepath.Join(p.dir, "run"))
+	cmd.Env = append(cmd.Env, env...)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("redlock-master %s: %v\n%s", step, err, out)
+	}
+	return string(out), time.Since(start)
+}
+
+func (p *policy) exists(name string) bool {
+	_, err := os.Stat(filepath.Join(p.dataDir, name))
+	return err == nil
+}
+
+func (p *policy) write(name, content string) {
+	if err := os.WriteFile(filepath.Join(p.dataDir, name), []byte(content), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *policy) read(name string) string {
+	b, _ := os.ReadFile(filepath.Join(p.dataDir, name))
+	return string(b)
+}
+
+func bootMS(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, err := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(secs * 1000)
+}
+
+// heldFor is the hold the gate announced, 0 when it started at once.
+func heldFor(t *testing.T, log string) time.Duration {
+	t.Helper()
+	if strings.Contains(log, "starting at once") {
+		return 0
+	}
+	i := strings.Index(log, "holding the start for ")
+	if i < 0 {
+		t.Fatalf("gate neither started at once nor held:\n%s", log)
+	}
+	var ms int64
+	fmt.Sscanf(log[i+len("holding the start for "):], "%dms", &ms)
+	return time.Duration(ms) * time.Millisecond
+}
+
+func TestGate(t *testing.T) {
+	const delay = 400 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		prepare func(p *policy)
+		full    bool // hold the whole delay from now
+		none    bool // start at once
+	}{
+		{name: "clean stop starts at once", none: true,
+			prepare: func(p *policy) { p.write("redlock.clean-stop", "boot-1 1\n") }},
+		{name: "new host with no record holds", full: true, prepare: func(p *policy) {}},
+		{name: "crash record of another boot holds from now", full: true, prepare: func(p *policy) {
+			p.write("redlock.hold", fmt.Sprintf("boot-0 %d\n", bootMS(t)-10_000))
+		}},
+		{name: "unreadable record holds from now", full: true,
+			prepare: func(p *policy) { p.write("redlock.hold", "garbage\n") }},
+		{name: "interrupted hold beats a clean marker", full: true, prepare: func(p *policy) {
+			p.write("redlock.clean-stop", "boot-1 1\n")
+			p.write("redlock.hold", "boot-0 1\n")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPolicy(t, delay)
+			tc.prepare(p)
+			log, took := p.run("gate")
+			held := heldFor(t, log)
+			switch {
+			case tc.none && held != 0:
+				t.Fatalf("held %s after a clean stop:\n%s", held, log)
+			case tc.full && held < delay-20*time.Millisecond:
+				t.Fatalf("held %s, want restart_delay %s from now:\n%s", held, delay, log)
+			case tc.full && took < held:
+				t.Fatalf("gate returned after %s, before its announced hold %s", took, held)
+			}
+			if p.exists("redlock.hold") || p.exists("redlock.clean-stop") {
+				t.Fatalf("records left after the gate opened: hold %q clean %q", p.read("redlock.hold"), p.read("redlock.clean-stop"))
+			}
+		})
+	}
+
+	t.Run("crash record of this boot holds until exit plus delay", func(t *testing.T) {
+		p := newPolicy(t, 10*time.Second)
+		until := bootMS(t) + 300
+		p.write("redlock.hold", fmt.Sprintf("boot-1 %d\n", until))
+		log, took := p.run("gate")
+		if held := heldFor(t, log); held <= 0 || held > 300*time.Millisecond {
+			t.Fatalf("held %s, want the rest of the recorded hold (<= 300ms), not a new restart_delay:\n%s", held, log)
+		}
+		if now := bootMS(t); now < until {
+			t.Fatalf("gate opened at %d, before the recorded hold ended at %d (took %s)", now, until, took)
+		}
+		hooks, _ := os.ReadFile(p.hookLog)
+		if !strings.Contains(string(hooks), "REDLOCK_EVENT=before_restart") || !strings.Contains(string(hooks), "REDLOCK_RESTART_AT=20") {
+			t.Errorf("before_restart hook did not run with its environment:\n%s", hooks)
+		}
+		p.run("started", "MAINPID=4242")
+		hooks, _ = os.ReadFile(p.hookLog)
+		if !strings.Contains(string(hooks), "REDLOCK_EVENT=after_restart") || !strings.Contains(string(hooks), "REDLOCK_REDIS_PID=4242") {
+			t.Errorf("after_restart hook did not run after the hold:\n%s", hooks)
+		}
+	})
+}
+
+func TestStopped(t *testing.T) {
+	t.Run("clean exit records a clean stop", func(t *testing.T) {
+		p := newPolicy(t, time.Second)
+		p.run("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
+		if !p.exists("redlock.clean-stop") || p.exists("redlock.hold") {
+			t.Fatalf("clean %v hold %v", p.exists("redlock.clean-stop"), p.exists("redlock.hold"))
+		}
+		if log, _ := p.run("gate"); heldFor(t, log) != 0 {
+			t.Fatalf("gate held after a clean stop:\n%s", log)
+		}
+	})
+	for _, env := range [][]string{
+		{"SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=KILL"},
+		{"SERVICE_RESULT=exit-code", "EXIT_CODE=exited", "EXIT_STATUS=1"},
+		{"SERVICE_RESULT=timeout", "EXIT_CODE=killed", "EXIT_STATUS=TERM"},
+		{}, // run by hand, outside systemd
+	} {
+		t.Run("unclean "+strings.Join(env, " "), func(t *testing.T) {
+			p := newPolicy(t, 5*time.Second)
+			p.write("redlock.clean-stop", "boot-1 1\n") // from an earlier run
+			p.run("started", "MAINPID=777")
+			before := bootMS(t)
+			p.run("stopped", env...)
+			var boot string
+			var until int64
+			if _, err := fmt.Sscanf(p.read("redlock.hold"), "%s %d", &boot, &until); err != nil {
+				t.Fatalf("hold record %q: %v", p.read("redlock.hold"), err)
+			}
+			if boot != "boot-1" || until < before+5000 || p.exists("redlock.clean-stop") {
+				t.Fatalf("hold record %q (stopped at %d), clean marker %v", p.read("redlock.hold"), before, p.exists("redlock.clean-stop"))
+			}
+			hooks, _ := os.ReadFile(p.hookLog)
+			for _, want := range []string{"REDLOCK_EVENT=crash", "REDLOCK_REDIS_PID=777", "REDLOCK_MASTER_ADDR=10.0.0.11:6379",
+				"REDLOCK_MASTER_NAME=m1", "REDLOCK_RESTART_DELAY_MS=5000", "REDLOCK_DATA_DIR=" + p.dataDir} {
+				if !strings.Contains(string(hooks), want) {
+					t.Errorf("on_crash hook environment lacks %s:\n%s", want, hooks)
+				}
+			}
+		})
+	}
+	t.Run("stop during the hold keeps the hold", func(t *testing.T) {
+		p := newPolicy(t, time.Second)
+		p.write("redlock.hold", "boot-1 123\n")
+		p.run("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
+		if p.exists("redlock.clean-stop") || p.read("redlock.hold") != "boot-1 123\n" {
+			t.Fatalf("clean %v hold %q", p.exists("redlock.clean-stop"), p.read("redlock.hold"))
+		}
+	})
+}
