@@ -114,9 +114,9 @@ func (p *redlockProvider) Resources(context.Context) []func() resource.Resource 
 	}
 }
 
-// DataSources lists the data sources; the audit data source is registered here.
+// DataSources lists the data sources.
 func (p *redlockProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewAuditDataSource}
+	return []func() datasource.DataSource{NewAuditDataSource, NewHostConfigDataSource}
 }
 
 func (p *redlockProvider) Functions(context.Context) []func() function.Function {

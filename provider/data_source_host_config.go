@@ -1,0 +1,266 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/redlock-kit/redlock-kit/internal/hostconfig"
+	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
+)
+
+var (
+	_ datasource.DataSource                   = &hostConfigDataSource{}
+	_ datasource.DataSourceWithValidateConfig = &hostConfigDataSource{}
+)
+
+// NewHostConfigDataSource is the redlock_host_config data source: one master rendered for a
+// host the user runs (internal/hostconfig), as Terraform values.
+func NewHostConfigDataSource() datasource.DataSource { return &hostConfigDataSource{} }
+
+type hostConfigDataSource struct{}
+
+type hostConfigModel struct {
+	Name             types.String `tfsdk:"name"`
+	Address          types.String `tfsdk:"address"`
+	Port             types.Int64  `tfsdk:"port"`
+	Server           types.String `tfsdk:"server"`
+	MaxLockTTL       types.String `tfsdk:"max_lock_ttl"`
+	ClockDriftMargin types.String `tfsdk:"clock_drift_margin"`
+	RestartDelay     types.String `tfsdk:"restart_delay"`
+	MaxMemory        types.String `tfsdk:"maxmemory"`
+	AdminPassword    types.String `tfsdk:"admin_password"`
+	LockUser         types.String `tfsdk:"lock_user"`
+	LockPassword     types.String `tfsdk:"lock_password"`
+	Hooks            types.Object `tfsdk:"hooks"`
+	InstallPackages  types.Bool   `tfsdk:"install_packages"`
+
+	Endpoint           types.String `tfsdk:"endpoint"`
+	RestartDelayMS     types.Int64  `tfsdk:"restart_delay_ms"`
+	Unit               types.String `tfsdk:"unit"`
+	DataDir            types.String `tfsdk:"data_dir"`
+	UserData           types.String `tfsdk:"user_data"`
+	UserDataBase64Gzip types.String `tfsdk:"user_data_base64_gzip"`
+	Files              types.Map    `tfsdk:"files"`
+	FilePermissions    types.Map    `tfsdk:"file_permissions"`
+	Commands           types.List   `tfsdk:"commands"`
+}
+
+type hooksModel struct {
+	OnCrash       []string `tfsdk:"on_crash"`
+	BeforeRestart []string `tfsdk:"before_restart"`
+	AfterRestart  []string `tfsdk:"after_restart"`
+}
+
+func (d *hostConfigDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_host_config"
+}
+
+func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	durationIn := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Optional: true, Computed: true, MarkdownDescription: desc,
+			Validators: []validator.String{validate.Duration(time.Millisecond)}}
+	}
+	hookList := func(desc string) schema.ListAttribute {
+		return schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: desc +
+			" An argv list (no shell), run as root with `REDLOCK_EVENT`, `REDLOCK_MASTER_NAME`, `REDLOCK_MASTER_ADDR`, " +
+			"`REDLOCK_DATA_DIR`, `REDLOCK_REDIS_PID`, `REDLOCK_RESTART_DELAY_MS` and `REDLOCK_RESTART_AT`, killed after 30s; " +
+			"a failing hook never changes the restart policy."}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Renders one Redlock master for a host you run: Debian's `redis-server` (or `valkey-server`) " +
+			"package under systemd, provisioned by cloud-init. The result is the same safe master `redlock_master` runs " +
+			"locally (AOF `appendfsync always`, `noeviction` with an explicit `maxmemory`, no replication, an admin " +
+			"password and a restricted lock user), bound to the host's address, plus a drop-in for the package's own " +
+			"unit (its sandbox kept) that holds a start until every lock the last run granted has expired: at once after " +
+			"a clean stop, `restart_delay` after the exit of a crash, and `restart_delay` from boot in every other case " +
+			"(a reboot, a power loss, a new or replaced host). A new host therefore waits one `restart_delay` before it " +
+			"grants anything.\n\nGive `user_data` (or `user_data_base64_gzip`) to any cloud's instance resource unchanged; " +
+			"`files` and `commands` are the same content for other tools. `user_data` holds the passwords: it is sensitive.",
+		Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the master, for logs and hooks.",
+				Validators: []validator.String{stringvalidator.RegexMatches(namePattern, "must be 1-64 letters, digits, '.', '_' or '-'")}},
+			"address": schema.StringAttribute{Required: true,
+				MarkdownDescription: "The host's IP address the master listens on (its private address; never a public one)."},
+			"port": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Port. Default `6379`.",
+				Validators: []validator.Int64{int64validator.Between(1, 65535)}},
+			"server": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Debian package that runs the master: `redis-server` (default; bookworm has 7.0) or " +
+					"`valkey-server` (bookworm-backports has 8.0).",
+				Validators: []validator.String{stringvalidator.OneOf(hostconfig.ServerNames()...)}},
+			"max_lock_ttl":       durationIn("Largest lock TTL clients may use (duration). Default `30s`."),
+			"clock_drift_margin": durationIn("Added to `max_lock_ttl` for the restart delay. Default 1% of `max_lock_ttl` + 102ms, at least `1s`."),
+			"restart_delay": durationIn("How long a master that did not stop cleanly stays down. Default and minimum: " +
+				"`max_lock_ttl` + `clock_drift_margin`."),
+			"maxmemory": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Explicit `maxmemory` (redis.conf units, e.g. `256mb`). Default `64mb`.",
+				Validators:          []validator.String{validate.MaxMemory()}},
+			"admin_password": schema.StringAttribute{Required: true, Sensitive: true,
+				MarkdownDescription: "Password of the admin (`default`) user, e.g. from `redlock_credentials`.",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
+			"lock_user": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Restricted ACL user for lock clients. Default `redlock`.",
+				Validators: []validator.String{stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
+					stringvalidator.NoneOf("default")}},
+			"lock_password": schema.StringAttribute{Required: true, Sensitive: true,
+				MarkdownDescription: "Password of `lock_user`.",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
+			"hooks": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Commands systemd runs on restart-policy events, as the local supervisor does.",
+				Attributes: map[string]schema.Attribute{
+					"on_crash":       hookList("After the master stopped uncleanly."),
+					"before_restart": hookList("When a start is held, before the hold."),
+					"after_restart":  hookList("After a held start, once the master is ready."),
+				}},
+			"install_packages": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Add the server package to the user-data's `packages` (cloud-init installs it). " +
+					"Default `true`; set `false` for images that already have it."},
+
+			"endpoint":         schema.StringAttribute{Computed: true, MarkdownDescription: "`address:port` lock clients use."},
+			"restart_delay_ms": schema.Int64Attribute{Computed: true, MarkdownDescription: "`restart_delay` in milliseconds."},
+			"unit":             schema.StringAttribute{Computed: true, MarkdownDescription: "The systemd unit that runs the master."},
+			"data_dir":         schema.StringAttribute{Computed: true, MarkdownDescription: "The package's data dir (AOF and restart records)."},
+			"user_data": schema.StringAttribute{Computed: true, Sensitive: true,
+				MarkdownDescription: "`#cloud-config` user-data (under 16 KiB) for the host's instance resource."},
+			"user_data_base64_gzip": schema.StringAttribute{Computed: true, Sensitive: true,
+				MarkdownDescription: "`user_data` gzipped and base64-encoded (e.g. `user_data_base64` of `aws_instance`)."},
+			"files": schema.MapAttribute{ElementType: types.StringType, Computed: true, Sensitive: true,
+				MarkdownDescription: "Path -> content of every file the host needs (for Packer, Ansible, ...)."},
+			"file_permissions": schema.MapAttribute{ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "Path -> octal mode of each file in `files`."},
+			"commands": schema.ListAttribute{ElementType: types.ListType{ElemType: types.StringType}, Computed: true,
+				MarkdownDescription: "Commands (argv) to run as root, in order, once the files are written."},
+		},
+	}
+}
+
+// ValidateConfig refuses at plan time what Render would refuse, for the values already known.
+func (d *hostConfigDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	var m hostConfigModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if known(m.Address) && net.ParseIP(m.Address.ValueString()) == nil {
+		resp.Diagnostics.AddAttributeError(path.Root("address"), "Invalid address",
+			fmt.Sprintf("address = %q is not an IP address: give the host's private IP, e.g. aws_instance's private_ip.", m.Address.ValueString()))
+	}
+	if known(m.AdminPassword) && m.AdminPassword.Equal(m.LockPassword) {
+		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "Lock password equals the admin password",
+			"lock_password must differ from admin_password: lock clients must not be able to act as the admin.")
+	}
+	if m.MaxLockTTL.IsUnknown() || m.ClockDriftMargin.IsUnknown() || m.RestartDelay.IsUnknown() {
+		return
+	}
+	spec, ok := hostTiming(m)
+	if !ok {
+		return // the attribute validators report unparsable durations
+	}
+	addFieldErrors(spec.CheckTiming(), &resp.Diagnostics)
+}
+
+// hostTiming reads the three durations; ok is false when one does not parse.
+func hostTiming(m hostConfigModel) (spec master.Spec, ok bool) {
+	for _, f := range []struct {
+		v   types.String
+		dst *time.Duration
+	}{{m.MaxLockTTL, &spec.MaxLockTTL}, {m.ClockDriftMargin, &spec.ClockDriftMargin}, {m.RestartDelay, &spec.RestartDelay}} {
+		if f.v.IsNull() || f.v.IsUnknown() {
+			continue
+		}
+		d, err := validate.ParseDuration(f.v.ValueString())
+		if err != nil {
+			return spec, false
+		}
+		*f.dst = d
+	}
+	if spec.MaxLockTTL == 0 {
+		spec.MaxLockTTL = master.DefaultMaxLockTTL
+	}
+	return spec, true
+}
+
+// addFieldErrors reports master.FieldErrors on their attributes, other errors plainly.
+func addFieldErrors(err error, diags *diag.Diagnostics) {
+	if err == nil {
+		return
+	}
+	fields := master.FieldErrors(err)
+	if len(fields) == 0 {
+		diags.AddError("Cannot render the master", err.Error())
+	}
+	for _, fe := range fields {
+		diags.AddAttributeError(path.Root(fe.Field), fe.Summary, fe.Detail)
+	}
+}
+
+func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m hostConfigModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	spec, ok := hostTiming(m)
+	if !ok {
+		resp.Diagnostics.AddError("Invalid duration", "max_lock_ttl, clock_drift_margin or restart_delay does not parse.")
+		return
+	}
+	spec.Name, spec.Bind, spec.Port = m.Name.ValueString(), m.Address.ValueString(), int(m.Port.ValueInt64())
+	spec.MaxMemory, spec.LockUser = m.MaxMemory.ValueString(), m.LockUser.ValueString()
+	spec.AdminPassword, spec.LockPassword = m.AdminPassword.ValueString(), m.LockPassword.ValueString()
+	if !m.Hooks.IsNull() {
+		var h hooksModel
+		resp.Diagnostics.Append(m.Hooks.As(ctx, &h, basetypes.ObjectAsOptions{})...)
+		spec.Hooks = master.Hooks{OnCrash: h.OnCrash, BeforeRestart: h.BeforeRestart, AfterRestart: h.AfterRestart}
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	b, err := hostconfig.Render(hostconfig.Host{Spec: spec, Server: m.Server.ValueString(),
+		InstallPackages: m.InstallPackages.IsNull() || m.InstallPackages.ValueBool()})
+	if err != nil {
+		addFieldErrors(err, &resp.Diagnostics)
+		return
+	}
+	s := b.Spec
+	m.Port, m.Server, m.LockUser, m.MaxMemory = types.Int64Value(int64(s.Port)), types.StringValue(b.Server.Package),
+		types.StringValue(s.LockUser), types.StringValue(s.MaxMemory)
+	m.MaxLockTTL, m.ClockDriftMargin, m.RestartDelay = keepOr(m.MaxLockTTL, s.MaxLockTTL), keepOr(m.ClockDriftMargin, s.ClockDriftMargin),
+		keepOr(m.RestartDelay, s.RestartDelay)
+	m.Endpoint, m.RestartDelayMS = types.StringValue(s.Addr()), types.Int64Value(s.RestartDelay.Milliseconds())
+	m.Unit, m.DataDir = types.StringValue(b.Server.Unit), types.StringValue(s.DataDir)
+	m.UserData, m.UserDataBase64Gzip = types.StringValue(b.UserData), types.StringValue(b.UserDataGzipBase64)
+	files, modes := map[string]attr.Value{}, map[string]attr.Value{}
+	for _, f := range b.Files {
+		files[f.Path], modes[f.Path] = types.StringValue(f.Content), types.StringValue(f.Permissions)
+	}
+	var diags diag.Diagnostics
+	m.Files, diags = types.MapValue(types.StringType, files)
+	resp.Diagnostics.Append(diags...)
+	m.FilePermissions, diags = types.MapValue(types.StringType, modes)
+	resp.Diagnostics.Append(diags...)
+	m.Commands, diags = types.ListValueFrom(ctx, types.ListType{ElemType: types.StringType}, b.Commands)
+	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// keepOr keeps a configured duration as written ("1m" stays "1m") and fills in a default.
+func keepOr(v types.String, d time.Duration) types.String {
+	if !v.IsNull() && !v.IsUnknown() {
+		return v
+	}
+	return types.StringValue(d.String())
+}
