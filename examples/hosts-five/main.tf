@@ -1,0 +1,27 @@
+# Five Redlock masters on five hosts you run, one master per host. This configuration
+# renders each host's cloud-init user-data; give it to your cloud's instance resource (see
+# the README, "Deploying to real hosts"), boot the hosts, then prove the result:
+#   terraform output -raw agent_config > agent.json && lockagent validate -c agent.json
+
+terraform {
+  required_version = ">= 1.5.0"
+
+  required_providers {
+    redlock = {
+      source  = "redlock-kit/redlock"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+provider "redlock" {}
+
+module "hosts" {
+  source = "../../modules/redlock-hosts"
+
+  hosts                       = var.hosts
+  allow_shared_failure_domain = var.allow_shared_failure_domain
+  server                      = var.server
+  max_lock_ttl                = var.max_lock_ttl
+  install_packages            = var.install_packages
+}

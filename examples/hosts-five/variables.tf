@@ -1,0 +1,33 @@
+variable "hosts" {
+  description = "Five hosts: name, private address, and optionally failure_domain (zone) and server (redis-server or valkey-server)."
+  type = list(object({
+    name           = string
+    address        = string
+    failure_domain = optional(string)
+    server         = optional(string)
+  }))
+}
+
+variable "allow_shared_failure_domain" {
+  description = "Allow two masters in one failure domain (tests and labs only)."
+  type        = bool
+  default     = false
+}
+
+variable "server" {
+  description = "Debian package that runs the masters: redis-server or valkey-server."
+  type        = string
+  default     = "redis-server"
+}
+
+variable "max_lock_ttl" {
+  description = "Largest lock TTL clients may use."
+  type        = string
+  default     = "30s"
+}
+
+variable "install_packages" {
+  description = "Have cloud-init install the server package; false for images that have it."
+  type        = bool
+  default     = true
+}

@@ -1,0 +1,62 @@
+# Five (or any odd number >= 3) Redlock masters, one per host the user runs: this module
+# renders each host's cloud-init user-data (Debian's redis-server or valkey-server under
+# systemd, with a fail-closed delayed restart) and audits the endpoints on every plan.
+# It creates no instances: pass user_data to your cloud's instance resource.
+
+locals {
+  domains = [for h in var.hosts : h.failure_domain if h.failure_domain != null]
+  quorum  = floor(length(var.hosts) / 2) + 1
+}
+
+# One set of credentials for the whole cluster: every lock client authenticates to every
+# master with the same restricted user, the audit with the admin password.
+resource "redlock_credentials" "this" {
+  lock_user = var.lock_user
+  keepers   = var.credentials_keepers
+}
+
+data "redlock_host_config" "this" {
+  count = length(var.hosts)
+
+  name             = var.hosts[count.index].name
+  address          = var.hosts[count.index].address
+  port             = var.port
+  server           = coalesce(var.hosts[count.index].server, var.server)
+  max_lock_ttl     = var.max_lock_ttl
+  maxmemory        = var.maxmemory
+  install_packages = var.install_packages
+  admin_password   = redlock_credentials.this.admin_password
+  lock_user        = redlock_credentials.this.lock_user
+  lock_password    = redlock_credentials.this.lock_password
+  hooks            = var.hooks
+
+  lifecycle {
+    precondition {
+      condition     = var.allow_shared_failure_domain || length(distinct(local.domains)) == length(local.domains)
+      error_message = "Two masters share a failure_domain (${join(", ", local.domains)}): one event there could take a majority. Put each host in its own zone or rack, or set allow_shared_failure_domain = true if you accept that."
+    }
+    precondition {
+      condition     = length(local.domains) == 0 || length(local.domains) == length(var.hosts)
+      error_message = "failure_domain is set on ${length(local.domains)} of ${length(var.hosts)} hosts: set it on every host or on none."
+    }
+  }
+}
+
+# Every plan audits the deployment once the hosts answer: drift (a CONFIG SET on a host) or
+# an unsafe setting shows as a warning naming the master, the setting and the fix.
+check "redlock_deployment" {
+  data "redlock_audit" "this" {
+    endpoints     = data.redlock_host_config.this[*].endpoint
+    username      = "default"
+    password      = redlock_credentials.this.admin_password
+    lock_username = redlock_credentials.this.lock_user
+    lock_password = redlock_credentials.this.lock_password
+    max_lock_ttl  = var.max_lock_ttl
+    restart_delay = "${min(data.redlock_host_config.this[*].restart_delay_ms...)}ms"
+  }
+
+  assert {
+    condition     = data.redlock_audit.this.safe
+    error_message = "The Redlock deployment is not safe: ${join(" ", data.redlock_audit.this.problems)}"
+  }
+}

@@ -1,0 +1,69 @@
+output "user_data" {
+  description = "#cloud-config user-data of every host, in the order of var.hosts: give each to its instance resource unchanged. Holds the passwords."
+  value       = data.redlock_host_config.this[*].user_data
+  sensitive   = true
+}
+
+output "user_data_base64_gzip" {
+  description = "The same user-data gzipped and base64-encoded (aws_instance's user_data_base64, azurerm's custom_data)."
+  value       = data.redlock_host_config.this[*].user_data_base64_gzip
+  sensitive   = true
+}
+
+output "endpoints" {
+  description = "address:port of every master, in the order of var.hosts."
+  value       = data.redlock_host_config.this[*].endpoint
+}
+
+output "quorum" {
+  description = "Masters that must agree for a lock: N/2+1."
+  value       = local.quorum
+}
+
+output "restart_delay_ms" {
+  description = "How long a master that did not stop cleanly (and a new host) stays down before it grants anything."
+  value       = min(data.redlock_host_config.this[*].restart_delay_ms...)
+}
+
+output "units" {
+  description = "The systemd unit that runs the master on each host."
+  value       = data.redlock_host_config.this[*].unit
+}
+
+output "lock_user" {
+  description = "The restricted ACL user lock clients authenticate as."
+  value       = redlock_credentials.this.lock_user
+}
+
+output "admin_password" {
+  description = "Password of the admin (default) user: for the audit and operators, never for lock clients."
+  value       = redlock_credentials.this.admin_password
+  sensitive   = true
+}
+
+locals {
+  client_config = {
+    endpoints     = data.redlock_host_config.this[*].endpoint
+    username      = redlock_credentials.this.lock_user
+    password      = redlock_credentials.this.lock_password
+    tls           = false
+    max_lock_ttl  = var.max_lock_ttl
+    restart_delay = "${min(data.redlock_host_config.this[*].restart_delay_ms...)}ms"
+    quorum        = local.quorum
+  }
+}
+
+output "agent_config" {
+  description = "JSON for `lockagent -c agent.json` with the admin credentials `lockagent validate` needs for its audit: for operators. Contains secrets."
+  sensitive   = true
+  value = jsonencode(merge(local.client_config, {
+    admin_username = "default"
+    admin_password = redlock_credentials.this.admin_password
+  }))
+}
+
+output "client_config" {
+  description = "The same JSON without the admin credentials: what application hosts need for `lockagent run` and the library. Contains the lock user's password."
+  sensitive   = true
+  value       = jsonencode(local.client_config)
+}

@@ -1,0 +1,89 @@
+variable "hosts" {
+  description = "The hosts, one master each, in the order clients use them. address is the host's private IP the master listens on; failure_domain (zone, rack) makes the module refuse two masters in one domain; server overrides var.server for this host."
+  type = list(object({
+    name           = string
+    address        = string
+    failure_domain = optional(string)
+    server         = optional(string)
+  }))
+
+  validation {
+    condition     = length(var.hosts) >= 3 && length(var.hosts) % 2 == 1
+    error_message = "hosts has ${length(var.hosts)} entries: Redlock needs an odd number of hosts, at least 3 (3, 5, 7): a majority of an even count tolerates no more failures than one host fewer. Use 5 unless you have a reason."
+  }
+  validation {
+    condition     = length(distinct([for h in var.hosts : h.address])) == length(var.hosts)
+    error_message = "Two hosts share an address (${join(", ", [for h in var.hosts : h.address])}): one master per host, each host its own address; a duplicated address would count one master twice toward the quorum."
+  }
+  validation {
+    condition     = length(distinct([for h in var.hosts : h.name])) == length(var.hosts)
+    error_message = "Two hosts share a name (${join(", ", [for h in var.hosts : h.name])}): give each host its own name."
+  }
+  validation {
+    condition     = alltrue([for h in var.hosts : can(cidrhost("${h.address}/32", 0))])
+    error_message = "Every host address must be an IPv4 address, e.g. an instance's private_ip."
+  }
+}
+
+variable "allow_shared_failure_domain" {
+  description = "Allow two masters in one failure_domain. One event in that domain can then take a majority: only for tests and small labs."
+  type        = bool
+  default     = false
+}
+
+variable "server" {
+  description = "Debian package that runs each master: redis-server (bookworm: 7.0) or valkey-server (bookworm-backports: 8.0)."
+  type        = string
+  default     = "redis-server"
+
+  validation {
+    condition     = contains(["redis-server", "valkey-server"], var.server)
+    error_message = "server must be \"redis-server\" or \"valkey-server\" (Debian package names)."
+  }
+}
+
+variable "port" {
+  description = "Port every master listens on."
+  type        = number
+  default     = 6379
+}
+
+variable "max_lock_ttl" {
+  description = "Largest lock TTL clients may use (Go duration, e.g. \"30s\" or \"1m30s\"). A master that did not stop cleanly stays down a little longer than this."
+  type        = string
+  default     = "30s"
+}
+
+variable "maxmemory" {
+  description = "Explicit maxmemory of each master (redis.conf units)."
+  type        = string
+  default     = "64mb"
+}
+
+variable "install_packages" {
+  description = "Have cloud-init install the server package (apt). Set false for images that already have it."
+  type        = bool
+  default     = true
+}
+
+variable "lock_user" {
+  description = "The restricted ACL user lock clients authenticate as."
+  type        = string
+  default     = "redlock"
+}
+
+variable "credentials_keepers" {
+  description = "Values that, when changed, generate new passwords (then re-provision the hosts)."
+  type        = map(string)
+  default     = {}
+}
+
+variable "hooks" {
+  description = "Commands (argv, no shell) systemd runs on each host: on_crash after an unclean stop, before_restart before a held start, after_restart once a held start is ready. They get REDLOCK_EVENT, REDLOCK_MASTER_NAME, REDLOCK_MASTER_ADDR, REDLOCK_DATA_DIR, REDLOCK_REDIS_PID, REDLOCK_RESTART_DELAY_MS and REDLOCK_RESTART_AT."
+  type = object({
+    on_crash       = optional(list(string))
+    before_restart = optional(list(string))
+    after_restart  = optional(list(string))
+  })
+  default = {}
+}
