@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the kit needs and nothing else system-wide:
 #   redis-server via apt-get when it is not on PATH;
-#   terraform from PATH, else built from source (v1.5.7) into ./bin.
+#   terraform from PATH, else built from source (v1.5.7) into ./bin;
+#   for the host tests (internal/hostlab) and unless REDLOCK_HOSTS=0, the tools that run
+#   Debian containers: systemd-nspawn (systemd-container), debootstrap (builds the host
+#   image once), nft (nftables), ip (iproute2), nsenter/mount (util-linux), via apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,10 +24,39 @@ if ! command -v "${REDLOCK_SERVER_BINARY:-redis-server}" >/dev/null 2>&1; then
   fi
   echo "deps: installing redis-server with apt-get"
   $sudo apt-get update -qq
+  apt_updated=1
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >/dev/null
   # The Debian package may start a system service on 6379; the kit never uses it.
 fi
 echo "deps: $(command -v "${REDLOCK_SERVER_BINARY:-redis-server}") ($("${REDLOCK_SERVER_BINARY:-redis-server}" --version | awk '{print $3}'))"
+
+# Host tests: apt-get install only what is missing (command -> Debian package).
+if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
+  missing=""
+  for pair in systemd-nspawn:systemd-container debootstrap:debootstrap nft:nftables ip:iproute2 \
+      nsenter:util-linux chroot:coreutils; do
+    cmd=${pair%%:*} pkg=${pair#*:}
+    if ! command -v "$cmd" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$cmd" ] && ! [ -x "/sbin/$cmd" ]; then
+      case " $missing " in *" $pkg "*) ;; *) missing="$missing $pkg" ;; esac
+    fi
+  done
+  if [ -n "$missing" ]; then
+    if ! command -v apt-get >/dev/null 2>&1; then
+      echo "deps: host tests need:$missing (no apt-get here: install them by hand, or REDLOCK_HOSTS=0 to skip)" >&2
+      exit 1
+    fi
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then
+      command -v sudo >/dev/null 2>&1 || { echo "deps: installing$missing needs root (or sudo); REDLOCK_HOSTS=0 skips the host tests' tools" >&2; exit 1; }
+      sudo=sudo
+    fi
+    echo "deps: installing for the host tests with apt-get:$missing"
+    if [ -z "${apt_updated:-}" ]; then $sudo apt-get update -qq; apt_updated=1; fi
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  fi
+  echo "deps: host tests: $(systemd-nspawn --version 2>/dev/null | head -1), debootstrap $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo '?'), $(nft --version 2>/dev/null || /usr/sbin/nft --version)"
+fi
 
 if ! command -v terraform >/dev/null 2>&1; then
   echo "deps: terraform not on PATH; building v1.5.7 into ./bin (a few minutes, once)"

@@ -1,0 +1,148 @@
+package hostlab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MainPID returns the host-side pid of a unit's main process: systemd reports the
+// pid in the container's pid namespace, which is matched against the last NSpid
+// entry of each process in the container's cgroup.
+func (h *Host) MainPID(ctx context.Context, unit string) (int, error) {
+	h.mu.Lock()
+	pid1, cg := h.pid1, h.cg
+	h.mu.Unlock()
+	if pid1 == 0 || cg == nil {
+		return 0, fmt.Errorf("host %s is not running", h.name)
+	}
+	out, err := h.execPID(ctx, pid1, "systemctl", "show", "--property=MainPID", "--value", unit)
+	if err != nil {
+		return 0, err
+	}
+	inner, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return 0, fmt.Errorf("host %s: MainPID of %s: %q", h.name, unit, out)
+	}
+	if inner == 0 {
+		return 0, fmt.Errorf("host %s: %s has no main process", h.name, unit)
+	}
+	pidNS, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid1))
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range cg.pids() {
+		if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", p)); ns != pidNS {
+			continue
+		}
+		if nsPID(p) == inner {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("host %s: %s main pid %d (in the container) not found among its processes", h.name, unit, inner)
+}
+
+// nsPID is the pid of p in its innermost pid namespace, or 0.
+func nsPID(p int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return 0
+}
+
+// Kill sends sig to a unit's main process (as kill -SIG would; systemd sees the death).
+func (h *Host) Kill(ctx context.Context, unit string, sig syscall.Signal) error {
+	pid, err := h.MainPID(ctx, unit)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("host %s: kill -%d %s (pid %d): %w", h.name, sig, unit, pid, err)
+	}
+	return nil
+}
+
+// Reboot reboots cleanly: systemctl reboot inside (services stop, files are synced),
+// waits for nspawn to exit, boots the same disk again and waits until it has booted.
+func (h *Host) Reboot(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd == nil {
+		return fmt.Errorf("host %s is not running", h.name)
+	}
+	done := h.done
+	// The command may report an error when the container goes away under it.
+	out, err := h.execPID(ctx, h.pid1, "systemctl", "reboot")
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		return fmt.Errorf("host %s: still running 90s after systemctl reboot (%v: %s)", h.name, err, strings.TrimSpace(out))
+	case <-ctx.Done():
+		return fmt.Errorf("host %s: waiting for reboot: %w", h.name, ctx.Err())
+	}
+	if err := h.stopLocked(); err != nil { // collect the cgroup
+		return err
+	}
+	return h.bootLocked(ctx)
+}
+
+// PowerOff stops the host hard, like pulling the plug: SIGKILL to nspawn, the
+// container's PID 1 and every process in its cgroup, with no clean shutdown. Writes
+// already in the disk's page cache survive (the overlay is not lost), unsynced
+// application buffers do not. The disk is kept for Boot.
+func (h *Host) PowerOff(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd == nil {
+		return fmt.Errorf("host %s is not running", h.name)
+	}
+	return h.stopLocked()
+}
+
+// Boot boots a powered-off host from the same disk (same instance-id, so cloud-init
+// runs only its per-boot modules) and waits until it has booted.
+func (h *Host) Boot(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd != nil {
+		return fmt.Errorf("host %s is already running", h.name)
+	}
+	return h.bootLocked(ctx)
+}
+
+// Running reports whether the host's container is up.
+func (h *Host) Running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cmd != nil
+}
+
+// Replace stops the host hard, throws its disk away and boots a new, empty host at
+// the same address with a new instance-id and this user-data (cloud-init runs afresh).
+func (h *Host) Replace(ctx context.Context, userData string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.stopLocked(); err != nil {
+		return err
+	}
+	h.userData = userData
+	if err := h.newDisk(); err != nil {
+		return err
+	}
+	return h.bootLocked(ctx)
+}
