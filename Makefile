@@ -6,7 +6,7 @@ PROVIDER_VERSION ?= 0.1.0
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
 
-.PHONY: all deps build provider lockagent test test-unit bench demo down docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts bench demo down docs fmt vet clean
 
 all: build
 
@@ -23,6 +23,10 @@ lockagent:
 
 test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest
 	TF_ACC=1 go test $(GO_TEST_FLAGS) ./...
+
+test-hosts: deps provider ## five masters on five systemd hosts (network namespaces + systemd-nspawn; root): the hosts runbook
+	go test $(GO_TEST_FLAGS) ./internal/hostconfig/ ./internal/hostlab/
+	go test $(GO_TEST_FLAGS) -run 'TestHosts' ./test/
 
 test-unit: ## library and harness tests only (no terraform)
 	go test $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
