@@ -140,7 +140,7 @@ for _ in range(3):
 }
 
 func TestLab(t *testing.T) {
-	const n = 3
+	const n = 5 // a Redlock deployment's size
 	var specs []HostSpec
 	// Addresses are assigned in order (.11, .12, ...): the user-data needs them, so
 	// pass a fixed subnet.
@@ -184,6 +184,35 @@ func TestLab(t *testing.T) {
 		for _, want := range []string{"HOSTLAB_TEST=1", "ProtectSystem=strict", "PrivateUsers=yes", "NoNewPrivileges=yes"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("redis-server.service lacks %s:\n%s", want, out)
+			}
+		}
+		// Valkey's unit (same hardening) also runs unchanged; the image leaves it off.
+		if out, _ := h0.Systemctl(ctx, "is-enabled", "valkey-server"); strings.TrimSpace(out) != "disabled" {
+			t.Errorf("valkey-server is-enabled: %q, want disabled", out)
+		}
+		if out, err := h0.Systemctl(ctx, "start", "valkey-server"); err != nil {
+			t.Errorf("start valkey-server: %v %s", err, out)
+		} else if out, err := h0.Exec(ctx, "valkey-cli", "-p", "6379", "PING"); err != nil || strings.TrimSpace(out) != "PONG" {
+			t.Errorf("valkey PING on loopback: %q %v", out, err)
+		}
+		if out, err := h0.Systemctl(ctx, "stop", "valkey-server"); err != nil {
+			t.Errorf("stop valkey-server: %v %s", err, out)
+		}
+		// Many concurrent dials from client 0 (each dial switches a thread's namespace).
+		var wg sync.WaitGroup
+		errs := make(chan error, 4*n)
+		for i := 0; i < 4*n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- ping(ctx, lab, hosts[i%n])
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("concurrent PING: %v", err)
 			}
 		}
 		// The caller's process runs in the client namespace.
@@ -398,6 +427,15 @@ func TestNewAndCloseConcurrentUse(t *testing.T) {
 	}
 	if out, err := h.Exec(ctx, "cloud-init", "status"); err != nil || !strings.Contains(out, "done") {
 		t.Errorf("cloud-init status: %q %v", out, err)
+	}
+	// The image starts no server by itself: the user-data does.
+	for _, unit := range []string{"redis-server", "valkey-server"} {
+		if out, _ := h.Systemctl(ctx, "is-active", unit); strings.TrimSpace(out) != "inactive" {
+			t.Errorf("%s on a host without user-data: %q, want inactive", unit, out)
+		}
+	}
+	if out, _ := h.Systemctl(ctx, "list-units", "--failed", "--plain", "--no-legend"); strings.TrimSpace(out) != "" {
+		t.Errorf("failed units on a bare host:\n%s", out)
 	}
 	// Client 1 exists, has its own address and reaches the host.
 	out, err := lab.ClientCommand(ctx, 1, "ip", "-4", "-br", "addr", "show", "eth0").CombinedOutput()
