@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
 )
@@ -70,7 +71,7 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 		checkBind(v.Bind.ValueString(), v.AllowNonLoopbackBind, &resp.Diagnostics)
 	}
 	if known(v.DataDir) {
-		if err := validate.DirCreatable(v.DataDir.ValueString()); err != nil {
+		if err := local.DirCreatable(v.DataDir.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("data_dir"), "data_dir cannot be created",
 				fmt.Sprintf("data_dir: %s.", err))
 		}
@@ -117,7 +118,7 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 			if len(argv) == 0 {
 				continue
 			}
-			if err := validate.LookPath(argv[0]); err != nil {
+			if err := local.LookPath(argv[0]); err != nil {
 				resp.Diagnostics.AddAttributeError(path.Root("hooks").AtName(name), "Hook program not found",
 					fmt.Sprintf("hooks.%s: %s.", name, err))
 			}
@@ -212,7 +213,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 
 	if cfgBinary.IsNull() {
 		plan.ServerBinary = types.StringValue(r.defaults.ServerBinary)
-		if err := validate.LookPath(r.defaults.ServerBinary); err != nil {
+		if err := local.LookPath(r.defaults.ServerBinary); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("server_binary"), "Executable not found",
 				fmt.Sprintf("server_binary (from the provider's default): %s.", err))
 		}
@@ -254,7 +255,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		if known(plan.Bind) && known(plan.Port) && plan.Bind.Equal(state.Bind) && plan.Port.Equal(state.Port) {
 			plan.Address = state.Address
 		}
-		if st := state.Status.ValueString(); st == statusUnsupervised || st == statusDestroying {
+		if st := state.Status.ValueString(); st == local.StatusUnsupervised || st == local.StatusDestroying {
 			// redis-server runs without its supervisor (Read found it so): replace the master.
 			// The destroy stops that server cleanly; the create supervises it again. A destroy
 			// cut short: the destroy waits out the rest of the locks' validity first.

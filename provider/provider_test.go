@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
@@ -46,7 +47,7 @@ func stopDataDir(t *testing.T, dir string) {
 	if err := supervisor.Stop(ctx, dir); err != nil {
 		t.Logf("cleanup: supervisor.Stop(%s): %v", dir, err)
 	}
-	if killed := killLeftovers(dir); len(killed) > 0 {
+	if killed := local.KillLeftovers(dir); len(killed) > 0 {
 		t.Errorf("cleanup: had to SIGKILL pids %v in %s", killed, dir)
 	}
 }

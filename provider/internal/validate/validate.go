@@ -5,18 +5,16 @@ package validate
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/local"
 )
 
 // ParseDuration parses a Go duration string ("30s", "1m30s", "500ms") and explains the
@@ -131,28 +129,6 @@ func (absPathValidator) ValidateString(_ context.Context, req validator.StringRe
 	}
 }
 
-// DirCreatable reports why dir cannot be a data directory: an existing non-directory at
-// the path, or a regular file where a parent directory should be. It does not create
-// anything; nil means mkdir has a chance.
-func DirCreatable(dir string) error {
-	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		switch {
-		case err == nil && fi.IsDir():
-			return nil
-		case err == nil && p == filepath.Clean(dir):
-			return fmt.Errorf("%s exists and is not a directory: choose another data_dir or remove the file", p)
-		case err == nil:
-			return fmt.Errorf("%s is a file, so %s cannot be created under it: choose a data_dir under a directory", p, dir)
-		case !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTDIR):
-			return fmt.Errorf("cannot inspect %s: %v", p, err)
-		}
-		if p == filepath.Dir(p) {
-			return nil
-		}
-	}
-}
-
 // Executable accepts a command name found on PATH (or an executable path).
 func Executable() validator.String { return executableValidator{} }
 
@@ -170,18 +146,7 @@ func (executableValidator) ValidateString(_ context.Context, req validator.Strin
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if err := LookPath(req.ConfigValue.ValueString()); err != nil {
+	if err := local.LookPath(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Executable not found", fmt.Sprintf("%s: %s.", req.Path, err))
 	}
-}
-
-// LookPath explains, with the fix, why a command cannot be run.
-func LookPath(name string) error {
-	if name == "" {
-		return fmt.Errorf("the command is empty: give a program name or path")
-	}
-	if _, err := exec.LookPath(name); err != nil {
-		return fmt.Errorf("%q was not found on PATH or is not executable: install it or give its full path", name)
-	}
-	return nil
 }

@@ -1,0 +1,203 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+)
+
+// Update changes the master from runs as to in place: a running server gets what can change
+// at runtime (the safety settings are set again, which also repairs drift; the lock user;
+// the admin password last), then the files are rewritten so that a restart starts from the
+// same settings, and the supervisor reloads them. The master keeps its address: to's port
+// is from's. A master that does not run gets the files only, with a warning.
+func Update(ctx context.Context, from, to Master) (obs Observed, warnings []Warning, err error) {
+	to.Spec.Port = from.Spec.Port
+	dir, name, addr := to.Spec.DataDir, to.Spec.Name, from.Spec.Addr()
+	st, inspectErr := supervisor.Inspect(dir)
+	running := inspectErr == nil && st.Status == supervisor.StatusRunning && st.RedisAlive
+	if running {
+		if err := applyRuntime(ctx, from, to); err != nil {
+			return obs, nil, &Error{Summary: "Cannot change the running master",
+				Detail: fmt.Sprintf("redlock_master %q at %s: %v.", name, addr, err)}
+		}
+	} else {
+		warnings = append(warnings, Warning{"Master not running: changes apply at its restart",
+			fmt.Sprintf("redlock_master %q is %q; the new settings were written to its config files and take effect when it starts.",
+				name, status(st.State, inspectErr))})
+	}
+	if err := writeFiles(to); err != nil {
+		return obs, warnings, err
+	}
+	if running && to.Spec.AdminPassword != from.Spec.AdminPassword {
+		// Last: had anything before failed, the server would still have the password the
+		// caller's record holds, and the next update could reach it.
+		if err := setAdminPassword(ctx, addr, from.Spec.AdminPassword, to.Spec.AdminPassword); err != nil {
+			rollback := to
+			rollback.Spec.AdminPassword = from.Spec.AdminPassword
+			return obs, warnings, errors.Join(writeFiles(rollback), &Error{Summary: "Cannot change the admin password",
+				Detail: fmt.Sprintf("redlock_master %q at %s: %v. The master keeps the old password.", name, addr, err)})
+		}
+	}
+	if inspectErr == nil && st.SupervisorAlive {
+		// SIGHUP: the supervisor reloads supervisor.json (restart delay, hooks, password) and
+		// rewrites its state. Wait for that: a longer delay must be on disk before Update
+		// returns, or a crash of supervisor and master right after would be held too briefly.
+		sent := time.Now()
+		if err := syscall.Kill(st.SupervisorPID, syscall.SIGHUP); err != nil {
+			return obs, warnings, &Error{Summary: "Cannot signal the supervisor",
+				Detail: fmt.Sprintf("SIGHUP to pid %d: %v.", st.SupervisorPID, err)}
+		}
+		if err := waitReloaded(ctx, dir, st.SupervisorPID, sent); err != nil {
+			warnings = append(warnings, Warning{"Supervisor reload not confirmed", fmt.Sprintf("redlock_master %q: supervisor "+
+				"pid %d: %v. See %s.", name, st.SupervisorPID, err, filepath.Join(dir, supervisor.LogFileName))})
+		}
+	}
+	obs = Observed{Status: status(st.State, inspectErr), Processes: Processes{Supervisor: st.SupervisorPID}}
+	if running {
+		live, err := readLive(ctx, addr, to.Spec.AdminPassword)
+		if err != nil {
+			return obs, warnings, &Error{Summary: "Master does not answer after the change", Detail: err.Error()}
+		}
+		obs.Status, obs.Processes.Redis, obs.Live = StatusRunning, live.PID, &live
+	}
+	return obs, warnings, nil
+}
+
+// status is the Status of a supervisor state read with err.
+func status(st supervisor.State, err error) string {
+	if err != nil {
+		return StatusUnknown
+	}
+	return st.Status
+}
+
+// applyRuntime sends the commands that change a running master in place, as from's admin
+// (the admin password itself changes last: setAdminPassword). Every safety setting is set,
+// changed or not: that is also how drift is repaired.
+func applyRuntime(ctx context.Context, from, to Master) error {
+	c := adminClient(from.Spec.Addr(), from.Spec.AdminPassword)
+	defer c.Close()
+	for _, kv := range [][2]string{
+		{"appendfsync", to.Spec.AppendFsync},
+		{"no-appendfsync-on-rewrite", redisconf.NoAppendfsyncOnRewrite},
+	} {
+		if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			return fmt.Errorf("%s: CONFIG SET %s %s: %w", strings.ReplaceAll(kv[0], "-", "_"), kv[0], kv[1], err)
+		}
+	}
+	if err := restoreAppendOnly(ctx, c); err != nil {
+		return fmt.Errorf("appendonly: %w", err)
+	}
+	for _, kv := range [][2]string{
+		{"maxmemory", to.Spec.MaxMemory},
+		{"maxmemory-policy", redisconf.MaxmemoryPolicy},
+	} {
+		if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			return fmt.Errorf("%s: CONFIG SET %s %s: %w", strings.ReplaceAll(kv[0], "-", "_"), kv[0], kv[1], err)
+		}
+	}
+	if err := c.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		return fmt.Errorf("replica_of: REPLICAOF NO ONE: %w", err)
+	}
+	user, old := to.Spec.LockUser, from.Spec.LockUser
+	if user == old && to.Spec.LockPassword == from.Spec.LockPassword {
+		return nil // re-running ACL SETUSER for nothing would only disturb connected lock clients
+	}
+	rules := append([]string{"reset", "on", ">" + to.Spec.LockPassword, "~*", "resetchannels", "&*", "-@all"},
+		redisconf.LockUserCommands...)
+	if err := c.ACLSetUser(ctx, user, rules...).Err(); err != nil {
+		return fmt.Errorf("lock_user: ACL SETUSER %s: %w", user, err)
+	}
+	if old != "" && old != user {
+		if err := c.Do(ctx, "ACL", "DELUSER", old).Err(); err != nil {
+			return fmt.Errorf("lock_user: ACL DELUSER %s: %w", old, err)
+		}
+	}
+	return nil
+}
+
+// reloadWait bounds how long an update waits for the supervisor to confirm a reload.
+const reloadWait = 10 * time.Second
+
+// waitReloaded waits until supervisor pid has written its state after sent (it does so on
+// every reload).
+func waitReloaded(ctx context.Context, dir string, pid int, sent time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, reloadWait)
+	defer cancel()
+	for {
+		st, err := supervisor.ReadState(dir)
+		if err == nil && st.SupervisorPID == pid && st.UpdatedAt.After(sent) {
+			return nil
+		}
+		if !processAlive(pid) {
+			return errors.New("it exited")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no state written since the SIGHUP: %w", ctx.Err())
+		case <-time.After(pollInterval / 10):
+		}
+	}
+}
+
+// setAdminPassword changes requirepass from password to next.
+func setAdminPassword(ctx context.Context, addr, password, next string) error {
+	c := adminClient(addr, password)
+	defer c.Close()
+	if err := c.ConfigSet(ctx, "requirepass", next).Err(); err != nil {
+		return fmt.Errorf("admin_password: CONFIG SET requirepass: %w", err)
+	}
+	return nil
+}
+
+// aofRewriteWait bounds how long an update waits for the AOF rewrite that turning the AOF
+// back on starts (it writes the whole dataset).
+const aofRewriteWait = 5 * time.Minute
+
+// restoreAppendOnly turns the AOF back on when someone turned it off, and waits until the
+// rewrite that starts it has finished: until then what the master acknowledged while the
+// AOF was off is on no disk.
+func restoreAppendOnly(ctx context.Context, c *redis.Client) error {
+	const want = "yes"
+	v, err := c.ConfigGet(ctx, "appendonly").Result()
+	if err != nil {
+		return fmt.Errorf("CONFIG GET appendonly: %w", err)
+	}
+	if v["appendonly"] == want {
+		return nil
+	}
+	if err := c.ConfigSet(ctx, "appendonly", want).Err(); err != nil {
+		return fmt.Errorf("CONFIG SET appendonly %s: %w", want, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, aofRewriteWait)
+	defer cancel()
+	for {
+		info, err := c.Info(ctx, "persistence").Result()
+		if err != nil {
+			return fmt.Errorf("INFO persistence: %w", err)
+		}
+		f := parseInfo(info)
+		if f["aof_enabled"] == "1" && f["aof_rewrite_in_progress"] == "0" && f["aof_rewrite_scheduled"] == "0" {
+			if f["aof_last_bgrewrite_status"] != "ok" {
+				return fmt.Errorf("the AOF rewrite that turns the AOF on failed (aof_last_bgrewrite_status %s): see redis.log",
+					f["aof_last_bgrewrite_status"])
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the AOF rewrite that turns the AOF on has not finished: %w", ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
