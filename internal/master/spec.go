@@ -3,8 +3,9 @@
 // A Spec says what a master is (address, data dir, credentials, limits, hooks) with plain Go
 // types. Two runtimes take the same Spec and neither keeps its own copy of the rules:
 //
-//   - local: the provider's redlock_master resource and its supervisor (provider/supervisor),
-//     which run redis-server on the machine that runs terraform;
+//   - local: internal/master/local, behind the provider's redlock_master resource, which runs
+//     redis-server under its supervisor (provider/supervisor) on the machine that runs
+//     terraform;
 //   - host: internal/hostconfig, which renders the files and systemd drop-in a host the user
 //     runs needs (Debian's redis-server or valkey-server under systemd, via cloud-init).
 //
