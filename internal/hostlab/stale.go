@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Every name a lab creates starts with hostlab-<pid>-<n> (pid of the process that
@@ -69,11 +71,23 @@ func reapStale(log io.Writer) {
 		}
 	}
 	// 2. Mounts under a dead lab's work dir (its overlays), deepest first.
-	for _, mp := range staleMounts() {
+	mounts, staleDirs := staleMounts()
+	for _, mp := range mounts {
+		// The killed nspawn's global lock is named after the root it booted.
+		var st unix.Stat_t
+		if unix.Stat(mp, &st) == nil {
+			_ = os.Remove(fmt.Sprintf("/run/systemd/nspawn/locks/inode-%d:%d", st.Dev, st.Ino))
+		}
 		if err := unmount(mp); err != nil {
 			logf("stale lab: %v", err)
 		} else {
 			logf("unmounted stale %s", mp)
+		}
+	}
+	// The dead labs' work dirs (their overlays' upper layers), now unmounted.
+	for _, d := range staleDirs {
+		if err := removeTree(d); err != nil {
+			logf("stale lab: %v", err)
 		}
 	}
 	// 3. Network namespaces (veths and bridges go with them).
@@ -98,13 +112,15 @@ func reapStale(log io.Writer) {
 	}
 }
 
-func staleMounts() []string {
+// staleMounts returns the mount points under dead labs' work dirs, deepest first,
+// and those work dirs.
+func staleMounts() (mounts, dirs []string) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
-	var out []string
+	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -113,13 +129,21 @@ func staleMounts() []string {
 			continue
 		}
 		mp := unescapeMount(fields[4])
-		for _, part := range strings.Split(mp, "/") {
-			if _, dead := ownerDead(part); dead && staleRE.FindStringSubmatch(part)[3] == "" {
-				out = append(out, mp) // a component is exactly hostlab-<pid>-<n>
+		parts := strings.Split(mp, "/")
+		for i, part := range parts {
+			// A component exactly hostlab-<pid>-<n> with <pid> dead, and a host's
+			// root below it: <work dir>/<host>/root.
+			if _, dead := ownerDead(part); dead && staleRE.FindStringSubmatch(part)[3] == "" &&
+				len(parts) == i+3 && parts[i+2] == "root" {
+				mounts = append(mounts, mp)
+				if d := strings.Join(parts[:i+1], "/"); !seen[d] {
+					seen[d] = true
+					dirs = append(dirs, d)
+				}
 				break
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
+	return mounts, dirs
 }
