@@ -207,8 +207,14 @@ func containerInit(nspawn int) int {
 	return 0
 }
 
+// bootTimeout bounds one boot (cloud-init included); a hung boot fails instead of
+// eating the test's whole deadline.
+const bootTimeout = 3 * time.Minute
+
 // bootLocked starts the container and waits until it has booted. h.mu held.
 func (h *Host) bootLocked(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, bootTimeout)
+	defer cancel()
 	if err := h.startLocked(ctx); err != nil {
 		return err
 	}

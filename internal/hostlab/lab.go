@@ -89,8 +89,11 @@ func Start(t testing.TB, opts Options) *Lab {
 	l, err := New(ctx, opts)
 	if err != nil {
 		var u *UnavailableError
-		if errors.As(err, &u) && os.Getenv("REDLOCK_REQUIRE_HOSTS") != "1" {
-			t.Skipf("%v (REDLOCK_REQUIRE_HOSTS=1 makes this a failure)", err)
+		if errors.As(err, &u) {
+			if os.Getenv("REDLOCK_REQUIRE_HOSTS") != "1" {
+				t.Skipf("%v (REDLOCK_REQUIRE_HOSTS=1 makes this a failure)", err)
+			}
+			t.Fatalf("%v (REDLOCK_REQUIRE_HOSTS=1)", err)
 		}
 		t.Fatalf("hostlab: %v", err)
 	}
@@ -184,6 +187,9 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		parent = os.TempDir()
 	}
 	l.dir = filepath.Join(parent, "hostlab-"+l.id)
+	if strings.ContainsAny(l.dir, ",:\\ \n") { // overlay mount options cannot quote them
+		return nil, fmt.Errorf("hostlab: work dir %q: no commas, colons, backslashes or spaces, please", l.dir)
+	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -210,7 +216,7 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		if addr == "" {
 			addr = fmt.Sprintf("%s%d", l.prefix, 11+i)
 		}
-		if !l.inSubnet(addr) || strings.HasSuffix(addr, ".0") || strings.HasSuffix(addr, ".255") || strings.HasSuffix(addr, ".1") {
+		if ip := net.ParseIP(addr).To4(); !l.inSubnet(addr) || ip[3] < 2 || ip[3] > 254 {
 			return nil, fmt.Errorf("hostlab: host %s: address %q is not a usable address in %s (.2-.254, not .1)", spec.Name, addr, l.subnet)
 		}
 		if other, ok := used[addr]; ok {
