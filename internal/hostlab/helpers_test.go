@@ -110,7 +110,8 @@ func hostCanReach(ctx context.Context, from, to *Host) bool {
 	return err == nil && strings.TrimSpace(out) == "PONG"
 }
 
-// udpArrives sends a datagram from one host to another and reports whether it arrived.
+// udpArrives sends datagrams from one host to another for about a second and reports
+// whether any arrived.
 func udpArrives(t *testing.T, ctx context.Context, from, to *Host) bool {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -121,17 +122,17 @@ func udpArrives(t *testing.T, ctx context.Context, from, to *Host) bool {
 		got, _ = to.Exec(ctx, "python3", "-c", `import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("`+to.Address()+`", 9999))
-s.settimeout(1.5)
+s.settimeout(2)
 try:
     print(s.recv(100).decode())
 except OSError:
     print("nothing")`)
 	}()
-	time.Sleep(500 * time.Millisecond) // let the receiver bind
-	if _, err := from.Exec(ctx, "python3", "-c", `import socket
+	if _, err := from.Exec(ctx, "python3", "-c", `import socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for _ in range(3):
-    s.sendto(b"hello", ("`+to.Address()+`", 9999))`); err != nil {
+for _ in range(12):
+    s.sendto(b"hello", ("`+to.Address()+`", 9999))
+    time.sleep(0.1)`); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
