@@ -132,6 +132,21 @@ func (h *Host) Running() bool {
 	return h.cmd != nil
 }
 
+// Provision boots a host of a NoBoot lab for the first time, with this user-data, and
+// waits until it has booted (cloud-init included).
+func (h *Host) Provision(ctx context.Context, userData string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd != nil {
+		return fmt.Errorf("host %s is already running: use Replace", h.name)
+	}
+	h.userData = userData
+	if err := h.newDisk(); err != nil {
+		return err
+	}
+	return h.bootLocked(ctx)
+}
+
 // Replace stops the host hard, throws its disk away and boots a new, empty host at
 // the same address with a new instance-id and this user-data (cloud-init runs afresh).
 func (h *Host) Replace(ctx context.Context, userData string) error {

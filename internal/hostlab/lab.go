@@ -33,6 +33,10 @@ type Options struct {
 	Dir     string    // parent of the lab's work dir; t.TempDir() (Start) or os.TempDir() (New)
 	Subnet  string    // "10.213.X.0/24" style /24; a per-lab one when empty
 	Log     io.Writer // progress and console excerpts; t.Log (Start) or discarded (New)
+	// NoBoot creates the network and the hosts' addresses but boots no host: each waits
+	// for Provision, as a cloud instance waits for its user-data (which may need the
+	// addresses, or a client namespace to run terraform in, first).
+	NoBoot bool
 }
 
 // Lab is a set of hosts and client namespaces on one private bridge.
@@ -261,6 +265,10 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	netDone := time.Now()
 
+	if opts.NoBoot {
+		l.logf("hostlab: network for %d hosts on %s (not booted), work dir %s", len(l.hosts), l.subnet, l.dir)
+		return l, nil
+	}
 	// Boot every host in parallel.
 	errs := make([]error, len(l.hosts))
 	var wg sync.WaitGroup
@@ -307,6 +315,9 @@ func (l *Lab) Hosts() []*Host { return append([]*Host(nil), l.hosts...) }
 
 // Subnet is the lab's /24, e.g. "10.213.40.0/24".
 func (l *Lab) Subnet() string { return l.subnet }
+
+// ClientNetns is the name of client namespace i (for `ip netns exec`).
+func (l *Lab) ClientNetns(i int) string { return l.clientNS[i] }
 
 // ClientAddress is the address of client namespace i: .201, .202, ...
 func (l *Lab) ClientAddress(i int) string { return fmt.Sprintf("%s%d", l.prefix, 201+i) }

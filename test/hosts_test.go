@@ -1,0 +1,457 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gruntwork-io/terratest/modules/terraform"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/hostlab"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// hostsDeployment is examples/hosts-five applied for five hosts of a hostlab, each booted
+// from its rendered user-data. terraform and lockagent run in the lab's client namespace,
+// the only place the hosts' addresses exist.
+type hostsDeployment struct {
+	lab          *hostlab.Lab
+	opts         *terraform.Options
+	userData     []string
+	endpoints    []string
+	restartDelay time.Duration
+	adminPass    string
+	lockUser     string
+	lockPass     string
+	agentConfig  string
+	units        []string
+}
+
+const hostsMaxLockTTL = 10 * time.Second
+
+// TestHostsRunbook is the runbook for five masters on five hosts: deploy, validate, then
+// crash, reboot, power loss, replacement, partitions and drift, each observed from the
+// client's side and healed.
+func TestHostsRunbook(t *testing.T) {
+	started := time.Now()
+	d := deployHostsFive(t)
+	t.Logf("deployed: five hosts booted and serving after %s (includes the one restart_delay a new host waits)",
+		time.Since(started).Round(100*time.Millisecond))
+
+	t.Run("validate says SAFE and a second plan is empty", func(t *testing.T) {
+		out, err := d.lockagent(context.Background(), "validate", "-c", d.agentConfig)
+		if err != nil || !strings.Contains(out, "VERDICT: SAFE") {
+			t.Fatalf("lockagent validate: %v\n%s", err, out)
+		}
+		d.planIsEmpty(t)
+	})
+
+	t.Run("one host runs valkey-server and locks work across both servers", func(t *testing.T) {
+		h := d.lab.Hosts()[4]
+		if out, err := h.Exec(context.Background(), "systemctl", "is-active", "valkey-server.service"); err != nil {
+			t.Fatalf("valkey-server on %s: %v %s", h.Name(), err, out)
+		}
+		info, err := d.admin(4).Info(context.Background(), "server").Result()
+		if err != nil || !strings.Contains(info, "server_name:valkey") {
+			t.Fatalf("host 5 INFO server: %v\n%s", err, info)
+		}
+		c := d.lockClient(t)
+		for i := 0; i < 20; i++ {
+			l, err := c.Acquire(context.Background(), fmt.Sprintf("mixed:%d", i), 5*time.Second)
+			if err != nil {
+				t.Fatalf("acquire %d on the mixed cluster: %v", i, err)
+			}
+			if err := l.Release(context.Background()); err != nil {
+				t.Fatalf("release %d: %v", i, err)
+			}
+		}
+	})
+
+	t.Run("kill -9 of redis-server: held for restart_delay, acknowledged keys kept", func(t *testing.T) {
+		ctx := context.Background()
+		h, i := d.lab.Hosts()[0], 0
+		if err := d.admin(i).Set(ctx, "ack:kill", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		pid, err := h.MainPID(ctx, d.units[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now() // the kill is sent after this: downtime is measured from it
+		if err := h.Kill(ctx, d.units[i], syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// Redlock goes on with four masters while this one is held down.
+		if out, err := d.lockagent(ctx, "run", "-c", d.agentConfig, "--key", "during-kill", "--ttl", "5s", "--", "true"); err != nil {
+			t.Fatalf("lockagent run with one master down: %v\n%s", err, out)
+		}
+		down := d.waitServing(t, i).Sub(killed)
+		t.Logf("kill -9 -> first accepted connection: %s (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
+		if down < d.restartDelay {
+			t.Fatalf("master served again %s after kill -9, before restart_delay %s", down, d.restartDelay)
+		}
+		if newPID, err := h.MainPID(ctx, d.units[i]); err != nil || newPID == pid {
+			t.Fatalf("main pid after the restart: %d (was %d), %v", newPID, pid, err)
+		}
+		if v, err := d.admin(i).Get(ctx, "ack:kill").Result(); err != nil || v != "1" {
+			t.Fatalf("acknowledged key after kill -9: %q, %v", v, err)
+		}
+	})
+
+	t.Run("clean reboot: back at once, released keys stay released", func(t *testing.T) {
+		ctx := context.Background()
+		h, i := d.lab.Hosts()[1], 1
+		admin := d.admin(i)
+		// A lock granted and then released the way lockagent releases by default: the DEL
+		// is not written to the AOF. The clean stop rewrites the AOF, so it must not return.
+		if err := admin.Set(ctx, "released", "tok", 10*time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Set(ctx, "kept", "1", 10*time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := d.lockUserClient(i).Eval(ctx, `pcall(redis.set_repl, redis.REPL_NONE)
+if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end
+return 0`, []string{"released"}, "tok").Int()
+		if err != nil || n != 1 {
+			t.Fatalf("unlogged release: %d, %v", n, err)
+		}
+		rebooted := time.Now()
+		if err := h.Reboot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		back := d.waitServing(t, i).Sub(rebooted)
+		t.Logf("clean reboot -> serving: %s after the reboot command", back.Round(time.Millisecond))
+		journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
+		if !strings.Contains(journal, "last stop was clean: starting at once") {
+			t.Fatalf("the gate did not start at once after a clean reboot:\n%s", journal)
+		}
+		if n, err := admin.Exists(ctx, "released").Result(); err != nil || n != 0 {
+			t.Fatalf("released key came back after a clean reboot (exists=%d, %v)", n, err)
+		}
+		if v, err := admin.Get(ctx, "kept").Result(); err != nil || v != "1" {
+			t.Fatalf("held key after a clean reboot: %q, %v", v, err)
+		}
+	})
+
+	t.Run("power loss: held for restart_delay from boot, acknowledged keys kept", func(t *testing.T) {
+		ctx := context.Background()
+		h, i := d.lab.Hosts()[2], 2
+		if err := d.admin(i).Set(ctx, "ack:power", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.PowerOff(ctx); err != nil {
+			t.Fatal(err)
+		}
+		poweredOn := time.Now()
+		if err := h.Boot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		down := d.waitServing(t, i).Sub(poweredOn)
+		t.Logf("power loss -> boot -> serving: %s after power-on (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
+		if down < d.restartDelay {
+			t.Fatalf("master served %s after power-on, before restart_delay %s", down, d.restartDelay)
+		}
+		journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
+		if !strings.Contains(journal, "holding the start for") {
+			t.Fatalf("the gate did not hold after a power loss:\n%s", journal)
+		}
+		if v, err := d.admin(i).Get(ctx, "ack:power").Result(); err != nil || v != "1" {
+			t.Fatalf("acknowledged key after a power loss: %q, %v", v, err)
+		}
+	})
+
+	t.Run("replacement by an empty host: held for restart_delay before it grants", func(t *testing.T) {
+		ctx := context.Background()
+		h, i := d.lab.Hosts()[3], 3
+		replaced := time.Now()
+		if err := h.Replace(ctx, d.userData[i]); err != nil {
+			t.Fatal(err)
+		}
+		down := d.waitServing(t, i).Sub(replaced)
+		t.Logf("replacement -> serving: %s (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
+		if down < d.restartDelay {
+			t.Fatalf("replaced host served %s after it was created, before restart_delay %s", down, d.restartDelay)
+		}
+		if n, _ := d.admin(i).DBSize(ctx).Result(); n != 0 {
+			t.Fatalf("replaced host is not empty: %d keys", n)
+		}
+	})
+
+	t.Run("partitions", func(t *testing.T) {
+		ctx := context.Background()
+		hosts := d.lab.Hosts()
+		c := d.lockClient(t)
+		t.Cleanup(func() { _ = d.lab.Heal() })
+
+		if err := d.lab.Isolate(hosts[0]); err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Acquire(ctx, "partition:one-host", 5*time.Second)
+		if err != nil {
+			t.Fatalf("acquire with one host cut off: %v", err)
+		}
+		_ = l.Release(ctx)
+		if err := d.lab.Heal(); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := d.lab.CutClient(0, hosts[0], hosts[1], hosts[2]); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			l, err := c.TryAcquire(ctx, fmt.Sprintf("partition:minority:%d", i), 5*time.Second)
+			if err == nil {
+				_ = l.Release(ctx)
+				t.Fatal("acquired with only two of five masters reachable")
+			}
+			if !errors.Is(err, redlock.ErrUnavailable) {
+				t.Fatalf("acquire with three hosts cut off: %v, want ErrUnavailable", err)
+			}
+		}
+		if err := d.lab.Heal(); err != nil {
+			t.Fatal(err)
+		}
+
+		// One-way: the client's packets reach two hosts but their replies do not come back.
+		for _, h := range hosts[3:] {
+			if err := d.lab.OneWay(h.Address(), d.lab.ClientAddress(0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err = c.Acquire(ctx, "partition:one-way", 5*time.Second)
+		if err != nil {
+			t.Fatalf("acquire with replies from two hosts dropped: %v", err)
+		}
+		_ = l.Release(ctx)
+		if err := d.lab.OneWay(hosts[2].Address(), d.lab.ClientAddress(0)); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := c.TryAcquire(ctx, "partition:one-way-majority", 5*time.Second); err == nil {
+			_ = l.Release(ctx)
+			t.Fatal("acquired while replies from three of five hosts were dropped")
+		} else if !errors.Is(err, redlock.ErrUnavailable) {
+			t.Fatalf("one-way partition of a majority: %v, want ErrUnavailable", err)
+		}
+
+		if err := d.lab.Heal(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := d.lockagent(ctx, "validate", "-c", d.agentConfig)
+		if err != nil || !strings.Contains(out, "VERDICT: SAFE") {
+			t.Fatalf("validate after heal: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("drift: CONFIG SET appendfsync everysec is named by the check and by validate", func(t *testing.T) {
+		ctx := context.Background()
+		i := 3
+		if err := d.admin(i).ConfigSet(ctx, "appendfsync", "everysec").Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.admin(i).ConfigSet(ctx, "appendfsync", "always").Err() })
+		plan, err := terraform.PlanE(t, d.opts)
+		if err != nil {
+			t.Fatalf("plan: %v", err)
+		}
+		if !strings.Contains(plan, d.endpoints[i]) || !strings.Contains(plan, "appendfsync everysec") {
+			t.Fatalf("the plan's check does not name %s and appendfsync everysec:\n%s", d.endpoints[i], plan)
+		}
+		out, err := d.lockagent(ctx, "validate", "-c", d.agentConfig)
+		if err == nil || !strings.Contains(out, "appendfsync") || !strings.Contains(out, d.endpoints[i]) {
+			t.Fatalf("validate with a drifted master: %v\n%s", err, out)
+		}
+		if err := d.admin(i).ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
+			t.Fatal(err)
+		}
+		d.planIsEmpty(t)
+	})
+	t.Logf("runbook done in %s", time.Since(started).Round(time.Second))
+}
+
+// deployHostsFive creates the lab's network, applies examples/hosts-five for its five
+// addresses from the client namespace, and boots each host from its user_data.
+func deployHostsFive(t *testing.T) *hostsDeployment {
+	t.Helper()
+	specs := make([]hostlab.HostSpec, 5)
+	for i := range specs {
+		specs[i] = hostlab.HostSpec{Name: fmt.Sprintf("h%d", i+1)}
+	}
+	lab := hostlab.Start(t, hostlab.Options{Hosts: specs, Clients: 1, NoBoot: true})
+	d := &hostsDeployment{lab: lab}
+
+	root := copyTree(t, "modules/redlock-hosts", "examples/hosts-five")
+	hosts := make([]map[string]interface{}, 5)
+	for i, h := range lab.Hosts() {
+		hosts[i] = map[string]interface{}{"name": h.Name(), "address": h.Address()}
+	}
+	hosts[4]["server"] = "valkey-server"
+	d.opts = terraformOptions(filepath.Join(root, "examples/hosts-five"), map[string]interface{}{
+		"hosts":            hosts,
+		"max_lock_ttl":     hostsMaxLockTTL.String(),
+		"install_packages": false, // the lab's image has both packages
+	})
+	// terraform (and the audit its check block runs) in the client namespace.
+	wrapper := filepath.Join(t.TempDir(), "terraform-in-client-netns")
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n", lab.ClientNetns(0), tf)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.opts.TerraformBinary = wrapper
+	t.Cleanup(func() {
+		if _, err := terraform.DestroyE(t, d.opts); err != nil {
+			t.Errorf("terraform destroy: %v", err)
+		}
+	})
+	terraform.InitAndApply(t, d.opts)
+
+	d.endpoints = terraform.OutputList(t, d.opts, "endpoints")
+	d.units = terraform.OutputList(t, d.opts, "units")
+	ms, err := strconv.Atoi(terraform.Output(t, d.opts, "restart_delay_ms"))
+	if err != nil {
+		t.Fatalf("restart_delay_ms: %v", err)
+	}
+	d.restartDelay = time.Duration(ms) * time.Millisecond
+	var userData []string
+	if err := json.Unmarshal([]byte(terraform.OutputJson(t, d.opts, "user_data")), &userData); err != nil {
+		t.Fatalf("user_data: %v", err)
+	}
+	d.userData = userData
+	d.agentConfig = filepath.Join(t.TempDir(), "agent.json")
+	agent := terraform.Output(t, d.opts, "agent_config")
+	if err := os.WriteFile(d.agentConfig, []byte(agent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Username      string `json:"username"`
+		Password      string `json:"password"`
+		AdminPassword string `json:"admin_password"`
+	}
+	if err := json.Unmarshal([]byte(agent), &cfg); err != nil {
+		t.Fatalf("agent_config: %v", err)
+	}
+	d.lockUser, d.lockPass, d.adminPass = cfg.Username, cfg.Password, cfg.AdminPassword
+	for i, ud := range d.userData {
+		if len(ud) > 16*1024 {
+			t.Errorf("user_data of host %d is %d bytes, over EC2's 16 KiB", i+1, len(ud))
+		}
+	}
+	t.Logf("user_data: %d bytes (redis-server host), %d bytes (valkey-server host)", len(d.userData[0]), len(d.userData[4]))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	booted := time.Now()
+	errs := make(chan error, len(lab.Hosts()))
+	for i, h := range lab.Hosts() {
+		go func() {
+			if err := h.Provision(ctx, d.userData[i]); err != nil {
+				errs <- fmt.Errorf("boot %s: %w", h.Name(), err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range lab.Hosts() {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range lab.Hosts() {
+		if err := h.WaitCloudInit(ctx); err != nil {
+			t.Fatalf("cloud-init on %s: %v", h.Name(), err)
+		}
+	}
+	t.Logf("five hosts booted, cloud-init done: %s", time.Since(booted).Round(100*time.Millisecond))
+	for i := range lab.Hosts() {
+		d.waitServing(t, i)
+	}
+	t.Logf("five masters serving: %s after boot (a new host holds restart_delay %s first)",
+		time.Since(booted).Round(100*time.Millisecond), d.restartDelay)
+	return d
+}
+
+// planIsEmpty runs a plan and fails unless it changes nothing and its check passed. The
+// exit code cannot tell: a check block's data source is a planned read, so
+// -detailed-exitcode answers 2 even when nothing changes (hashicorp/terraform#35226).
+func (d *hostsDeployment) planIsEmpty(t *testing.T) {
+	t.Helper()
+	out, err := terraform.PlanE(t, d.opts)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if !strings.Contains(out, "Plan: 0 to add, 0 to change, 0 to destroy.") && !strings.Contains(out, "No changes.") {
+		t.Fatalf("plan is not empty:\n%s", out)
+	}
+	if strings.Contains(out, "Warning:") {
+		t.Fatalf("plan warns (a failed check?):\n%s", out)
+	}
+}
+
+func (d *hostsDeployment) client(i int, user, password string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: d.endpoints[i], Username: user, Password: password,
+		Dialer: d.lab.DialContext(0), DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+}
+
+func (d *hostsDeployment) admin(i int) *redis.Client { return d.client(i, "", d.adminPass) }
+
+func (d *hostsDeployment) lockUserClient(i int) *redis.Client { return d.client(i, d.lockUser, d.lockPass) }
+
+// lockClient is a redlock Client over the five masters, dialling from the client namespace.
+func (d *hostsDeployment) lockClient(t *testing.T) *redlock.Client {
+	t.Helper()
+	masters := make([]redis.UniversalClient, len(d.endpoints))
+	for i := range d.endpoints {
+		masters[i] = d.lockUserClient(i)
+	}
+	c, err := redlock.New(masters, redlock.Options{MaxTTL: hostsMaxLockTTL, NodeTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// lockagent runs the CLI in the client namespace.
+func (d *hostsDeployment) lockagent(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	out, err := d.lab.ClientCommand(ctx, 0, lockagentBin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// waitServing polls master i from the client namespace (a new connection, AUTH and PING
+// every 20 ms) until it answers, and returns when it first did.
+func (d *hostsDeployment) waitServing(t *testing.T, i int) time.Time {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(d.restartDelay + 3*time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		c := d.admin(i)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		last = c.Ping(ctx).Err()
+		cancel()
+		_ = c.Close()
+		if last == nil {
+			return time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("master %s not serving after %s: %v", d.endpoints[i], time.Since(start).Round(time.Second), last)
+	return time.Time{}
+}
