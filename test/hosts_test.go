@@ -56,6 +56,21 @@ func TestHostsRunbook(t *testing.T) {
 		d.planIsEmpty(t)
 	})
 
+	t.Run("the distribution's unit keeps its sandbox", func(t *testing.T) {
+		h := d.lab.Hosts()[0]
+		out, err := h.Systemctl(context.Background(), "show", d.units[0], "-p", "NoExecPaths", "-p", "ProtectSystem",
+			"-p", "User", "-p", "PrivateDevices", "-p", "Restart", "-p", "StartLimitIntervalUSec")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"NoExecPaths=/", "ProtectSystem=strict", "User=redis", "PrivateDevices=yes",
+			"Restart=always", "StartLimitIntervalUSec=0"} {
+			if !strings.Contains(out, want+"\n") {
+				t.Errorf("%s on %s lacks %s:\n%s", d.units[0], h.Name(), want, out)
+			}
+		}
+	})
+
 	t.Run("one host runs valkey-server and locks work across both servers", func(t *testing.T) {
 		h := d.lab.Hosts()[4]
 		if out, err := h.Exec(context.Background(), "systemctl", "is-active", "valkey-server.service"); err != nil {
@@ -87,6 +102,10 @@ func TestHostsRunbook(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		innerPID, err := h.Systemctl(ctx, "show", "--property=MainPID", "--value", d.units[i])
+		if err != nil {
+			t.Fatal(err)
+		}
 		killed := time.Now() // the kill is sent after this: downtime is measured from it
 		if err := h.Kill(ctx, d.units[i], syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -105,6 +124,20 @@ func TestHostsRunbook(t *testing.T) {
 		}
 		if v, err := d.admin(i).Get(ctx, "ack:kill").Result(); err != nil || v != "1" {
 			t.Fatalf("acknowledged key after kill -9: %q, %v", v, err)
+		}
+		crash, err := h.Exec(ctx, "cat", "/run/redlock-on-crash")
+		if err != nil || !strings.Contains(crash, "REDLOCK_EVENT=crash") || !strings.Contains(crash, "REDLOCK_MASTER_ADDR="+d.endpoints[i]) ||
+			!strings.Contains(crash, "REDLOCK_REDIS_PID="+strings.TrimSpace(innerPID)) {
+			t.Errorf("on_crash hook: %v\n%s", err, crash)
+		}
+		var after string
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if after, err = h.Exec(ctx, "cat", "/run/redlock-after-restart"); err == nil {
+				break
+			}
+		}
+		if !strings.Contains(after, "REDLOCK_EVENT=after_restart") || !strings.Contains(after, "REDLOCK_RESTART_DELAY_MS=11000") {
+			t.Errorf("after_restart hook: %v\n%s", err, after)
 		}
 	})
 
@@ -300,6 +333,10 @@ func deployHostsFive(t *testing.T) *hostsDeployment {
 		"hosts":            hosts,
 		"max_lock_ttl":     hostsMaxLockTTL.String(),
 		"install_packages": false, // the lab's image has both packages
+		"hooks": map[string]interface{}{
+			"on_crash":      []string{"/bin/sh", "-c", "env | grep ^REDLOCK_ > /run/redlock-on-crash"},
+			"after_restart": []string{"/bin/sh", "-c", "env | grep ^REDLOCK_ > /run/redlock-after-restart"},
+		},
 	})
 	// terraform (and the audit its check block runs) in the client namespace.
 	wrapper := filepath.Join(t.TempDir(), "terraform-in-client-netns")

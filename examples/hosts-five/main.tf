@@ -24,4 +24,5 @@ module "hosts" {
   server                      = var.server
   max_lock_ttl                = var.max_lock_ttl
   install_packages            = var.install_packages
+  hooks                       = var.hooks
 }

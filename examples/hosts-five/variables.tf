@@ -31,3 +31,13 @@ variable "install_packages" {
   type        = bool
   default     = true
 }
+
+variable "hooks" {
+  description = "Commands systemd runs on each host on restart-policy events (on_crash, before_restart, after_restart); argv lists."
+  type = object({
+    on_crash       = optional(list(string))
+    before_restart = optional(list(string))
+    after_restart  = optional(list(string))
+  })
+  default = {}
+}
