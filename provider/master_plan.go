@@ -82,7 +82,7 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 		case !v.AllowUnsafeAppendFsync.IsUnknown() && !v.AllowUnsafeAppendFsync.ValueBool():
 			resp.Diagnostics.AddAttributeError(path.Root("appendfsync"), "Unsafe appendfsync refused",
 				fmt.Sprintf("appendfsync = %q lets a crash or power loss forget locks the master already acknowledged, "+
-					"so a second client can win a majority (SPEC.md section 4). Remove appendfsync (it defaults to \"always\"), "+
+					"so a second client can win a majority. Remove appendfsync (it defaults to \"always\"), "+
 					"or set %s = true to accept that risk.", v.AppendFsync.ValueString(), fsyncAllowAttribute))
 		case v.AllowUnsafeAppendFsync.ValueBool():
 			resp.Diagnostics.AddAttributeWarning(path.Root("appendfsync"), "UNSAFE: appendfsync is not \"always\"",

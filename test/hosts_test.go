@@ -446,7 +446,9 @@ func (d *hostsDeployment) client(i int, user, password string) *redis.Client {
 
 func (d *hostsDeployment) admin(i int) *redis.Client { return d.client(i, "", d.adminPass) }
 
-func (d *hostsDeployment) lockUserClient(i int) *redis.Client { return d.client(i, d.lockUser, d.lockPass) }
+func (d *hostsDeployment) lockUserClient(i int) *redis.Client {
+	return d.client(i, d.lockUser, d.lockPass)
+}
 
 // lockClient is a redlock Client over the five masters, dialling from the client namespace.
 func (d *hostsDeployment) lockClient(t *testing.T) *redlock.Client {

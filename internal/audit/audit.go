@@ -22,7 +22,7 @@ const (
 	DefaultClockInterval = 500 * time.Millisecond
 	DefaultDriftFactor   = 0.01
 	DefaultRTTSamples    = 5
-	// driftConstant is the fixed part of Redlock's drift allowance (SPEC.md section 3).
+	// driftConstant is the fixed part of Redlock's drift allowance.
 	driftConstant = 2 * time.Millisecond
 )
 

@@ -174,7 +174,7 @@ RestartSec=1s
 TimeoutStartSec=%[6]d
 TimeoutStopSec=%[7]d
 `, spec.Name, delay, srv.Binary, serverConfPath, ScriptPath,
-		int((delay+startAllowance).Seconds()), int(stopTimeout.Seconds()))
+		int((delay + startAllowance).Seconds()), int(stopTimeout.Seconds()))
 }
 
 // shellQuote quotes s as one POSIX shell word.

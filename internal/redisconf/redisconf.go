@@ -1,7 +1,7 @@
 // Package redisconf renders the one safe redis.conf a Redlock master may run with.
 //
 // The provider, the test harness and the audit all derive from this package, so the
-// settings the kit promises (SPEC.md section 4) are written down exactly once.
+// settings the kit promises are written down exactly once.
 package redisconf
 
 import (
@@ -60,7 +60,7 @@ func (c Config) Render() (string, error) {
 	bind := or(c.Bind, "127.0.0.1")
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	line("# Written by redlock-kit. Every line below is a Redlock safety setting (SPEC.md section 4).")
+	line("# Written by redlock-kit. Every line below is a Redlock safety setting.")
 	line("bind %s", bind)
 	line("port %d", c.Port)
 	line("protected-mode yes")

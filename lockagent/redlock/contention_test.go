@@ -16,7 +16,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-// TestContention: Safety (SPEC.md section 1) under load. Several Clients (standing for
+// TestContention: Safety under load. Several Clients (standing for
 // processes) with several goroutines each fight over two keys with a short TTL; some
 // holders vanish without releasing. The overlap checker, on this process's monotonic
 // clock, must find no two holders relying on a key at once, and fencing tokens must

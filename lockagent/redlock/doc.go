@@ -14,7 +14,7 @@
 // as one pipeline (a lone operation goes out at once), so concurrent lockers share round
 // trips and, under appendfsync always, fsyncs.
 //
-// # The algorithm (SPEC.md sections 2 and 3)
+// # The algorithm
 //
 // Acquire: take the monotonic time T1; send SET key token NX PX ttl to every master at
 // once (token: 20 bytes from crypto/rand, base64url; with fencing on, the SET runs inside
@@ -55,7 +55,7 @@
 // release without an fsync (unless the same pipeline or event-loop pass also carries a
 // logged write), and a sequential acquire+release pays one fsync instead of two.
 // Acquisitions, extensions and fence registers are logged and fsynced before the master
-// answers, as SPEC.md section 4 requires. Why this is safe:
+// answers, as the safety model requires. Why this is safe:
 //
 //   - A release that did not reach the AOF can come back only when the master replays its
 //     AOF (a restart), and it comes back as the key it was, with its original absolute
@@ -188,7 +188,7 @@
 // The resource must enforce the fence: store the largest fence it has accepted and
 // reject writes with a smaller one. Commit the protected write (a database transaction
 // carrying the fence) before Release, never after: released first, another holder may
-// already be writing (SPEC.md pitfall 8).
+// already be writing.
 //
 // # Re-entrant holds
 //

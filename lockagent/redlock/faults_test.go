@@ -36,7 +36,7 @@ func resumeOnCleanup(t *testing.T, masters ...*redistest.Master) {
 	})
 }
 
-// TestMasterFaults: Liveness B (SPEC.md section 1): acquire and release work while a
+// TestMasterFaults: Liveness B: acquire and release work while a
 // majority is up, and fail cleanly (typed error, no key left behind) when it is not.
 func TestMasterFaults(t *testing.T) {
 	ctx := context.Background()

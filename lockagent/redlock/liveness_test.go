@@ -14,7 +14,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-// TestPausedMasterUnderLoad: Liveness B (SPEC.md section 1) under load. One master is
+// TestPausedMasterUnderLoad: Liveness B under load. One master is
 // SIGSTOPped while many goroutines acquire and release distinct keys: its pipeline is
 // stuck and its queue fills. A full queue must cost that master's vote only: the other
 // four still decide every round, acquisitions keep succeeding, and releases return at the

@@ -16,11 +16,11 @@ const (
 	DefaultMaxBatch       = 256
 
 	// driftConstant is added to TTL*DriftFactor: the granularity of Redis expiry (1 ms)
-	// plus a millisecond of slack (SPEC.md section 3).
+	// plus a millisecond of slack.
 	driftConstant = 2 * time.Millisecond
 	// Node timeout derived from the TTL when Options.NodeTimeout is zero:
 	// clamp(ttl/200, 10ms, 50ms). A 10 s lock waits at most 50 ms for a dead master
-	// (SPEC.md: 5-50 ms); short locks get 10 ms rather than 5 ms because one fsync on a
+	// (5-50 ms is the usual advice); short locks get 10 ms rather than 5 ms because one fsync on a
 	// busy disk already takes several milliseconds and a too-short timeout turns a
 	// healthy master into a "failed" vote.
 	nodeTimeoutDivisor = 200
@@ -140,7 +140,7 @@ func (o Options) nodeTimeout(ttl time.Duration) time.Duration {
 	return min(max(ttl/nodeTimeoutDivisor, minNodeTimeout), maxNodeTimeout)
 }
 
-// drift is the clock-rate allowance subtracted from a validity (SPEC.md section 3).
+// drift is the clock-rate allowance subtracted from a validity.
 func (o Options) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*o.DriftFactor) + driftConstant
 }

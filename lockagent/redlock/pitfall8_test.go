@@ -12,7 +12,7 @@ import (
 )
 
 // counterStore is the resource a lock protects: a counter updated in transactions whose
-// commit refuses a fencing token lower than one it has already accepted (SPEC.md 5).
+// commit refuses a fencing token lower than one it has already accepted.
 type counterStore struct {
 	mu       sync.Mutex
 	value    int

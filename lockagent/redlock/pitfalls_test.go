@@ -13,7 +13,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-// TestPitfalls covers the client-side pitfalls of SPEC.md section 6, one behaviour per
+// TestPitfalls covers the client-side pitfalls in the README ("The ten pitfalls"), one behaviour per
 // subtest, against five real masters.
 func TestPitfalls(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 5})

@@ -19,7 +19,7 @@ func newScript(src string) *script {
 	return &script{src: src, sha: sha, shaArg: sha}
 }
 
-// releaseBody is the standard compare-and-delete (SPEC.md section 2): other Redlock
+// releaseBody is the standard compare-and-delete: other Redlock
 // clients release with the same "get == token then del" semantics, so the holders of
 // different libraries exclude each other. It additionally publishes the released token on
 // the key's release channel (ARGV[2]; empty: no notification) so that waiters wake at once.

@@ -1,5 +1,5 @@
 // Package supervisor keeps one Redis master running under the restart policy Redlock needs
-// (SPEC.md section 4, "Delayed restart").
+// (see the README, "Safety model").
 //
 // One supervisor process runs per master. It is started detached (its own session) by the
 // Terraform provider with Spawn, so it outlives `terraform apply`, and it runs redis-server as
@@ -23,7 +23,7 @@
 //     unknown, and the delay (the larger of the configured one and the one the master ran
 //     under) counts from the new supervisor's start. Holds rebuilt from disk (a new
 //     supervisor, HoldUntil) use the wall-clock times in the state, so a forward wall-clock
-//     step between the crash and the restart shortens them (SPEC.md section 4 forbids
+//     step between the crash and the restart shortens them (the safety model forbids
 //     stepping a master's clock).
 //   - A redis-server still running from a supervisor that was killed is shut down cleanly by
 //     the next supervisor (or by Stop), so it needs no hold.

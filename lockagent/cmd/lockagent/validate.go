@@ -613,7 +613,7 @@ func runBehaviour(ctx context.Context, o *validateOptions, prefix string) ([]beh
 	}
 
 	// 6. owner-only release: A's stale handle runs the release script on the masters with
-	// its own token; they must refuse, and B's lock must stay (SPEC.md pitfall 5).
+	// its own token; they must refuse, and B's lock must stay.
 	relErr := stale.Release(ctx)
 	t := a.tally(redlock.OpRelease, key2)
 	if taken, err := isTaken(key2); err != nil || !taken || t.votes > 0 {

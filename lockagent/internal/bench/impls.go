@@ -74,7 +74,7 @@ type floorLocker struct {
 	quorum  int
 }
 
-// floorRelease is the standard compare-and-delete script (SPEC.md section 2).
+// floorRelease is the standard compare-and-delete script.
 var floorRelease = redis.NewScript(`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`)
 
 func newFloor(ctx context.Context, clients []*redis.Client) (*floorLocker, error) {

@@ -80,7 +80,7 @@ func ParseMemory(s string) (int64, error) {
 const MinMaxMemory = 1024 * 1024
 
 // MaxMemory accepts an explicit redis maxmemory of at least MinMaxMemory. Zero (Redis's
-// "unlimited") is refused: SPEC.md section 4 wants an explicit limit.
+// "unlimited") is refused: the safety model wants an explicit limit.
 func MaxMemory() validator.String { return maxMemoryValidator{} }
 
 type maxMemoryValidator struct{}
@@ -104,7 +104,7 @@ func (maxMemoryValidator) ValidateString(_ context.Context, req validator.String
 	}
 	if n < MinMaxMemory {
 		resp.Diagnostics.AddAttributeError(req.Path, "maxmemory too small",
-			fmt.Sprintf("%s is %d bytes: set at least \"1mb\" (0 would mean unlimited, and SPEC.md section 4 requires an explicit limit).", req.Path, n))
+			fmt.Sprintf("%s is %d bytes: set at least \"1mb\" (0 would mean unlimited, and the safety model requires an explicit limit).", req.Path, n))
 	}
 }
 
