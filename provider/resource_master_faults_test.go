@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
@@ -235,7 +236,7 @@ func TestAccMaster_dataDirRemovedWhileRunning(t *testing.T) {
 					oldPID, oldSupervisor = m.pid, m.supervisorPID
 					t.Cleanup(func() {
 						for _, pid := range []int{oldPID, oldSupervisor} {
-							if processAlive(pid) && (cmdlineHas(pid, m.dir) || cwdIs(pid, m.dir+" (deleted)")) {
+							if local.ProcessAlive(pid) && (local.CmdlineHas(pid, m.dir) || cwdIs(pid, m.dir+" (deleted)")) {
 								_ = syscall.Kill(pid, syscall.SIGKILL)
 							}
 						}
@@ -253,7 +254,7 @@ func TestAccMaster_dataDirRemovedWhileRunning(t *testing.T) {
 					resource.TestCheckResourceAttr(testAddr, "status", "running"),
 					func(*terraform.State) error {
 						for _, pid := range []int{oldPID, oldSupervisor} {
-							if processAlive(pid) && pid != m.pid && pid != m.supervisorPID {
+							if local.ProcessAlive(pid) && pid != m.pid && pid != m.supervisorPID {
 								return fmt.Errorf("pid %d of the master whose dir was removed still runs", pid)
 							}
 						}
@@ -346,13 +347,13 @@ func (m *testMaster) expectLockSurvived(t *testing.T, key string) {
 
 func mustKill(t *testing.T, pid int) {
 	t.Helper()
-	if !processAlive(pid) {
+	if !local.ProcessAlive(pid) {
 		t.Fatalf("pid %d is not running", pid)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("SIGKILL %d: %v", pid, err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); processAlive(pid); {
+	for deadline := time.Now().Add(10 * time.Second); local.ProcessAlive(pid); {
 		if time.Now().After(deadline) {
 			t.Fatalf("pid %d still alive 10s after SIGKILL", pid)
 		}
@@ -410,7 +411,7 @@ func (m *testMaster) expectAOFWritten() resource.TestCheckFunc {
 		if err != nil {
 			return err
 		}
-		f := parseInfo(info)
+		f := local.ParseInfo(info)
 		if f["aof_enabled"] != "1" || f["aof_rewrite_in_progress"] != "0" || f["aof_rewrite_scheduled"] != "0" || f["aof_last_bgrewrite_status"] != "ok" {
 			return fmt.Errorf("AOF not fully on: aof_enabled %s, rewrite in progress %s, scheduled %s, last rewrite %s",
 				f["aof_enabled"], f["aof_rewrite_in_progress"], f["aof_rewrite_scheduled"], f["aof_last_bgrewrite_status"])
@@ -427,7 +428,7 @@ func (m *testMaster) expectRole(want string) resource.TestCheckFunc {
 		if err != nil {
 			return err
 		}
-		if got := parseInfo(info)["role"]; got != want {
+		if got := local.ParseInfo(info)["role"]; got != want {
 			return fmt.Errorf("role %q, want %q", got, want)
 		}
 		return nil
@@ -437,7 +438,7 @@ func (m *testMaster) expectRole(want string) resource.TestCheckFunc {
 // closedPort returns a loopback port nothing listens on (for a REPLICAOF that goes nowhere).
 func closedPort(t *testing.T) int {
 	t.Helper()
-	p, err := freePort("127.0.0.1")
+	p, err := local.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

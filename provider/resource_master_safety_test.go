@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
@@ -106,7 +107,7 @@ func TestAccMaster_supervisorKilledAlone(t *testing.T) {
 	killSupervisor := func() {
 		orphan = m.pid
 		mustKill(t, m.supervisorPID)
-		if !processAlive(orphan) {
+		if !local.ProcessAlive(orphan) {
 			t.Fatalf("redis-server pid %d died with its supervisor", orphan)
 		}
 	}
@@ -146,7 +147,7 @@ func TestAccMaster_supervisorKilledAlone(t *testing.T) {
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					func(*terraform.State) error {
-						if processAlive(orphan) && cwdIs(orphan, m.dir) {
+						if local.ProcessAlive(orphan) && cwdIs(orphan, m.dir) {
 							return fmt.Errorf("the unsupervised redis-server pid %d still runs", orphan)
 						}
 						return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
@@ -49,7 +50,7 @@ func newTestMaster(t *testing.T) *testMaster {
 	t.Cleanup(func() {
 		stopDataDir(t, m.dir)
 		for _, pid := range []int{m.pid, m.supervisorPID} {
-			if processAlive(pid) && (cmdlineHas(pid, m.dir) || cwdIs(pid, m.dir)) {
+			if local.ProcessAlive(pid) && (local.CmdlineHas(pid, m.dir) || cwdIs(pid, m.dir)) {
 				t.Errorf("cleanup: pid %d still alive: killing it", pid)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
@@ -141,7 +142,7 @@ func (m *testMaster) expectConfig(name, want string) resource.TestCheckFunc {
 func (m *testMaster) checkGone(keepData bool) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		for _, pid := range []int{m.pid, m.supervisorPID} {
-			if pid > 0 && processAlive(pid) && (cmdlineHas(pid, m.dir) || cwdIs(pid, m.dir)) {
+			if pid > 0 && local.ProcessAlive(pid) && (local.CmdlineHas(pid, m.dir) || cwdIs(pid, m.dir)) {
 				return fmt.Errorf("pid %d still runs after destroy", pid)
 			}
 		}

@@ -201,10 +201,10 @@ func lastLocks(ctx context.Context, addr, password, lockUser string) (time.Durat
 // left alone.
 func stopWithoutDir(ctx context.Context, dir string, supPID, redisPID int) error {
 	isOurs := func(pid int) bool {
-		if !processAlive(pid) {
+		if !ProcessAlive(pid) {
 			return false
 		}
-		if cmdlineHas(pid, dir) {
+		if CmdlineHas(pid, dir) {
 			return true
 		}
 		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")

@@ -46,7 +46,7 @@ func readLive(ctx context.Context, addr, password string) (Live, error) {
 	if err != nil {
 		return live, fmt.Errorf("INFO: %w", err)
 	}
-	fields := parseInfo(info)
+	fields := ParseInfo(info)
 	live.RunID = fields["run_id"]
 	live.PID, _ = strconv.Atoi(fields["process_id"])
 	live.AOFEnabled = fields["aof_enabled"] == "1"
@@ -74,7 +74,8 @@ func readLive(ctx context.Context, addr, password string) (Live, error) {
 	return live, nil
 }
 
-func parseInfo(info string) map[string]string {
+// ParseInfo splits an INFO reply into its fields.
+func ParseInfo(info string) map[string]string {
 	out := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {

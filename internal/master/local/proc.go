@@ -21,8 +21,8 @@ import (
 // pollInterval is how often Start, Update and Destroy look at the master while they wait.
 const pollInterval = 100 * time.Millisecond
 
-// processAlive reports whether pid exists and is not a zombie.
-func processAlive(pid int) bool {
+// ProcessAlive reports whether pid exists and is not a zombie.
+func ProcessAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
@@ -37,8 +37,8 @@ func processAlive(pid int) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
 }
 
-// cmdlineHas reports whether pid's command line has arg (a recycled pid would not).
-func cmdlineHas(pid int, arg string) bool {
+// CmdlineHas reports whether pid's command line has arg (a recycled pid would not).
+func CmdlineHas(pid int, arg string) bool {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return false
@@ -57,7 +57,7 @@ func cmdlineHas(pid int, arg string) bool {
 func KillLeftovers(dir string, extra ...int) []int {
 	killed := supervisor.Running(dir)
 	for _, pid := range extra {
-		if processAlive(pid) && cmdlineHas(pid, dir) && !slices.Contains(killed, pid) {
+		if ProcessAlive(pid) && CmdlineHas(pid, dir) && !slices.Contains(killed, pid) {
 			killed = append(killed, pid)
 		}
 	}
@@ -66,14 +66,15 @@ func KillLeftovers(dir string, extra ...int) []int {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range killed {
-		for processAlive(pid) && time.Now().Before(deadline) {
+		for ProcessAlive(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	return killed
 }
 
-func freePort(bind string) (int, error) {
+// FreePort returns a port nothing listens on at bind right now.
+func FreePort(bind string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(bind, "0"))
 	if err != nil {
 		return 0, err

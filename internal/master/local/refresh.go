@@ -31,7 +31,7 @@ type Observed struct {
 func Refresh(ctx context.Context, s master.Spec, pids Processes) (Observed, []Warning) {
 	dir, name := s.DataDir, s.Name
 	if !exists(dir) {
-		if pid := pids.Supervisor; processAlive(pid) && cmdlineHas(pid, dir) {
+		if pid := pids.Supervisor; ProcessAlive(pid) && CmdlineHas(pid, dir) {
 			return Observed{DataDirRemoved: true}, []Warning{{"data_dir removed while the master runs",
 				fmt.Sprintf("redlock_master %q: data_dir %s was removed, but its supervisor (pid %d) still runs. "+
 					"The next apply stops it and creates the master again.", name, dir, pid)}}

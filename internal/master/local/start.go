@@ -133,7 +133,7 @@ func pickPort(dir, bind string, port int) (int, error) {
 			return p, nil
 		}
 	}
-	p, err := freePort(bind)
+	p, err := FreePort(bind)
 	if err != nil {
 		return 0, fieldError("bind", "Cannot pick a free port", fmt.Sprintf("bind %s: %v.", bind, err))
 	}
@@ -170,7 +170,7 @@ func undoCreate(dir string, delay time.Duration, addr string) (Warning, bool) {
 func waitRunning(ctx context.Context, dir, addr, password string, supPID int) (Live, error) {
 	lastErr := errors.New("the supervisor has not reported yet")
 	for {
-		if !processAlive(supPID) {
+		if !ProcessAlive(supPID) {
 			return Live{}, fmt.Errorf("the supervisor (pid %d) exited", supPID)
 		}
 		st, err := supervisor.ReadState(dir)

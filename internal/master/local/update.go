@@ -139,7 +139,7 @@ func waitReloaded(ctx context.Context, dir string, pid int, sent time.Time) erro
 		if err == nil && st.SupervisorPID == pid && st.UpdatedAt.After(sent) {
 			return nil
 		}
-		if !processAlive(pid) {
+		if !ProcessAlive(pid) {
 			return errors.New("it exited")
 		}
 		select {
@@ -186,7 +186,7 @@ func restoreAppendOnly(ctx context.Context, c *redis.Client) error {
 		if err != nil {
 			return fmt.Errorf("INFO persistence: %w", err)
 		}
-		f := parseInfo(info)
+		f := ParseInfo(info)
 		if f["aof_enabled"] == "1" && f["aof_rewrite_in_progress"] == "0" && f["aof_rewrite_scheduled"] == "0" {
 			if f["aof_last_bgrewrite_status"] != "ok" {
 				return fmt.Errorf("the AOF rewrite that turns the AOF on failed (aof_last_bgrewrite_status %s): see redis.log",
