@@ -69,3 +69,54 @@ func collapse(s string) string {
 	s = strings.ReplaceAll(s, "│", " ")
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// The hosts module refuses at plan time what would make its masters less than independent.
+// Plans only: the credentials are unknown until apply, so nothing is read from the hosts.
+func TestHostsModuleRefusesUnsafeInputs(t *testing.T) {
+	t.Parallel()
+	host := func(name, addr, extra string) string {
+		return fmt.Sprintf(`{ name = %q, address = %q %s }`, name, addr, extra)
+	}
+	three := []string{host("a", "192.0.2.1", ""), host("b", "192.0.2.2", ""), host("c", "192.0.2.3", "")}
+	cases := []struct {
+		name, inputs, want string
+	}{
+		{"one host", `hosts = [` + three[0] + `]`, `Redlock needs an odd number of hosts, at least 3`},
+		{"four hosts", `hosts = [` + strings.Join(three, ",") + `,` + host("d", "192.0.2.4", "") + `]`,
+			`Redlock needs an odd number of hosts, at least 3`},
+		{"duplicated address", `hosts = [` + three[0] + `,` + three[1] + `,` + host("c", "192.0.2.1", "") + `]`,
+			`Two hosts share an address`},
+		{"two masters in one failure domain", `hosts = [` + host("a", "192.0.2.1", `, failure_domain = "z1"`) + `,` +
+			host("b", "192.0.2.2", `, failure_domain = "z1"`) + `,` + host("c", "192.0.2.3", `, failure_domain = "z2"`) + `]`,
+			`Two masters share a failure_domain (z1, z1, z2)`},
+		{"failure domain on some hosts only", `hosts = [` + host("a", "192.0.2.1", `, failure_domain = "z1"`) + `,` +
+			three[1] + `,` + three[2] + `]`, `failure_domain is set on 1 of 3 hosts`},
+		{"unknown server package", `server = "keydb"
+  hosts = [` + strings.Join(three, ",") + `]`, `server must be "redis-server" or "valkey-server"`},
+		{"max_lock_ttl not a duration", `max_lock_ttl = "30"
+  hosts = [` + strings.Join(three, ",") + `]`, `max_lock_ttl must be a positive Go duration such as "30s"`},
+		{"zero max_lock_ttl", `max_lock_ttl = "0s"
+  hosts = [` + strings.Join(three, ",") + `]`, `max_lock_ttl must be a positive Go duration`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := copyTree(t, "modules/redlock-hosts")
+			dir := filepath.Join(root, "root")
+			config := fmt.Sprintf("module \"hosts\" {\n  source = \"../modules/redlock-hosts\"\n  %s\n}\n", tc.inputs)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := terraform.InitAndPlanE(t, terraformOptions(dir, nil))
+			if err == nil {
+				t.Fatalf("plan succeeded, want an error containing %q:\n%s", tc.want, out)
+			}
+			if !strings.Contains(collapse(out+err.Error()), tc.want) {
+				t.Fatalf("error does not name the fix %q:\n%s\n%v", tc.want, out, err)
+			}
+		})
+	}
+}

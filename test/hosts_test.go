@@ -141,41 +141,43 @@ func TestHostsRunbook(t *testing.T) {
 		}
 	})
 
-	t.Run("clean reboot: back at once, released keys stay released", func(t *testing.T) {
-		ctx := context.Background()
-		h, i := d.lab.Hosts()[1], 1
-		admin := d.admin(i)
-		// A lock granted and then released the way lockagent releases by default: the DEL
-		// is not written to the AOF. The clean stop rewrites the AOF, so it must not return.
-		if err := admin.Set(ctx, "released", "tok", 10*time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := admin.Set(ctx, "kept", "1", 10*time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-		n, err := d.lockUserClient(i).Eval(ctx, `pcall(redis.set_repl, redis.REPL_NONE)
+	for _, i := range []int{1, 4} { // a redis-server host and the valkey-server host
+		t.Run("clean reboot: back at once, released keys stay released: "+d.units[i], func(t *testing.T) {
+			ctx := context.Background()
+			h := d.lab.Hosts()[i]
+			admin := d.admin(i)
+			// A lock granted and then released the way lockagent releases by default: the DEL
+			// is not written to the AOF. The clean stop rewrites the AOF, so it must not return.
+			if err := admin.Set(ctx, "released", "tok", 10*time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.Set(ctx, "kept", "1", 10*time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			n, err := d.lockUserClient(i).Eval(ctx, `pcall(redis.set_repl, redis.REPL_NONE)
 if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end
 return 0`, []string{"released"}, "tok").Int()
-		if err != nil || n != 1 {
-			t.Fatalf("unlogged release: %d, %v", n, err)
-		}
-		rebooted := time.Now()
-		if err := h.Reboot(ctx); err != nil {
-			t.Fatal(err)
-		}
-		back := d.waitServing(t, i).Sub(rebooted)
-		t.Logf("clean reboot -> serving: %s after the reboot command", back.Round(time.Millisecond))
-		journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
-		if !strings.Contains(journal, "last stop was clean: starting at once") {
-			t.Fatalf("the gate did not start at once after a clean reboot:\n%s", journal)
-		}
-		if n, err := admin.Exists(ctx, "released").Result(); err != nil || n != 0 {
-			t.Fatalf("released key came back after a clean reboot (exists=%d, %v)", n, err)
-		}
-		if v, err := admin.Get(ctx, "kept").Result(); err != nil || v != "1" {
-			t.Fatalf("held key after a clean reboot: %q, %v", v, err)
-		}
-	})
+			if err != nil || n != 1 {
+				t.Fatalf("unlogged release: %d, %v", n, err)
+			}
+			rebooted := time.Now()
+			if err := h.Reboot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			back := d.waitServing(t, i).Sub(rebooted)
+			t.Logf("clean reboot -> serving: %s after the reboot command", back.Round(time.Millisecond))
+			journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
+			if !strings.Contains(journal, "last stop was clean: starting at once") {
+				t.Fatalf("the gate did not start at once after a clean reboot:\n%s", journal)
+			}
+			if n, err := admin.Exists(ctx, "released").Result(); err != nil || n != 0 {
+				t.Fatalf("released key came back after a clean reboot (exists=%d, %v)", n, err)
+			}
+			if v, err := admin.Get(ctx, "kept").Result(); err != nil || v != "1" {
+				t.Fatalf("held key after a clean reboot: %q, %v", v, err)
+			}
+		})
+	}
 
 	t.Run("power loss: held for restart_delay from boot, acknowledged keys kept", func(t *testing.T) {
 		ctx := context.Background()

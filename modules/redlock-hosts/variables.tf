@@ -52,6 +52,11 @@ variable "max_lock_ttl" {
   description = "Largest lock TTL clients may use (Go duration, e.g. \"30s\" or \"1m30s\"). A master that did not stop cleanly stays down a little longer than this."
   type        = string
   default     = "30s"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$", var.max_lock_ttl)) && !can(regex("^[0.]+(ms|s|m|h)$", var.max_lock_ttl))
+    error_message = "max_lock_ttl must be a positive Go duration such as \"30s\", \"1m30s\" or \"500ms\"."
+  }
 }
 
 variable "maxmemory" {
