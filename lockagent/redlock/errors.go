@@ -34,6 +34,9 @@ var (
 	// ErrNodeTimeout: one master did not answer within the per-node timeout (found inside
 	// *UnavailableError, never returned alone).
 	ErrNodeTimeout = errors.New("master did not answer within the node timeout")
+	// ErrDenied: a master refused the credentials or the command (WRONGPASS, NOPERM,
+	// NOAUTH): retrying cannot help; fix the user, password or ACL.
+	ErrDenied = errors.New("redlock: access denied by the masters")
 	// ErrInvalid: a bad argument (empty key, ttl <= 0, ...); the message names the fix.
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
