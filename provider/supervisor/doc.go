@@ -8,17 +8,22 @@
 //   - A clean shutdown (redis-server exits 0 after SHUTDOWN or SIGTERM: the AOF is fsynced)
 //     leaves an fsynced clean marker in the data dir; the supervisor then exits 0.
 //   - A crash (killed by a signal, non-zero exit) runs the OnCrash hook and holds the master
-//     down until RestartDelay has passed since the master was last seen alive (the last
-//     100ms tick at which /proc showed its process running: answering the PING or not, it
-//     may have served clients until then), so every lock it granted has expired on the
-//     other masters before it rejoins. Then BeforeRestart, redis-server again, and
+//     down until RestartDelay has passed since its exit, as the supervisor observed it: it
+//     is redis-server's parent and reads the wait status, so the hold counts from the moment
+//     the wait returned (never before the exit; and a master that was paused when it was
+//     killed counts from the kill too), so every lock it granted has expired on the other
+//     masters before it rejoins. Measured from outside, kill -9 to the first accepted
+//     connection is at least RestartDelay. Then BeforeRestart, redis-server again, and
 //     AfterRestart once it answers PING.
 //   - A hold never ends before State.HoldFloor, the latest LastAlive + RestartDelay ever
 //     recorded: lowering the delay (SIGHUP, or a new supervisor with a new config) does not
 //     shorten the wait for locks granted under the old one.
 //   - A data dir where a master ran (state with a LastAlive, or data) and that has no clean
 //     marker when a supervisor starts (reboot, supervisor and master killed together, a
-//     lost or deleted AOF) is held back the same way, with the same hooks. When the
+//     lost or deleted AOF) is held back the same way, with the same hooks, but no exit was
+//     observed: the delay counts from the last moment the master was seen alive (the last
+//     100ms tick at which /proc showed its process running: answering the PING or not, it
+//     may have served clients until then; the restart delay's margin covers the tick). When the
 //     previous supervisor died while its master ran, the moment the master died is
 //     unknown, and the delay (the larger of the configured one and the one the master ran
 //     under) counts from the new supervisor's start. Holds rebuilt from disk (a new

@@ -230,3 +230,60 @@ func TestMinimalEnvironment(t *testing.T) {
 	check("the hook", string(raw), "REDLOCK_EVENT=crash", "REDLOCK_DATA_DIR="+m.dir)
 	m.waitReady(pid)
 }
+
+// The supervisor is redis-server's parent: it sees the exit itself, so the hold counts from
+// the exit, not from the last health-check tick before it (which ended the hold up to a
+// tick early). Measured from outside, as a client sees it: from just before the kill -9 to
+// the first connection accepted again, the master is down at least restart_delay. Several
+// kills, each at another point of the tick.
+func TestCrashDowntimeFromOutsideIsAtLeastTheDelay(t *testing.T) {
+	t.Parallel()
+	const delay = time.Second
+	m := newMaster(t, delay)
+	// No hooks: the restart follows the end of the hold as closely as it can.
+	m.cfg.Hooks = Hooks{}
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	for i := 0; i < 4; i++ {
+		// Kill at a different point of the 100ms tick each time.
+		time.Sleep(time.Duration(i) * 23 * time.Millisecond)
+		if !isRedisProcess(st.RedisPID, m.cfg) {
+			t.Fatalf("pid %d is not the master's redis-server", st.RedisPID)
+		}
+		beforeKill := time.Now()
+		if err := syscall.Kill(st.RedisPID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// SIGKILL is asynchronous: the dying process may still accept for a moment. The
+		// first accept that counts is the first one after a refusal.
+		var firstAccept time.Time
+		refused := false
+		for deadline := time.Now().Add(waitLimit); firstAccept.IsZero(); {
+			conn, err := net.DialTimeout("tcp", m.cfg.Addr, 200*time.Millisecond)
+			if err == nil {
+				_ = conn.Close()
+				if refused {
+					firstAccept = time.Now()
+					break
+				}
+			} else {
+				refused = true
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("kill %d: the master never accepted a connection again; log: %s", i, logTail(m.dir, 3000))
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if down := firstAccept.Sub(beforeKill); down < delay {
+			t.Fatalf("kill %d: down for %v from the kill to the first accepted connection, less than restart_delay %v",
+				i, down, delay)
+		}
+		st = m.waitState("the master back", func(s State) bool {
+			return s.Status == StatusRunning && s.Restarts == i+1 && s.RedisPID != 0
+		})
+		m.pids[st.RedisPID] = true
+	}
+}

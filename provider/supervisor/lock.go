@@ -36,7 +36,9 @@ func lockDataDir(dataDir string) (lock *os.File, holder int, err error) {
 		}
 		return nil, holder, errLocked
 	}
-	if err := f.Truncate(0); err == nil {
+	// A failed write must fail the lock: a stale pid left in the file would name the wrong
+	// holder (lockHolder) to Stop, Inspect and the refusal of a second supervisor.
+	if err = f.Truncate(0); err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {

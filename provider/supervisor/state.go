@@ -25,8 +25,9 @@ type State struct {
 	SupervisorPID int    `json:"supervisor_pid"`
 	RedisPID      int    `json:"redis_pid"` // 0 when no redis-server runs
 	Status        string `json:"status"`
-	// LastAlive is the last moment the master may have served clients: the last health-check
-	// tick at which its process was running (not stopped), or the moment it was started. The
+	// LastAlive is the last moment the master may have served clients: the moment the
+	// supervisor observed its exit (wait status) when it did, else the last health-check tick
+	// at which its process was running (not stopped), or the moment it was started. The
 	// restart delay is counted from here.
 	LastAlive time.Time `json:"last_alive,omitzero"`
 	// RestartAt is when a held master starts again (LastAlive + RestartDelay, or HoldFloor

@@ -180,3 +180,18 @@ func TestRecordHoldNeverLowersTheFloor(t *testing.T) {
 		})
 	}
 }
+
+// A lock whose pid cannot be written must fail: the file would keep the pid of a previous
+// holder, and lockHolder would name a stale (maybe recycled) pid. /dev/full cannot be
+// truncated or written.
+func TestLockFailsWhenThePidCannotBeWritten(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("/dev/full", filepath.Join(dir, LockFileName)); err != nil {
+		t.Fatal(err)
+	}
+	lock, _, err := lockDataDir(dir)
+	if err == nil {
+		lock.Close()
+		t.Fatal("lockDataDir succeeded although its pid could not be written to the lock file")
+	}
+}

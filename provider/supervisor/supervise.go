@@ -294,8 +294,17 @@ func (s *supervisor) serve(restart bool) serveResult {
 		return serveResult{err: fmt.Sprintf("start %s: %v", s.cfg.ServerBinary, err)}
 	}
 	pid := cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// The moment Wait returns is when the supervisor learns of the exit (the kernel's wait
+	// status, as the server's parent): never earlier than the exit itself.
+	type exit struct {
+		err error
+		at  time.Time
+	}
+	exited := make(chan exit, 1)
+	go func() {
+		err := cmd.Wait()
+		exited <- exit{err, time.Now()}
+	}()
 
 	// A master may serve from the moment it starts, before the first PING answers.
 	s.st.LastAlive = startedAt
@@ -320,10 +329,13 @@ func (s *supervisor) serve(restart bool) serveResult {
 	lastWrite := time.Now()
 	for {
 		select {
-		case waitErr := <-exited:
-			// LastAlive stays the last tick that saw the process running: it may have served
-			// until then. (The delay's margin covers the tick interval after it.)
+		case ex := <-exited:
+			waitErr := ex.err
+			// The exit was observed: the server served nobody after it, and the hold counts
+			// from it (not from the last 100ms tick that saw the process running, which
+			// would end the hold up to a tick early, measured from the exit).
 			prober.stop()
+			s.st.LastAlive = later(s.st.LastAlive, ex.at)
 			s.st.RedisPID = 0
 			if waitErr == nil {
 				if err := writeCleanMarker(s.dir, pid); err != nil {

@@ -13,6 +13,16 @@
 //	    still held back. For data dirs left by an interrupted apply (`make down`). Exit
 //	    status 0 when nothing of that master runs any more (including when nothing ran),
 //	    1 when something still runs, 2 for a usage error.
+//
+//	terraform-provider-redlock crash <data_dir>
+//	    Crash the master in data_dir for a fault drill: SIGKILL to its redis-server, whose pid
+//	    is read from the supervisor's state now and proven by /proc (working dir and binary)
+//	    to be that master's server before it is signalled, never a pid from an older
+//	    `terraform output` (a supervised restart changes it, and the kernel may give the old
+//	    one to another process). Its supervisor then holds the master down for restart_delay
+//	    and restarts it. Exit status 0 when the server was killed, 1 when nothing was
+//	    signalled (no supervisor runs, the master is already held down, the pid could not be
+//	    proven), 2 for a usage error.
 package main
 
 import (
@@ -46,6 +56,9 @@ func main() {
 		code := stopCommand(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		cancel()
 		os.Exit(code)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "crash" {
+		os.Exit(crashCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	debug := flag.Bool("debug", false, "run with support for debuggers like delve")
 	flag.Parse()
@@ -96,5 +109,29 @@ func stopCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "stop: %s: %v\n", dir, err)
 	}
 	fmt.Fprintf(stdout, "stop: %s: stopped pids %v (clean stop: %v)\n", dir, before, supervisor.CleanStop(dir))
+	return 0
+}
+
+const crashUsage = "usage: terraform-provider-redlock crash <data_dir>  (data_dir absolute)"
+
+// crashCommand is the crash mode; args follow "crash". It returns the exit status.
+func crashCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || !filepath.IsAbs(args[0]) {
+		fmt.Fprintln(stderr, crashUsage)
+		return 2
+	}
+	dir := filepath.Clean(args[0])
+	live, err := supervisor.Crash(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "crash: %v\n", err)
+		return 1
+	}
+	delay := "restart_delay"
+	if c, err := supervisor.LoadConfig(dir); err == nil {
+		delay = c.RestartDelay.String()
+	}
+	fmt.Fprintf(stdout, "crash: %s: killed redis-server pid %d (SIGKILL); its supervisor (pid %d) holds the master "+
+		"down for %s from the exit, then restarts it (see %s)\n", dir, live.RedisPID, live.SupervisorPID, delay,
+		filepath.Join(dir, supervisor.LogFileName))
 	return 0
 }
