@@ -6,7 +6,7 @@ PROVIDER_VERSION ?= 0.1.0
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts bench demo down docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules bench demo down docs fmt vet clean
 
 all: build
 
@@ -21,8 +21,12 @@ provider: ## build the provider and install it into the local filesystem mirror
 lockagent:
 	go build -o bin/lockagent ./lockagent/cmd/lockagent
 
-test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest
+test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
 	TF_ACC=1 go test $(GO_TEST_FLAGS) ./...
+	@scripts/test-modules.sh
+
+test-modules: provider ## the modules' own `terraform test` files (plan-time refusals, outputs)
+	@scripts/test-modules.sh
 
 test-hosts: deps provider ## five masters on five systemd hosts (network namespaces + systemd-nspawn; root): the hosts runbook
 	go test $(GO_TEST_FLAGS) ./internal/hostconfig/ ./internal/hostlab/

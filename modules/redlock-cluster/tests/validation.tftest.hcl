@@ -1,0 +1,61 @@
+# Plan-time refusals of the local cluster module (plans only: nothing is started).
+
+variables {
+  name_prefix    = "tftest"
+  bind_addresses = ["127.67.0.1"]
+  base_port      = 17379
+  data_root      = "/tmp/redlock-tftest-never-created"
+}
+
+run "defaults_plan" {
+  command = plan
+
+  assert {
+    condition     = output.quorum == 3
+    error_message = "five masters need a quorum of 3"
+  }
+  assert {
+    condition     = length(redlock_master.this) == 5
+    error_message = "five masters by default"
+  }
+}
+
+run "even_number_of_masters" {
+  command = plan
+  variables {
+    masters = 4
+  }
+  expect_failures = [var.masters]
+}
+
+run "single_master" {
+  command = plan
+  variables {
+    masters = 1
+  }
+  expect_failures = [var.masters]
+}
+
+run "zero_max_lock_ttl" {
+  command = plan
+  variables {
+    max_lock_ttl = "0s"
+  }
+  expect_failures = [var.max_lock_ttl]
+}
+
+run "name_prefix_with_uppercase" {
+  command = plan
+  variables {
+    name_prefix = "Locks"
+  }
+  expect_failures = [var.name_prefix]
+}
+
+run "bind_address_not_ipv4" {
+  command = plan
+  variables {
+    bind_addresses = ["localhost"]
+  }
+  expect_failures = [var.bind_addresses]
+}

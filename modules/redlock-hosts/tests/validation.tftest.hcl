@@ -1,0 +1,138 @@
+# Plan-time refusals and the outputs of the hosts module. The hosts are loopback addresses on
+# which nothing listens, so the check block's audit contacts nothing else; no instance is
+# created by this module in any case.
+
+variables {
+  hosts = [
+    { name = "a", address = "127.66.0.11" },
+    { name = "b", address = "127.66.0.12" },
+    { name = "c", address = "127.66.0.13" },
+    { name = "d", address = "127.66.0.14" },
+    { name = "e", address = "127.66.0.15", server = "valkey-server" },
+  ]
+  max_lock_ttl = "1m30s"
+}
+
+run "outputs_of_five_hosts" {
+  command = apply
+
+  # Nothing serves on these addresses yet: the audit's check must say the deployment is
+  # not safe (a warning in plan and apply; an expected failure here).
+  expect_failures = [check.redlock_deployment]
+
+  assert {
+    condition     = output.quorum == 3
+    error_message = "quorum of five hosts must be 3"
+  }
+  assert {
+    condition     = output.endpoints == ["127.66.0.11:6379", "127.66.0.12:6379", "127.66.0.13:6379", "127.66.0.14:6379", "127.66.0.15:6379"]
+    error_message = "endpoints must follow var.hosts, port 6379"
+  }
+  assert {
+    condition     = output.restart_delay_ms == 91002
+    error_message = "restart_delay_ms must be max_lock_ttl (90s) + its drift margin (1% + 102ms = 1.002s)"
+  }
+  assert {
+    condition     = output.units == ["redis-server.service", "redis-server.service", "redis-server.service", "redis-server.service", "valkey-server.service"]
+    error_message = "a host's server overrides var.server"
+  }
+  assert {
+    condition     = alltrue([for u in output.user_data : startswith(u, "#cloud-config\n") && length(u) < 16384])
+    error_message = "every user_data is #cloud-config under 16 KiB"
+  }
+  assert {
+    condition     = jsondecode(output.client_config).username == "redlock" && !can(jsondecode(output.client_config).admin_password)
+    error_message = "client_config carries the lock user only, never the admin password"
+  }
+  assert {
+    condition     = jsondecode(output.agent_config).admin_username == "default" && length(jsondecode(output.agent_config).endpoints) == 5
+    error_message = "agent_config carries the admin credentials and every endpoint"
+  }
+}
+
+run "even_number_of_hosts" {
+  command = plan
+  variables {
+    hosts = [
+      { name = "a", address = "127.66.0.11" },
+      { name = "b", address = "127.66.0.12" },
+      { name = "c", address = "127.66.0.13" },
+      { name = "d", address = "127.66.0.14" },
+    ]
+  }
+  expect_failures = [var.hosts]
+}
+
+run "fewer_than_three_hosts" {
+  command = plan
+  variables {
+    hosts = [{ name = "a", address = "127.66.0.11" }]
+  }
+  expect_failures = [var.hosts]
+}
+
+run "duplicated_address" {
+  command = plan
+  variables {
+    hosts = [
+      { name = "a", address = "127.66.0.11" },
+      { name = "b", address = "127.66.0.11" },
+      { name = "c", address = "127.66.0.13" },
+    ]
+  }
+  expect_failures = [var.hosts]
+}
+
+run "address_not_ipv4" {
+  command = plan
+  variables {
+    hosts = [
+      { name = "a", address = "lock-a.example.com" },
+      { name = "b", address = "127.66.0.12" },
+      { name = "c", address = "127.66.0.13" },
+    ]
+  }
+  expect_failures = [var.hosts]
+}
+
+run "two_masters_in_one_failure_domain" {
+  command = plan
+  variables {
+    hosts = [
+      { name = "a", address = "127.66.0.11", failure_domain = "zone-1" },
+      { name = "b", address = "127.66.0.12", failure_domain = "zone-1" },
+      { name = "c", address = "127.66.0.13", failure_domain = "zone-2" },
+    ]
+  }
+  expect_failures = [data.redlock_host_config.this]
+}
+
+run "shared_failure_domain_allowed_explicitly" {
+  command = plan
+  variables {
+    hosts = [
+      { name = "a", address = "127.66.0.11", failure_domain = "zone-1" },
+      { name = "b", address = "127.66.0.12", failure_domain = "zone-1" },
+      { name = "c", address = "127.66.0.13", failure_domain = "zone-2" },
+    ]
+    allow_shared_failure_domain = true
+  }
+  # Allowed: the plan goes on to audit the (absent) masters, which the check reports.
+  expect_failures = [check.redlock_deployment]
+}
+
+run "unknown_server_package" {
+  command = plan
+  variables {
+    server = "keydb"
+  }
+  expect_failures = [var.server]
+}
+
+run "max_lock_ttl_not_a_duration" {
+  command = plan
+  variables {
+    max_lock_ttl = "30"
+  }
+  expect_failures = [var.max_lock_ttl]
+}
