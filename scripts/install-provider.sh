@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 version="${PROVIDER_VERSION:-0.1.0}"
 mirror="$PWD/build/mirror"
-dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/linux_amd64"
+platform="$(go env GOOS)_$(go env GOARCH)" # the machine terraform runs on
+dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/$platform"
 mkdir -p "$dir"
 go build -ldflags "-X main.version=$version" -o "$dir/terraform-provider-redlock_v$version" ./provider/cmd/terraform-provider-redlock
 cat > build/terraformrc <<CFG
