@@ -6,7 +6,7 @@ PROVIDER_VERSION ?= 0.1.0
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules bench demo down docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules lint check-docs bench demo down docs fmt vet clean
 
 all: build
 
@@ -53,6 +53,15 @@ fmt:
 
 vet:
 	go vet ./...
+
+lint: ## staticcheck (pinned, installed by make deps), go vet, terraform fmt -check
+	staticcheck ./...
+	go vet ./...
+	terraform fmt -check -recursive modules examples
+
+check-docs: docs ## fails when docs/ is not what the provider's schema generates
+	@git diff --exit-code -- docs || { echo "docs/ is out of date: run make docs and commit it" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- docs)" || { echo "docs/ has files the schema does not generate, or new ones not committed: run make docs and commit" >&2; git status --porcelain -- docs >&2; exit 1; }
 
 clean:
 	rm -rf build bin/lockagent

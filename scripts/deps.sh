@@ -63,3 +63,11 @@ if ! command -v terraform >/dev/null 2>&1; then
   GOBIN="$PWD/bin" go install github.com/hashicorp/terraform@v1.5.7
 fi
 echo "deps: $(command -v terraform) ($(TF_CLI_CONFIG_FILE=/dev/null terraform version 2>/dev/null | head -1))"
+
+# The linter, pinned, into ./bin (make lint).
+staticcheck_version=v0.8.2
+if ! "$PWD/bin/staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#v}"; then
+  echo "deps: installing staticcheck $staticcheck_version into ./bin"
+  GOBIN="$PWD/bin" go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
+fi
+echo "deps: $("$PWD/bin/staticcheck" -version)"
