@@ -265,6 +265,8 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		}
 		warnLowerDelays(state, &plan, &resp.Diagnostics)
 	}
+	warnLongHold(state, &plan, &resp.Diagnostics)
+	checkFreeAtPlan(state, &plan, &resp.Diagnostics)
 	if known(plan.Bind) && known(plan.Port) && plan.Port.ValueInt64() != 0 {
 		plan.Address = types.StringValue(hostPort(plan.Bind.ValueString(), plan.Port.ValueInt64()))
 	}
@@ -291,6 +293,48 @@ func warnLowerDelays(state, plan *masterModel, diags *diag.Diagnostics) {
 			"Lock clients must use the new max_lock_ttl (%s) by then: restart them with the new agent.json or "+
 			"redlock.Options.MaxTTL. A client still asking for a longer TTL is not covered by the shorter delay.",
 			oldDelay, newDelay, oldDelay, oldDelay-newDelay, plan.MaxLockTTL.ValueString()))
+}
+
+// warnLongHold states what a long max_lock_ttl costs (master.Spec.LongHold): a crashed
+// master stays down for the whole restart delay, and a majority down blocks every lock that
+// long. It warns when the master is created and when the TTL or the delay changes, not on
+// every plan.
+func warnLongHold(state, plan *masterModel, diags *diag.Diagnostics) {
+	if !known(plan.MaxLockTTL) || !known(plan.RestartDelay) {
+		return
+	}
+	if state != nil && plan.MaxLockTTL.Equal(state.MaxLockTTL) && plan.RestartDelay.Equal(state.RestartDelay) {
+		return
+	}
+	ttl, err1 := validate.ParseDuration(plan.MaxLockTTL.ValueString())
+	delay, err2 := validate.ParseDuration(plan.RestartDelay.ValueString())
+	if err1 != nil || err2 != nil || ttl <= 0 || delay <= 0 {
+		return // the validators say why
+	}
+	if summary, detail, long := (master.Spec{MaxLockTTL: ttl, RestartDelay: delay}).LongHold(); long {
+		diags.AddAttributeWarning(path.Root("max_lock_ttl"), summary, detail)
+	}
+}
+
+// checkFreeAtPlan refuses at plan what the create would fail on: a port something already
+// listens on, and a data dir another master's supervisor runs. Only for a new master, or
+// when the port, bind or data_dir changes (a replacement): on later plans the master's own
+// server holds its port and its own supervisor its dir. Two masters of one configuration
+// that share a data_dir cannot be seen here (each resource is planned on its own, and
+// neither runs yet): the create refuses the second one (see local.Start).
+func checkFreeAtPlan(state, plan *masterModel, diags *diag.Diagnostics) {
+	if known(plan.DataDir) && (state == nil || plan.DataDir.ValueString() != state.ID.ValueString()) {
+		addErrors(diags, local.CheckDataDirFree(plan.DataDir.ValueString()))
+	}
+	if !known(plan.Port) || !known(plan.Bind) || plan.Port.ValueInt64() == 0 {
+		return
+	}
+	bind, port := plan.Bind.ValueString(), plan.Port.ValueInt64()
+	if state != nil && (state.Address.ValueString() == hostPort(bind, port) ||
+		plan.Port.Equal(state.Port) && plan.Bind.Equal(state.Bind)) {
+		return // where this master listens already
+	}
+	addErrors(diags, local.CheckPortFree(bind, int(port)))
 }
 
 // randomSecret returns 32 bytes from the operating system's CSPRNG, hex-encoded.

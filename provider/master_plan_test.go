@@ -107,3 +107,30 @@ func expectDiags(t *testing.T, diags diag.Diagnostics, wantErr, wantWarn string)
 	check("errors", errs, wantErr)
 	check("warnings", warns, wantWarn)
 }
+
+func TestWarnLongHold(t *testing.T) {
+	s := types.StringValue
+	cases := []struct {
+		name       string
+		state      *masterModel
+		ttl, delay types.String
+		wantWarn   string
+	}{
+		{name: "default", ttl: s("30s"), delay: s("31s")},
+		{name: "five minutes", ttl: s("5m"), delay: s("5m3.102s")},
+		{name: "an hour", ttl: s("1h"), delay: s("1h37s"), wantWarn: "stays down for restart_delay = 1h0m37s (about 1.0 hours)"},
+		{name: "100000 hours", ttl: s("100000h"), delay: s("101000h0m0.002s"), wantWarn: "about 4208.3 days"},
+		{name: "a majority down blocks every lock", ttl: s("1h"), delay: s("1h37s"), wantWarn: "every lock is refused for that long"},
+		{name: "long delay with a short ttl", ttl: s("30s"), delay: s("2h"), wantWarn: "about 2.0 hours"},
+		{name: "unchanged on a later plan", state: &masterModel{MaxLockTTL: s("1h"), RestartDelay: s("1h37s")}, ttl: s("1h"), delay: s("1h37s")},
+		{name: "raised on a later plan", state: &masterModel{MaxLockTTL: s("30s"), RestartDelay: s("31s")}, ttl: s("1h"), delay: s("1h37s"), wantWarn: "1h0m37s"},
+		{name: "unknown", ttl: types.StringUnknown(), delay: types.StringUnknown()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			warnLongHold(tc.state, &masterModel{MaxLockTTL: tc.ttl, RestartDelay: tc.delay}, &diags)
+			expectDiags(t, diags, "", tc.wantWarn)
+		})
+	}
+}

@@ -489,7 +489,7 @@ func TestAccMaster_badInputs(t *testing.T) {
 		{name: "data_dir under a regular file", dir: filepath.Join(notADir, "m1"), want: `data_dir: .*regular-file is a file, so .* cannot be created under it`},
 		{name: "data_dir is a regular file", dir: notADir, want: `data_dir: .*regular-file exists and is not a directory`},
 		{name: "server binary that cannot serve", extra: `server_binary = "/bin/false"`, apply: true, want: `Master did not start[\s\S]*redis-server exited right after it started`},
-		{name: "port in use", extra: fmt.Sprintf("port = %d", busyPort), apply: true, want: fmt.Sprintf(`port %d on 127.0.0.1 is already in use[\s\S]*choose another port`, busyPort)},
+		{name: "port in use (refused at plan)", extra: fmt.Sprintf("port = %d", busyPort), want: fmt.Sprintf(`port %d on 127.0.0.1 is already in use[\s\S]*choose another port`, busyPort)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

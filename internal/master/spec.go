@@ -116,6 +116,42 @@ func (s Spec) WithDefaults() Spec {
 	return s
 }
 
+// LongHoldTTL is the largest max lock TTL planned without a warning. Longer TTLs are safe,
+// but every crash then costs availability in proportion: see LongHold.
+const LongHoldTTL = 5 * time.Minute
+
+// LongHold explains what a long max lock TTL (above LongHoldTTL), or a restart delay longer
+// than such a TTL needs, costs: a crashed master stays down for the whole restart delay, and
+// while a majority is down no lock can be taken at all. long is false for a shorter hold.
+// Zero values take their defaults (WithDefaults).
+func (s Spec) LongHold() (summary, detail string, long bool) {
+	d := s.WithDefaults()
+	if d.MaxLockTTL <= LongHoldTTL && d.RestartDelay <= LongHoldTTL+DefaultMargin(LongHoldTTL) {
+		return "", "", false
+	}
+	return "Long max_lock_ttl: a crashed master stays down " + HumanDuration(d.RestartDelay),
+		fmt.Sprintf("max_lock_ttl = %s, restart_delay = %s: a master that crashes (kill, OOM, reboot, power loss) stays "+
+			"down for restart_delay = %s (about %s) after the crash before it serves again, so that every lock it granted "+
+			"has expired on the other masters. While a majority of the masters is down at once (3 of 5, say), no lock "+
+			"can be taken: every lock is refused for that long. Use the largest TTL your clients really hold a lock for (a long job can extend its lock), "+
+			"usually seconds to a few minutes; this warning appears above %s.",
+			d.MaxLockTTL, d.RestartDelay, d.RestartDelay, HumanDuration(d.RestartDelay), LongHoldTTL), true
+}
+
+// HumanDuration renders d in the largest whole unit that fits, for messages: "1.0 hours",
+// "4208.3 days".
+func HumanDuration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%.1f hours", d.Hours())
+	case d >= 2*time.Minute:
+		return fmt.Sprintf("%.1f minutes", d.Minutes())
+	}
+	return d.String()
+}
+
 // FieldError is a Spec field that is wrong, named as the Terraform attribute that sets it,
 // with what is wrong and how to fix it. The provider turns it into an attribute diagnostic.
 type FieldError struct {

@@ -30,6 +30,11 @@ func Start(ctx context.Context, m Master, supervisorExe string) (started Started
 	if err := DirCreatable(dir); err != nil {
 		return started, nil, fieldError("data_dir", "data_dir is not usable", fmt.Sprintf("data_dir: %s.", err))
 	}
+	release, err := claimDataDir(dir, s.Name)
+	if err != nil {
+		return started, nil, err
+	}
+	defer release()
 	if err := takeOverDataDir(ctx, dir); err != nil {
 		return started, nil, err
 	}
@@ -98,14 +103,17 @@ func Start(ctx context.Context, m Master, supervisorExe string) (started Started
 // supervisor means another master owns the dir; a redis-server left without its supervisor
 // is stopped cleanly (its AOF is then complete: no hold).
 func takeOverDataDir(ctx context.Context, dir string) error {
+	if err := CheckDataDirFree(dir); err != nil {
+		return err
+	}
 	st, err := supervisor.Inspect(dir)
 	if err != nil {
 		return nil
 	}
 	if st.SupervisorAlive {
+		// One that started since the check.
 		return fieldError("data_dir", "data_dir is in use",
-			fmt.Sprintf("data_dir %s is run by supervisor pid %d: another master uses it. Choose another data_dir, "+
-				"or bring that master under Terraform with `terraform import <address> %s`.", dir, st.SupervisorPID, dir))
+			fmt.Sprintf("data_dir %s: a supervisor (pid %d) started there during the create: another master uses it.", dir, st.SupervisorPID))
 	}
 	if st.RedisAlive {
 		if err := supervisor.Stop(ctx, dir); err != nil {
@@ -122,9 +130,8 @@ func takeOverDataDir(ctx context.Context, dir string) error {
 // else any free port.
 func pickPort(dir, bind string, port int) (int, error) {
 	if port != 0 {
-		if err := portFree(bind, port); err != nil {
-			return 0, fieldError("port", "Port already in use",
-				fmt.Sprintf("port %d on %s is already in use (%v): choose another port, or leave port out to pick a free one.", port, bind, err))
+		if err := CheckPortFree(bind, port); err != nil {
+			return 0, err
 		}
 		return port, nil
 	}
