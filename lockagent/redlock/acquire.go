@@ -85,6 +85,9 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 			if c.opts.MaxRetries > 0 && attempt > c.opts.MaxRetries {
 				return nil, attempt, err
 			}
+			if cfg.onRetry != nil {
+				cfg.onRetry(attempt, err)
+			}
 			if notify && w == nil && errors.Is(err, ErrTaken) {
 				// Subscribe, then try again at once: the holder may have released between
 				// the refusal and the subscription, and that notification is lost.
@@ -158,8 +161,12 @@ func (c *Client) awaitConfirm(ctx context.Context, confirmed <-chan struct{}, bo
 // doubled after each collision with other waiters.
 const notifyJitter = time.Millisecond
 
-// retryable reports whether another attempt may succeed.
+// retryable reports whether another attempt may succeed. A denial (wrong password,
+// missing ACL permission) never heals by itself: it is returned at once.
 func retryable(err error) bool {
+	if errors.Is(err, ErrDenied) {
+		return false
+	}
 	return errors.Is(err, ErrTaken) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrExpired) || errors.Is(err, ErrLost)
 }
 

@@ -242,13 +242,15 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 		c.masterEvent(OpAcquire, key, req, rep.ok, rep.err)
 		switch {
 		case rep.err != nil:
-			errs = append(errs, MasterError{Master: i, Addr: req.master.addr, Err: rep.err})
+			errs = append(errs, masterError(req, rep.err))
 		case rep.ok:
 			granted = append(granted, i)
 			if !fencing {
 				break
 			}
 			if rep.registerErr != nil {
+				// The SET succeeded but this master's vote is unusable: it counts as an
+				// error, not a confirmation.
 				errs = append(errs, MasterError{Master: i, Addr: req.master.addr, Err: fmt.Errorf("reading the fencing register %s: %w", fenceKey, rep.registerErr)})
 				break
 			}
@@ -284,10 +286,14 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 		var err error
 		var wait time.Duration
 		if len(refused) > n-c.quorum {
-			err = &TakenError{Key: key, Refused: refused, Votes: len(granted), Quorum: c.quorum}
 			wait = freeIn(pttls, c.quorum-len(granted), nodeTimeout)
+			err = &TakenError{Key: key, Refused: refused, Votes: len(granted), Quorum: c.quorum, FreeIn: wait}
 		} else {
-			err = c.unavailable(OpAcquire, key, len(granted), errs, rd) // before cleanup takes the stragglers
+			votes := len(granted)
+			if fencing {
+				votes = fenceReads // a grant whose register could not be read is in errs
+			}
+			err = c.unavailable(OpAcquire, key, votes, len(refused), errs, rd) // before cleanup takes the stragglers
 		}
 		c.cleanup(key, token, rd, nodeTimeout)
 		return nil, wait, err
@@ -492,7 +498,7 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, 
 	case c.majorityRefused(v):
 		err = fmt.Errorf("%w: acquire %q: the key changed hands during the fencing round", ErrLost, key)
 	default:
-		err = c.unavailable(OpFence, key, v.confirmed, v.errs, rd)
+		err = c.unavailable(OpFence, key, v.confirmed, v.refused, v.errs, rd)
 	}
 	c.straggleVotes(rd, OpFence, key, parse)
 	if err != nil {
@@ -501,15 +507,51 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, 
 	return proposed, nil
 }
 
-// unavailable builds the error for a round that got too few confirmations, adding a
-// node-timeout error for every master that did not answer.
-func (c *Client) unavailable(op Op, key string, votes int, errs []MasterError, rd *round) error {
-	for i := range rd.reqs {
-		if !rd.reqs[i].seen {
-			errs = append(errs, MasterError{Master: i, Addr: c.masters[i].addr, Err: ErrNodeTimeout})
+// unavailable builds the error for a round that got too few confirmations. Every master
+// is counted once: votes, refusals, then one error per master (errs, plus a node
+// timeout, or the connection error its last pipeline ended with, for every master that
+// did not answer in time).
+func (c *Client) unavailable(op Op, key string, votes, refused int, errs []MasterError, rd *round) error {
+	seen := make([]bool, len(c.masters))
+	out := make([]MasterError, 0, len(c.masters))
+	for _, me := range errs {
+		if me.Master >= 0 && me.Master < len(seen) {
+			if seen[me.Master] {
+				continue
+			}
+			seen[me.Master] = true
 		}
+		me.Err = describe(me.Err)
+		out = append(out, me)
 	}
-	return &UnavailableError{Op: string(op), Key: key, Votes: votes, Quorum: c.quorum, Errors: errs}
+	for i := range rd.reqs {
+		if rd.reqs[i].seen || seen[i] {
+			continue
+		}
+		var err error = ErrNodeTimeout
+		if f := c.masters[i].recentFailure(2 * c.opts.CleanupTimeout); f != nil {
+			err = &unansweredError{last: f}
+		}
+		out = append(out, MasterError{Master: i, Addr: c.masters[i].addr, Err: err})
+	}
+	return &UnavailableError{Op: string(op), Key: key, Votes: votes, Refused: refused, Masters: len(c.masters), Quorum: c.quorum, Errors: out}
+}
+
+// unansweredError is a master that did not answer within the node timeout while its
+// previous pipeline had failed with a connection error (go-redis retries a refused dial
+// for longer than a node timeout): that error is the cause. It matches ErrNodeTimeout
+// only when that error was a timeout.
+type unansweredError struct{ last error }
+
+func (e *unansweredError) Error() string {
+	return e.last.Error() + " (still failing: no reply within the node timeout)"
+}
+
+func (e *unansweredError) Unwrap() error { return e.last }
+
+// masterError is one master's failure in a round, with its cause named (describe).
+func masterError(req *request, err error) MasterError {
+	return MasterError{Master: req.master.index, Addr: req.master.addr, Err: describe(err)}
 }
 
 // cleanup releases token on every master after a failed or cancelled acquisition,

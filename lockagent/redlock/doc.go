@@ -205,17 +205,28 @@
 // # Errors
 //
 // All errors work with errors.Is/As: *TakenError (matches ErrTaken: held by another
-// client, lists the refusing masters), *UnavailableError (matches ErrUnavailable: too few
-// masters answered; per-master errors, including ErrNodeTimeout), ErrLost, ErrExpired,
-// ErrTTLTooLong, ErrExtensionLimit, ErrReleased, ErrClosed, ErrInvalid. The caller's
-// context errors pass through (Acquire wraps them together with the last attempt's error).
+// client, lists the refusing masters, FreeIn estimates when it frees up),
+// *UnavailableError (matches ErrUnavailable: too few masters confirmed; it counts every
+// master once, Votes + Refused + len(Errors) == Masters, and lists one MasterError per
+// failed master naming the cause: "connection refused", "connection reset", "timed
+// out", ErrNodeTimeout for a master that did not answer within the node timeout, or a
+// *DeniedError), ErrDenied (a master refused the credentials or a command: WRONGPASS,
+// NOAUTH, NOPERM; the *DeniedError carries the server's message, and Acquire returns it
+// at once instead of retrying), ErrLost, ErrExpired, ErrTTLTooLong, ErrExtensionLimit,
+// ErrReleased, ErrClosed, ErrInvalid (bad arguments, such as a name ending in
+// FenceSuffix). errors.Is(err, syscall.ECONNREFUSED) and the like work through the
+// per-master errors. The caller's context errors pass through (Acquire wraps them
+// together with the last attempt's error). WithRetryHook shows each failed attempt of
+// Acquire while it waits.
 //
 // # Masters and connections
 //
 // Pass one go-redis client per independent master (no replicas, no Sentinel, no Cluster),
 // authenticated as a user allowed SET, GET, DEL, PEXPIRE, PTTL, EVAL, EVALSHA, SCRIPT
 // LOAD, PUBLISH, SUBSCRIBE, UNSUBSCRIBE and PING (internal/redisconf.LockUserCommands).
-// Recommended client options: MaxRetries -1 (a replayed SET can look like a refusal)
-// and ContextTimeoutEnabled (a stuck master's connection is then dropped at the pipeline
-// bound instead of go-redis's read timeout).
+// Recommended client options: MaxRetries -1 (a replayed SET can look like a refusal),
+// ContextTimeoutEnabled (a stuck master's connection is then dropped at the pipeline
+// bound instead of go-redis's read timeout) and DialerRetries 1 (go-redis otherwise
+// retries a refused dial for about half a second, longer than a node timeout: the
+// first attempt then reports a node timeout, and later ones the refusal).
 package redlock

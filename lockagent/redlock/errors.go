@@ -1,10 +1,17 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Sentinel errors. Every error the package returns can be inspected with errors.Is and,
@@ -35,7 +42,9 @@ var (
 	// *UnavailableError, never returned alone).
 	ErrNodeTimeout = errors.New("master did not answer within the node timeout")
 	// ErrDenied: a master refused the credentials or the command (WRONGPASS, NOPERM,
-	// NOAUTH): retrying cannot help; fix the user, password or ACL.
+	// NOAUTH): retrying cannot help; fix the user, password or ACL. A *DeniedError (found
+	// inside *UnavailableError, one per refusing master) matches it and carries the
+	// server's message. Acquire never retries an attempt that a master denied.
 	ErrDenied = errors.New("redlock: access denied by the masters")
 	// ErrInvalid: a bad argument (empty key, ttl <= 0, ...); the message names the fix.
 	ErrInvalid = errors.New("redlock: invalid argument")
@@ -54,6 +63,92 @@ func (e MasterError) Error() string {
 
 func (e MasterError) Unwrap() error { return e.Err }
 
+// DeniedError is one master's refusal of the credentials or of a command (WRONGPASS,
+// NOAUTH, NOPERM). Its text is the server's message; it matches ErrDenied, and unwraps to
+// the go-redis error.
+type DeniedError struct {
+	Err error // the server's reply, as go-redis returned it
+}
+
+func (e *DeniedError) Error() string {
+	return "access denied: " + e.Err.Error()
+}
+
+// Is makes errors.Is(err, ErrDenied) true.
+func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
+
+func (e *DeniedError) Unwrap() error { return e.Err }
+
+// isDenial reports whether err is a server's refusal of the credentials or a command.
+func isDenial(err error) bool {
+	if err == nil {
+		return false
+	}
+	if redis.IsAuthError(err) || redis.IsPermissionError(err) {
+		return true
+	}
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// connError is a connection-level failure named by its cause ("connection refused",
+// "connection reset", ...). It unwraps to the network error, so errors.Is(err,
+// syscall.ECONNREFUSED) works; it matches ErrNodeTimeout only when it was a timeout.
+type connError struct {
+	cause   string
+	timeout bool
+	err     error
+}
+
+func (e *connError) Error() string {
+	if strings.Contains(e.err.Error(), e.cause) {
+		return e.cause + " (" + e.err.Error() + ")"
+	}
+	return e.cause + ": " + e.err.Error()
+}
+
+func (e *connError) Unwrap() error { return e.err }
+
+func (e *connError) Is(target error) bool { return e.timeout && target == ErrNodeTimeout }
+
+// describe names the cause of one master's failure: a denial becomes a *DeniedError, a
+// network failure says what happened (refused, reset, timed out, closed). Anything
+// else, and errors already described, pass through.
+func describe(err error) error {
+	var de *DeniedError
+	var ce *connError
+	switch {
+	case err == nil || errors.As(err, &de) || errors.As(err, &ce) || errors.Is(err, ErrNodeTimeout) || errors.Is(err, ErrClosed):
+		return err
+	case isDenial(err):
+		return &DeniedError{Err: err}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &connError{cause: "connection refused", err: err}
+	case errors.Is(err, syscall.ECONNRESET):
+		return &connError{cause: "connection reset", err: err}
+	case errors.Is(err, syscall.EPIPE):
+		return &connError{cause: "connection broken", err: err}
+	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
+		return &connError{cause: "unreachable", err: err}
+	case errors.Is(err, os.ErrDeadlineExceeded) || isNetTimeout(err):
+		return &connError{cause: "timed out", timeout: true, err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &connError{cause: "timed out (pipeline bound)", timeout: true, err: err}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed):
+		return &connError{cause: "connection closed", err: err}
+	}
+	return err
+}
+
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // TakenError reports an attempt refused because the key is held by someone else on
 // enough masters that no majority was possible.
 type TakenError struct {
@@ -62,12 +157,12 @@ type TakenError struct {
 	Votes   int   // masters that granted us the key (released again)
 	Quorum  int
 	// FreeIn estimates when a majority of masters will have the key free (from PTTL
-	// replies); 0 when unknown.
+	// replies: the holder's TTL, which its renewals push back); 0 when unknown.
 	FreeIn time.Duration
 }
 
 func (e *TakenError) Error() string {
-	return fmt.Sprintf("redlock: %q is held by another client (refused by masters %v; %d/%d votes)",
+	return fmt.Sprintf("redlock: %q is held by another client (refused by masters %v; %d votes, need %d)",
 		e.Key, e.Refused, e.Votes, e.Quorum)
 }
 
@@ -76,12 +171,16 @@ func (e *TakenError) Is(target error) bool { return target == ErrTaken }
 
 // UnavailableError reports an operation that could not reach a majority because masters
 // failed or timed out (rather than refused).
+//
+// Every master asked is counted once: Votes + Refused + len(Errors) == Masters.
 type UnavailableError struct {
-	Op     string // "acquire", "fence", "extend", "release"
-	Key    string
-	Votes  int // masters that confirmed
-	Quorum int
-	Errors []MasterError
+	Op      string // "acquire", "fence", "extend", "release"
+	Key     string
+	Votes   int // masters that confirmed
+	Refused int // masters that answered no (the key held by another token)
+	Masters int // masters asked (N)
+	Quorum  int
+	Errors  []MasterError // one per master that failed (timeouts, connection errors, denials, ...)
 }
 
 func (e *UnavailableError) Error() string {
@@ -89,8 +188,20 @@ func (e *UnavailableError) Error() string {
 	for i, me := range e.Errors {
 		parts[i] = me.Error()
 	}
-	return fmt.Sprintf("redlock: %s %q: %d/%d masters confirmed, need %d: %s",
-		e.Op, e.Key, e.Votes, e.Votes+len(e.Errors), e.Quorum, strings.Join(parts, "; "))
+	total := e.Masters
+	if total == 0 {
+		total = e.Votes + e.Refused + len(e.Errors)
+	}
+	refused := ""
+	if e.Refused > 0 {
+		refused = fmt.Sprintf(", %d held by another client", e.Refused)
+	}
+	denied := ""
+	if errors.Is(e, ErrDenied) {
+		denied = " (access denied: fix the user, password or ACL)"
+	}
+	return fmt.Sprintf("redlock: %s %q: %d/%d masters confirmed, need %d%s%s: %s",
+		e.Op, e.Key, e.Votes, total, e.Quorum, refused, denied, strings.Join(parts, "; "))
 }
 
 // Is makes errors.Is(err, ErrUnavailable) true.

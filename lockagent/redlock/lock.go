@@ -216,7 +216,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		err = fmt.Errorf("%w: extend %q: %d masters hold another token", ErrLost, h.key, v.refused)
 		h.finish(err)
 	case v.confirmed < c.quorum:
-		err = c.unavailable(OpExtend, h.key, v.confirmed, v.errs, rd)
+		err = c.unavailable(OpExtend, h.key, v.confirmed, v.refused, v.errs, rd)
 	case !end.Before(newDeadline):
 		err = fmt.Errorf("%w: extend %q: the majority answered after the new validity ran out", ErrExpired, h.key)
 	}
@@ -334,7 +334,7 @@ func (h *hold) release(ctx context.Context) error {
 	case c.majorityRefused(v):
 		err = fmt.Errorf("%w: release %q: %d masters hold another token", ErrLost, h.key, v.refused)
 	default:
-		err = c.unavailable(OpRelease, h.key, v.confirmed, v.errs, rd)
+		err = c.unavailable(OpRelease, h.key, v.confirmed, v.refused, v.errs, rd)
 	}
 	c.straggleVotes(rd, OpRelease, h.key, parseRelease)
 	return err

@@ -44,6 +44,28 @@ type master struct {
 	execCtx      context.Context
 	execCancel   context.CancelFunc
 	execDeadline time.Time
+
+	// failure is the connection-level error of this master's last pipeline, nil once a
+	// pipeline got answers again. A caller that gave up waiting (node timeout) names it as
+	// the likely cause: go-redis may spend longer than the node timeout retrying a
+	// refused dial.
+	failure atomic.Pointer[masterFailure]
+}
+
+// masterFailure is a connection-level failure of a master's pipeline and when it ended.
+type masterFailure struct {
+	err error
+	at  time.Time
+}
+
+// recentFailure returns the connection error of the master's last pipeline when it
+// failed less than within ago, nil otherwise.
+func (m *master) recentFailure(within time.Duration) error {
+	f := m.failure.Load()
+	if f == nil || time.Since(f.at) > within {
+		return nil
+	}
+	return f.err
 }
 
 // call is one command of a request: a plain command, or a script sent as
@@ -277,16 +299,35 @@ func (m *master) exec(batch []*request) {
 			rt.orig.SetErr(evals[i].Err())
 		}
 	}
+	var failed error
 	for _, r := range live {
-		r.complete(pipelineErr(r, execErr))
+		err := pipelineErr(r, execErr)
+		if err != nil && failed == nil {
+			failed = err
+		}
+		r.complete(err)
+	}
+	switch {
+	case failed != nil:
+		m.failure.Store(&masterFailure{err: describe(failed), at: time.Now()})
+	case m.failure.Load() != nil:
+		m.failure.Store(nil)
 	}
 }
 
 // pipelineErr is the request-level error: a connection failure shows on every command;
-// command-level errors (redis.Nil, script errors) are left to the caller.
+// command-level errors (redis.Nil, script errors) are left to the caller. A command that
+// got no reply at all means the pipeline failed before it ran: go-redis does not stamp a
+// server error of the connection's handshake (WRONGPASS from AUTH, NOPERM from HELLO)
+// onto the commands, so that error is the request's.
 func pipelineErr(r *request, execErr error) error {
 	if execErr == nil || len(r.cmds) == 0 {
 		return nil
+	}
+	for _, cmd := range r.cmds {
+		if cmd.Err() == nil && cmd.Val() == nil {
+			return execErr // never answered
+		}
 	}
 	err := r.cmds[0].Err()
 	if err == nil || errors.Is(err, redis.Nil) {

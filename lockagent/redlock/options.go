@@ -151,6 +151,16 @@ type LockOption func(*lockConfig)
 type lockConfig struct {
 	autoRenew bool
 	owner     string // non-empty: re-entrant for this owner
+	onRetry   func(attempt int, err error)
+}
+
+// WithRetryHook makes Acquire call fn after each failed attempt that it is going to
+// retry, with the attempt's number (from 1) and error: a *TakenError (FreeIn says when
+// the key frees up at the earliest, if its holder stops renewing) or an
+// *UnavailableError. Use it to show progress while waiting. fn runs on the caller's
+// goroutine: keep it fast.
+func WithRetryHook(fn func(attempt int, err error)) LockOption {
+	return func(c *lockConfig) { c.onRetry = fn }
 }
 
 // WithAutoRenew keeps the lock alive while it is held: it is extended (by its TTL) each

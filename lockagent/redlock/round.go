@@ -157,7 +157,7 @@ func (c *Client) gatherVotes(ctx context.Context, rd *round, op Op, key string, 
 		c.masterEvent(op, key, req, ok, err)
 		switch {
 		case err != nil:
-			v.errs = append(v.errs, MasterError{Master: req.master.index, Addr: req.master.addr, Err: err})
+			v.errs = append(v.errs, masterError(req, err))
 		case ok:
 			v.confirmed++
 		default:
