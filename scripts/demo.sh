@@ -33,6 +33,11 @@ step "lockagent validate: audit, Redlock behaviour, contention safety"
 bin/lockagent validate -c "$example/agent.json"
 
 endpoints=$(terraform -chdir="$example" output -json endpoints | tr -d '[]"' | tr ',' ' ')
+# The provider binary crashes a master by its data dir: it reads the live redis-server pid
+# from the supervisor's state and proves it against /proc first. A pid from `terraform
+# output pids` is as of the last refresh: after a restart it may belong to another process.
+provider="$root/build/mirror/registry.terraform.io/redlock-kit/redlock/${PROVIDER_VERSION:-0.1.0}/$(go env GOOS)_$(go env GOARCH)/terraform-provider-redlock_v${PROVIDER_VERSION:-0.1.0}"
+crash_dir=$(terraform -chdir="$example" output -json data_dirs | tr -d '[]"' | tr ',' '\n' | sed -n 3p)
 delay=$(terraform -chdir="$example" output -raw restart_delay_ms)
 cat <<TXT
 
@@ -49,7 +54,10 @@ Next:
   - Hold a lock around a command:
       bin/lockagent run -c $example/client.json --key my-job --ttl 30s -- ./my-job.sh
   - Use the locks from Go: see "Using the library" in README.md (package lockagent/redlock).
-  - Break it and watch it heal: kill -9 one master's pid (terraform -chdir=$example output pids),
-    then bin/lockagent validate -c $example/agent.json; the master returns after ${delay} ms.
+  - Break it and watch it heal: crash one master by its data dir (SIGKILL to its live redis-server,
+    pid read from its supervisor and checked against /proc; never kill -9 a pid from
+    \`terraform output pids\`: outputs are as of the last refresh, and a restart changes the pid):
+      $provider crash $crash_dir
+    then bin/lockagent validate -c $example/agent.json; the master returns ${delay} ms after the crash.
   - Remove everything: make down
 TXT

@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,5 +119,63 @@ func TestHostsModuleRefusesUnsafeInputs(t *testing.T) {
 				t.Fatalf("error does not name the fix %q:\n%s\n%v", tc.want, out, err)
 			}
 		})
+	}
+}
+
+// planCluster plans a private copy of modules/redlock-cluster with inputs and returns the
+// output, the error and the data root (which a plan must leave empty).
+func planCluster(t *testing.T, inputs string) (out string, err error, dataRoot string) {
+	t.Helper()
+	root := copyTree(t, "modules/redlock-cluster")
+	dir := filepath.Join(root, "root")
+	dataRoot = filepath.Join(root, "data")
+	config := fmt.Sprintf("module \"cluster\" {\n  source    = \"../modules/redlock-cluster\"\n  data_root = %q\n  %s\n}\n", dataRoot, inputs)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = terraform.InitAndPlanE(t, terraformOptions(dir, nil))
+	return out, err, dataRoot
+}
+
+// A port something already listens on is refused at plan, naming the port and address.
+func TestModuleRefusesAPortInUse(t *testing.T) {
+	t.Parallel()
+	addrs, port := uniqueLoopback(t)
+	busy, err := net.Listen("tcp", net.JoinHostPort(addrs[2], fmt.Sprint(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() })
+	out, err, dataRoot := planCluster(t, fmt.Sprintf("bind_addresses = [%q, %q, %q, %q, %q]\n  ports = [%d, %d, %d, %d, %d]",
+		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], port, port, port, port, port))
+	want := fmt.Sprintf("port %d on %s is already in use", port, addrs[2])
+	if err == nil {
+		t.Fatalf("plan succeeded, want an error containing %q:\n%s", want, out)
+	}
+	if !strings.Contains(collapse(out+err.Error()), want) {
+		t.Fatalf("error does not name the busy port %q:\n%s\n%v", want, out, err)
+	}
+	if entries, _ := os.ReadDir(dataRoot); len(entries) > 0 {
+		t.Fatalf("a refused plan created %d data dirs", len(entries))
+	}
+}
+
+// A long max_lock_ttl plans, with a warning that says what it costs: how long a crashed
+// master stays down, and that a majority down blocks every lock that long.
+func TestModuleWarnsAboutALongMaxLockTTL(t *testing.T) {
+	t.Parallel()
+	_, port := uniqueLoopback(t)
+	out, err, _ := planCluster(t, fmt.Sprintf("base_port = %d\n  max_lock_ttl = \"1h\"", port))
+	if err != nil {
+		t.Fatalf("plan with max_lock_ttl = 1h failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Warning: Long max_lock_ttl: a crashed master stays down 1.0 hours",
+		"stays down for restart_delay = 1h0m36.102s", "every lock is refused for that long"} {
+		if !strings.Contains(collapse(out), want) {
+			t.Errorf("plan output does not say %q:\n%s", want, out)
+		}
 	}
 }

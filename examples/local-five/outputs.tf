@@ -9,7 +9,7 @@ output "quorum" {
 }
 
 output "pids" {
-  description = "redis-server pid of every master."
+  description = "redis-server pid of every master as of the last refresh: may be stale after a supervised restart; never signal it (crash a master with `terraform-provider-redlock crash <data_dir>`)."
   value       = module.cluster.pids
 }
 

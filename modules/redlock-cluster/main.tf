@@ -10,6 +10,12 @@ locals {
   max_lock_ttl_ms = floor(tonumber(local.ttl_parts[0]) * lookup({ ms = 1, s = 1000, m = 60000, h = 3600000 }, local.ttl_parts[1]))
 
   listen = [for i in range(min(length(local.binds), length(local.ports))) : "${local.binds[i]}:${local.ports[i]}"]
+
+  # Two masters must never share a data dir (they would overwrite each other's files). The
+  # names make them distinct; the precondition keeps it so. Another configuration (or
+  # another instance of this module with the same data_root and name_prefix) is refused by
+  # the provider: at plan once its masters run, at apply otherwise.
+  data_dirs = [for i in range(var.masters) : "${local.data_root}/${var.name_prefix}-${i}"]
 }
 
 # One set of credentials for the whole cluster: every lock client authenticates to every
@@ -24,7 +30,7 @@ resource "redlock_master" "this" {
   name                 = "${var.name_prefix}-${count.index}"
   bind                 = local.binds[count.index]
   port                 = local.ports[count.index]
-  data_dir             = "${local.data_root}/${var.name_prefix}-${count.index}"
+  data_dir             = local.data_dirs[count.index]
   server_binary        = var.server_binary
   max_lock_ttl         = var.max_lock_ttl
   restart_delay        = var.restart_delay
@@ -53,6 +59,10 @@ resource "redlock_master" "this" {
     precondition {
       condition     = length(distinct([for l in local.listen : l if !endswith(l, ":0")])) == length([for l in local.listen : l if !endswith(l, ":0")])
       error_message = "Two masters would listen on the same address and port (${join(", ", local.listen)}): give each master its own port, or its own bind address."
+    }
+    precondition {
+      condition     = length(distinct(local.data_dirs)) == length(local.data_dirs)
+      error_message = "Two masters would share a data dir (${join(", ", local.data_dirs)}): every master needs its own."
     }
   }
 }

@@ -9,12 +9,12 @@ output "quorum" {
 }
 
 output "pids" {
-  description = "redis-server pid of every master (changes when the supervisor restarts one)."
+  description = "redis-server pid of every master as of the last refresh (0 while one is held down). A supervised restart changes it, so it may be stale until the next plan or refresh, and the old pid may belong to another process by then: never signal it. To crash a master for a drill, use `terraform-provider-redlock crash <data_dir>`, which reads the live pid."
   value       = redlock_master.this[*].pid
 }
 
 output "supervisor_pids" {
-  description = "Supervisor pid of every master."
+  description = "Supervisor pid of every master, as of the last refresh."
   value       = redlock_master.this[*].supervisor_pid
 }
 
