@@ -80,7 +80,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Optional: true, Computed: true,
 				MarkdownDescription: "TCP port, 1-65535. Leave it out to pick a free port at create and keep it (shown " +
 					"here). `0` also picks a free port, but then stays `0` here (Terraform keeps configured values): read " +
-					"`address`. The port must be free at create. Changing it replaces the master.",
+					"`address`. The port must be free: plan refuses a port something already listens on (for a new master, " +
+					"or when port or bind change). Changing it replaces the master.",
 				Validators:    []validator.Int64{int64validator.Between(0, 65535)},
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), int64planmodifier.RequiresReplace()},
 			},
@@ -88,7 +89,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Required: true,
 				MarkdownDescription: "Absolute path of the master's data directory (created with mode 0700): AOF, " +
 					"`redis.conf` (0600), `supervisor.json`, `supervisor.state`, the logs. Must be writable and used by " +
-					"no other master. Changing it replaces the master.",
+					"no other master: plan refuses a data dir another master's supervisor runs, and of two new masters " +
+					"sharing one, the apply creates one and fails the other. Changing it replaces the master.",
 				Validators:    []validator.String{validate.AbsolutePath()},
 				PlanModifiers: replaceString,
 			},
@@ -102,7 +104,9 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"max_lock_ttl": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultMaxLockTTL),
 				MarkdownDescription: "Largest lock TTL any client uses with this master (duration, e.g. `\"30s\"`, " +
-					"default `\"30s\"`). Clients must never use a larger TTL. Sets the minimum `restart_delay`.",
+					"default `\"30s\"`). Clients must never use a larger TTL. Sets the minimum `restart_delay`, which a " +
+					"crashed master stays down for: above `\"5m\"` plan warns with that duration (a majority down " +
+					"blocks every lock that long).",
 				Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"clock_drift_margin": schema.StringAttribute{
@@ -115,8 +119,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			},
 			restartDelayAttribute: schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "How long a crashed master stays unavailable, measured from the last moment it was " +
-					"seen alive (duration). Default and minimum: `max_lock_ttl + clock_drift_margin`; a larger value is " +
+				MarkdownDescription: "How long a crashed master stays unavailable, measured from its exit as its supervisor " +
+					"saw it (or, when no exit was seen, such as after a reboot, from the last moment it was seen alive) (duration). Default and minimum: `max_lock_ttl + clock_drift_margin`; a larger value is " +
 					"allowed, a smaller one is refused at plan time. Changed in place (the supervisor reloads it): a larger " +
 					"value applies at once; a smaller one never shortens a hold, and applies once the master has run " +
 					"under it for the difference, i.e. after the locks it granted under the old value have expired " +
@@ -216,12 +220,14 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "`host:port` clients connect to.",
 			},
 			"pid": schema.Int64Attribute{
-				Computed:            true,
-				MarkdownDescription: "Process id of redis-server (0 while the master is held down).",
+				Computed: true,
+				MarkdownDescription: "Process id of redis-server (0 while the master is held down), as of the last " +
+					"refresh: a supervised restart changes it, so it may be stale until the next plan or refresh. Never " +
+					"signal it; crash a master for a drill with `terraform-provider-redlock crash <data_dir>`.",
 			},
 			"supervisor_pid": schema.Int64Attribute{
 				Computed:            true,
-				MarkdownDescription: "Process id of the supervisor.",
+				MarkdownDescription: "Process id of the supervisor, as of the last refresh.",
 			},
 			"config_file": schema.StringAttribute{
 				Computed: true, PlanModifiers: keepString,
