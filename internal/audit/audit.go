@@ -95,9 +95,70 @@ type Master struct {
 	LockUserDangerous []string `json:"lock_user_dangerous,omitempty"`
 	// LockUserError is the lock user's authentication failure, if any.
 	LockUserError string `json:"lock_user_error,omitempty"`
+	// ErrorClass says what kind of failure Error (or LockUserError) is, so that a caller
+	// can tell evidence from ignorance: "denied" (WRONGPASS, NOPERM, NOAUTH: the
+	// credentials or the ACL are wrong), "unavailable" (no answer in time, connection
+	// refused or reset) or "error" (any other refusal). Empty when nothing failed.
+	ErrorClass string `json:"error_class,omitempty"`
 
-	// audited is true when every setting above was read.
-	audited bool
+	// audited is true when every setting above was read; infoRead, configRead and
+	// clockRead say which groups were (see Known).
+	audited                         bool
+	infoRead, configRead, clockRead bool
+}
+
+// Error classes of Master.ErrorClass.
+const (
+	ClassDenied      = "denied"
+	ClassUnavailable = "unavailable"
+	ClassError       = "error"
+)
+
+// Audited reports whether every setting of the master was read. When false, the zero
+// values of the fields that were not read (see Known) mean "unknown", not "off" or 0.
+func (m Master) Audited() bool { return m.audited }
+
+// Known says which groups of fields hold values read from the master: info (Role, RunID,
+// ConnectedReplicas, Uptime, AOF statuses), config (AOFEnabled, AppendFsync,
+// NoAppendfsyncOnRewrite, MaxMemory, MaxMemoryPolicy) and clock (ClockOffset, ClockRate).
+func (m Master) Known() (info, config, clock bool) { return m.infoRead, m.configRead, m.clockRead }
+
+// IsDenied reports whether err (or its text, for errors that crossed a process boundary)
+// is an access refusal: WRONGPASS, NOPERM or NOAUTH. Retrying cannot help; the
+// credentials or the ACL must be fixed.
+func IsDenied(err error) bool { return err != nil && DeniedText(err.Error()) }
+
+// DeniedText is IsDenied for an error message.
+func DeniedText(msg string) bool {
+	for _, code := range []string{"WRONGPASS", "NOPERM", "NOAUTH"} {
+		if strings.Contains(msg, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// classify names the class of one failure (see Master.ErrorClass).
+func classify(err error) string {
+	var reply redis.Error
+	switch {
+	case IsDenied(err):
+		return ClassDenied
+	case errors.As(err, &reply):
+		return ClassError // the server answered, with a refusal
+	default:
+		return ClassUnavailable // no answer: timeout, refused or reset connection, ctx ended
+	}
+}
+
+// worse keeps the class that matters most for a verdict: denied, then error, then
+// unavailable (a refusal is not cured by waiting; a timeout may be).
+func worse(a, b string) string {
+	rank := map[string]int{"": 0, ClassUnavailable: 1, ClassError: 2, ClassDenied: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
 }
 
 // Report is the outcome of Run.
@@ -112,6 +173,12 @@ type Report struct {
 	// Warnings cost fault tolerance or latency without breaking exclusion, e.g. a
 	// minority of masters unreachable.
 	Warnings []string `json:"warnings"`
+	// Denied and Unknown are the problems that are not evidence against the deployment:
+	// Denied, what the credentials or the ACL did not let the audit read (WRONGPASS,
+	// NOPERM); Unknown, what it could not learn because masters did not answer (in time).
+	// Each is also in Problems. Problems in neither list were read from a master.
+	Denied  []string `json:"denied"`
+	Unknown []string `json:"unknown"`
 	// The limits the findings were computed against.
 	MaxLockTTL   time.Duration `json:"-"`
 	RestartDelay time.Duration `json:"-"`
@@ -205,12 +272,11 @@ func newReport(t Target, masters []Master) *Report {
 			r.Reachable++
 		}
 	}
-	r.Problems, r.Warnings = findings(t, r)
-	if r.Problems == nil {
-		r.Problems = []string{}
-	}
-	if r.Warnings == nil {
-		r.Warnings = []string{}
+	r.Problems, r.Warnings, r.Denied, r.Unknown = findings(t, r)
+	for _, l := range []*[]string{&r.Problems, &r.Warnings, &r.Denied, &r.Unknown} {
+		if *l == nil {
+			*l = []string{}
+		}
 	}
 	r.Safe = len(r.Problems) == 0
 	return r
@@ -242,12 +308,16 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	defer c.Close()
 
 	var errs []string
-	note := func(what string, err error) { errs = append(errs, what+": "+err.Error()) }
+	note := func(what string, err error) {
+		errs = append(errs, what+": "+err.Error())
+		m.ErrorClass = worse(m.ErrorClass, classify(err))
+	}
 	rtt, err := medianRTT(ctx, c, t.RTTSamples, t.NodeTimeout)
 	if err != nil {
 		var reply redis.Error
-		if !errors.As(err, &reply) {
+		if !errors.As(err, &reply) && !IsDenied(err) {
 			m.Error = err.Error() // no answer at all: down, wrong address, TLS mismatch
+			m.ErrorClass = ClassUnavailable
 			return m
 		}
 		// The server answered, but with an error (wrong credentials, a replica whose link
@@ -262,6 +332,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 		note("INFO", err)
 	} else {
 		m.applyInfo(parseInfo(info))
+		m.infoRead = true
 	}
 	if cfg, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
 		return configGet(ctx, c, "appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy")
@@ -269,11 +340,15 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 		note("CONFIG GET", err)
 	} else if err := m.applyConfig(cfg); err != nil {
 		note("CONFIG GET", err)
+		m.ErrorClass = worse(m.ErrorClass, ClassError)
+	} else {
+		m.configRead = true
 	}
 	if off, rate, rateErr, err := measureClock(ctx, c, t.NodeTimeout, t.ClockInterval); err != nil {
 		note("TIME", err)
 	} else {
 		m.ClockOffset, m.ClockRate, m.ClockRateError = off, rate, rateErr
+		m.clockRead = true
 	}
 	if t.LockUsername != "" {
 		m.checkLockUser(ctx, t)
@@ -396,6 +471,7 @@ func (m *Master) checkLockUser(ctx context.Context, t Target) {
 	// TIME is in the lock user's command list and, unlike PING, answered by a stale replica.
 	if _, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() }); err != nil {
 		m.LockUserError = err.Error()
+		m.ErrorClass = worse(m.ErrorClass, classify(err))
 		return
 	}
 	_, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
@@ -408,6 +484,7 @@ func (m *Master) checkLockUser(ctx context.Context, t Target) {
 		m.LockUserCanConfig = false
 	default:
 		m.LockUserError = "CONFIG GET probe: " + err.Error()
+		m.ErrorClass = worse(m.ErrorClass, classify(err))
 		return
 	}
 	m.LockUserDangerous = dangerousForLockUser(ctx, t, m.Endpoint)
@@ -451,7 +528,10 @@ func (m Master) MarshalJSON() ([]byte, error) {
 		ClockOffsetMS float64 `json:"clock_offset_ms"`
 		RTTMS         float64 `json:"rtt_ms"`
 		UptimeSeconds int64   `json:"uptime_seconds"`
-	}{plain(m), Millis(m.ClockOffset), Millis(m.RTT), int64(m.Uptime / time.Second)})
+		// Audited false: the settings that could not be read are unknown, whatever their
+		// zero values say.
+		Audited bool `json:"audited"`
+	}{plain(m), Millis(m.ClockOffset), Millis(m.RTT), int64(m.Uptime / time.Second), m.audited})
 }
 
 // MarshalJSON writes the limits in milliseconds.

@@ -15,10 +15,26 @@ import (
 // cost fault tolerance or latency but keep every lock exclusive, such as a minority of
 // masters down, which is what Redlock is built to survive. Order: deployment-wide first,
 // then per master in endpoint order.
-func findings(t Target, r *Report) (problems, warnings []string) {
-	var ps, ws []string
+//
+// Problems that are not evidence are also listed by class: denied (a refusal of the
+// credentials or the ACL made something unreadable) and unknown (a master that did not
+// answer in time, or a quorum that is not reachable). They stay problems for the
+// redlock_audit data source, which fails closed; `lockagent validate` reports them as
+// DENIED or INCONCLUSIVE rather than UNSAFE.
+func findings(t Target, r *Report) (problems, warnings, denied, unknown []string) {
+	var ps, ws, ds, us []string
 	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
 	warn := func(format string, args ...any) { ws = append(ws, fmt.Sprintf(format, args...)) }
+	// addAs adds a problem that is not evidence: class ClassDenied or anything else (unknown).
+	addAs := func(class, format string, args ...any) {
+		p := fmt.Sprintf(format, args...)
+		ps = append(ps, p)
+		if class == ClassDenied {
+			ds = append(ds, p)
+		} else {
+			us = append(us, p)
+		}
+	}
 
 	n := len(t.Endpoints)
 	switch {
@@ -28,7 +44,7 @@ func findings(t Target, r *Report) (problems, warnings []string) {
 		add("The deployment lists %d masters, an even count: a majority of %d tolerates no more failures than %d masters would. Fix: use an odd number of masters (%d or %d).", n, r.Quorum, n-1, n-1, n+1)
 	}
 	if r.Reachable < r.Quorum {
-		add("Only %d of %d masters are reachable, fewer than the quorum of %d: no lock can be acquired. Fix: bring the unreachable masters back (see the per-master problems).", r.Reachable, n, r.Quorum)
+		addAs(ClassUnavailable, "Only %d of %d masters are reachable, fewer than the quorum of %d: no lock can be acquired. Fix: bring the unreachable masters back (see the per-master problems).", r.Reachable, n, r.Quorum)
 	}
 	if t.RestartDelay > 0 {
 		need := t.MaxLockTTL + r.Drift
@@ -51,7 +67,7 @@ func findings(t Target, r *Report) (problems, warnings []string) {
 			continue
 		}
 		if !m.audited {
-			add("Master %s answered but could not be fully audited (%s), so its safety settings are unknown. Fix: run the audit with the admin user's credentials (CONFIG GET, INFO and TIME must be allowed) against a master that serves requests.", ep, m.Error)
+			addAs(m.ErrorClass, "Master %s answered but could not be fully audited (%s), so its safety settings are unknown. Fix: run the audit with the admin user's credentials (CONFIG GET, INFO and TIME must be allowed) against a master that serves requests.", ep, m.Error)
 		}
 		if m.Role != "" && m.Role != "master" {
 			where := ""
@@ -96,7 +112,11 @@ func findings(t Target, r *Report) (problems, warnings []string) {
 		if m.LockUserChecked {
 			switch {
 			case m.LockUserError != "":
-				add("Master %s refused the lock user (%s): lock clients cannot vote there. Fix: create the restricted lock user with the password the clients use (the redlock_master resource does this).", ep, m.LockUserError)
+				class := ClassUnavailable
+				if DeniedText(m.LockUserError) {
+					class = ClassDenied
+				}
+				addAs(class, "Master %s refused the lock user (%s): lock clients cannot vote there. Fix: create the restricted lock user with the password the clients use (the redlock_master resource does this).", ep, m.LockUserError)
 			case m.LockUserCanConfig:
 				add("Master %s lets the lock user run CONFIG: any lock client can switch off its safety settings. Fix: restrict the lock user's ACL to the lock commands (see redisconf.LockUserCommands).", ep)
 			case len(m.LockUserDangerous) > 0:
@@ -104,7 +124,7 @@ func findings(t Target, r *Report) (problems, warnings []string) {
 			}
 		}
 	}
-	return ps, ws
+	return ps, ws, ds, us
 }
 
 // duplicateServers finds endpoints that reach the same redis-server (same run_id): a

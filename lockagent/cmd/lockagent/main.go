@@ -6,9 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const mainUsage = `lockagent: Redlock locks, deployment validation and benchmarks.
@@ -44,6 +48,14 @@ func lockagent(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
 	}
+	// go-redis logs on its own (dial failures of a master that is down, pool notices);
+	// those lines are diagnostics, shown only at --log-level debug. Until a command reads
+	// its --log-level, LOCKAGENT_LOG_LEVEL (default warn) decides.
+	level, err := parseLogLevel(os.Getenv("LOCKAGENT_LOG_LEVEL"))
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	routeRedisLogs(stderr, level)
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "run":
@@ -74,6 +86,45 @@ func lockagent(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintf(stderr, "lockagent: unknown command %q; run `lockagent help` for the commands\n", cmd)
 	return exitUsage
+}
+
+// parseLogLevel reads debug, info, warn or error ("" is warn).
+func parseLogLevel(s string) (slog.Level, error) {
+	if s == "" {
+		return slog.LevelWarn, nil
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// routeRedisLogs sends go-redis's internal log lines to a slog logger on w at debug
+// level: below --log-level debug they are dropped. It returns that logger.
+func routeRedisLogs(w io.Writer, level slog.Level) *slog.Logger {
+	l := slog.New(slog.NewTextHandler(&lockedWriter{w: w}, &slog.HandlerOptions{Level: level}))
+	redis.SetLogger(goRedisLogs{l})
+	return l
+}
+
+// goRedisLogs adapts slog to go-redis's logger interface.
+type goRedisLogs struct{ log *slog.Logger }
+
+func (g goRedisLogs) Printf(ctx context.Context, format string, v ...any) {
+	g.log.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
+}
+
+// lockedWriter serialises writes: go-redis logs from its own goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // versionString names the module version the binary was built from (or "(devel)").

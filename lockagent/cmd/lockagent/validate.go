@@ -2,38 +2,39 @@ package main
 
 import (
 	"context"
-	cryptorand "crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlock-kit/redlock-kit/internal/audit"
-	"github.com/redlock-kit/redlock-kit/internal/overlap"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
-	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 // Exit codes of `lockagent validate` (documented in its --help).
 const (
-	validateExitSafe   = 0  // every phase passed
-	validateExitUnsafe = 1  // the deployment is unsafe: the report says why
-	validateExitUsage  = 64 // EX_USAGE, as for every lockagent command: bad flags or config, nothing was checked
-	validateExitFailed = 70 // EX_SOFTWARE: validation could not finish (interrupted, internal error)
+	validateExitSafe         = 0  // every phase passed
+	validateExitUnsafe       = 1  // evidence that exclusion can break: the report says which
+	validateExitUsage        = 64 // EX_USAGE, as for every lockagent command: bad flags or config, nothing was checked
+	validateExitFailed       = 70 // EX_SOFTWARE: validation could not finish (interrupted, internal error)
+	validateExitInconclusive = 75 // EX_TEMPFAIL: masters did not answer (in time), even after retries; run again
+	validateExitDenied       = 77 // EX_NOPERM: a master refused the credentials or the ACL (WRONGPASS, NOPERM)
+)
+
+// Verdicts, strongest first: evidence beats a refusal, which beats ignorance.
+const (
+	verdictSafe         = "SAFE"
+	verdictUnsafe       = "UNSAFE"
+	verdictDenied       = "DENIED"
+	verdictInconclusive = "INCONCLUSIVE"
 )
 
 const validateUsage = `Usage: lockagent validate -c agent.json [flags]
@@ -53,11 +54,20 @@ Settings come from -c agent.json, then LOCKAGENT_* environment variables
 LOCKAGENT_ADMIN_PASSWORD, LOCKAGENT_TLS, LOCKAGENT_MAX_LOCK_TTL, LOCKAGENT_RESTART_DELAY),
 then flags. Test keys are named redlock-kit:validate:<random> and deleted afterwards.
 
+Verdicts: UNSAFE only on evidence that exclusion can break (an unsafe setting read from a
+master, two holders at once, a lock still held after its release, fencing tokens not
+increasing). A check that fails because masters do not answer (timeouts, refused
+connections) is retried a few times, then reported INCONCLUSIVE. A refusal of the
+credentials (WRONGPASS, NOPERM) is reported DENIED: fix the password or the ACL.
+
 Exit codes:
-  0   SAFE: every phase passed
-  1   UNSAFE: at least one problem (listed in the report)
+  0   SAFE: every phase passed (SAFE, degraded: a minority of masters down, still exclusive)
+  1   UNSAFE: evidence that exclusion can break (listed in the report)
   64  usage or configuration error: nothing was checked
   70  validation could not finish (interrupted or internal error): no verdict
+  75  INCONCLUSIVE: masters did not answer (in time), even after retries; nothing showed
+      that exclusion can break; run again when they answer
+  77  DENIED: a master refused the credentials or the ACL (WRONGPASS, NOPERM); fix them
 
 Flags:
 `
@@ -71,6 +81,7 @@ type validateOptions struct {
 	nodeTimeout   time.Duration // Redlock per-node timeout; 0 = the library's default
 	auditTimeout  time.Duration
 	clockInterval time.Duration
+	logLevel      string
 }
 
 // parseValidateFlags merges agent.json, LOCKAGENT_* and flags. Flags win when given.
@@ -103,7 +114,14 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 0, "Redlock per-master timeout (default: the library's)")
 	fs.DurationVar(&o.auditTimeout, "audit-timeout", audit.DefaultNodeTimeout, "audit: per-master connect/command timeout")
 	fs.DurationVar(&o.clockInterval, "clock-interval", audit.DefaultClockInterval, "audit: time between the two TIME samples of the clock-rate check")
+	fs.StringVar(&o.logLevel, "log-level", "", "diagnostics on stderr: debug, info, warn or error (default warn; LOCKAGENT_LOG_LEVEL); debug shows go-redis's own log lines")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.logLevel == "" {
+		o.logLevel = os.Getenv("LOCKAGENT_LOG_LEVEL")
+	}
+	if _, err := parseLogLevel(o.logLevel); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -169,33 +187,57 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 
 // validateResult is the --json document, and what the human report is printed from.
 type validateResult struct {
-	Verdict    string           `json:"verdict"` // SAFE or UNSAFE
-	Safe       bool             `json:"safe"`
-	Problems   []string         `json:"problems"`
-	Warnings   []string         `json:"warnings"` // degraded but safe, e.g. a minority of masters down
-	Audit      *audit.Report    `json:"audit"`
-	Behaviour  []behaviourCheck `json:"behaviour"`
-	Contention *contentionStats `json:"contention,omitempty"`
+	Verdict string `json:"verdict"` // SAFE, UNSAFE, DENIED or INCONCLUSIVE
+	Safe    bool   `json:"safe"`
+	// Problems are evidence that exclusion can break (UNSAFE).
+	Problems []string `json:"problems"`
+	// Denied: what the masters refused to the credentials (DENIED unless there is evidence).
+	Denied []string `json:"denied"`
+	// Inconclusive: what could not be checked because masters did not answer (in time).
+	Inconclusive []string         `json:"inconclusive"`
+	Warnings     []string         `json:"warnings"` // degraded but safe, e.g. a minority of masters down
+	Audit        *audit.Report    `json:"audit"`
+	Behaviour    []behaviourCheck `json:"behaviour"`
+	Contention   *contentionStats `json:"contention,omitempty"`
 }
 
-// behaviourCheck is one Redlock property exercised against the live deployment.
-type behaviourCheck struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
+// add files a finding under the list of its status (statusOK adds nothing).
+func (r *validateResult) add(status checkStatus, finding string) {
+	switch status {
+	case statusFailed:
+		r.Problems = append(r.Problems, finding)
+	case statusDenied:
+		r.Denied = append(r.Denied, finding)
+	case statusInconclusive:
+		r.Inconclusive = append(r.Inconclusive, finding)
+	}
 }
 
-// contentionStats summarises the contention phase.
-type contentionStats struct {
-	Clients      int      `json:"clients"`
-	DurationMS   int64    `json:"duration_ms"`
-	Acquisitions int      `json:"acquisitions"`
-	Refusals     int      `json:"refusals"`
-	Errors       int      `json:"errors"`
-	Violations   int      `json:"violations"`
-	LatencyP50MS float64  `json:"latency_p50_ms"`
-	LatencyP99MS float64  `json:"latency_p99_ms"`
-	ViolationLog []string `json:"violation_log,omitempty"`
+// decide sets the verdict: evidence first, then refusals, then what is unknown.
+func (r *validateResult) decide() {
+	switch {
+	case len(r.Problems) > 0:
+		r.Verdict = verdictUnsafe
+	case len(r.Denied) > 0:
+		r.Verdict = verdictDenied
+	case len(r.Inconclusive) > 0:
+		r.Verdict = verdictInconclusive
+	default:
+		r.Verdict = verdictSafe
+	}
+	r.Safe = r.Verdict == verdictSafe
+}
+
+func (r *validateResult) exitCode() int {
+	switch r.Verdict {
+	case verdictSafe:
+		return validateExitSafe
+	case verdictDenied:
+		return validateExitDenied
+	case verdictInconclusive:
+		return validateExitInconclusive
+	}
+	return validateExitUnsafe
 }
 
 // validateMain is `lockagent validate`. It returns the process exit code.
@@ -211,6 +253,8 @@ func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// Ctrl-C ends the run early but still deletes the test keys (fence registers have no TTL).
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	level, _ := parseLogLevel(opts.logLevel) // checked by parseValidateFlags
+	routeRedisLogs(stderr, level)
 	progress := stdout
 	if opts.jsonOut {
 		progress = stderr
@@ -230,38 +274,86 @@ func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	} else {
 		printVerdict(stdout, res)
 	}
-	if !res.Safe {
-		return validateExitUnsafe
-	}
-	return validateExitSafe
+	return res.exitCode()
 }
 
-// runValidate runs the three phases in order, printing progress to w.
+// runValidate runs the three phases in order, printing progress to w. It returns an
+// error only when the run could not finish (ctx ended, internal error): no verdict then.
 func runValidate(ctx context.Context, o *validateOptions, w io.Writer) (*validateResult, error) {
 	cfg := o.cfg
 	fmt.Fprintf(w, "lockagent validate: %d masters, quorum %d, max lock TTL %v, restart delay %s\n",
 		len(cfg.Endpoints), cfg.QuorumSize(), cfg.MaxLockTTL.Duration, orUnknown(cfg.RestartDelay.Duration))
 
-	res := &validateResult{Problems: []string{}, Warnings: []string{}, Behaviour: []behaviourCheck{}}
+	res := &validateResult{Problems: []string{}, Denied: []string{}, Inconclusive: []string{},
+		Warnings: []string{}, Behaviour: []behaviourCheck{}}
 
-	// Phase 1: audit.
 	fmt.Fprintf(w, "\n[1/3] Audit of every master\n")
-	var progressMu sync.Mutex // masters finish concurrently
-	rep, err := audit.RunWithProgress(ctx, auditTarget(o), func(m audit.Master) {
-		progressMu.Lock()
-		defer progressMu.Unlock()
-		fmt.Fprintf(w, "  %s\n", describeMaster(m))
-	})
+	rep, err := runAudit(ctx, o, w)
 	if err != nil {
 		return nil, err
 	}
 	res.Audit = rep
-	res.Problems = append(res.Problems, rep.Problems...)
 	res.Warnings = append(res.Warnings, rep.Warnings...)
+	for _, p := range rep.Problems {
+		switch {
+		case slices.Contains(rep.Denied, p):
+			res.add(statusDenied, p)
+		case slices.Contains(rep.Unknown, p):
+			res.add(statusInconclusive, p)
+		default:
+			res.add(statusFailed, p)
+		}
+	}
+
+	// Phases 2 and 3 use the Redlock library; they cannot run without a quorum.
+	if rep.Reachable < rep.Quorum {
+		fmt.Fprintf(w, "\n[2/3] Redlock behaviour: skipped (only %d of %d masters reachable, quorum %d)\n", rep.Reachable, len(rep.Masters), rep.Quorum)
+		fmt.Fprintf(w, "\n[3/3] Contention: skipped\n")
+		res.add(statusInconclusive, "Redlock behaviour and contention were not checked: fewer masters are reachable than the quorum.")
+	} else if err := runRedlockPhases(ctx, o, w, res); err != nil {
+		return nil, err
+	}
+	res.decide()
+	return res, nil
+}
+
+// auditAttempts bounds the audits of phase 1 while masters answer only partly.
+const auditAttempts = 3
+
+// runAudit is phase 1. An audit that could not read some master because it did not answer
+// in time (or fewer than a quorum answered) is run again, a few times with a growing
+// pause; a refusal (WRONGPASS, NOPERM) is not retried: waiting cannot fix a password.
+func runAudit(ctx context.Context, o *validateOptions, w io.Writer) (*audit.Report, error) {
+	var progressMu sync.Mutex // masters finish concurrently
+	for attempt := 1; ; attempt++ {
+		rep, err := audit.RunWithProgress(ctx, auditTarget(o), func(m audit.Master) {
+			progressMu.Lock()
+			defer progressMu.Unlock()
+			fmt.Fprintf(w, "  %s\n", describeMaster(m))
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(rep.Unknown) == 0 || attempt == auditAttempts {
+			printAuditFindings(w, rep)
+			return rep, nil
+		}
+		pause := retryPause(attempt).Round(time.Millisecond)
+		fmt.Fprintf(w, "  audit: %d finding(s) unknown (masters did not answer, or not in time); auditing again in %v (attempt %d of %d)\n",
+			len(rep.Unknown), pause, attempt+1, auditAttempts)
+		if err := sleepCtx(ctx, pause); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func printAuditFindings(w io.Writer, rep *audit.Report) {
 	if len(rep.Problems) == 0 {
 		fmt.Fprintf(w, "  audit: no problems\n")
 	} else {
-		fmt.Fprintf(w, "  audit: %d problem(s)\n", len(rep.Problems))
+		evidence := len(rep.Problems) - len(rep.Denied) - len(rep.Unknown)
+		fmt.Fprintf(w, "  audit: %d problem(s): %d read from the masters, %d denied, %d unknown\n",
+			len(rep.Problems), evidence, len(rep.Denied), len(rep.Unknown))
 		for _, p := range rep.Problems {
 			fmt.Fprintf(w, "    - %s\n", p)
 		}
@@ -272,26 +364,6 @@ func runValidate(ctx context.Context, o *validateOptions, w io.Writer) (*validat
 			fmt.Fprintf(w, "    - %s\n", p)
 		}
 	}
-
-	// Phases 2 and 3 use the Redlock library; they cannot run without a quorum.
-	if rep.Reachable < rep.Quorum {
-		fmt.Fprintf(w, "\n[2/3] Redlock behaviour: skipped (only %d of %d masters reachable, quorum %d)\n", rep.Reachable, len(rep.Masters), rep.Quorum)
-		fmt.Fprintf(w, "\n[3/3] Contention: skipped\n")
-		res.Problems = append(res.Problems, "Redlock behaviour and contention were not checked: fewer masters are reachable than the quorum.")
-	} else {
-		checks, contention, problems, err := runRedlockPhases(ctx, o, w)
-		if err != nil {
-			return nil, err
-		}
-		res.Behaviour, res.Contention = checks, contention
-		res.Problems = append(res.Problems, problems...)
-	}
-	res.Safe = len(res.Problems) == 0
-	res.Verdict = "UNSAFE"
-	if res.Safe {
-		res.Verdict = "SAFE"
-	}
-	return res, nil
 }
 
 func auditTarget(o *validateOptions) audit.Target {
@@ -308,38 +380,90 @@ func auditTarget(o *validateOptions) audit.Target {
 	}
 }
 
-// describeMaster is one progress line per audited master.
+// describeMaster is one progress line per audited master. What could not be read is
+// printed as unknown, never as the zero value it holds (aof off, maxmemory 0).
 func describeMaster(m audit.Master) string {
 	if !m.Reachable {
 		return fmt.Sprintf("DOWN %s  %s", m.Endpoint, m.Error)
 	}
+	info, config, clock := m.Known()
 	status := "ok  "
-	if m.Error != "" {
+	switch {
+	case m.ErrorClass == audit.ClassDenied:
+		status = "DENY"
+	case m.Error != "" || m.LockUserError != "":
 		status = "PART"
 	}
-	line := fmt.Sprintf("%s %s  %s  run_id %s  aof %s appendfsync %s  %s maxmemory %s  rtt %.2fms  clock %+.2fms rate %.4f  up %v",
-		status, m.Endpoint, m.Role, shortID(m.RunID), onOff(m.AOFEnabled), m.AppendFsync, m.MaxMemoryPolicy, formatBytes(m.MaxMemory),
-		audit.Millis(m.RTT), audit.Millis(m.ClockOffset), m.ClockRate, m.Uptime)
+	if !info && !config && !clock {
+		return fmt.Sprintf("%s %s  unknown (%s)", status, m.Endpoint, m.Error)
+	}
+	line := status + " " + m.Endpoint
+	if info {
+		line += fmt.Sprintf("  %s  run_id %s", m.Role, shortID(m.RunID))
+	} else {
+		line += "  role unknown"
+	}
+	if config {
+		line += fmt.Sprintf("  aof %s appendfsync %s  %s maxmemory %s", onOff(m.AOFEnabled), m.AppendFsync, m.MaxMemoryPolicy, formatBytes(m.MaxMemory))
+	} else {
+		line += "  settings unknown"
+	}
+	if m.RTT > 0 {
+		line += fmt.Sprintf("  rtt %.2fms", audit.Millis(m.RTT))
+	}
+	if clock {
+		line += fmt.Sprintf("  clock %+.2fms rate %.4f", audit.Millis(m.ClockOffset), m.ClockRate)
+	} else {
+		line += "  clock unknown"
+	}
+	if info {
+		line += fmt.Sprintf("  up %v", m.Uptime)
+	}
 	if m.Error != "" {
 		line += "  (" + m.Error + ")"
+	}
+	if m.LockUserError != "" {
+		line += "  (lock user: " + m.LockUserError + ")"
 	}
 	return line
 }
 
 func printVerdict(w io.Writer, res *validateResult) {
 	fmt.Fprintln(w)
-	if res.Safe {
+	list := func(title string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		if title != "" {
+			fmt.Fprintf(w, "  %s\n", title)
+		}
+		for _, p := range items {
+			fmt.Fprintf(w, "  - %s\n", p)
+		}
+	}
+	switch res.Verdict {
+	case verdictSafe:
 		if len(res.Warnings) > 0 {
 			fmt.Fprintf(w, "VERDICT: SAFE, degraded (%d warning(s) above)\n", len(res.Warnings))
 			return
 		}
 		fmt.Fprintln(w, "VERDICT: SAFE")
 		return
+	case verdictUnsafe:
+		fmt.Fprintf(w, "VERDICT: UNSAFE (%d problem(s))\n", len(res.Problems))
+		list("", res.Problems)
+	case verdictDenied:
+		fmt.Fprintf(w, "VERDICT: DENIED (%d refusal(s)): a master refused the credentials or the ACL (WRONGPASS, NOPERM), so part of the deployment could not be checked. This is not evidence about exclusion. Fix: the password or user in agent.json (admin_password for the audit, password for the lock user), or the ACL.\n", len(res.Denied))
+		list("", res.Denied)
+	case verdictInconclusive:
+		fmt.Fprintf(w, "VERDICT: INCONCLUSIVE (%d check(s) could not be completed): masters did not answer (in time), even after retries. Nothing showed that exclusion can break, and nothing proved it holds. Run validate again when every master answers.\n", len(res.Inconclusive))
+		list("", res.Inconclusive)
+		return
 	}
-	fmt.Fprintf(w, "VERDICT: UNSAFE (%d problem(s))\n", len(res.Problems))
-	for _, p := range res.Problems {
-		fmt.Fprintf(w, "  - %s\n", p)
+	if res.Verdict != verdictDenied {
+		list("also denied:", res.Denied)
 	}
+	list("also inconclusive:", res.Inconclusive)
 }
 
 // formatBytes writes a maxmemory the way redis.conf does (64mb), exact or in bytes.
@@ -377,429 +501,4 @@ func orUnknown(d time.Duration) string {
 		return "not given (not checked)"
 	}
 	return d.String()
-}
-
-// runRedlockPhases runs phases 2 and 3 with the Redlock library on keys no real user has
-// (redlock-kit:validate:<random>:...), and deletes them (and their fence registers) at the
-// end with the admin user: the lock user may not DEL.
-func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer) ([]behaviourCheck, *contentionStats, []string, error) {
-	prefix := "redlock-kit:validate:" + validateRandomID()
-	defer cleanupValidateKeys(o, prefix, w)
-
-	var problems []string
-	fmt.Fprintf(w, "\n[2/3] Redlock behaviour (keys %s:*)\n", prefix)
-	checks, err := runBehaviour(ctx, o, prefix)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	for _, c := range checks {
-		mark := "ok  "
-		if !c.OK {
-			mark = "FAIL"
-			problems = append(problems, fmt.Sprintf("Redlock behaviour %q failed: %s", c.Name, c.Detail))
-		}
-		fmt.Fprintf(w, "  %s %-20s %s\n", mark, c.Name, c.Detail)
-	}
-
-	fmt.Fprintf(w, "\n[3/3] Contention: %d clients for %v on one key\n", o.clients, o.duration)
-	stats, err := runContention(ctx, o, prefix+":contended", w)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	fmt.Fprintf(w, "  acquisitions %d, refusals %d, errors %d, violations %d, acquire latency p50 %.2fms p99 %.2fms\n",
-		stats.Acquisitions, stats.Refusals, stats.Errors, stats.Violations, stats.LatencyP50MS, stats.LatencyP99MS)
-	for _, v := range stats.ViolationLog {
-		fmt.Fprintf(w, "    violation: %s\n", v)
-	}
-	if stats.Violations > 0 {
-		problems = append(problems, fmt.Sprintf("Contention: %d mutual-exclusion violation(s) among %d acquisitions: two clients held the lock at once (first: %s).",
-			stats.Violations, stats.Acquisitions, stats.ViolationLog[0]))
-	}
-	if stats.Acquisitions == 0 {
-		problems = append(problems, fmt.Sprintf("Contention: no client acquired the lock in %v (%d errors): the deployment does not hand out locks under load.", o.duration, stats.Errors))
-	}
-	return checks, stats, problems, nil
-}
-
-// validateLocker is one Redlock client with its own connections, like a separate process.
-// It tallies the masters' answers per round and key, so a check can tell "the masters
-// refused" from "the library refused without asking them".
-// freeLockWait bounds the retries of an acquisition that should succeed at once.
-const freeLockWait = 5 * time.Second
-
-type validateLocker struct {
-	*redlock.Client
-	conns []*redis.Client
-
-	mu      sync.Mutex
-	replies map[replyKey]replyTally
-}
-
-type replyKey struct {
-	op  redlock.Op
-	key string
-}
-
-type replyTally struct{ votes, refusals, errors int }
-
-func newValidateLocker(o *validateOptions) (*validateLocker, error) {
-	l := &validateLocker{conns: lockClients(o.cfg), replies: map[replyKey]replyTally{}}
-	masters := make([]redis.UniversalClient, len(l.conns))
-	for i, c := range l.conns {
-		masters[i] = c
-	}
-	rc, err := redlock.New(masters, redlock.Options{NodeTimeout: o.nodeTimeout, MaxTTL: o.cfg.MaxLockTTL.Duration,
-		Hooks: redlock.HookFuncs{OnMasterReply: l.onReply}})
-	if err != nil {
-		for _, c := range l.conns {
-			_ = c.Close()
-		}
-		return nil, err
-	}
-	l.Client = rc
-	return l, nil
-}
-
-func (l *validateLocker) onReply(e redlock.MasterEvent) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := replyKey{e.Op, e.Key}
-	t := l.replies[k]
-	switch {
-	case e.Err != nil:
-		t.errors++
-	case e.Vote:
-		t.votes++
-	default:
-		t.refusals++
-	}
-	l.replies[k] = t
-}
-
-func (l *validateLocker) tally(op redlock.Op, key string) replyTally {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.replies[replyKey{op, key}]
-}
-
-func (l *validateLocker) close() {
-	_ = l.Client.Close()
-	for _, c := range l.conns {
-		_ = c.Close()
-	}
-}
-
-// behaviourTTLs are the lock TTLs of phase 2: a normal one, and a short one for the
-// expiry check (both within the deployment's max TTL).
-func behaviourTTLs(maxTTL time.Duration) (ttl, short time.Duration) {
-	return min(maxTTL, 10*time.Second), min(maxTTL, 500*time.Millisecond)
-}
-
-// runBehaviour exercises the Redlock properties one by one with two independent clients,
-// A and B (and C as a bystander that only probes). Every check is decided by what the
-// masters did, never by timing.
-func runBehaviour(ctx context.Context, o *validateOptions, prefix string) ([]behaviourCheck, error) {
-	var lockers [3]*validateLocker
-	for i := range lockers {
-		l, err := newValidateLocker(o)
-		if err != nil {
-			for _, made := range lockers[:i] {
-				made.close()
-			}
-			return nil, fmt.Errorf("redlock client: %w", err)
-		}
-		lockers[i] = l
-		defer l.close()
-	}
-	a, b, probe := lockers[0], lockers[1], lockers[2]
-	ttl, shortTTL := behaviourTTLs(o.cfg.MaxLockTTL.Duration)
-	var checks []behaviourCheck
-	check := func(name string, ok bool, format string, args ...any) {
-		checks = append(checks, behaviourCheck{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
-	}
-	var held []*redlock.Lock // released at the end, whatever happened
-	defer func() {
-		for _, l := range held {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = l.Release(rctx)
-			cancel()
-		}
-	}()
-	// acquireFree takes a lock that should be free. A lone attempt can miss the majority
-	// when a busy master's fsync outlasts the per-node timeout; that is availability, not
-	// safety, so it is retried for a bounded time before the check fails.
-	acquireFree := func(c *validateLocker, key string, ttl time.Duration) (*redlock.Lock, error) {
-		actx, cancel := context.WithTimeout(ctx, freeLockWait)
-		defer cancel()
-		return c.Acquire(actx, key, ttl)
-	}
-	// isTaken is "a probe right now is refused": the key is held on a majority.
-	isTaken := func(key string) (bool, error) {
-		l, err := probe.TryAcquire(ctx, key, shortTTL)
-		if err == nil {
-			held = append(held, l)
-			return false, nil
-		}
-		if errors.Is(err, redlock.ErrTaken) {
-			return true, nil
-		}
-		return false, err
-	}
-
-	// 1. acquire
-	key1 := prefix + ":exclusion"
-	lockA, err := acquireFree(a, key1, ttl)
-	if err != nil {
-		check("acquire", false, "client A could not acquire a free lock: %v", err)
-		return checks, nil // nothing else can be checked without a first lock
-	}
-	held = append(held, lockA)
-	check("acquire", lockA.Token() != "" && time.Until(lockA.Deadline()) > 0 && time.Until(lockA.Deadline()) <= ttl,
-		"client A holds %s (TTL %v, validity left %v, fence %d)", key1, ttl, time.Until(lockA.Deadline()).Round(time.Millisecond), lockA.Fence())
-
-	// 2. exclusion
-	lockB, err := b.TryAcquire(ctx, key1, ttl)
-	switch {
-	case err == nil:
-		held = append(held, lockB)
-		check("exclusion", false, "client B acquired %s while client A held it", key1)
-	case errors.Is(err, redlock.ErrTaken):
-		check("exclusion", true, "client B was refused while A held the lock (%v)", err)
-	default:
-		check("exclusion", false, "client B's attempt failed without a refusal: %v", err)
-	}
-
-	// 3. release frees the lock at once (no wait for the TTL)
-	if err := lockA.Release(ctx); err != nil {
-		check("release", false, "client A's release failed: %v", err)
-	} else if taken, err := isTaken(key1); err != nil || taken {
-		check("release", false, "after A released, the lock was still held (taken=%v, err=%v)", taken, err)
-	} else {
-		check("release", true, "after A released, the lock was free at once")
-	}
-
-	// 4. expiry: A's short lock expires by itself and B then gets it, never before A's
-	// validity ended.
-	key2 := prefix + ":expiry"
-	stale, err := acquireFree(a, key2, shortTTL)
-	if err != nil {
-		check("expiry", false, "client A could not acquire %s: %v", key2, err)
-		return checks, nil
-	}
-	held = append(held, stale)
-	waitCtx, cancel := context.WithTimeout(ctx, shortTTL*4+5*time.Second)
-	successor, err := b.Acquire(waitCtx, key2, ttl)
-	cancel()
-	if err != nil {
-		check("expiry", false, "client A's %v lock never expired for client B: %v", shortTTL, err)
-		return checks, nil
-	}
-	held = append(held, successor)
-	gotAt := time.Now()
-	check("expiry", !gotAt.Before(stale.Deadline()),
-		"client A's %v lock expired unreleased; client B acquired it %v after A's validity ended",
-		shortTTL, gotAt.Sub(stale.Deadline()).Round(time.Millisecond))
-
-	// 5. only the owner extends: A's stale handle is refused, B's extension moves B's
-	// deadline later.
-	if staleErr := stale.Extend(ctx, ttl); staleErr == nil {
-		check("extend", false, "client A extended a lock that had expired and belongs to client B")
-	} else if before := successor.Deadline(); successor.Extend(ctx, ttl) != nil {
-		check("extend", false, "client B could not extend its own lock")
-	} else {
-		check("extend", successor.Deadline().After(before),
-			"client B extended its lock (validity left %v); client A's stale extend was refused (%v)",
-			time.Until(successor.Deadline()).Round(time.Millisecond), staleErr)
-	}
-
-	// 6. owner-only release: A's stale handle runs the release script on the masters with
-	// its own token; they must refuse, and B's lock must stay.
-	relErr := stale.Release(ctx)
-	t := a.tally(redlock.OpRelease, key2)
-	if taken, err := isTaken(key2); err != nil || !taken || t.votes > 0 {
-		check("owner-only release", false, "client A's stale release (err=%v, %d master(s) deleted the key) freed client B's lock (taken=%v, probe err=%v)",
-			relErr, t.votes, taken, err)
-	} else {
-		check("owner-only release", t.refusals > 0,
-			"client A's stale release was refused by %d master(s), none deleted the key; client B's lock stayed in place",
-			t.refusals)
-	}
-
-	// 7. fencing: every acquisition of a key gets a larger token than the one before.
-	fences := []uint64{stale.Fence(), successor.Fence()}
-	if err := successor.Release(ctx); err != nil {
-		check("fencing", false, "client B's release failed: %v", err)
-		return checks, nil
-	}
-	for i := 0; i < 4; i++ {
-		c := []*validateLocker{a, b}[i%2]
-		l, err := acquireFree(c, key2, shortTTL)
-		if err != nil {
-			check("fencing", false, "acquisition %d of %s failed: %v", len(fences)+1, key2, err)
-			return checks, nil
-		}
-		fences = append(fences, l.Fence())
-		if err := l.Release(ctx); err != nil {
-			held = append(held, l)
-		}
-	}
-	increasing := true
-	for i := 1; i < len(fences); i++ {
-		increasing = increasing && fences[i] > fences[i-1]
-	}
-	check("fencing", increasing, "tokens of %d successive holders: %v", len(fences), fences)
-	return checks, nil
-}
-
-// contentionTTL is the lock TTL of phase 3: long enough that a slow machine does not make
-// every hold expire, short enough that a hold lost to a crash frees quickly.
-func contentionTTL(maxTTL time.Duration) time.Duration { return min(maxTTL, 2*time.Second) }
-
-// runContention has o.clients independent clients compete for one key for o.duration.
-// Every hold is recorded as [acquired, min(validity deadline, release start)] on this
-// process's monotonic clock; the overlap checker then looks for two holders at once and
-// for fencing tokens that do not increase.
-func runContention(ctx context.Context, o *validateOptions, key string, w io.Writer) (*contentionStats, error) {
-	lockers := make([]*validateLocker, 0, o.clients)
-	defer func() {
-		for _, l := range lockers {
-			l.close()
-		}
-	}()
-	for range o.clients {
-		l, err := newValidateLocker(o)
-		if err != nil {
-			return nil, fmt.Errorf("redlock client: %w", err)
-		}
-		lockers = append(lockers, l)
-	}
-	ttl := contentionTTL(o.cfg.MaxLockTTL.Duration)
-	checker := overlap.New()
-	stats := &contentionStats{Clients: o.clients, DurationMS: o.duration.Milliseconds()}
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		firstErr  error
-	)
-	end := time.Now().Add(o.duration)
-	var wg sync.WaitGroup
-	for _, l := range lockers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil && time.Now().Before(end) {
-				actx, cancel := context.WithDeadline(ctx, end)
-				start := time.Now()
-				lock, err := l.Acquire(actx, key, ttl)
-				cancel()
-				acquired := time.Now()
-				if err != nil {
-					mu.Lock()
-					switch {
-					case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-						// the phase ended while waiting: not a refusal, not an error
-					case errors.Is(err, redlock.ErrTaken):
-						stats.Refusals++
-					default:
-						stats.Errors++
-						if firstErr == nil {
-							firstErr = err
-						}
-					}
-					mu.Unlock()
-					continue
-				}
-				// The holder's critical section: a brief piece of work, as real users have.
-				time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond))))
-				releaseStart := time.Now()
-				checker.Record(key, lock.Token(), acquired, minTime(releaseStart, lock.Deadline()), lock.Fence())
-				rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				relErr := lock.Release(rctx)
-				rcancel()
-				mu.Lock()
-				stats.Acquisitions++
-				latencies = append(latencies, acquired.Sub(start))
-				if relErr != nil {
-					stats.Errors++
-					if firstErr == nil {
-						firstErr = fmt.Errorf("release: %w", relErr)
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, v := range checker.Violations() {
-		stats.Violations++
-		stats.ViolationLog = append(stats.ViolationLog, v.String())
-	}
-	stats.LatencyP50MS = audit.Millis(percentile(latencies, 0.50))
-	stats.LatencyP99MS = audit.Millis(percentile(latencies, 0.99))
-	if firstErr != nil {
-		fmt.Fprintf(w, "  first error: %v\n", firstErr)
-	}
-	return stats, nil
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-// percentile is the nearest-rank percentile of ds (0 for none).
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := int(math.Ceil(p*float64(len(s)))) - 1
-	return s[max(0, min(rank, len(s)-1))]
-}
-
-// validateRandomID names this run's keys: 8 random bytes, hex.
-func validateRandomID() string {
-	var b [8]byte
-	_, _ = cryptorand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// cleanupValidateKeys deletes every key of this run (locks left by a failed check, fencing
-// registers, which have no TTL) on every master, as the admin user.
-func cleanupValidateKeys(o *validateOptions, prefix string, w io.Writer) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	deleted := 0
-	var errs []string
-	for _, ep := range o.cfg.Endpoints {
-		opt := lockClientOptions(o.cfg, ep)
-		opt.Username, opt.Password = o.cfg.AdminUsername, o.cfg.AdminPassword
-		c := redis.NewClient(opt)
-		iter := c.Scan(ctx, 0, prefix+":*", 100).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		err := iter.Err()
-		if err == nil && len(keys) > 0 {
-			var n int64
-			n, err = c.Del(ctx, keys...).Result()
-			deleted += int(n)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", ep, err))
-		}
-		_ = c.Close()
-	}
-	if len(errs) > 0 {
-		fmt.Fprintf(w, "\n  cleanup: could not delete the test keys %s:* on %s\n", prefix, strings.Join(errs, "; "))
-		return
-	}
-	fmt.Fprintf(w, "\n  cleanup: deleted %d test key(s) %s:* across the masters\n", deleted, prefix)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,8 +48,18 @@ var quick = []string{"--clients", "4", "--duration", "1s", "--clock-interval", "
 
 func runValidateCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runValidateHooked(t, nil, args...)
+}
+
+// runValidateHooked runs validate in-process with hook called at its named points
+// (validateHook).
+func runValidateHooked(t *testing.T, hook func(point string), args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if hook != nil {
+		ctx = context.WithValue(ctx, validateHookKey{}, hook)
+	}
 	var out, errOut bytes.Buffer
 	code = lockagent(ctx, append([]string{"validate"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
@@ -155,17 +166,22 @@ func TestValidateUnsafe(t *testing.T) {
 		{"restart delay shorter than the max TTL", func(t *testing.T, c *redistest.Cluster) ([]string, []string) {
 			return []string{"--restart-delay", "2s"}, []string{"restart delay 2s is shorter than the max lock TTL 10s"}
 		}},
-		{"majority down: no Redlock phases", func(t *testing.T, c *redistest.Cluster) ([]string, []string) {
-			for _, m := range c.Masters[:2] {
-				if err := m.Kill(); err != nil {
-					t.Fatal(err)
-				}
+		{"one master is a replica of another", func(t *testing.T, c *redistest.Cluster) ([]string, []string) {
+			ctx := context.Background()
+			r, p := c.Masters[0], c.Masters[1]
+			if err := r.Admin().ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
+				t.Fatal(err)
 			}
-			return nil, []string{"Redlock behaviour: skipped", "fewer than the quorum"}
+			if err := r.Admin().SlaveOf(ctx, p.Host, fmt.Sprint(p.Port)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Admin().SlaveOf(context.Background(), "NO", "ONE").Err() })
+			return nil, []string{r.Addr + " is a slave of " + p.Addr, "not an independent master"}
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := redistest.Start(t, redistest.Options{Masters: 3})
 			extra, want := tc.breakIt(t, c)
 			args := append(append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...), extra...)
@@ -274,7 +290,8 @@ func TestValidateHelp(t *testing.T) {
 		t.Fatalf("exit %d, want 0", code)
 	}
 	help := out + errOut
-	for _, want := range []string{"Exit codes:", "0   SAFE", "1   UNSAFE", "64  usage", "70  validation could not finish", "--clients", "LOCKAGENT_ADMIN_PASSWORD"} {
+	for _, want := range []string{"Exit codes:", "0   SAFE", "1   UNSAFE", "64  usage", "70  validation could not finish",
+		"75  INCONCLUSIVE", "77  DENIED", "--clients", "-log-level", "LOCKAGENT_ADMIN_PASSWORD"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("help lacks %q:\n%s", want, help)
 		}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// checkStatus is the outcome of one check or phase of validate.
+type checkStatus string
+
+const (
+	statusOK checkStatus = "ok"
+	// statusFailed: evidence that exclusion can break (two holders, a lock still held
+	// after its release, a stale holder deleting or extending the new holder's lock,
+	// fencing tokens not increasing). Only this makes the verdict UNSAFE.
+	statusFailed checkStatus = "FAIL"
+	// statusInconclusive: the check could not be decided because masters did not answer
+	// (in time), even after retries.
+	statusInconclusive checkStatus = "INCONCLUSIVE"
+	// statusDenied: a master refused the credentials or the command (WRONGPASS, NOPERM).
+	statusDenied checkStatus = "DENIED"
+	// statusNotRun: an earlier check could not be decided, so this one was not tried.
+	statusNotRun checkStatus = "not run"
+)
+
+// errStatus classifies an error that left a check undecided: a refusal of the credentials
+// or the ACL, or else inconclusive. An error is never evidence by itself: the checks
+// decide evidence from what the masters answered.
+func errStatus(err error) checkStatus {
+	if errors.Is(err, redlock.ErrDenied) || audit.IsDenied(err) {
+		return statusDenied
+	}
+	return statusInconclusive
+}
+
+// outcome is one attempt of a check.
+type outcome struct {
+	status checkStatus
+	detail string
+}
+
+func passed(format string, args ...any) outcome {
+	return outcome{statusOK, fmt.Sprintf(format, args...)}
+}
+
+func evidence(format string, args ...any) outcome {
+	return outcome{statusFailed, fmt.Sprintf(format, args...)}
+}
+
+func inconclusive(format string, args ...any) outcome {
+	return outcome{statusInconclusive, fmt.Sprintf(format, args...)}
+}
+
+// undecided is the outcome of a step that failed with err: DENIED or INCONCLUSIVE.
+func undecided(err error, format string, args ...any) outcome {
+	return outcome{errStatus(err), fmt.Sprintf(format, args...)}
+}
+
+// Retries. A check whose outcome is inconclusive is run again from the start, on a new
+// key, up to checkAttempts times; a step that may simply be repeated (acquiring a lock
+// that should be free, probing whether a key is held) is retried within its check up to
+// stepAttempts times. Both pause retryPause(n) between attempts.
+const (
+	checkAttempts      = 3
+	stepAttempts       = 3
+	contentionAttempts = 2
+)
+
+// retryPause is the pause after the n-th failed attempt: 100ms doubling, with jitter.
+func retryPause(n int) time.Duration {
+	base := 100 * time.Millisecond << min(n-1, 5)
+	return base + rand.N(base/2+1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// validateHookKey carries a func(point string) in a context: validate calls it at named
+// points of phases 2 and 3 ("release:probe", "contention", "cleanup", ...). Tests use it
+// to pause masters at an exact step.
+type validateHookKey struct{}
+
+func validateHook(ctx context.Context, point string) {
+	if f, ok := ctx.Value(validateHookKey{}).(func(string)); ok {
+		f(point)
+	}
+}
+
+// validateLocker is one Redlock client with its own connections, like a separate process.
+// It tallies the masters' answers per round and key, so a check can tell "the masters
+// refused" from "the library refused without asking them".
+type validateLocker struct {
+	*redlock.Client
+	conns []*redis.Client
+
+	mu      sync.Mutex
+	replies map[replyKey]replyTally
+}
+
+type replyKey struct {
+	op  redlock.Op
+	key string
+}
+
+type replyTally struct{ votes, refusals, errors int }
+
+func (t replyTally) minus(u replyTally) replyTally {
+	return replyTally{t.votes - u.votes, t.refusals - u.refusals, t.errors - u.errors}
+}
+
+func newValidateLocker(o *validateOptions) (*validateLocker, error) {
+	l := &validateLocker{conns: lockClients(o.cfg), replies: map[replyKey]replyTally{}}
+	masters := make([]redis.UniversalClient, len(l.conns))
+	for i, c := range l.conns {
+		masters[i] = c
+	}
+	rc, err := redlock.New(masters, redlock.Options{NodeTimeout: o.nodeTimeout, MaxTTL: o.cfg.MaxLockTTL.Duration,
+		Hooks: redlock.HookFuncs{OnMasterReply: l.onReply}})
+	if err != nil {
+		for _, c := range l.conns {
+			_ = c.Close()
+		}
+		return nil, err
+	}
+	l.Client = rc
+	return l, nil
+}
+
+func (l *validateLocker) onReply(e redlock.MasterEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := replyKey{e.Op, e.Key}
+	t := l.replies[k]
+	switch {
+	case e.Err != nil:
+		t.errors++
+	case e.Vote:
+		t.votes++
+	default:
+		t.refusals++
+	}
+	l.replies[k] = t
+}
+
+func (l *validateLocker) tally(op redlock.Op, key string) replyTally {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.replies[replyKey{op, key}]
+}
+
+func (l *validateLocker) close() {
+	_ = l.Client.Close()
+	for _, c := range l.conns {
+		_ = c.Close()
+	}
+}
