@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gruntwork-io/terratest/modules/retry"
+	"github.com/gruntwork-io/terratest/modules/terraform"
 
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
@@ -52,7 +53,8 @@ func TestFaultRunbook(t *testing.T) {
 			t.Fatalf("release before the kill: %v", err)
 		}
 
-		kill(t, d.state(t, 0).RedisPID)
+		killed := d.state(t, 0).RedisPID
+		kill(t, killed)
 
 		lock := acquire(t, "e2e:one-down", 2*time.Second)
 		if err := lock.Release(ctx); err != nil {
@@ -83,6 +85,13 @@ func TestFaultRunbook(t *testing.T) {
 			t.Fatalf("fencing token went backwards across the crash: %d then %d", fenceBefore, after.Fence())
 		}
 		_ = after.Release(ctx)
+
+		// Outputs are as of the last refresh: a refresh shows the restarted server's pid,
+		// never the killed one.
+		terraform.RunTerraformCommand(t, d.opts, terraform.FormatArgs(d.opts, "apply", "-refresh-only", "-auto-approve", "-input=false")...)
+		if pids := terraform.OutputList(t, d.opts, "pids"); len(pids) != 5 || pids[0] != fmt.Sprint(d.state(t, 0).RedisPID) || pids[0] == fmt.Sprint(killed) {
+			t.Fatalf("pids output after a refresh = %v; want master 0's live pid %d (killed: %d)", pids, d.state(t, 0).RedisPID, killed)
+		}
 	})
 
 	t.Run("majority SIGKILLed: acquire fails as unavailable, never a false success; all recover", func(t *testing.T) {

@@ -22,7 +22,21 @@ func lockDataDir(dataDir string) (lock *os.File, holder int, err error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("supervisor: open lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// A holder that was killed a moment ago may still hold the lock: its main thread shows
+	// as a zombie (not alive, for processAlive) while its other threads are still exiting,
+	// and the descriptor table (with the lock) goes only with the last of them. Wait for
+	// that (bounded) rather than refuse, as if another supervisor were running.
+	for attempt := 0; ; attempt++ {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil || !errors.Is(err, syscall.EWOULDBLOCK) || attempt == 100 {
+			break
+		}
+		if holder := lockHolder(dataDir); holder == 0 || processAlive(holder) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		f.Close()
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, 0, fmt.Errorf("supervisor: lock %s: %w", path, err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -194,4 +195,43 @@ func TestLockFailsWhenThePidCannotBeWritten(t *testing.T) {
 		lock.Close()
 		t.Fatal("lockDataDir succeeded although its pid could not be written to the lock file")
 	}
+}
+
+// A killed supervisor can still hold the lock for a moment after /proc shows its main thread
+// as a zombie (its other threads are still exiting): a new supervisor waits for that instead
+// of refusing as if another one ran. A live holder is refused at once.
+func TestLockWaitsForADyingHolder(t *testing.T) {
+	dir := t.TempDir()
+	hold := func(pid int) *os.File {
+		f, err := os.OpenFile(filepath.Join(dir, LockFileName), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(strconv.Itoa(pid) + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	t.Run("a dead holder's lock is waited for", func(t *testing.T) {
+		f := hold(exitedPid(t))
+		go func() { time.Sleep(150 * time.Millisecond); f.Close() }()
+		lock, _, err := lockDataDir(dir)
+		if err != nil {
+			t.Fatalf("lockDataDir = %v; want the lock once the dead holder's descriptor is gone", err)
+		}
+		lock.Close()
+	})
+	t.Run("a live holder is refused", func(t *testing.T) {
+		f := hold(os.Getpid())
+		defer f.Close()
+		if lock, holder, err := lockDataDir(dir); !errors.Is(err, errLocked) || holder != os.Getpid() {
+			if lock != nil {
+				lock.Close()
+			}
+			t.Fatalf("lockDataDir = %v, holder %d; want errLocked naming pid %d", err, holder, os.Getpid())
+		}
+	})
 }
