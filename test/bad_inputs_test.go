@@ -167,8 +167,9 @@ func TestModuleRefusesAPortInUse(t *testing.T) {
 // master stays down, and that a majority down blocks every lock that long.
 func TestModuleWarnsAboutALongMaxLockTTL(t *testing.T) {
 	t.Parallel()
-	_, port := uniqueLoopback(t)
-	out, err, _ := planCluster(t, fmt.Sprintf("base_port = %d\n  max_lock_ttl = \"1h\"", port))
+	addrs, port := uniqueLoopback(t) // free ports: plan refuses a port in use
+	out, err, _ := planCluster(t, fmt.Sprintf("bind_addresses = [%q, %q, %q, %q, %q]\n  ports = [%d, %d, %d, %d, %d]\n  max_lock_ttl = \"1h\"",
+		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], port, port, port, port, port))
 	if err != nil {
 		t.Fatalf("plan with max_lock_ttl = 1h failed: %v\n%s", err, out)
 	}
