@@ -141,7 +141,10 @@ func lockClientOptions(cfg *agentconfig.Config, addr string) *redis.Options {
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 		DialTimeout:           2 * time.Second,
-		DisableIdentity:       true,
+		// One dial per attempt: go-redis would otherwise retry a refused dial for longer
+		// than a node timeout, and the refusal would show as a timeout. The library retries.
+		DialerRetries:   1,
+		DisableIdentity: true,
 		MaintNotificationsConfig: &maintnotifications.Config{
 			Mode: maintnotifications.ModeDisabled,
 		},

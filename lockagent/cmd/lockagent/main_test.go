@@ -265,11 +265,11 @@ func TestHelpIsComplete(t *testing.T) {
 		cmd  string
 		want []string
 	}{
-		{"run", []string{"--key", "--ttl", "--wait", "--node-timeout", "--max-renewals", "--kill-grace", "--durable-release",
+		{"run", []string{"--key", "--ttl", "--wait", "forever", "--conflict-exit-code", "--max-duration", "--node-timeout", "--kill-grace", "--durable-release",
 			"-c, --config", "--endpoints", "--username", "--password", "--tls", "--max-lock-ttl", "--log-level",
 			"LOCKAGENT_ENDPOINTS", "LOCKAGENT_USERNAME", "LOCKAGENT_PASSWORD", "LOCKAGENT_TLS", "LOCKAGENT_MAX_LOCK_TTL", "LOCKAGENT_LOG_LEVEL",
 			"LOCKAGENT_KEY", "LOCKAGENT_FENCE", "LOCKAGENT_DEADLINE", "LOCKAGENT_TTL", "prefer the environment",
-			"Exit codes", "64", "69", "70", "75", "126", "127", "128+S", "SIGINT, SIGTERM and SIGHUP"}},
+			"Exit codes", "64", "69", "70", "75", "77", "124", "126", "127", "128+S", "SIGINT, SIGTERM and SIGHUP"}},
 		{"bench", []string{"--spawn", "--implementations", "--iterations", "--rounds", "--duration", "--goroutines", "--contenders",
 			"--hold", "--ttl", "--cpuprofile", "--memprofile", "lockagent-nofence", "lockagent-durable", "-c, --config", "--endpoints", "LOCKAGENT_PASSWORD", "DEFAULT retry settings",
 			"Exit codes", "130"}},

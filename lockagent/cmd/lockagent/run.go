@@ -8,10 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,38 +26,54 @@ import (
 const (
 	exitUnavailable = 69  // EX_UNAVAILABLE: no majority of masters reachable
 	exitLost        = 70  // EX_SOFTWARE: the lock was lost while the command ran; it was stopped
-	exitNotAcquired = 75  // EX_TEMPFAIL: held by someone else (after --wait): try again later
+	exitNotAcquired = 75  // EX_TEMPFAIL: held by someone else (after --wait): try again later (--conflict-exit-code)
+	exitDenied      = 77  // EX_NOPERM: a master refused the credentials or a command (WRONGPASS, NOPERM, NOAUTH)
+	exitMaxDuration = 124 // as timeout(1): --max-duration reached, the command was stopped
 	exitCannotExec  = 126 // as in shells: the command exists but cannot be executed
 	exitNotFound    = 127 // as in shells: the command was not found
 	exitSignalBase  = 128 // 128+N: killed by (or, while waiting, interrupted by) signal N
 )
 
-const runUsage = `Usage: lockagent run [flags] --key K [--ttl D] [--wait D] -- command [args...]
+// progressEvery bounds how often run reports, while waiting, that the lock is still held.
+const progressEvery = 5 * time.Second
 
-Holds the Redlock lock K while a command runs:
-  1. acquires K on a majority of the masters (waiting up to --wait for a holder to let go),
+const runUsage = `Usage: lockagent run [flags] --key K [--ttl D] [--wait D|forever] -- command [args...]
+
+Holds the Redlock lock K while a command runs, and until every process it started is gone:
+  1. acquires K on a majority of the masters (waiting, by default for as long as it takes,
+     for a holder to let go; like flock(1)),
   2. starts the command with the lock's fencing token in its environment,
-  3. renews the lock while the command runs (every third of the TTL),
-  4. stops the command if the lock is lost (renewal refused or not confirmed by a majority
-     before the validity ran out): SIGTERM to its process group, SIGKILL after --kill-grace,
-  5. releases the lock when the command ends, whatever the outcome.
-The command runs in its own process group, so stopping it reaches the processes it started;
-it is not in the terminal's foreground (it must not read from the terminal).
+  3. renews the lock while any process of the command runs (every third of the TTL),
+  4. stops them all if the lock is lost (renewal refused or not confirmed by a majority
+     before the validity ran out) or --max-duration passes: SIGTERM to the command's
+     process group and to every other process it started, SIGKILL after --kill-grace,
+  5. releases the lock once the last of them exited, whatever the outcome.
+Every process of the command holds the lock: the command itself, what it left running in
+the background, and daemons that left its process group or session (setsid, double fork).
+On Linux lockagent is their child subreaper (orphans are reparented to it), so it sees the
+last one exit; elsewhere it follows the command's process group only. The command is not
+in the terminal's foreground (it must not read from the terminal).
 
 Lock:
-  --key K              lock name: the Redis key, exactly as given (required)
+  --key K              lock name: the Redis key, exactly as given (required; a name ending
+                       in ":fence" is refused: it names fencing registers)
   --ttl D              lock TTL (default 30s, or the deployment's max lock TTL when that is
                        shorter; never more). The holder may use the lock for its validity:
                        TTL - acquisition time - drift (TTL*1% + 2ms)
-  --wait D             how long to wait for a lock someone else holds; 0 = one attempt
-                       (default 0)
+  --wait D|forever     how long to wait for a lock someone else holds (default forever);
+                       0 = one attempt. While waiting, lockagent says on stderr (at most
+                       every 5s) that the lock is held and when it frees up at the latest
+                       if its holder stops renewing it, or why the masters did not answer
+  --conflict-exit-code N
+                       exit code when the lock is held by someone else after --wait
+                       (default 75)
+  --max-duration D     the longest the command may hold the lock: then lockagent stops all
+                       its processes (SIGTERM, SIGKILL after --kill-grace), still holding
+                       the lock, releases it and exits 124. Default 0: no bound, the lock is
+                       renewed for as long as any process of the command runs
   --node-timeout D     per-master timeout of every lock command (default: the library's,
                        derived from the TTL)
-  --max-renewals N     renewals allowed before the lock is left to expire (which stops the
-                       command, exit 70); bounds how long a hung command can hold the lock.
-                       Default 0 = the library's bound, 100: with --ttl 30s (renewed every
-                       10s) a command may run about 16 minutes; raise it for longer jobs
-  --kill-grace D       after SIGTERM, how long the command gets before SIGKILL (default 10s)
+  --kill-grace D       after SIGTERM, how long the processes get before SIGKILL (default 10s)
   --durable-release    log the release to the masters' AOF (an fsync on each). By default
                        the release is applied in memory only: a master that restarts from
                        its AOF within the TTL shows the released key again until it
@@ -75,23 +93,31 @@ Environment of the command (in addition to lockagent's own):
 The lock's random token is not passed: it would let the command release or extend the lock.
 
 Signals: SIGINT, SIGTERM and SIGHUP sent to lockagent are forwarded to the command's process
-group; the lock is released once the command has exited. While lockagent is still waiting for
-the lock, they abort the wait instead (nothing was started).
+group and to the processes it started outside that group; the lock is released once every
+one of them has exited (a background job that ignores the signal keeps the lock until it
+ends). While lockagent is still waiting for the lock, they abort the wait instead (nothing
+was started).
 
 Exit codes:
-  N        the command's own exit code, when it ran to completion holding the lock
+  N        the command's own exit code, when it and every process it started ran to
+           completion holding the lock
   128+S    the command was killed by signal S (as in shells), e.g. 143 for SIGTERM
   64       usage or configuration error: nothing was done
   69       masters unavailable: fewer than a majority answered (nothing was started)
-  70       the lock was lost while the command ran (another holder has it, renewal failed
-           until the validity ran out, or --max-renewals was reached): the command was
-           stopped; or it had just ended as the validity ran out, so it may have run
-           without the lock at the end
-  75       lock not acquired: someone else holds it (after waiting --wait); try later
+  70       the lock was lost while the command ran (another holder has it, or renewal
+           failed until the validity ran out): its processes were stopped; or it had just
+           ended as the validity ran out, so it may have run without the lock at the end
+  75       lock not acquired: someone else holds it (after waiting --wait); try later.
+           --conflict-exit-code changes it
+  77       access denied: a master refused the user or password (WRONGPASS, NOAUTH) or a
+           command (NOPERM); the server's message is shown. Not retried: fix the
+           credentials or the ACL (nothing was started)
+  124      --max-duration reached: the command's processes were stopped
   126      the command cannot be executed; 127 the command was not found (no lock taken)
   130/143  interrupted by SIGINT/SIGTERM while waiting for the lock
-A command that itself exits with 64-75 cannot be told apart by the code alone: lockagent
-writes its reason on stderr whenever it, and not the command, chose the exit code.
+A command that itself exits with one of these codes cannot be told apart by the code
+alone: lockagent writes its reason on stderr whenever it, and not the command, chose the
+exit code.
 
 Examples:
   LOCKAGENT_PASSWORD=... lockagent run -c agent.json --key nightly-backup --ttl 30s \
@@ -102,33 +128,63 @@ Examples:
 
 // runOptions is everything `run` needs after flags and config are merged.
 type runOptions struct {
-	key         string
-	ttl         time.Duration
-	wait        time.Duration
-	nodeTimeout time.Duration
-	maxRenewals int
-	killGrace   time.Duration
-	durable     bool
-	command     []string
+	key          string
+	ttl          time.Duration
+	wait         waitFlag
+	conflictCode int
+	maxDuration  time.Duration
+	nodeTimeout  time.Duration
+	killGrace    time.Duration
+	durable      bool
+	command      []string
 }
 
-// runMain is `lockagent run`. It returns the process exit code.
+// waitFlag is --wait: a duration, or forever.
+type waitFlag struct {
+	d       time.Duration
+	forever bool
+}
+
+func (w *waitFlag) String() string {
+	if w.forever {
+		return "forever"
+	}
+	return w.d.String()
+}
+
+func (w *waitFlag) Set(s string) error {
+	if strings.EqualFold(s, "forever") || s == "inf" {
+		*w = waitFlag{forever: true}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 5m, 0 for one attempt, or forever")
+	}
+	*w = waitFlag{d: d}
+	return nil
+}
+
 // newRunFlags declares run's flags; runUsage documents each of them.
 func newRunFlags() (*flag.FlagSet, *deploymentFlags, *runOptions) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed by runMain, with the fix
 	dep := addDeploymentFlags(fs)
-	o := &runOptions{}
+	o := &runOptions{wait: waitFlag{forever: true}}
 	fs.StringVar(&o.key, "key", "", "lock name")
 	fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock TTL")
-	fs.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock")
+	fs.Var(&o.wait, "wait", "how long to wait for the lock, or forever")
+	fs.IntVar(&o.conflictCode, "conflict-exit-code", exitNotAcquired, "exit code when someone else holds the lock")
+	fs.DurationVar(&o.maxDuration, "max-duration", 0, "longest the command may hold the lock (0: no bound)")
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 0, "per-master timeout")
 	fs.BoolVar(&o.durable, "durable-release", false, "log the release to the AOF")
-	fs.IntVar(&o.maxRenewals, "max-renewals", 0, "renewals allowed")
 	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "SIGTERM to SIGKILL grace")
 	return fs, dep, o
 }
 
+// runMain is `lockagent run`. It returns the process exit code. Once the lock is held it
+// makes the process the reaper of the command's orphans and reaps every child: run it as
+// its own process (the lockagent binary), never inside a program with other children.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags, dep, o := newRunFlags()
 	if err := flags.Parse(args); err != nil {
@@ -179,9 +235,10 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeAll(clients)
 	lc, err := redlock.New(masters, redlock.Options{
-		NodeTimeout:    o.nodeTimeout,
-		MaxTTL:         maxTTL,
-		MaxExtensions:  o.maxRenewals,
+		NodeTimeout: o.nodeTimeout,
+		MaxTTL:      maxTTL,
+		// Renew for as long as the command runs; --max-duration is the explicit bound.
+		MaxExtensions:  math.MaxInt,
 		DurableRelease: o.durable,
 	})
 	if err != nil {
@@ -207,12 +264,16 @@ func (o *runOptions) check() error {
 		return errors.New("no command: put it after --, e.g. lockagent run --key K -- ./job.sh")
 	case o.ttl <= 0:
 		return fmt.Errorf("--ttl %v: must be positive, such as 30s", o.ttl)
-	case o.wait < 0:
-		return fmt.Errorf("--wait %v: must be 0 (one attempt) or positive", o.wait)
+	case strings.HasSuffix(o.key, redlock.FenceSuffix):
+		return fmt.Errorf("--key %q: a name ending in %q names a lock's fencing register; choose another name", o.key, redlock.FenceSuffix)
+	case o.wait.d < 0:
+		return fmt.Errorf("--wait %v: must be 0 (one attempt), positive, or forever", o.wait.d)
+	case o.conflictCode < 0 || o.conflictCode > 255:
+		return fmt.Errorf("--conflict-exit-code %d: must be an exit code, 0 to 255", o.conflictCode)
+	case o.maxDuration < 0:
+		return fmt.Errorf("--max-duration %v: must be positive (or 0: no bound)", o.maxDuration)
 	case o.nodeTimeout < 0:
 		return fmt.Errorf("--node-timeout %v: must be positive (or 0 for the library's default)", o.nodeTimeout)
-	case o.maxRenewals < 0:
-		return fmt.Errorf("--max-renewals %d: must be 0 (the library's bound) or positive", o.maxRenewals)
 	case o.killGrace <= 0:
 		return fmt.Errorf("--kill-grace %v: must be positive, such as 10s", o.killGrace)
 	}
@@ -252,16 +313,20 @@ func (r *runner) acquire(ctx context.Context, lc *redlock.Client) (*redlock.Lock
 	}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r.log.Info("acquiring lock", "key", r.opts.key, "ttl", r.opts.ttl, "wait", r.opts.wait)
+	r.log.Info("acquiring lock", "key", r.opts.key, "ttl", r.opts.ttl, "wait", r.opts.wait.String())
 	done := make(chan result, 1)
 	go func() {
 		var l *redlock.Lock
 		var err error
-		if r.opts.wait == 0 {
+		opts := []redlock.LockOption{redlock.WithAutoRenew(), redlock.WithRetryHook(r.progress())}
+		switch {
+		case !r.opts.wait.forever && r.opts.wait.d == 0:
 			l, err = lc.TryAcquire(actx, r.opts.key, r.opts.ttl, redlock.WithAutoRenew())
-		} else {
-			wctx, wcancel := context.WithTimeout(actx, r.opts.wait)
-			l, err = lc.Acquire(wctx, r.opts.key, r.opts.ttl, redlock.WithAutoRenew())
+		case r.opts.wait.forever:
+			l, err = lc.Acquire(actx, r.opts.key, r.opts.ttl, opts...)
+		default:
+			wctx, wcancel := context.WithTimeout(actx, r.opts.wait.d)
+			l, err = lc.Acquire(wctx, r.opts.key, r.opts.ttl, opts...)
 			wcancel()
 		}
 		done <- result{l, err}
@@ -283,6 +348,11 @@ func (r *runner) acquire(ctx context.Context, lc *redlock.Client) (*redlock.Lock
 	}
 	var unavailable *redlock.UnavailableError
 	switch {
+	case errors.Is(res.err, redlock.ErrDenied):
+		fmt.Fprintf(r.stderr, "lockagent run: access denied, lock %q not acquired: fix the user, password or ACL (--username, LOCKAGENT_PASSWORD, agent.json): %v\n", r.opts.key, res.err)
+		return nil, exitDenied
+	case errors.Is(res.err, redlock.ErrInvalid):
+		return nil, usageError(r.stderr, "run", res.err)
 	case errors.As(res.err, &unavailable):
 		fmt.Fprintf(r.stderr, "lockagent run: masters unavailable, lock %q not acquired: %v\n", r.opts.key, res.err)
 		return nil, exitUnavailable
@@ -290,20 +360,55 @@ func (r *runner) acquire(ctx context.Context, lc *redlock.Client) (*redlock.Lock
 		return nil, usageError(r.stderr, "run", fmt.Errorf("--ttl %v: %w", r.opts.ttl, res.err))
 	case errors.Is(res.err, redlock.ErrTaken), errors.Is(res.err, context.DeadlineExceeded):
 		how := "one attempt (--wait 0)"
-		if r.opts.wait > 0 {
-			how = fmt.Sprintf("waited %v (--wait)", r.opts.wait)
+		if r.opts.wait.d > 0 {
+			how = fmt.Sprintf("waited %v (--wait)", r.opts.wait.d)
 		}
 		fmt.Fprintf(r.stderr, "lockagent run: lock %q is held by someone else; %s: %v\n", r.opts.key, how, res.err)
-		return nil, exitNotAcquired
+		return nil, r.opts.conflictCode
 	}
 	fmt.Fprintf(r.stderr, "lockagent run: lock %q not acquired: %v\n", r.opts.key, res.err)
 	return nil, exitUnavailable
 }
 
-// supervise runs the command while the lock is held and returns the exit code.
+// progress returns the retry hook that says on stderr, at most every progressEvery, why
+// the lock is not ours yet.
+func (r *runner) progress() func(int, error) {
+	var last time.Time
+	start := time.Now()
+	return func(_ int, err error) {
+		if !last.IsZero() && time.Since(last) < progressEvery {
+			return
+		}
+		last = time.Now()
+		waited := time.Since(start).Round(time.Second)
+		var taken *redlock.TakenError
+		switch {
+		case errors.As(err, &taken):
+			free := "unknown"
+			if taken.FreeIn > 0 {
+				free = fmt.Sprintf("in %v at the latest if its holder stops renewing it", taken.FreeIn.Round(100*time.Millisecond))
+			}
+			fmt.Fprintf(r.stderr, "lockagent run: waiting for lock %q (%v so far): held by another client (refused by %d of the masters); it frees up %s\n",
+				r.opts.key, waited, len(taken.Refused), free)
+		default:
+			fmt.Fprintf(r.stderr, "lockagent run: waiting for lock %q (%v so far): %v\n", r.opts.key, waited, err)
+		}
+	}
+}
+
+// supervise runs the command while the lock is held, until every process of the
+// command is gone, and returns the exit code.
 func (r *runner) supervise(lock *redlock.Lock) int {
+	// Orphans of the command (background jobs, daemons that left its group or session)
+	// become lockagent's children: it can wait for the last of them.
+	subreaper := becomeSubreaper() == nil
+	if !subreaper {
+		r.log.Warn("cannot become the command's child subreaper: only its process group is followed")
+	}
 	cmd := exec.Command(r.path, r.opts.command[1:]...)
 	cmd.Args[0] = r.opts.command[0]
+	// Files are handed to the command as they are; other writers would need a copying
+	// goroutine that cmd.Wait collects, and lockagent reaps the command itself.
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, r.stdout, r.stderr
 	cmd.Env = append(os.Environ(),
 		"LOCKAGENT_KEY="+r.opts.key,
@@ -313,62 +418,137 @@ func (r *runner) supervise(lock *redlock.Lock) int {
 	)
 	// Own process group: stopping the command on lock loss reaches its children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Output copying (when stdout is not a file) must not outlive the command for long.
-	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(r.stderr, "lockagent run: %v\n", err)
 		return exitCannotExec
 	}
+	defer cmd.Process.Release()
 	pgid := cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 
-	// Auto-renewal (WithAutoRenew) cancels the lock's context once the lock is lost, its
-	// validity ran out, or the renewal limit was reached.
+	// lockagent has no other children: every child it reaps is the command or one of its
+	// orphans. When none is left (ECHILD), no process of the command remains.
+	cmdExited := make(chan syscall.WaitStatus, 1)
+	allGone := make(chan struct{})
+	go func() {
+		defer close(allGone)
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, 0, nil)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil {
+				break // ECHILD
+			}
+			if pid == pgid {
+				cmdExited <- ws
+			}
+		}
+		// Without a subreaper, orphans went to init: follow the process group instead.
+		for !subreaper && syscall.Kill(-pgid, 0) == nil {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	// Auto-renewal (WithAutoRenew) cancels the lock's context once the lock is lost or
+	// its validity ran out.
 	lost := lock.Context().Done()
+	var maxDuration <-chan time.Time
+	if r.opts.maxDuration > 0 {
+		t := time.NewTimer(r.opts.maxDuration)
+		defer t.Stop()
+		maxDuration = t.C
+	}
 
 	var (
-		waitErr   error
-		lockLost  bool
+		status    *syscall.WaitStatus
+		stopped   int // exit code chosen by lockagent when it stopped the processes
 		killTimer <-chan time.Time
+		killTick  *time.Ticker
+		killTicks <-chan time.Time
 	)
+	defer func() {
+		if killTick != nil {
+			killTick.Stop()
+		}
+	}()
+	stop := func(why string) {
+		fmt.Fprintf(r.stderr, "lockagent run: %s; stopping the command and every process it started (SIGTERM, SIGKILL after %v)\n", why, r.opts.killGrace)
+		r.signalAll(pgid, syscall.SIGTERM)
+		killTimer = time.After(r.opts.killGrace)
+	}
 loop:
 	for {
 		select {
-		case waitErr = <-exited:
+		case ws := <-cmdExited:
+			status = &ws
+			if pids := descendants(os.Getpid()); len(pids) > 0 {
+				r.log.Info("command exited; the lock is held until the processes it started exit",
+					"key", r.opts.key, "code", waitStatusCode(ws), "pids", pids)
+			}
+		case <-allGone:
+			select {
+			case ws := <-cmdExited: // sent before allGone closed; select may pick either
+				status = &ws
+			default:
+			}
 			break loop
 		case sig := <-r.sigs:
-			r.log.Info("forwarding signal to the command", "signal", sig, "pgid", pgid)
-			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
+			r.log.Info("forwarding signal to the command's processes", "signal", sig, "pgid", pgid)
+			r.signalAll(pgid, sig.(syscall.Signal))
 		case <-lost:
 			lost = nil
-			lockLost = true
-			fmt.Fprintf(r.stderr, "lockagent run: lock %q lost (%v); stopping the command (SIGTERM, SIGKILL after %v)\n",
-				r.opts.key, context.Cause(lock.Context()), r.opts.killGrace)
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			killTimer = time.After(r.opts.killGrace)
+			if stopped == 0 {
+				stopped = exitLost
+				stop(fmt.Sprintf("lock %q lost (%v)", r.opts.key, context.Cause(lock.Context())))
+			}
+		case <-maxDuration:
+			maxDuration = nil
+			if stopped == 0 {
+				stopped = exitMaxDuration
+				stop(fmt.Sprintf("--max-duration %v reached for lock %q", r.opts.maxDuration, r.opts.key))
+			}
 		case <-killTimer:
-			fmt.Fprintf(r.stderr, "lockagent run: command still running %v after SIGTERM; sending SIGKILL\n", r.opts.killGrace)
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			killTimer = nil
+			fmt.Fprintf(r.stderr, "lockagent run: processes still running %v after SIGTERM; sending SIGKILL\n", r.opts.killGrace)
+			r.signalAll(pgid, syscall.SIGKILL)
+			// A process may fork between the listing and the kill: repeat until none is left.
+			killTick = time.NewTicker(100 * time.Millisecond)
+			killTicks = killTick.C
+		case <-killTicks:
+			r.signalAll(pgid, syscall.SIGKILL)
 		}
 	}
-	code := commandExitCode(waitErr)
-	if lockLost {
-		// Nothing of the command may keep working without the lock.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	code := exitCannotExec
+	if status != nil {
+		code = waitStatusCode(*status)
+	}
+	switch {
+	case stopped == exitLost:
 		fmt.Fprintf(r.stderr, "lockagent run: command stopped because lock %q was lost (its own exit status: %d)\n", r.opts.key, code)
 		return exitLost
-	}
-	if lock.Context().Err() != nil {
+	case stopped == exitMaxDuration:
+		fmt.Fprintf(r.stderr, "lockagent run: command stopped after --max-duration %v (its own exit status: %d)\n", r.opts.maxDuration, code)
+		return exitMaxDuration
+	case lock.Context().Err() != nil:
 		fmt.Fprintf(r.stderr, "lockagent run: lock %q validity ended as the command exited (%v); it may have run without the lock at the end\n",
 			r.opts.key, context.Cause(lock.Context()))
 		return exitLost
 	}
-	if syscall.Kill(-pgid, 0) == nil {
-		r.log.Warn("processes the command started are still running after it exited; they do not hold the lock", "pgid", pgid)
-	}
 	r.log.Info("command exited", "key", r.opts.key, "code", code)
 	return code
+}
+
+// signalAll sends sig to the command's process group and to every other process below
+// lockagent (those that left the group).
+func (r *runner) signalAll(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig)
+	for _, pid := range descendants(os.Getpid()) {
+		if g, err := syscall.Getpgid(pid); err == nil && g == pgid {
+			continue // reached through the group
+		}
+		_ = syscall.Kill(pid, sig)
+	}
 }
 
 // release lets go of the lock on every master, bounded, whatever happened before.
@@ -382,20 +562,12 @@ func (r *runner) release(lock *redlock.Lock) {
 	r.log.Info("lock released", "key", r.opts.key)
 }
 
-// commandExitCode maps how the command ended to an exit code, as shells do.
-func commandExitCode(err error) int {
-	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
-		// ErrWaitDelay: the command exited 0 but something it started kept its output open.
-		return 0
+// waitStatusCode maps how the command ended to an exit code, as shells do.
+func waitStatusCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return exitSignalBase + int(ws.Signal())
 	}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return exitSignalBase + int(ws.Signal())
-		}
-		return exitErr.ExitCode()
-	}
-	return exitCannotExec
+	return ws.ExitStatus()
 }
 
 func signalNumber(sig os.Signal) int {

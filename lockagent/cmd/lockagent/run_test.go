@@ -315,7 +315,8 @@ func TestRunInterruptedWhileWaiting(t *testing.T) {
 	}
 }
 
-// TestRunMastersUnavailable: with no master answering, run exits 69 and runs nothing.
+// TestRunMastersUnavailable: with no master answering, run (one attempt) exits 69, names
+// the cause of each master's failure, and runs nothing.
 func TestRunMastersUnavailable(t *testing.T) {
 	var endpoints []string
 	for range 3 {
@@ -327,12 +328,18 @@ func TestRunMastersUnavailable(t *testing.T) {
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
 	env := []string{"LOCKAGENT_ENDPOINTS=" + strings.Join(endpoints, ","), "LOCKAGENT_PASSWORD=x"}
-	code, _, stderr := runAgent(t, env, args([]string{"run", "--key", "k"}, sh("touch "+marker))...)
+	code, _, stderr := runAgent(t, env, args([]string{"run", "--key", "k", "--wait", "0"}, sh("touch "+marker))...)
 	if code != exitUnavailable {
 		t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitUnavailable, stderr)
 	}
 	if !strings.Contains(stderr, "unavailable") {
 		t.Errorf("stderr does not say the masters are unavailable:\n%s", stderr)
+	}
+	if n := strings.Count(stderr, "): connection refused"); n != 3 {
+		t.Errorf("stderr names %d refused connections, want 3 (no timeouts: nothing listens):\n%s", n, stderr)
+	}
+	if !strings.Contains(stderr, "0/3 masters confirmed, need 2") {
+		t.Errorf("stderr does not count the 3 masters:\n%s", stderr)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran without a lock")
@@ -363,8 +370,8 @@ func TestRunConfigFile(t *testing.T) {
 	}
 	t.Run("config password is used", func(t *testing.T) {
 		code, _, stderr := runAgent(t, nil, "run", "-c", conf, "--key", "cfg", "--", "true")
-		if code != exitUnavailable {
-			t.Errorf("with the wrong password from agent.json: exit %d, want %d; stderr:\n%s", code, exitUnavailable, stderr)
+		if code != exitDenied || !strings.Contains(stderr, "WRONGPASS") {
+			t.Errorf("with the wrong password from agent.json: exit %d, want %d showing WRONGPASS; stderr:\n%s", code, exitDenied, stderr)
 		}
 	})
 	t.Run("flag overrides config", func(t *testing.T) {
@@ -411,7 +418,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{"zero ttl", args(append(good, "--key", "k", "--ttl", "0s"), sh("true")), "--ttl"},
 		{"negative wait", args(append(good, "--key", "k", "--wait", "-1s"), sh("true")), "--wait"},
 		{"zero kill grace", args(append(good, "--key", "k", "--kill-grace", "0s"), sh("true")), "--kill-grace"},
-		{"negative renewals", args(append(good, "--key", "k", "--max-renewals", "-1"), sh("true")), "--max-renewals"},
+		{"negative max duration", args(append(good, "--key", "k", "--max-duration", "-1s"), sh("true")), "--max-duration"},
+		{"bad wait", args(append(good, "--key", "k", "--wait", "always"), sh("true")), "forever"},
+		{"conflict exit code out of range", args(append(good, "--key", "k", "--conflict-exit-code", "300"), sh("true")), "--conflict-exit-code"},
+		{"fencing register name", args(append(good, "--key", "jobs:fence"), sh("true")), ":fence"},
 		{"bad log level", args(append(good, "--key", "k", "--log-level", "loud"), sh("true")), "--log-level"},
 		{"ttl above max lock ttl", args(append(good, "--key", "k", "--ttl", "40s", "--max-lock-ttl", "30s"), sh("true")), "--ttl 40s"},
 		{"no endpoints", args([]string{"--password", "p", "--key", "k"}, sh("true")), "endpoints"},
