@@ -491,3 +491,202 @@ func TestRunDurableRelease(t *testing.T) {
 		}
 	}
 }
+
+// killAtCleanup stops, by the pid a test command wrote, a process that could outlive a
+// failed test (and its group, when it leads one).
+func killAtCleanup(t *testing.T, pidFile string) {
+	t.Cleanup(func() {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// lingeringScript is a process the command leaves behind: it writes its pid, waits until
+// the command's shell (pid $1) is gone, reaped, then says so (started) and works until the
+// test creates the release file (bounded), then writes done.
+func lingeringScript(pid, started, release, done string) string {
+	return fmt.Sprintf(`echo $$ > %q; i=0; while kill -0 "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; touch %q; i=0; while [ ! -e %q ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; touch %q`,
+		pid, started, release, done)
+}
+
+// TestRunHoldsLockUntilEveryProcessExits: the lock is held until the last process the
+// command started has exited, not just the command: a background job in its process
+// group, and a daemon that left it (setsid). Meanwhile another run gets the conflict exit
+// code; lockagent exits only after that process did.
+func TestRunHoldsLockUntilEveryProcessExits(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	for i, tc := range []struct {
+		name   string
+		launch string // how the command starts the lingering script (given as $0 'script' $1)
+	}{
+		{"background job", `sh -c "$0" inner $$ & exit 0`},
+		{"setsid daemon", `setsid sh -c "$0" inner $$ & exit 0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			key := fmt.Sprintf("linger-%d", i)
+			pid, started, release, done := filepath.Join(dir, "pid"), filepath.Join(dir, "started"), filepath.Join(dir, "release"), filepath.Join(dir, "done")
+			killAtCleanup(t, pid)
+			p := startAgent(t, env, "run", "--key", key, "--ttl", "3s", "--", "sh", "-c", tc.launch, lingeringScript(pid, started, release, done))
+			// started: the command's shell has exited and was reaped; its child still works.
+			waitForFile(t, started, p)
+			code, _, stderr := runAgent(t, env, args([]string{"run", "--key", key, "--wait", "0", "--conflict-exit-code", "42"}, sh("true"))...)
+			if code != 42 {
+				t.Errorf("second run while the first command's child works: exit %d, want the conflict exit code 42; stderr:\n%s", code, stderr)
+			}
+			select {
+			case <-p.done:
+				t.Errorf("lockagent exited (%d) while a process of its command still runs", p.cmd.ProcessState.ExitCode())
+			default:
+			}
+			if err := os.WriteFile(release, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if code := p.wait(t); code != 0 {
+				t.Errorf("holder exited %d, want the command's 0; stderr:\n%s", code, p.stderr.String())
+			}
+			if _, err := os.Stat(done); err != nil {
+				t.Error("lockagent exited before the last process of the command")
+			}
+			if n := keyCopies(t, cluster, key); n != 0 {
+				t.Errorf("lock left on %d masters", n)
+			}
+		})
+	}
+}
+
+// TestRunSignalKeepsLockForSurvivors: SIGINT is forwarded; a background job that ignores
+// it keeps working, and the lock stays held until it exits. The exit code is the
+// command's (killed by SIGINT: 130).
+func TestRunSignalKeepsLockForSurvivors(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	dir := t.TempDir()
+	pid, started, gone, release, done := filepath.Join(dir, "pid"), filepath.Join(dir, "started"), filepath.Join(dir, "gone"), filepath.Join(dir, "release"), filepath.Join(dir, "done")
+	killAtCleanup(t, pid)
+	inner := fmt.Sprintf(`trap "" INT; echo $$ > %q; touch %q; i=0; while [ ! -e %q ] && [ $i -lt 1200 ]; do kill -0 "$1" 2>/dev/null || touch %q; sleep 0.05; i=$((i+1)); done; touch %q`,
+		pid, started, release, gone, done)
+	p := startAgent(t, env, "run", "--key", "survivor", "--ttl", "3s", "--", "sh", "-c", `sh -c "$0" inner $$ & wait`, inner)
+	waitForFile(t, started, p)
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitForFile(t, gone, p) // the command's shell died of SIGINT and was reaped
+	code, _, stderr := runAgent(t, env, args([]string{"run", "--key", "survivor", "--wait", "0"}, sh("true"))...)
+	if code != exitNotAcquired {
+		t.Errorf("second run while the survivor works: exit %d, want %d; stderr:\n%s", code, exitNotAcquired, stderr)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 128+int(syscall.SIGINT) {
+		t.Errorf("holder exited %d, want %d (the command died of SIGINT); stderr:\n%s", code, 128+int(syscall.SIGINT), p.stderr.String())
+	}
+	if _, err := os.Stat(done); err != nil {
+		t.Error("lockagent exited before the survivor")
+	}
+	if n := keyCopies(t, cluster, "survivor"); n != 0 {
+		t.Errorf("lock left on %d masters", n)
+	}
+}
+
+// TestRunStopsDaemonsWhenLockLost: on lock loss, processes that left the command's
+// process group and session are stopped too.
+func TestRunStopsDaemonsWhenLockLost(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	dir := t.TempDir()
+	pid, started := filepath.Join(dir, "pid"), filepath.Join(dir, "started")
+	killAtCleanup(t, pid)
+	daemon := fmt.Sprintf(`echo $$ > %q; touch %q; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`, pid, started)
+	p := startAgent(t, env, "run", "--key", "lost-daemon", "--ttl", "3s", "--kill-grace", "300ms", "--", "sh", "-c", `setsid sh -c "$0" & exit 0`, daemon)
+	waitForFile(t, started, p)
+	for _, m := range cluster.Masters {
+		if err := m.Admin().Set(context.Background(), "lost-daemon", "another-holder", 30*time.Second).Err(); err != nil {
+			t.Fatalf("SET on %s: %v", m.Addr, err)
+		}
+	}
+	if code := p.wait(t); code != exitLost {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitLost, p.stderr.String())
+	}
+	if processAlive(t, pid) {
+		t.Error("the setsid'd daemon still runs after lockagent lost the lock and exited")
+	}
+}
+
+// TestRunDenied: a wrong password ends run at once (even with the default --wait
+// forever) with 77 and the server's message.
+func TestRunDenied(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	marker := filepath.Join(t.TempDir(), "ran")
+	env := []string{"LOCKAGENT_ENDPOINTS=" + strings.Join(cluster.Addrs(), ","), "LOCKAGENT_PASSWORD=not-the-password"}
+	code, _, stderr := runAgent(t, env, args([]string{"run", "--key", "denied"}, sh("touch "+marker))...)
+	if code != exitDenied {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitDenied, stderr)
+	}
+	if !strings.Contains(stderr, "WRONGPASS") || !strings.Contains(stderr, "access denied") {
+		t.Errorf("stderr does not show the server's refusal:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "unexpected type") {
+		t.Errorf("stderr shows a parse error instead of the cause:\n%s", stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran without a lock")
+	}
+}
+
+// TestRunWaitsForever: --wait forever waits for the holder, saying on stderr that the
+// lock is held, and runs the command once it is released.
+func TestRunWaitsForever(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	holder, release := holdLock(t, env, "forever")
+	marker := filepath.Join(t.TempDir(), "ran")
+	p := startAgent(t, env, args([]string{"run", "--key", "forever", "--wait", "forever"}, sh("touch "+marker))...)
+	waitForOutput(t, p, "held by another client")
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := holder.wait(t); code != 0 {
+		t.Fatalf("holder exited %d; stderr:\n%s", code, holder.stderr.String())
+	}
+	if code := p.wait(t); code != 0 {
+		t.Errorf("waiter exited %d; stderr:\n%s", code, p.stderr.String())
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Error("the waiter's command did not run")
+	}
+}
+
+// TestRunMaxDuration: at --max-duration the command is stopped while the lock is still
+// held, renewal ends with the release, and run exits 124.
+func TestRunMaxDuration(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	env := clusterEnv(cluster)
+	dir := t.TempDir()
+	pid, started := filepath.Join(dir, "pid"), filepath.Join(dir, "started")
+	killGroupAtCleanup(t, pid)
+	script := fmt.Sprintf(`echo $$ > %q; touch %q; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`, pid, started)
+	p := startAgent(t, env, args([]string{"run", "--key", "bounded", "--ttl", "3s", "--max-duration", "1s", "--kill-grace", "300ms"}, sh(script))...)
+	waitForFile(t, started, p)
+	if code := p.wait(t); code != exitMaxDuration {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitMaxDuration, p.stderr.String())
+	}
+	if !strings.Contains(p.stderr.String(), "--max-duration") {
+		t.Errorf("stderr does not name --max-duration:\n%s", p.stderr.String())
+	}
+	if processAlive(t, pid) {
+		t.Error("the command still runs after --max-duration")
+	}
+	if n := keyCopies(t, cluster, "bounded"); n != 0 {
+		t.Errorf("lock left on %d masters: renewal did not stop with the release", n)
+	}
+}
