@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
@@ -48,25 +49,25 @@ type expiredPair struct {
 // runBehaviour runs the checks in order. It stops at the first check that stays
 // inconclusive or denied after its retries: the masters are not answering, and the
 // remaining checks would only wait for them too.
-func runBehaviour(ctx context.Context, o *validateOptions, prefix string) ([]behaviourCheck, error) {
+func runBehaviour(ctx context.Context, o *validateOptions, prefix string, closing *sync.WaitGroup) ([]behaviourCheck, error) {
 	var lockers [3]*validateLocker
+	defer func() { closeLockers(lockers[:], closing) }()
 	for i := range lockers {
 		l, err := newValidateLocker(o)
 		if err != nil {
-			for _, made := range lockers[:i] {
-				made.close()
-			}
 			return nil, fmt.Errorf("redlock client: %w", err)
 		}
 		lockers[i] = l
-		defer l.close()
 	}
 	bh := &behaviour{ctx: ctx, prefix: prefix, a: lockers[0], b: lockers[1], probe: lockers[2]}
 	bh.ttl, bh.shortTTL = behaviourTTLs(o.cfg.MaxLockTTL.Duration)
 	defer func() {
+		var wg sync.WaitGroup // at once: each may wait for masters that do not answer
 		for _, l := range bh.held {
-			bh.releaseNow(l)
+			wg.Add(1)
+			go func() { defer wg.Done(); bh.releaseNow(l) }()
 		}
+		wg.Wait()
 	}()
 	checks := []struct {
 		name string

@@ -45,11 +45,12 @@ type contentionStats struct {
 // (and their fence registers) at the end with the admin user: the lock user may not DEL.
 func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res *validateResult) error {
 	prefix := "redlock-kit:validate:" + validateRandomID()
-	defer cleanupValidateKeys(ctx, o, prefix, w)
+	var closing sync.WaitGroup // Redlock clients still closing
+	defer cleanupValidateKeys(ctx, o, prefix, w, &closing)
 
 	fmt.Fprintf(w, "\n[2/3] Redlock behaviour (keys %s:*)\n", prefix)
 	validateHook(ctx, "behaviour")
-	checks, err := runBehaviour(ctx, o, prefix)
+	checks, err := runBehaviour(ctx, o, prefix, &closing)
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res 
 	validateHook(ctx, "contention")
 	var stats *contentionStats
 	for attempt := 1; ; attempt++ {
-		stats, err = runContention(ctx, o, fmt.Sprintf("%s:contended:%d", prefix, attempt))
+		stats, err = runContention(ctx, o, fmt.Sprintf("%s:contended:%d", prefix, attempt), &closing)
 		if err != nil {
 			return err
 		}
@@ -129,13 +130,9 @@ func contentionTTL(maxTTL time.Duration) time.Duration { return min(maxTTL, 2*ti
 // Every hold is recorded as [acquired, min(validity deadline, release start)] on this
 // process's monotonic clock; the overlap checker then looks for two holders at once and
 // for fencing tokens that do not increase.
-func runContention(ctx context.Context, o *validateOptions, key string) (*contentionStats, error) {
+func runContention(ctx context.Context, o *validateOptions, key string, closing *sync.WaitGroup) (*contentionStats, error) {
 	lockers := make([]*validateLocker, 0, o.clients)
-	defer func() {
-		for _, l := range lockers {
-			l.close()
-		}
-	}()
+	defer func() { closeLockers(lockers, closing) }()
 	for range o.clients {
 		l, err := newValidateLocker(o)
 		if err != nil {
@@ -248,8 +245,9 @@ func validateRandomID() string {
 
 // cleanupValidateKeys deletes every key of this run (locks left by a failed check, fencing
 // registers, which have no TTL) on every master, as the admin user.
-func cleanupValidateKeys(hookCtx context.Context, o *validateOptions, prefix string, w io.Writer) {
+func cleanupValidateKeys(hookCtx context.Context, o *validateOptions, prefix string, w io.Writer, closing *sync.WaitGroup) {
 	validateHook(hookCtx, "cleanup")
+	closing.Wait() // their last writes (cleanups, late acquisitions) land before the deletes
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deleted := 0

@@ -165,6 +165,19 @@ func (l *validateLocker) tally(op redlock.Op, key string) replyTally {
 	return l.replies[replyKey{op, key}]
 }
 
+// closeLockers closes lockers in the background, counted in closing: a Close waits, up
+// to the library's cleanup timeout, for the cleanups queued to masters that do not
+// answer, so a phase does not wait for it; the key cleanup at the end does (closing.Wait),
+// so that no late write lands after it.
+func closeLockers(lockers []*validateLocker, closing *sync.WaitGroup) {
+	for _, l := range lockers {
+		if l != nil {
+			closing.Add(1)
+			go func() { defer closing.Done(); l.close() }()
+		}
+	}
+}
+
 func (l *validateLocker) close() {
 	_ = l.Client.Close()
 	for _, c := range l.conns {
