@@ -76,16 +76,43 @@ redlock_operations_total{op="release",result="ok"} 2
 		testutil.ToFloat64(counter(t, reg, "redlock_master_replies_total", dead, "acquire", "timeout")); n < 1 {
 		t.Errorf("the killed master %s has no failed acquire reply counted", dead)
 	}
-	if n := testutil.ToFloat64(counter(t, reg, "redlock_master_replies_total", cluster.Masters[1].Addr, "acquire", "vote")); n != 2 {
-		t.Errorf("votes of a live master: %v, want 2", n)
+	// Per master, what each saw depends on timing (a round returns at its majority, and a
+	// SET still queued then is dropped): count over the masters.
+	if n := sum(t, reg, "acquire", "vote"); n < 4 {
+		t.Errorf("acquire votes over all masters: %v, want >= 4 (two grants, each by a majority of 3)", n)
 	}
-	if n := testutil.ToFloat64(counter(t, reg, "redlock_master_replies_total", cluster.Masters[1].Addr, "acquire", "refused")); n != 1 {
-		t.Errorf("refusals of a live master: %v, want 1 (the taken attempt)", n)
+	if n := sum(t, reg, "acquire", "refused"); n < 2 {
+		t.Errorf("acquire refusals over all masters: %v, want >= 2 (the taken attempt met a majority holding it)", n)
 	}
 	if n, err := testutil.GatherAndCount(reg, "redlock_acquired_validity_seconds", "redlock_acquire_attempts",
 		"redlock_operation_duration_seconds", "redlock_master_reply_duration_seconds"); err != nil || n == 0 {
 		t.Errorf("histograms: %d series, %v", n, err)
 	}
+}
+
+// sum adds redlock_master_replies_total over every master for one op and result.
+func sum(t *testing.T, reg *prometheus.Registry, op, result string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "redlock_master_replies_total" {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["op"] == op && labels["result"] == result {
+				total += metric.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
 }
 
 // counter finds one series of a counter vector by its label values, in the order of the
