@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -312,9 +311,4 @@ func hooksToModel(h master.Hooks) types.Object {
 	return types.ObjectValueMust(hookAttrTypes, map[string]attr.Value{
 		"on_crash": list(h.OnCrash), "before_restart": list(h.BeforeRestart), "after_restart": list(h.AfterRestart),
 	})
-}
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

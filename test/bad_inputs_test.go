@@ -123,8 +123,8 @@ func TestHostsModuleRefusesUnsafeInputs(t *testing.T) {
 }
 
 // planCluster plans a private copy of modules/redlock-cluster with inputs and returns the
-// output, the error and the data root (which a plan must leave empty).
-func planCluster(t *testing.T, inputs string) (out string, err error, dataRoot string) {
+// output, the data root (which a plan must leave empty) and the error.
+func planCluster(t *testing.T, inputs string) (out, dataRoot string, err error) {
 	t.Helper()
 	root := copyTree(t, "modules/redlock-cluster")
 	dir := filepath.Join(root, "root")
@@ -137,7 +137,7 @@ func planCluster(t *testing.T, inputs string) (out string, err error, dataRoot s
 		t.Fatal(err)
 	}
 	out, err = terraform.InitAndPlanE(t, terraformOptions(dir, nil))
-	return out, err, dataRoot
+	return out, dataRoot, err
 }
 
 // A port something already listens on is refused at plan, naming the port and address.
@@ -149,7 +149,7 @@ func TestModuleRefusesAPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { busy.Close() })
-	out, err, dataRoot := planCluster(t, fmt.Sprintf("bind_addresses = [%q, %q, %q, %q, %q]\n  ports = [%d, %d, %d, %d, %d]",
+	out, dataRoot, err := planCluster(t, fmt.Sprintf("bind_addresses = [%q, %q, %q, %q, %q]\n  ports = [%d, %d, %d, %d, %d]",
 		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], port, port, port, port, port))
 	want := fmt.Sprintf("port %d on %s is already in use", port, addrs[2])
 	if err == nil {
@@ -168,7 +168,7 @@ func TestModuleRefusesAPortInUse(t *testing.T) {
 func TestModuleWarnsAboutALongMaxLockTTL(t *testing.T) {
 	t.Parallel()
 	addrs, port := uniqueLoopback(t) // free ports: plan refuses a port in use
-	out, err, _ := planCluster(t, fmt.Sprintf("bind_addresses = [%q, %q, %q, %q, %q]\n  ports = [%d, %d, %d, %d, %d]\n  max_lock_ttl = \"1h\"",
+	out, _, err := planCluster(t, fmt.Sprintf("bind_addresses = [%q, %q, %q, %q, %q]\n  ports = [%d, %d, %d, %d, %d]\n  max_lock_ttl = \"1h\"",
 		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], port, port, port, port, port))
 	if err != nil {
 		t.Fatalf("plan with max_lock_ttl = 1h failed: %v\n%s", err, out)

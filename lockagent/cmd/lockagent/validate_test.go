@@ -172,10 +172,10 @@ func TestValidateUnsafe(t *testing.T) {
 			if err := r.Admin().ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.Admin().SlaveOf(ctx, p.Host, fmt.Sprint(p.Port)).Err(); err != nil {
+			if err := r.Admin().ReplicaOf(ctx, p.Host, fmt.Sprint(p.Port)).Err(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = r.Admin().SlaveOf(context.Background(), "NO", "ONE").Err() })
+			t.Cleanup(func() { _ = r.Admin().ReplicaOf(context.Background(), "NO", "ONE").Err() })
 			return nil, []string{r.Addr + " is a slave of " + p.Addr, "not an independent master"}
 		}},
 	}
