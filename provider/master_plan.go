@@ -239,6 +239,14 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	}
 	if known(plan.DataDir) {
 		plan.ID = plan.DataDir
+		if known(plan.Name) {
+			if other := r.defaults.claims.claim(plan.DataDir.ValueString(), plan.Name.ValueString()); other != "" {
+				resp.Diagnostics.AddAttributeError(path.Root("data_dir"), "data_dir shared by two masters",
+					fmt.Sprintf("data_dir %s is also the data_dir of master %q in this configuration: two masters cannot "+
+						"share one (one AOF, one supervisor). Give each master its own data_dir.",
+						plan.DataDir.ValueString(), other))
+			}
+		}
 	}
 
 	if state != nil {

@@ -36,6 +36,7 @@ func New(version string) func() provider.Provider {
 
 type redlockProvider struct {
 	version string
+	claims  dataDirClaims // data dirs planned in this provider process
 }
 
 type providerModel struct {
@@ -48,6 +49,7 @@ type providerModel struct {
 type providerDefaults struct {
 	ServerBinary string
 	Bind         string
+	claims       *dataDirClaims // shared by every resource of this provider process
 }
 
 func builtinDefaults() providerDefaults {
@@ -89,6 +91,7 @@ func (p *redlockProvider) Configure(ctx context.Context, req provider.ConfigureR
 		return
 	}
 	d := builtinDefaults()
+	d.claims = &p.claims
 	if v := cfg.ServerBinary; !v.IsNull() && !v.IsUnknown() {
 		if v.ValueString() == "" {
 			resp.Diagnostics.AddAttributeError(path.Root("server_binary"), "Empty server_binary",
