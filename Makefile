@@ -6,7 +6,7 @@ PROVIDER_VERSION ?= 0.1.0
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules lint check-docs cross bench demo down docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules lint check-docs cross release-check bench demo down docs fmt vet clean
 
 all: build
 
@@ -64,6 +64,9 @@ cross: ## the released binaries build for every release platform (linux/darwin, 
 	  echo "cross: $$p"; \
 	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 go build -o /dev/null ./provider/cmd/terraform-provider-redlock ./lockagent/cmd/lockagent || exit 1; \
 	done
+
+release-check: ## goreleaser check + a snapshot build (goreleaser pinned, built into ./bin once)
+	@scripts/release-check.sh
 
 check-docs: docs ## fails when docs/ is not what the provider's schema generates
 	@git diff --exit-code -- docs || { echo "docs/ is out of date: run make docs and commit it" >&2; exit 1; }
