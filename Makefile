@@ -6,7 +6,7 @@ PROVIDER_VERSION ?= 0.1.0
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules lint check-docs cross release-check bench demo down docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -68,9 +68,14 @@ cross: ## the released binaries build for every release platform (linux/darwin, 
 release-check: ## goreleaser check + a snapshot build (goreleaser pinned, built into ./bin once)
 	@scripts/release-check.sh
 
-check-docs: docs ## fails when docs/ is not what the provider's schema generates
+module-docs: ## regenerate the inputs/outputs tables in modules/*/README.md (terraform-docs, pinned, offline)
+	@scripts/module-docs.sh
+
+check-docs: docs module-docs ## fails when docs/ or modules/*/README.md is not what the schema and the modules' .tf files generate
 	@git diff --exit-code -- docs || { echo "docs/ is out of date: run make docs and commit it" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- docs)" || { echo "docs/ has files the schema does not generate, or new ones not committed: run make docs and commit" >&2; git status --porcelain -- docs >&2; exit 1; }
+	@git diff --exit-code -- 'modules/*/README.md' || { echo "modules/*/README.md is out of date: run make module-docs and commit it" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- 'modules/*/README.md')" || { echo "a module README.md is not committed: run make module-docs and commit it" >&2; git status --porcelain -- 'modules/*/README.md' >&2; exit 1; }
 
 clean:
 	rm -rf build bin/lockagent

@@ -2,6 +2,7 @@
 # Installs what the kit needs and nothing else system-wide:
 #   redis-server via apt-get when it is not on PATH;
 #   terraform from PATH, else built from source (v1.5.7) into ./bin;
+#   staticcheck and terraform-docs (make module-docs), pinned, into ./bin;
 #   for the host tests (internal/hostlab) and unless REDLOCK_HOSTS=0, the tools that run
 #   Debian containers: systemd-nspawn (systemd-container), debootstrap (builds the host
 #   image once), nft (nftables), ip (iproute2), nsenter/mount (util-linux), via apt-get.
@@ -71,3 +72,18 @@ if ! "$PWD/bin/staticcheck" -version 2>/dev/null | grep -q "${staticcheck_versio
   GOBIN="$PWD/bin" go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
 fi
 echo "deps: $("$PWD/bin/staticcheck" -version)"
+
+# terraform-docs, pinned, into ./bin (make module-docs, make check-docs). Built from a
+# throwaway module that requires it, so the module's own go.mod/go.sum pin its dependencies
+# and no "latest" lookup is needed (go install pkg@version also checks the module's
+# deprecation through the version list, which a proxy may refuse).
+terraform_docs_version=v0.22.0
+if ! "$PWD/bin/terraform-docs" --version 2>/dev/null | grep -q "$terraform_docs_version"; then
+  echo "deps: installing terraform-docs $terraform_docs_version into ./bin"
+  tfd_tmp=$(mktemp -d)
+  printf 'module terraform-docs-install\n\ngo 1.24\n\nrequire github.com/terraform-docs/terraform-docs %s\n' "$terraform_docs_version" >"$tfd_tmp/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/terraform-docs/terraform-docs"\n' >"$tfd_tmp/tools.go"
+  (cd "$tfd_tmp" && go mod tidy && GOBIN="$OLDPWD/bin" go install github.com/terraform-docs/terraform-docs) || { rm -rf "$tfd_tmp"; exit 1; }
+  rm -rf "$tfd_tmp"
+fi
+echo "deps: $("$PWD/bin/terraform-docs" --version)"

@@ -10,7 +10,7 @@ variable "masters" {
 }
 
 variable "name_prefix" {
-  description = "Prefix of every master's name and data directory (<prefix>-0, <prefix>-1, ...)."
+  description = "Prefix of every master's name and data directory (`<prefix>-0`, `<prefix>-1`, ...)."
   type        = string
   default     = "redlock"
 
@@ -54,7 +54,7 @@ variable "ports" {
 }
 
 variable "data_root" {
-  description = "Directory under which each master gets its data directory (<data_root>/<name_prefix>-<i>). Defaults to .redlock-data beside the root module."
+  description = "Directory under which each master gets its data directory (`<data_root>/<name_prefix>-<i>`). Defaults to .redlock-data beside the root module."
   type        = string
   default     = null
 }
