@@ -5,6 +5,9 @@ export TF_CLI_CONFIG_FILE := $(CURDIR)/build/terraformrc
 PROVIDER_VERSION ?= 0.1.0
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
+# The Redlock library is a module of its own (see lockagent/redlock/go.mod): `./...` at the root
+# does not descend into it, so test, vet and lint run it from its directory too.
+LIB_DIR := lockagent/redlock
 
 .PHONY: all deps build provider lockagent test test-unit test-hosts test-modules lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
 
@@ -23,6 +26,7 @@ lockagent:
 
 test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
 	TF_ACC=1 go test $(GO_TEST_FLAGS) ./...
+	cd $(LIB_DIR) && TF_ACC=1 go test $(GO_TEST_FLAGS) ./...
 	@scripts/test-modules.sh
 
 test-modules: provider ## the modules' own `terraform test` files (plan-time refusals, outputs)
@@ -34,6 +38,7 @@ test-hosts: deps provider ## five masters on five systemd hosts (network namespa
 
 test-unit: ## library and harness tests only (no terraform)
 	go test $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
+	cd $(LIB_DIR) && go test $(GO_TEST_FLAGS) ./...
 
 bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
 	go run ./lockagent/cmd/lockagent bench --spawn 5
@@ -53,10 +58,12 @@ fmt:
 
 vet:
 	go vet ./...
+	cd $(LIB_DIR) && go vet ./...
 
 lint: ## staticcheck (pinned, installed by make deps), go vet, terraform fmt -check
 	staticcheck ./...
 	go vet ./...
+	cd $(LIB_DIR) && staticcheck ./... && go vet ./...
 	terraform fmt -check -recursive modules examples
 
 cross: ## the released binaries build for every release platform (linux/darwin, amd64/arm64)
