@@ -11,13 +11,21 @@ import (
 // never a torn one, and so that the new content survives a power loss once this returns:
 // write a temp file in the same dir, fsync it, rename it over path, fsync the dir.
 func writeFileAtomic(path string, data []byte) error {
+	return replaceFile(path, data, 0o600, true)
+}
+
+// replaceFile writes data to a temp file in path's dir with mode and renames it over path, so
+// that a reader sees the old or the new content, never a torn one. durable also fsyncs the
+// file before the rename and the dir after it (writeFileAtomic); without it the new content
+// may be lost in a power loss (fine for what is rewritten every second anyway, the metrics).
+func replaceFile(path string, data []byte, mode os.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if err := tmp.Chmod(0o600); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -25,15 +33,20 @@ func writeFileAtomic(path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(dir)
 }

@@ -41,6 +41,12 @@ type State struct {
 	HoldFloor time.Time `json:"hold_floor,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	Restarts  int       `json:"restarts"` // restarts after a crash or an unclean stop, over the dir's life
+	// Crashes counts crashes (redis-server exited uncleanly, or failed to start) and unclean
+	// stops found when a supervisor started, over the dir's life (metrics.prom).
+	Crashes int `json:"crashes,omitempty"`
+	// LastExit is when the supervisor last saw redis-server exit (for an unclean stop found
+	// at start: the last moment the master was seen alive).
+	LastExit  time.Time `json:"last_exit,omitzero"`
 	LastError string    `json:"last_error,omitempty"`
 }
 

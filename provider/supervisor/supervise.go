@@ -129,7 +129,7 @@ func (s *supervisor) run() int {
 		s.log.Warn("previous state unreadable", "err", err)
 	}
 	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts,
-		HoldFloor: prev.HoldFloor}
+		HoldFloor: prev.HoldFloor, Crashes: prev.Crashes, LastExit: prev.LastExit}
 	s.log.Info("supervisor started", "master", s.cfg.Name, "addr", s.cfg.Addr, "restart_delay", s.cfg.RestartDelay.String())
 
 	// A redis-server left behind by a supervisor that was killed still serves: stop it
@@ -161,6 +161,8 @@ func (s *supervisor) run() int {
 			s.st.LastAlive = time.Now()
 		}
 		s.st.HoldFloor = later(s.st.HoldFloor, until)
+		s.st.Crashes++
+		s.st.LastExit = s.st.LastAlive
 		s.log.Warn("holding the master back before its first start", "why", why)
 		// An unclean stop found now is a crash seen late: the same hooks run.
 		s.setHolding()
@@ -193,6 +195,7 @@ func (s *supervisor) run() int {
 		}
 		crashedPID = res.pid
 		s.st.LastError = res.err
+		s.st.Crashes++
 		s.log.Error("master crashed", "err", res.err, "last_alive", s.st.LastAlive.Format(time.RFC3339Nano))
 		s.setHolding()
 		s.writeState()
@@ -336,6 +339,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 			// would end the hold up to a tick early, measured from the exit).
 			prober.stop()
 			s.st.LastAlive = later(s.st.LastAlive, ex.at)
+			s.st.LastExit = ex.at
 			s.st.RedisPID = 0
 			if waitErr == nil {
 				if err := writeCleanMarker(s.dir, pid); err != nil {
@@ -450,9 +454,13 @@ func (s *supervisor) exit(code int, lastError string) int {
 	return code
 }
 
+// writeState persists the state, then publishes it as metrics (metrics.prom).
 func (s *supervisor) writeState() {
 	if err := writeState(s.dir, s.st); err != nil {
 		s.log.Error("write state", "err", err)
+	}
+	if err := writeMetrics(s.dir, metricsText(s.cfg.Name, s.st, s.cfg)); err != nil {
+		s.log.Error("write metrics", "err", err)
 	}
 }
 
