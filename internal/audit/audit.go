@@ -58,6 +58,9 @@ type Target struct {
 	DriftFactor float64
 	// RTTSamples is how many round trips the RTT median is taken over; DefaultRTTSamples when zero.
 	RTTSamples int
+	// Dialer, when set, opens the connections to the masters (go-redis's Options.Dialer),
+	// for callers that reach them through a tunnel or another network namespace.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Master is what the audit learnt about one endpoint.
@@ -290,7 +293,8 @@ func (t Target) clientOptions(ep, user, pass string) *redis.Options {
 		DialerRetries: 1,
 		// The audit reads server state; it must not register a client name or library info
 		// the lock user may not set.
-		DisableIdentity: true}
+		DisableIdentity: true,
+		Dialer:          t.Dialer}
 	if t.TLS {
 		if t.TLSConfig != nil {
 			o.TLSConfig = t.TLSConfig.Clone()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 )
 
 // pauseAt returns a validate hook that SIGSTOPs masters the first time point is reached
@@ -90,31 +91,31 @@ func TestValidateMastersPausedIsInconclusive(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
 			}
-			if doc.Verdict != verdictInconclusive || doc.Safe || len(doc.Problems) != 0 || len(doc.Denied) != 0 || len(doc.Inconclusive) == 0 {
+			if doc.Verdict != "INCONCLUSIVE" || doc.Safe || len(doc.Problems) != 0 || len(doc.Denied) != 0 || len(doc.Inconclusive) == 0 {
 				t.Fatalf("verdict %q safe %v problems %q denied %q inconclusive %q\nprogress:\n%s",
 					doc.Verdict, doc.Safe, doc.Problems, doc.Denied, doc.Inconclusive, errOut)
 			}
 			seen := tc.check == ""
 			for _, b := range doc.Behaviour {
-				if b.Status == string(statusFailed) {
+				if b.Status == validation.StatusFailed {
 					t.Errorf("check %q reported as evidence: %s", b.Name, b.Detail)
 				}
 				if b.Name == tc.check {
 					seen = true
-					if b.Status != string(statusInconclusive) || b.Attempts != checkAttempts {
+					if b.Status != validation.StatusInconclusive || b.Attempts != validation.CheckAttempts {
 						t.Errorf("check %q: status %s after %d attempt(s), want %s after %d: %s",
-							b.Name, b.Status, b.Attempts, statusInconclusive, checkAttempts, b.Detail)
+							b.Name, b.Status, b.Attempts, validation.StatusInconclusive, validation.CheckAttempts, b.Detail)
 					}
 				}
 			}
 			if !seen {
 				t.Errorf("check %q not reported: %+v", tc.check, doc.Behaviour)
 			}
-			if doc.Contention == nil || doc.Contention.Violations != 0 || doc.Contention.Status == string(statusFailed) {
+			if doc.Contention == nil || doc.Contention.Violations != 0 || doc.Contention.Status == validation.StatusFailed {
 				t.Errorf("contention: %+v", doc.Contention)
 			}
-			if tc.check == "" && (doc.Contention == nil || doc.Contention.Status != string(statusInconclusive) || doc.Contention.Attempts != contentionAttempts) {
-				t.Errorf("contention not inconclusive after %d attempts: %+v", contentionAttempts, doc.Contention)
+			if tc.check == "" && (doc.Contention == nil || doc.Contention.Status != validation.StatusInconclusive || doc.Contention.Attempts != validation.ContentionAttempts) {
+				t.Errorf("contention not inconclusive after %d attempts: %+v", validation.ContentionAttempts, doc.Contention)
 			}
 			if !strings.Contains(errOut, "did not answer within the node timeout") {
 				t.Errorf("progress does not say the masters timed out:\n%s", errOut)

@@ -1,4 +1,4 @@
-package main
+package validation
 
 import (
 	"context"
@@ -14,22 +14,32 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
+// Statuses of a behaviour check (BehaviourCheck.Status) or of the contention phase
+// (ContentionStats.Status).
+const (
+	StatusOK = "ok"
+	// StatusFailed: evidence that exclusion can break (two holders, a lock still held
+	// after its release, a stale holder deleting or extending the new holder's lock,
+	// fencing tokens not increasing). Only this makes the verdict UNSAFE.
+	StatusFailed = "FAIL"
+	// StatusInconclusive: the check could not be decided because masters did not answer
+	// (in time), even after retries.
+	StatusInconclusive = "INCONCLUSIVE"
+	// StatusDenied: a master refused the credentials or the command (WRONGPASS, NOPERM).
+	StatusDenied = "DENIED"
+	// StatusNotRun: an earlier check could not be decided, so this one was not tried.
+	StatusNotRun = "not run"
+)
+
 // checkStatus is the outcome of one check or phase of validate.
 type checkStatus string
 
 const (
-	statusOK checkStatus = "ok"
-	// statusFailed: evidence that exclusion can break (two holders, a lock still held
-	// after its release, a stale holder deleting or extending the new holder's lock,
-	// fencing tokens not increasing). Only this makes the verdict UNSAFE.
-	statusFailed checkStatus = "FAIL"
-	// statusInconclusive: the check could not be decided because masters did not answer
-	// (in time), even after retries.
-	statusInconclusive checkStatus = "INCONCLUSIVE"
-	// statusDenied: a master refused the credentials or the command (WRONGPASS, NOPERM).
-	statusDenied checkStatus = "DENIED"
-	// statusNotRun: an earlier check could not be decided, so this one was not tried.
-	statusNotRun checkStatus = "not run"
+	statusOK           checkStatus = StatusOK
+	statusFailed       checkStatus = StatusFailed
+	statusInconclusive checkStatus = StatusInconclusive
+	statusDenied       checkStatus = StatusDenied
+	statusNotRun       checkStatus = StatusNotRun
 )
 
 // errStatus classifies an error that left a check undecided: a refusal of the credentials
@@ -70,9 +80,16 @@ func undecided(err error, format string, args ...any) outcome {
 // that should be free, probing whether a key is held) is retried within its check up to
 // stepAttempts times. Both pause retryPause(n) between attempts.
 const (
-	checkAttempts      = 3
+	checkAttempts      = CheckAttempts
 	stepAttempts       = 3
-	contentionAttempts = 2
+	contentionAttempts = ContentionAttempts
+)
+
+// CheckAttempts is how many times a behaviour check runs before it is reported
+// INCONCLUSIVE; ContentionAttempts the same for the contention phase.
+const (
+	CheckAttempts      = 3
+	ContentionAttempts = 2
 )
 
 // retryPause is the pause after the n-th failed attempt: 100ms doubling, with jitter.
@@ -126,7 +143,7 @@ func (t replyTally) minus(u replyTally) replyTally {
 }
 
 func newValidateLocker(o *validateOptions) (*validateLocker, error) {
-	l := &validateLocker{conns: lockClients(o.cfg), replies: map[replyKey]replyTally{}}
+	l := &validateLocker{conns: lockClients(o), replies: map[replyKey]replyTally{}}
 	masters := make([]redis.UniversalClient, len(l.conns))
 	for i, c := range l.conns {
 		masters[i] = c

@@ -1,4 +1,4 @@
-package main
+package validation
 
 import (
 	"cmp"
@@ -22,8 +22,8 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-// contentionStats summarises the contention phase (its last attempt).
-type contentionStats struct {
+// ContentionStats summarises the contention phase (its last attempt).
+type ContentionStats struct {
 	Clients      int      `json:"clients"`
 	DurationMS   int64    `json:"duration_ms"`
 	Status       string   `json:"status"` // ok, FAIL (violations), INCONCLUSIVE, DENIED
@@ -43,7 +43,7 @@ type contentionStats struct {
 // runRedlockPhases runs phases 2 and 3 with the Redlock library on keys no real user has
 // (redlock-kit:validate:<random>:...), files their outcomes in res, and deletes the keys
 // (and their fence registers) at the end with the admin user: the lock user may not DEL.
-func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res *validateResult) error {
+func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res *Report) error {
 	prefix := "redlock-kit:validate:" + validateRandomID()
 	var closing sync.WaitGroup // Redlock clients still closing
 	defer cleanupValidateKeys(ctx, o, prefix, w, &closing)
@@ -69,7 +69,7 @@ func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res 
 		return nil
 	}
 	validateHook(ctx, "contention")
-	var stats *contentionStats
+	var stats *ContentionStats
 	for attempt := 1; ; attempt++ {
 		stats, err = runContention(ctx, o, fmt.Sprintf("%s:contended:%d", prefix, attempt), &closing)
 		if err != nil {
@@ -101,7 +101,7 @@ func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res 
 
 // judge decides the phase: any overlap is evidence; no acquisition at all is a refusal of
 // the credentials or inconclusive (masters not answering), never evidence.
-func (s *contentionStats) judge(o *validateOptions) (checkStatus, string) {
+func (s *ContentionStats) judge(o *validateOptions) (checkStatus, string) {
 	switch {
 	case s.Violations > 0:
 		return statusFailed, fmt.Sprintf("Contention: %d mutual-exclusion violation(s) among %d acquisitions: two clients held the lock at once (first: %s).",
@@ -130,7 +130,7 @@ func contentionTTL(maxTTL time.Duration) time.Duration { return min(maxTTL, 2*ti
 // Every hold is recorded as [acquired, min(validity deadline, release start)] on this
 // process's monotonic clock; the overlap checker then looks for two holders at once and
 // for fencing tokens that do not increase.
-func runContention(ctx context.Context, o *validateOptions, key string, closing *sync.WaitGroup) (*contentionStats, error) {
+func runContention(ctx context.Context, o *validateOptions, key string, closing *sync.WaitGroup) (*ContentionStats, error) {
 	lockers := make([]*validateLocker, 0, o.clients)
 	defer func() { closeLockers(lockers, closing) }()
 	for range o.clients {
@@ -142,7 +142,7 @@ func runContention(ctx context.Context, o *validateOptions, key string, closing 
 	}
 	ttl := contentionTTL(o.cfg.MaxLockTTL.Duration)
 	checker := overlap.New()
-	stats := &contentionStats{Clients: o.clients, DurationMS: o.duration.Milliseconds()}
+	stats := &ContentionStats{Clients: o.clients, DurationMS: o.duration.Milliseconds()}
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
@@ -253,7 +253,7 @@ func cleanupValidateKeys(hookCtx context.Context, o *validateOptions, prefix str
 	deleted := 0
 	var errs []string
 	for _, ep := range o.cfg.Endpoints {
-		opt := lockClientOptions(o.cfg, ep)
+		opt := lockClientOptions(o, ep)
 		opt.Username, opt.Password = o.cfg.AdminUsername, o.cfg.AdminPassword
 		c := redis.NewClient(opt)
 		iter := c.Scan(ctx, 0, prefix+":*", 100).Iterator()

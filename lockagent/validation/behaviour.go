@@ -1,4 +1,4 @@
-package main
+package validation
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-// behaviourCheck is one Redlock property exercised against the live deployment.
-type behaviourCheck struct {
+// BehaviourCheck is one Redlock property exercised against the live deployment.
+type BehaviourCheck struct {
 	Name     string `json:"name"`
 	OK       bool   `json:"ok"`
 	Status   string `json:"status"` // ok, FAIL (evidence), INCONCLUSIVE, DENIED, not run
@@ -49,7 +49,7 @@ type expiredPair struct {
 // runBehaviour runs the checks in order. It stops at the first check that stays
 // inconclusive or denied after its retries: the masters are not answering, and the
 // remaining checks would only wait for them too.
-func runBehaviour(ctx context.Context, o *validateOptions, prefix string, closing *sync.WaitGroup) ([]behaviourCheck, error) {
+func runBehaviour(ctx context.Context, o *validateOptions, prefix string, closing *sync.WaitGroup) ([]BehaviourCheck, error) {
 	var lockers [3]*validateLocker
 	defer func() { closeLockers(lockers[:], closing) }()
 	for i := range lockers {
@@ -81,11 +81,11 @@ func runBehaviour(ctx context.Context, o *validateOptions, prefix string, closin
 		{"owner-only release", bh.checkOwnerOnlyRelease},
 		{"fencing", bh.checkFencing},
 	}
-	var out []behaviourCheck
+	var out []BehaviourCheck
 	stopped := ""
 	for _, c := range checks {
 		if stopped != "" {
-			out = append(out, behaviourCheck{Name: c.name, Status: string(statusNotRun),
+			out = append(out, BehaviourCheck{Name: c.name, Status: string(statusNotRun),
 				Detail: fmt.Sprintf("not run: the %s check could not be decided", stopped)})
 			continue
 		}
@@ -97,7 +97,7 @@ func runBehaviour(ctx context.Context, o *validateOptions, prefix string, closin
 		if attempts > 1 {
 			detail = fmt.Sprintf("%s (after %d attempts)", detail, attempts)
 		}
-		out = append(out, behaviourCheck{Name: c.name, OK: res.status == statusOK, Status: string(res.status), Attempts: attempts, Detail: detail})
+		out = append(out, BehaviourCheck{Name: c.name, OK: res.status == statusOK, Status: string(res.status), Attempts: attempts, Detail: detail})
 		if res.status == statusInconclusive || res.status == statusDenied {
 			stopped = c.name
 		}

@@ -1,0 +1,50 @@
+package validation
+
+import (
+	"crypto/tls"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// lockClientOptions is how validation talks to a master as the lock user, the way every
+// lockagent command does. Context deadlines are honoured (ContextTimeoutEnabled), so a
+// stopped master costs only the library's per-node timeout; go-redis never retries on its
+// own (the library decides); the handshake sends nothing the restricted ACL user may not
+// run. Options.Dialer, when set, opens the connections.
+func lockClientOptions(o *validateOptions, addr string) *redis.Options {
+	cfg := o.cfg
+	opt := &redis.Options{
+		Addr:                  addr,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialTimeout:           2 * time.Second,
+		// One dial per attempt: go-redis would otherwise retry a refused dial for longer
+		// than a node timeout, and the refusal would show as a timeout. The library retries.
+		DialerRetries:   1,
+		DisableIdentity: true,
+		MaintNotificationsConfig: &maintnotifications.Config{
+			Mode: maintnotifications.ModeDisabled,
+		},
+		Dialer: o.dialer,
+	}
+	if cfg.TLS {
+		host, _, _ := net.SplitHostPort(addr)
+		opt.TLSConfig = &tls.Config{ServerName: strings.Trim(host, "[]"), MinVersion: tls.VersionTLS12}
+	}
+	return opt
+}
+
+// lockClients returns one new client per endpoint; the caller closes them.
+func lockClients(o *validateOptions) []*redis.Client {
+	clients := make([]*redis.Client, len(o.cfg.Endpoints))
+	for i, e := range o.cfg.Endpoints {
+		clients[i] = redis.NewClient(lockClientOptions(o, e))
+	}
+	return clients
+}

@@ -1,0 +1,38 @@
+// Package validation proves that a Redlock deployment is safe, from Go: the phases of
+// `lockagent validate` as a library, for platform teams' own infrastructure tests.
+//
+// A run takes the deployment as an agentconfig.Config (what the redlock-cluster and
+// redlock-hosts modules' agent_config output holds; ParseConfig reads it) and checks it in
+// three phases:
+//
+//  1. audit: every master is independent (distinct run_ids, no replicas), runs with AOF
+//     appendfsync always, no-appendfsync-on-rewrite no, noeviction and an explicit
+//     maxmemory, stays down for at least the max TTL after a crash, and its clock and
+//     round trip are within what Redlock tolerates;
+//  2. Redlock behaviour: acquire, exclusion, release, expiry, extend (owner only),
+//     owner-only release, increasing fencing tokens, on keys redlock-kit:validate:<random>;
+//  3. contention: Options.Clients clients compete for Options.Duration and every hold is
+//     checked for overlap.
+//
+// The test keys are deleted afterwards. The Report's verdict is SAFE (with warnings:
+// "SAFE, degraded", a minority of masters down), UNSAFE only on evidence that exclusion
+// can break, DENIED when a master refused the credentials or the ACL, or INCONCLUSIVE
+// when masters did not answer, even after retries. Report.ExitCode is the exit code
+// `lockagent validate` gives it.
+//
+// Run is the plain entry point. Validate and ValidateE are terratest-style helpers:
+// Validate fails the test unless the verdict is SAFE; ValidateE returns the report and an
+// error (a *VerdictError) instead. Both log progress and report with t.Logf. They take a
+// TestingT, which *testing.T satisfies, so this package does not import "testing".
+//
+//	func TestRedlock(t *testing.T) {
+//		opts := &terraform.Options{TerraformDir: "../infra/redlock"}
+//		defer terraform.Destroy(t, opts)
+//		terraform.InitAndApply(t, opts)
+//		cfg, err := validation.ParseConfig(terraform.Output(t, opts, "agent_config"))
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		validation.Validate(t, cfg)
+//	}
+package validation

@@ -1,0 +1,54 @@
+package validation_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gruntwork-io/terratest/modules/terraform"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
+	"github.com/redlock-kit/redlock-kit/lockagent/validation"
+)
+
+// Run validates three local masters (started here by the project's test harness; in your
+// pipeline, the masters the redlock-cluster module deployed) and prints the verdict.
+func Example() {
+	c, err := redistest.New(redistest.Options{Masters: 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	cfg := &agentconfig.Config{ // what the module's agent_config output holds
+		Endpoints: c.Addrs(),
+		Username:  redistest.LockUser, Password: redistest.LockPassword,
+		AdminUsername: "default", AdminPassword: redistest.AdminPassword,
+		MaxLockTTL:   agentconfig.Duration{Duration: 10 * time.Second},
+		RestartDelay: agentconfig.Duration{Duration: 11 * time.Second},
+	}
+	rep, err := validation.Run(context.Background(), cfg, validation.Options{Clients: 4, Duration: time.Second})
+	if err != nil {
+		fmt.Println("could not finish:", err)
+		return
+	}
+	fmt.Println(rep.Verdict, rep.ExitCode())
+	// Output: SAFE 0
+}
+
+// In a terratest suite: apply the module, read its agent_config output, validate.
+// Validate fails the test unless the verdict is SAFE, and logs the progress and the report.
+func ExampleValidate() {
+	var t *testing.T // your TestXxx's t
+	opts := &terraform.Options{TerraformDir: "../infra/redlock"}
+	defer terraform.Destroy(t, opts)
+	terraform.InitAndApply(t, opts)
+
+	cfg, err := validation.ParseConfig(terraform.Output(t, opts, "agent_config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	validation.Validate(t, cfg)
+}
