@@ -19,6 +19,8 @@ import (
 	"github.com/gruntwork-io/terratest/modules/retry"
 	"github.com/gruntwork-io/terratest/modules/terraform"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 )
 
 // deployment is one applied copy of examples/local-five, with everything a test needs to
@@ -219,13 +221,30 @@ func (d *deployment) lockClients(t *testing.T) []redis.UniversalClient {
 	return clients
 }
 
-// validate runs the real `lockagent validate` against the deployment.
+// validate runs the real `lockagent validate` binary against the deployment: the CLI
+// stays covered end to end (its exit code, its report).
 func (d *deployment) validate(t *testing.T) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, lockagentBin, "validate", "-c", d.agentConfig).CombinedOutput()
 	return string(out), err
+}
+
+// validateSafe validates the deployment with the validation library, as a platform
+// team's own terratest does: it fails the test unless the verdict is SAFE, logging the
+// progress and the report.
+func (d *deployment) validateSafe(t *testing.T) *validation.Report {
+	t.Helper()
+	raw, err := os.ReadFile(d.agentConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := validation.ParseConfig(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return validation.Validate(t, cfg)
 }
 
 // destroyAndVerify destroys the deployment and proves nothing it started survives: no
