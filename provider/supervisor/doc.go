@@ -52,7 +52,9 @@
 //
 // Everything lives in the master's data dir: supervisor.json (Config, written by the
 // provider), supervisor.state (State, replaced atomically), supervisor.log, supervisor.lock
-// (flock: one supervisor per data dir), clean-shutdown (the marker).
+// (flock: one supervisor per data dir), clean-shutdown (the marker), metrics.prom (the
+// master's crashes, holds and restarts in the Prometheus text format, for node_exporter's
+// textfile collector; rewritten with the state, see MetricsFileName).
 //
 // The supervisor is the executable that called Spawn, re-executed with the arguments
 // "supervise <data dir>": its main (and the TestMain of any test binary that spawns one) must
