@@ -21,8 +21,8 @@ build: provider lockagent
 provider: ## build the provider and install it into the local filesystem mirror
 	@scripts/install-provider.sh
 
-lockagent:
-	go build -o bin/lockagent ./lockagent/cmd/lockagent
+lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PROVIDER_VERSION))
+	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/lockagent ./lockagent/cmd/lockagent
 
 test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
 	TF_ACC=1 go test $(GO_TEST_FLAGS) ./...

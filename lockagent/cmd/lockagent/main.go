@@ -127,10 +127,16 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// versionString names the module version the binary was built from (or "(devel)").
+// version is set by the build: -ldflags "-X main.version=0.1.0" (make lockagent does).
+var version = ""
+
+// versionString names the version the binary was built with: the one -ldflags set, else the
+// module version from the build info (or "(devel)").
 func versionString() string {
 	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+	if version != "" {
+		v = version
+	} else if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		v = bi.Main.Version
 	}
 	return fmt.Sprintf("lockagent %s %s %s/%s", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
