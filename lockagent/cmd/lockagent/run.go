@@ -17,9 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlockprom"
 )
 
 // Exit codes of `lockagent run` besides the command's own (sysexits.h where one fits).
@@ -78,6 +80,10 @@ Lock:
                        the release is applied in memory only: a master that restarts from
                        its AOF within the TTL shows the released key again until it
                        expires, which can delay the next holder there, never admit two
+  --metrics-file PATH  when done, write the library's metrics of this run (the README's
+                       Metrics: operations, attempts, each master's replies) to PATH in the
+                       Prometheus text format, replacing it atomically (for node_exporter's
+                       textfile collector: PATH ending in .prom in its directory)
 
 ` + deploymentHelp + `
 Environment of the command (in addition to lockagent's own):
@@ -136,6 +142,7 @@ type runOptions struct {
 	nodeTimeout  time.Duration
 	killGrace    time.Duration
 	durable      bool
+	metricsFile  string
 	command      []string
 }
 
@@ -179,6 +186,7 @@ func newRunFlags() (*flag.FlagSet, *deploymentFlags, *runOptions) {
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 0, "per-master timeout")
 	fs.BoolVar(&o.durable, "durable-release", false, "log the release to the AOF")
 	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "SIGTERM to SIGKILL grace")
+	fs.StringVar(&o.metricsFile, "metrics-file", "", "write the library's metrics here when done")
 	return fs, dep, o
 }
 
@@ -234,12 +242,23 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		masters[i] = c
 	}
 	defer closeAll(clients)
+	var hooks redlock.Hooks
+	var registry *prometheus.Registry
+	if o.metricsFile != "" {
+		registry = prometheus.NewRegistry()
+		m, err := redlockprom.New(registry)
+		if err != nil {
+			return usageError(stderr, "run", err)
+		}
+		hooks = m
+	}
 	lc, err := redlock.New(masters, redlock.Options{
 		NodeTimeout: o.nodeTimeout,
 		MaxTTL:      maxTTL,
 		// Renew for as long as the command runs; --max-duration is the explicit bound.
 		MaxExtensions:  math.MaxInt,
 		DurableRelease: o.durable,
+		Hooks:          hooks,
 	})
 	if err != nil {
 		return usageError(stderr, "run", err)
@@ -253,7 +272,15 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 
 	r := &runner{opts: *o, path: path, stdout: stdout, stderr: stderr, log: log, sigs: sigs}
-	return r.run(ctx, lc)
+	code := r.run(ctx, lc)
+	if registry != nil {
+		// After the release: the file has every operation of the run. Atomic (temp file +
+		// rename), so a textfile collector never reads a torn file.
+		if err := prometheus.WriteToTextfile(o.metricsFile, registry); err != nil {
+			fmt.Fprintf(stderr, "lockagent run: --metrics-file: %v\n", err)
+		}
+	}
+	return code
 }
 
 func (o *runOptions) check() error {
