@@ -7,8 +7,10 @@ import (
 	"net"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -30,15 +32,15 @@ func NewAuditDataSource() datasource.DataSource { return &auditDataSource{} }
 type auditDataSource struct{}
 
 type auditModel struct {
-	Endpoints    []types.String `tfsdk:"endpoints"`
-	Username     types.String   `tfsdk:"username"`
-	Password     types.String   `tfsdk:"password"`
-	LockUsername types.String   `tfsdk:"lock_username"`
-	LockPassword types.String   `tfsdk:"lock_password"`
-	MaxLockTTL   types.String   `tfsdk:"max_lock_ttl"`
-	RestartDelay types.String   `tfsdk:"restart_delay"`
-	TLS          types.Bool     `tfsdk:"tls"`
-	NodeTimeout  types.String   `tfsdk:"node_timeout"`
+	Endpoints    []types.String       `tfsdk:"endpoints"`
+	Username     types.String         `tfsdk:"username"`
+	Password     types.String         `tfsdk:"password"`
+	LockUsername types.String         `tfsdk:"lock_username"`
+	LockPassword types.String         `tfsdk:"lock_password"`
+	MaxLockTTL   timetypes.GoDuration `tfsdk:"max_lock_ttl"`
+	RestartDelay timetypes.GoDuration `tfsdk:"restart_delay"`
+	TLS          types.Bool           `tfsdk:"tls"`
+	NodeTimeout  timetypes.GoDuration `tfsdk:"node_timeout"`
 
 	Safe      types.Bool         `tfsdk:"safe"`
 	Quorum    types.Int64        `tfsdk:"quorum"`
@@ -114,14 +116,14 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				Required: true,
 				MarkdownDescription: "Largest lock TTL clients use (duration, e.g. `30s`). The restart-delay, clock and " +
 					"round-trip checks are relative to it.",
-				Validators: []validator.String{validate.Duration(time.Millisecond)},
+				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"restart_delay": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "How long a crashed master stays down (duration). When set, it must be at least " +
 					"`max_lock_ttl` plus the drift margin (1% + 2ms) or the deployment is reported unsafe; when not " +
 					"set, this check is skipped.",
-				Validators: []validator.String{validate.Duration(time.Millisecond)},
+				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"tls": schema.BoolAttribute{
 				Optional:            true,
@@ -131,7 +133,7 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				Optional: true,
 				MarkdownDescription: "Per-master bound on connecting and on each command (duration, default `2s`); a master " +
 					"that does not answer within it is reported unreachable.",
-				Validators: []validator.String{validate.Duration(time.Millisecond)},
+				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"safe": schema.BoolAttribute{
 				Computed:            true,
@@ -230,8 +232,12 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	if !ok {
 		return
 	}
+	tflog.Debug(ctx, "redlock_audit read: checking the masters", map[string]any{
+		"endpoints": target.Endpoints, "username": target.Username, "lock_username": target.LockUsername,
+		"max_lock_ttl": target.MaxLockTTL.String(), "restart_delay": target.RestartDelay.String(), "node_timeout": target.NodeTimeout.String()})
 	rep, err := audit.Run(ctx, target)
 	if err != nil {
+		tflog.Debug(ctx, "redlock_audit read failed", map[string]any{"error": err.Error()})
 		if errors.Is(err, audit.ErrBadTarget) {
 			resp.Diagnostics.AddError("Invalid redlock_audit arguments", err.Error())
 		} else {
@@ -239,6 +245,8 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		}
 		return
 	}
+	tflog.Info(ctx, "redlock_audit read", map[string]any{"safe": rep.Safe, "quorum": rep.Quorum, "reachable": rep.Reachable,
+		"masters": len(rep.Masters), "problems": rep.Problems, "warnings": rep.Warnings})
 	m.Safe = types.BoolValue(rep.Safe)
 	m.Quorum = types.Int64Value(int64(rep.Quorum))
 	m.Reachable = types.Int64Value(int64(rep.Reachable))
@@ -298,7 +306,7 @@ func auditTargetFromModel(m *auditModel, resp *datasource.ReadResponse) (audit.T
 		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "Incomplete lock credentials",
 			"Set both lock_username and lock_password to check the lock user, or neither.")
 	}
-	duration := func(name string, v types.String, dst *time.Duration) {
+	duration := func(name string, v timetypes.GoDuration, dst *time.Duration) {
 		if v.IsNull() || v.ValueString() == "" {
 			return
 		}

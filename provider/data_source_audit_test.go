@@ -131,12 +131,12 @@ func TestAccAuditDataSourceBadInput(t *testing.T) {
 		want   string
 	}{
 		{"max_lock_ttl not a duration", `endpoints = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
-  max_lock_ttl = "ten seconds"`, `(?s)max_lock_ttl.*not a duration`},
+  max_lock_ttl = "ten seconds"`, `(?s)Invalid Time Duration String Value.*max_lock_ttl = "ten seconds"`},
 		{"max_lock_ttl zero", `endpoints = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
   max_lock_ttl = "0s"`, `(?s)max_lock_ttl.*greater than zero`},
 		{"restart_delay not a duration", `endpoints = ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
   max_lock_ttl = "10s"
-  restart_delay = "soon"`, `(?s)restart_delay.*not a duration`},
+  restart_delay = "soon"`, `(?s)Invalid Time Duration String Value.*restart_delay = "soon"`},
 		{"endpoint without port", `endpoints = ["127.0.0.1"]
   max_lock_ttl = "10s"`, `(?s)Invalid endpoint.*not host:port`},
 		{"no endpoints", `endpoints = []

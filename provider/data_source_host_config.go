@@ -6,10 +6,12 @@ import (
 	"net"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -34,22 +36,23 @@ func NewHostConfigDataSource() datasource.DataSource { return &hostConfigDataSou
 type hostConfigDataSource struct{}
 
 type hostConfigModel struct {
-	Name             types.String `tfsdk:"name"`
-	Address          types.String `tfsdk:"address"`
-	Port             types.Int64  `tfsdk:"port"`
-	Server           types.String `tfsdk:"server"`
-	MaxLockTTL       types.String `tfsdk:"max_lock_ttl"`
-	ClockDriftMargin types.String `tfsdk:"clock_drift_margin"`
-	RestartDelay     types.String `tfsdk:"restart_delay"`
-	MaxMemory        types.String `tfsdk:"maxmemory"`
-	AdminPassword    types.String `tfsdk:"admin_password"`
-	LockUser         types.String `tfsdk:"lock_user"`
-	LockPassword     types.String `tfsdk:"lock_password"`
-	Hooks            types.Object `tfsdk:"hooks"`
-	InstallPackages  types.Bool   `tfsdk:"install_packages"`
+	Name             types.String         `tfsdk:"name"`
+	Address          types.String         `tfsdk:"address"`
+	Port             types.Int64          `tfsdk:"port"`
+	Server           types.String         `tfsdk:"server"`
+	MaxLockTTL       timetypes.GoDuration `tfsdk:"max_lock_ttl"`
+	ClockDriftMargin timetypes.GoDuration `tfsdk:"clock_drift_margin"`
+	RestartDelay     timetypes.GoDuration `tfsdk:"restart_delay"`
+	MaxMemory        types.String         `tfsdk:"maxmemory"`
+	AdminPassword    types.String         `tfsdk:"admin_password"`
+	LockUser         types.String         `tfsdk:"lock_user"`
+	LockPassword     types.String         `tfsdk:"lock_password"`
+	Hooks            types.Object         `tfsdk:"hooks"`
+	InstallPackages  types.Bool           `tfsdk:"install_packages"`
 
 	Endpoint           types.String `tfsdk:"endpoint"`
 	RestartDelayMS     types.Int64  `tfsdk:"restart_delay_ms"`
+	MaxLockTTLMS       types.Int64  `tfsdk:"max_lock_ttl_ms"`
 	Unit               types.String `tfsdk:"unit"`
 	DataDir            types.String `tfsdk:"data_dir"`
 	UserData           types.String `tfsdk:"user_data"`
@@ -72,7 +75,7 @@ func (d *hostConfigDataSource) Metadata(_ context.Context, req datasource.Metada
 func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	durationIn := func(desc string) schema.StringAttribute {
 		return schema.StringAttribute{Optional: true, Computed: true, MarkdownDescription: desc,
-			Validators: []validator.String{validate.Duration(time.Millisecond)}}
+			CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)}}
 	}
 	hookList := func(desc string) schema.ListAttribute {
 		return schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: desc +
@@ -131,6 +134,7 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 
 			"endpoint":         schema.StringAttribute{Computed: true, MarkdownDescription: "`address:port` lock clients use."},
 			"restart_delay_ms": schema.Int64Attribute{Computed: true, MarkdownDescription: "`restart_delay` in milliseconds."},
+			"max_lock_ttl_ms":  schema.Int64Attribute{Computed: true, MarkdownDescription: "`max_lock_ttl` in milliseconds (for terraform < 1.8, which has no provider functions such as `duration_ms`)."},
 			"unit":             schema.StringAttribute{Computed: true, MarkdownDescription: "The systemd unit that runs the master."},
 			"data_dir":         schema.StringAttribute{Computed: true, MarkdownDescription: "The package's data dir (AOF and restart records)."},
 			"user_data": schema.StringAttribute{Computed: true, Sensitive: true,
@@ -175,7 +179,7 @@ func (d *hostConfigDataSource) ValidateConfig(ctx context.Context, req datasourc
 // hostTiming reads the three durations; ok is false when one does not parse.
 func hostTiming(m hostConfigModel) (spec master.Spec, ok bool) {
 	for _, f := range []struct {
-		v   types.String
+		v   timetypes.GoDuration
 		dst *time.Duration
 	}{{m.MaxLockTTL, &spec.MaxLockTTL}, {m.ClockDriftMargin, &spec.ClockDriftMargin}, {m.RestartDelay, &spec.RestartDelay}} {
 		if f.v.IsNull() || f.v.IsUnknown() {
@@ -229,9 +233,12 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	tflog.Debug(ctx, "redlock_host_config read: rendering the host's files", map[string]any{
+		"name": spec.Name, "address": spec.Bind, "server": m.Server.ValueString()})
 	b, err := hostconfig.Render(hostconfig.Host{Spec: spec, Server: m.Server.ValueString(),
 		InstallPackages: m.InstallPackages.IsNull() || m.InstallPackages.ValueBool()})
 	if err != nil {
+		tflog.Debug(ctx, "redlock_host_config read failed", map[string]any{"name": spec.Name, "error": err.Error()})
 		addFieldErrors(err, &resp.Diagnostics)
 		return
 	}
@@ -241,6 +248,7 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	m.MaxLockTTL, m.ClockDriftMargin, m.RestartDelay = keepOr(m.MaxLockTTL, s.MaxLockTTL), keepOr(m.ClockDriftMargin, s.ClockDriftMargin),
 		keepOr(m.RestartDelay, s.RestartDelay)
 	m.Endpoint, m.RestartDelayMS = types.StringValue(s.Addr()), types.Int64Value(s.RestartDelay.Milliseconds())
+	m.MaxLockTTLMS = types.Int64Value(s.MaxLockTTL.Milliseconds())
 	m.Unit, m.DataDir = types.StringValue(b.Server.Unit), types.StringValue(s.DataDir)
 	m.UserData, m.UserDataBase64Gzip = types.StringValue(b.UserData), types.StringValue(b.UserDataGzipBase64)
 	files, modes := map[string]attr.Value{}, map[string]attr.Value{}
@@ -254,13 +262,17 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	resp.Diagnostics.Append(diags...)
 	m.Commands, diags = types.ListValueFrom(ctx, types.ListType{ElemType: types.StringType}, b.Commands)
 	resp.Diagnostics.Append(diags...)
+	tflog.Info(ctx, "redlock_host_config read: rendered", map[string]any{
+		"name": m.Name.ValueString(), "address": m.Endpoint.ValueString(), "data_dir": m.DataDir.ValueString(),
+		"unit": m.Unit.ValueString(), "max_lock_ttl": m.MaxLockTTL.ValueString(), "restart_delay": m.RestartDelay.ValueString(),
+		"files": len(b.Files)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // keepOr keeps a configured duration as written ("1m" stays "1m") and fills in a default.
-func keepOr(v types.String, d time.Duration) types.String {
+func keepOr(v timetypes.GoDuration, d time.Duration) timetypes.GoDuration {
 	if !v.IsNull() && !v.IsUnknown() {
 		return v
 	}
-	return types.StringValue(d.String())
+	return durationValue(d.String())
 }

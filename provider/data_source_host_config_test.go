@@ -32,6 +32,7 @@ func TestAccHostConfigDataSource(t *testing.T) {
 					resource.TestCheckResourceAttr(ds, "clock_drift_margin", "1s"),
 					resource.TestCheckResourceAttr(ds, "restart_delay", "1m1s"),
 					resource.TestCheckResourceAttr(ds, "restart_delay_ms", "61000"),
+					resource.TestCheckResourceAttr(ds, "max_lock_ttl_ms", "60000"),
 					resource.TestCheckResourceAttr(ds, "unit", "valkey-server.service"),
 					resource.TestCheckResourceAttr(ds, "data_dir", "/var/lib/valkey"),
 					resource.TestCheckResourceAttr(ds, "lock_user", "redlock"),

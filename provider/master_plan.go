@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -29,19 +30,19 @@ var (
 // configView is the part of the configuration the cross-attribute checks need; values are
 // framework types because any of them may be unknown at plan time.
 type configView struct {
-	Bind                   types.String `tfsdk:"bind"`
-	AllowNonLoopbackBind   types.Bool   `tfsdk:"allow_non_loopback_bind"`
-	DataDir                types.String `tfsdk:"data_dir"`
-	MaxLockTTL             types.String `tfsdk:"max_lock_ttl"`
-	ClockDriftMargin       types.String `tfsdk:"clock_drift_margin"`
-	RestartDelay           types.String `tfsdk:"restart_delay"`
-	AppendFsync            types.String `tfsdk:"appendfsync"`
-	AllowUnsafeAppendFsync types.Bool   `tfsdk:"allow_unsafe_appendfsync"`
-	AppendOnly             types.String `tfsdk:"appendonly"`
-	NoAppendfsyncOnRewrite types.String `tfsdk:"no_appendfsync_on_rewrite"`
-	MaxMemoryPolicy        types.String `tfsdk:"maxmemory_policy"`
-	ReplicaOf              types.String `tfsdk:"replica_of"`
-	Hooks                  types.Object `tfsdk:"hooks"`
+	Bind                   types.String         `tfsdk:"bind"`
+	AllowNonLoopbackBind   types.Bool           `tfsdk:"allow_non_loopback_bind"`
+	DataDir                types.String         `tfsdk:"data_dir"`
+	MaxLockTTL             timetypes.GoDuration `tfsdk:"max_lock_ttl"`
+	ClockDriftMargin       timetypes.GoDuration `tfsdk:"clock_drift_margin"`
+	RestartDelay           timetypes.GoDuration `tfsdk:"restart_delay"`
+	AppendFsync            types.String         `tfsdk:"appendfsync"`
+	AllowUnsafeAppendFsync types.Bool           `tfsdk:"allow_unsafe_appendfsync"`
+	AppendOnly             types.String         `tfsdk:"appendonly"`
+	NoAppendfsyncOnRewrite types.String         `tfsdk:"no_appendfsync_on_rewrite"`
+	MaxMemoryPolicy        types.String         `tfsdk:"maxmemory_policy"`
+	ReplicaOf              types.String         `tfsdk:"replica_of"`
+	Hooks                  types.Object         `tfsdk:"hooks"`
 }
 
 func getConfigView(ctx context.Context, get func(context.Context, path.Path, any) diag.Diagnostics) (configView, diag.Diagnostics) {
@@ -153,24 +154,24 @@ func checkBind(bind string, allow types.Bool, diags *diag.Diagnostics) {
 // checkDelays applies the timing rules (master.CheckTiming) to whatever of the three is
 // known: an unknown value skips the checks that need it, a null one takes its default, and a
 // value that does not parse or is not positive is left to the attribute validator.
-func checkDelays(ttlV, marginV, delayV types.String, diags *diag.Diagnostics) {
+func checkDelays(ttlV, marginV, delayV timetypes.GoDuration, diags *diag.Diagnostics) {
 	if ttlV.IsUnknown() || marginV.IsUnknown() {
 		return
 	}
 	spec := master.Spec{MaxLockTTL: master.DefaultMaxLockTTL}
 	var ok bool
 	if !ttlV.IsNull() {
-		if spec.MaxLockTTL, ok = positiveDuration(ttlV); !ok {
+		if spec.MaxLockTTL, ok = positiveDuration(ttlV.StringValue); !ok {
 			return
 		}
 	}
 	if !marginV.IsNull() {
-		if spec.ClockDriftMargin, ok = positiveDuration(marginV); !ok {
+		if spec.ClockDriftMargin, ok = positiveDuration(marginV.StringValue); !ok {
 			return
 		}
 	}
 	if known(delayV) {
-		spec.RestartDelay, _ = positiveDuration(delayV) // 0: not checked
+		spec.RestartDelay, _ = positiveDuration(delayV.StringValue) // 0: not checked
 	}
 	addErrors(diags, spec.CheckTiming())
 }
@@ -202,7 +203,8 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 			return
 		}
 	}
-	var cfgBinary, cfgBind, cfgMargin, cfgDelay types.String
+	var cfgBinary, cfgBind types.String
+	var cfgMargin, cfgDelay timetypes.GoDuration
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("server_binary"), &cfgBinary)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("bind"), &cfgBind)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("clock_drift_margin"), &cfgMargin)...)
@@ -226,16 +228,31 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	// Derived durations, when everything they depend on is known.
 	if ttl, err := validate.ParseDuration(plan.MaxLockTTL.ValueString()); known(plan.MaxLockTTL) && err == nil {
 		if cfgMargin.IsNull() {
-			plan.ClockDriftMargin = types.StringValue(master.DefaultMargin(ttl).String())
+			plan.ClockDriftMargin = durationValue(master.DefaultMargin(ttl).String())
 		}
 		if margin, err := validate.ParseDuration(plan.ClockDriftMargin.ValueString()); known(plan.ClockDriftMargin) && err == nil && cfgDelay.IsNull() {
-			plan.RestartDelay = types.StringValue((ttl + margin).String())
+			plan.RestartDelay = durationValue((ttl + margin).String())
+		}
+	}
+	if state != nil {
+		// A derived (not configured) duration equal to the one in state keeps the state's
+		// text: "61s" and "1m1s" are the same value (GoDuration's semantic equality), not a diff.
+		if cfgMargin.IsNull() && sameDuration(ctx, plan.ClockDriftMargin, state.ClockDriftMargin) {
+			plan.ClockDriftMargin = state.ClockDriftMargin
+		}
+		if cfgDelay.IsNull() && sameDuration(ctx, plan.RestartDelay, state.RestartDelay) {
+			plan.RestartDelay = state.RestartDelay
 		}
 	}
 	if delay, err := validate.ParseDuration(plan.RestartDelay.ValueString()); known(plan.RestartDelay) && err == nil {
 		plan.RestartDelayMS = types.Int64Value(delay.Milliseconds())
 	} else {
 		plan.RestartDelayMS = types.Int64Unknown()
+	}
+	if ttl, err := validate.ParseDuration(plan.MaxLockTTL.ValueString()); known(plan.MaxLockTTL) && err == nil {
+		plan.MaxLockTTLMS = types.Int64Value(ttl.Milliseconds())
+	} else {
+		plan.MaxLockTTLMS = types.Int64Unknown()
 	}
 	if known(plan.DataDir) {
 		plan.ID = plan.DataDir
@@ -273,7 +290,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		}
 		warnLowerDelays(state, &plan, &resp.Diagnostics)
 	}
-	warnLongHold(state, &plan, &resp.Diagnostics)
+	warnLongHold(ctx, state, &plan, &resp.Diagnostics)
 	checkFreeAtPlan(state, &plan, &resp.Diagnostics)
 	if known(plan.Bind) && known(plan.Port) && plan.Port.ValueInt64() != 0 {
 		plan.Address = types.StringValue(hostPort(plan.Bind.ValueString(), plan.Port.ValueInt64()))
@@ -307,11 +324,11 @@ func warnLowerDelays(state, plan *masterModel, diags *diag.Diagnostics) {
 // master stays down for the whole restart delay, and a majority down blocks every lock that
 // long. It warns when the master is created and when the TTL or the delay changes, not on
 // every plan.
-func warnLongHold(state, plan *masterModel, diags *diag.Diagnostics) {
+func warnLongHold(ctx context.Context, state, plan *masterModel, diags *diag.Diagnostics) {
 	if !known(plan.MaxLockTTL) || !known(plan.RestartDelay) {
 		return
 	}
-	if state != nil && plan.MaxLockTTL.Equal(state.MaxLockTTL) && plan.RestartDelay.Equal(state.RestartDelay) {
+	if state != nil && sameDuration(ctx, plan.MaxLockTTL, state.MaxLockTTL) && sameDuration(ctx, plan.RestartDelay, state.RestartDelay) {
 		return
 	}
 	ttl, err1 := validate.ParseDuration(plan.MaxLockTTL.ValueString())
@@ -355,3 +372,15 @@ func randomSecret() string {
 }
 
 func isIP(s string) bool { return net.ParseIP(s) != nil }
+
+// sameDuration is GoDuration's semantic equality: "60s" and "1m" are the same duration.
+func sameDuration(ctx context.Context, a, b timetypes.GoDuration) bool {
+	if a.Equal(b) {
+		return true
+	}
+	if !known(a) || !known(b) {
+		return false
+	}
+	eq, diags := a.StringSemanticEquals(ctx, b)
+	return eq && !diags.HasError()
+}

@@ -1,9 +1,11 @@
 package provider
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
@@ -44,11 +46,11 @@ func TestCheckBind(t *testing.T) {
 }
 
 func TestCheckDelays(t *testing.T) {
-	s := types.StringValue
-	null := types.StringNull()
+	s := durationValue
+	null := timetypes.NewGoDurationNull()
 	cases := []struct {
 		name               string
-		ttl, margin, delay types.String
+		ttl, margin, delay timetypes.GoDuration
 		wantErr            string
 	}{
 		{name: "defaults", ttl: null, margin: null, delay: null},
@@ -58,8 +60,8 @@ func TestCheckDelays(t *testing.T) {
 		{name: "delay below ttl plus margin", ttl: s("10s"), margin: s("2s"), delay: s("11s"), wantErr: `at least "12s"`},
 		{name: "margin below the drift allowance", ttl: s("30s"), margin: s("300ms"), delay: null, wantErr: `at least "402ms"`},
 		{name: "long ttl default margin grows", ttl: s("200s"), margin: null, delay: s("201s"), wantErr: `at least "3m22.102s"`},
-		{name: "unknown ttl skips", ttl: types.StringUnknown(), margin: null, delay: s("1s")},
-		{name: "unknown delay skips", ttl: s("10s"), margin: null, delay: types.StringUnknown()},
+		{name: "unknown ttl skips", ttl: timetypes.NewGoDurationUnknown(), margin: null, delay: s("1s")},
+		{name: "unknown delay skips", ttl: s("10s"), margin: null, delay: timetypes.NewGoDurationUnknown()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,16 +73,16 @@ func TestCheckDelays(t *testing.T) {
 }
 
 func TestWarnLowerDelays(t *testing.T) {
-	s := types.StringValue
+	s := durationValue
 	cases := []struct {
 		name          string
-		before, after types.String
+		before, after timetypes.GoDuration
 		wantWarn      string
 	}{
 		{name: "lower", before: s("31s"), after: s("11s"), wantWarn: "takes effect after the master's locks granted under the old max TTL have expired (20s after this apply)"},
 		{name: "same", before: s("31s"), after: s("31s")},
 		{name: "higher", before: s("11s"), after: s("31s")},
-		{name: "unknown", before: s("31s"), after: types.StringUnknown()},
+		{name: "unknown", before: s("31s"), after: timetypes.NewGoDurationUnknown()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,11 +111,11 @@ func expectDiags(t *testing.T, diags diag.Diagnostics, wantErr, wantWarn string)
 }
 
 func TestWarnLongHold(t *testing.T) {
-	s := types.StringValue
+	s := durationValue
 	cases := []struct {
 		name       string
 		state      *masterModel
-		ttl, delay types.String
+		ttl, delay timetypes.GoDuration
 		wantWarn   string
 	}{
 		{name: "default", ttl: s("30s"), delay: s("31s")},
@@ -122,14 +124,15 @@ func TestWarnLongHold(t *testing.T) {
 		{name: "100000 hours", ttl: s("100000h"), delay: s("101000h0m0.002s"), wantWarn: "about 4208.3 days"},
 		{name: "a majority down blocks every lock", ttl: s("1h"), delay: s("1h37s"), wantWarn: "every lock is refused for that long"},
 		{name: "long delay with a short ttl", ttl: s("30s"), delay: s("2h"), wantWarn: "about 2.0 hours"},
+		{name: "same durations written differently", state: &masterModel{MaxLockTTL: s("60m"), RestartDelay: s("1h37s")}, ttl: s("1h"), delay: s("1h0m37s")},
 		{name: "unchanged on a later plan", state: &masterModel{MaxLockTTL: s("1h"), RestartDelay: s("1h37s")}, ttl: s("1h"), delay: s("1h37s")},
 		{name: "raised on a later plan", state: &masterModel{MaxLockTTL: s("30s"), RestartDelay: s("31s")}, ttl: s("1h"), delay: s("1h37s"), wantWarn: "1h0m37s"},
-		{name: "unknown", ttl: types.StringUnknown(), delay: types.StringUnknown()},
+		{name: "unknown", ttl: timetypes.NewGoDurationUnknown(), delay: timetypes.NewGoDurationUnknown()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			warnLongHold(tc.state, &masterModel{MaxLockTTL: tc.ttl, RestartDelay: tc.delay}, &diags)
+			warnLongHold(context.Background(), tc.state, &masterModel{MaxLockTTL: tc.ttl, RestartDelay: tc.delay}, &diags)
 			expectDiags(t, diags, "", tc.wantWarn)
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -26,7 +27,7 @@ import (
 // that do not parse are 0: the attribute validators reported them before apply.
 func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, diag.Diagnostics) {
 	hooks, diags := hooksFromModel(ctx, m.Hooks)
-	duration := func(v types.String) time.Duration {
+	duration := func(v timetypes.GoDuration) time.Duration {
 		d, _ := validate.ParseDuration(v.ValueString())
 		return d
 	}
@@ -115,6 +116,9 @@ func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.D
 	if delay, err := validate.ParseDuration(m.RestartDelay.ValueString()); err == nil {
 		m.RestartDelayMS = types.Int64Value(delay.Milliseconds())
 	}
+	if ttl, err := validate.ParseDuration(m.MaxLockTTL.ValueString()); err == nil {
+		m.MaxLockTTLMS = types.Int64Value(ttl.Milliseconds())
+	}
 	return false, diags
 }
 
@@ -183,12 +187,13 @@ func loadMasterModel(dir string) (masterModel, error) {
 		port = 0
 	}
 	delay, _ := validate.ParseDuration(w.RestartDelay)
+	ttl, _ := validate.ParseDuration(w.MaxLockTTL)
 	return masterModel{
 		ID: types.StringValue(dir), Name: types.StringValue(s.Name), Bind: types.StringValue(s.Bind),
 		AllowNonLoopbackBind: types.BoolValue(s.AllowNonLoopbackBind), Port: types.Int64Value(port),
 		DataDir: types.StringValue(dir), ServerBinary: types.StringValue(s.ServerBinary),
-		MaxLockTTL: types.StringValue(w.MaxLockTTL), ClockDriftMargin: types.StringValue(w.ClockDriftMargin),
-		RestartDelay: types.StringValue(w.RestartDelay), MaxMemory: types.StringValue(s.MaxMemory),
+		MaxLockTTL: durationValue(w.MaxLockTTL), ClockDriftMargin: durationValue(w.ClockDriftMargin),
+		RestartDelay: durationValue(w.RestartDelay), MaxMemory: types.StringValue(s.MaxMemory),
 		AppendFsync: types.StringValue(l.Startup.AppendFsync), AllowUnsafeAppendFsync: types.BoolValue(s.AllowUnsafeAppendFsync),
 		AppendOnly: types.StringValue(l.Startup.AppendOnly), NoAppendfsyncOnRewrite: types.StringValue(l.Startup.NoAppendfsyncOnRewrite),
 		MaxMemoryPolicy: types.StringValue(l.Startup.MaxMemoryPolicy), ReplicaOf: types.StringValue(l.Startup.ReplicaOf),
@@ -199,7 +204,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 			"create": types.StringType, "delete": types.StringType})},
 		Address: types.StringValue(l.Addr), ConfigFile: types.StringValue(filepath.Join(dir, local.RedisConfFileName)),
 		PID: types.Int64Value(0), SupervisorPID: types.Int64Value(0), RunID: types.StringValue(""),
-		RestartDelayMS: types.Int64Value(delay.Milliseconds()), Status: types.StringValue(""),
+		RestartDelayMS: types.Int64Value(delay.Milliseconds()), MaxLockTTLMS: types.Int64Value(ttl.Milliseconds()), Status: types.StringValue(""),
 	}, nil
 }
 

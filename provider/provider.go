@@ -125,5 +125,6 @@ func (p *redlockProvider) DataSources(context.Context) []func() datasource.DataS
 func (p *redlockProvider) Functions(context.Context) []func() function.Function {
 	return []func() function.Function{
 		NewQuorumFunction,
+		NewDurationMSFunction,
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -51,36 +53,37 @@ type masterResource struct {
 // masterModel is redlock_master's state. Durations stay strings as written so that the
 // state equals the configuration.
 type masterModel struct {
-	ID                     types.String   `tfsdk:"id"`
-	Name                   types.String   `tfsdk:"name"`
-	Bind                   types.String   `tfsdk:"bind"`
-	AllowNonLoopbackBind   types.Bool     `tfsdk:"allow_non_loopback_bind"`
-	Port                   types.Int64    `tfsdk:"port"`
-	DataDir                types.String   `tfsdk:"data_dir"`
-	ServerBinary           types.String   `tfsdk:"server_binary"`
-	MaxLockTTL             types.String   `tfsdk:"max_lock_ttl"`
-	ClockDriftMargin       types.String   `tfsdk:"clock_drift_margin"`
-	RestartDelay           types.String   `tfsdk:"restart_delay"`
-	MaxMemory              types.String   `tfsdk:"maxmemory"`
-	AppendFsync            types.String   `tfsdk:"appendfsync"`
-	AllowUnsafeAppendFsync types.Bool     `tfsdk:"allow_unsafe_appendfsync"`
-	AppendOnly             types.String   `tfsdk:"appendonly"`
-	NoAppendfsyncOnRewrite types.String   `tfsdk:"no_appendfsync_on_rewrite"`
-	MaxMemoryPolicy        types.String   `tfsdk:"maxmemory_policy"`
-	ReplicaOf              types.String   `tfsdk:"replica_of"`
-	AdminPassword          types.String   `tfsdk:"admin_password"`
-	LockUser               types.String   `tfsdk:"lock_user"`
-	LockPassword           types.String   `tfsdk:"lock_password"`
-	Hooks                  types.Object   `tfsdk:"hooks"`
-	KeepDataOnDestroy      types.Bool     `tfsdk:"keep_data_on_destroy"`
-	Timeouts               timeouts.Value `tfsdk:"timeouts"`
-	Address                types.String   `tfsdk:"address"`
-	PID                    types.Int64    `tfsdk:"pid"`
-	SupervisorPID          types.Int64    `tfsdk:"supervisor_pid"`
-	ConfigFile             types.String   `tfsdk:"config_file"`
-	RunID                  types.String   `tfsdk:"run_id"`
-	RestartDelayMS         types.Int64    `tfsdk:"restart_delay_ms"`
-	Status                 types.String   `tfsdk:"status"`
+	ID                     types.String         `tfsdk:"id"`
+	Name                   types.String         `tfsdk:"name"`
+	Bind                   types.String         `tfsdk:"bind"`
+	AllowNonLoopbackBind   types.Bool           `tfsdk:"allow_non_loopback_bind"`
+	Port                   types.Int64          `tfsdk:"port"`
+	DataDir                types.String         `tfsdk:"data_dir"`
+	ServerBinary           types.String         `tfsdk:"server_binary"`
+	MaxLockTTL             timetypes.GoDuration `tfsdk:"max_lock_ttl"`
+	ClockDriftMargin       timetypes.GoDuration `tfsdk:"clock_drift_margin"`
+	RestartDelay           timetypes.GoDuration `tfsdk:"restart_delay"`
+	MaxMemory              types.String         `tfsdk:"maxmemory"`
+	AppendFsync            types.String         `tfsdk:"appendfsync"`
+	AllowUnsafeAppendFsync types.Bool           `tfsdk:"allow_unsafe_appendfsync"`
+	AppendOnly             types.String         `tfsdk:"appendonly"`
+	NoAppendfsyncOnRewrite types.String         `tfsdk:"no_appendfsync_on_rewrite"`
+	MaxMemoryPolicy        types.String         `tfsdk:"maxmemory_policy"`
+	ReplicaOf              types.String         `tfsdk:"replica_of"`
+	AdminPassword          types.String         `tfsdk:"admin_password"`
+	LockUser               types.String         `tfsdk:"lock_user"`
+	LockPassword           types.String         `tfsdk:"lock_password"`
+	Hooks                  types.Object         `tfsdk:"hooks"`
+	KeepDataOnDestroy      types.Bool           `tfsdk:"keep_data_on_destroy"`
+	Timeouts               timeouts.Value       `tfsdk:"timeouts"`
+	Address                types.String         `tfsdk:"address"`
+	PID                    types.Int64          `tfsdk:"pid"`
+	SupervisorPID          types.Int64          `tfsdk:"supervisor_pid"`
+	ConfigFile             types.String         `tfsdk:"config_file"`
+	RunID                  types.String         `tfsdk:"run_id"`
+	RestartDelayMS         types.Int64          `tfsdk:"restart_delay_ms"`
+	MaxLockTTLMS           types.Int64          `tfsdk:"max_lock_ttl_ms"`
+	Status                 types.String         `tfsdk:"status"`
 }
 
 var hookAttrTypes = map[string]attr.Type{
@@ -134,10 +137,13 @@ func (r *masterResource) Create(ctx context.Context, req resource.CreateRequest,
 	if m.LockPassword.IsUnknown() || m.LockPassword.IsNull() {
 		m.LockPassword = types.StringValue(or(prevLock, randomSecret()))
 	}
+	tflog.Info(ctx, "redlock_master create: starting the master", masterLogFields(&m))
 	resp.Diagnostics.Append(startMaster(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
+		tflog.Debug(ctx, "redlock_master create failed", masterLogFields(&m))
 		return
 	}
+	tflog.Info(ctx, "redlock_master create: master running", masterLogFields(&m))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -149,12 +155,15 @@ func (r *masterResource) Read(ctx context.Context, req resource.ReadRequest, res
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	tflog.Debug(ctx, "redlock_master read: observing the master", masterLogFields(&m))
 	gone, d := refreshMaster(ctx, &m)
 	resp.Diagnostics.Append(d...)
 	if gone {
+		tflog.Info(ctx, "redlock_master read: supervisor and redis-server are gone, removing from state", masterLogFields(&m))
 		resp.State.RemoveResource(ctx)
 		return
 	}
+	tflog.Info(ctx, "redlock_master read", masterLogFields(&m))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -171,10 +180,13 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 	if checkAtApply(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
+	tflog.Info(ctx, "redlock_master update: applying changes in place", masterLogFields(&plan))
 	resp.Diagnostics.Append(updateMaster(ctx, &state, &plan)...)
 	if resp.Diagnostics.HasError() {
+		tflog.Debug(ctx, "redlock_master update failed", masterLogFields(&plan))
 		return
 	}
+	tflog.Info(ctx, "redlock_master update: done", masterLogFields(&plan))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -192,7 +204,11 @@ func (r *masterResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	tflog.Info(ctx, "redlock_master delete: stopping the master", masterLogFields(&m))
 	resp.Diagnostics.Append(destroyMaster(ctx, &m)...)
+	if !resp.Diagnostics.HasError() {
+		tflog.Info(ctx, "redlock_master delete: done", masterLogFields(&m))
+	}
 }
 
 // ImportState takes a data dir and rebuilds the state from the files the provider wrote
@@ -206,9 +222,11 @@ func (r *masterResource) ImportState(ctx context.Context, req resource.ImportSta
 	}
 	m, err := loadMasterModel(dir)
 	if err != nil {
+		tflog.Debug(ctx, "redlock_master import failed", map[string]any{"data_dir": dir, "error": err.Error()})
 		resp.Diagnostics.AddError("Cannot import redlock_master", err.Error())
 		return
 	}
+	tflog.Info(ctx, "redlock_master import", masterLogFields(&m))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -224,14 +242,15 @@ func (r *masterResource) fillDefaults(m *masterModel) {
 	}
 	ttl, _ := validate.ParseDuration(m.MaxLockTTL.ValueString())
 	if !known(m.ClockDriftMargin) {
-		m.ClockDriftMargin = types.StringValue(master.DefaultMargin(ttl).String())
+		m.ClockDriftMargin = durationValue(master.DefaultMargin(ttl).String())
 	}
 	margin, _ := validate.ParseDuration(m.ClockDriftMargin.ValueString())
 	if !known(m.RestartDelay) {
-		m.RestartDelay = types.StringValue((ttl + margin).String())
+		m.RestartDelay = durationValue((ttl + margin).String())
 	}
 	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
 	m.RestartDelayMS = types.Int64Value(delay.Milliseconds())
+	m.MaxLockTTLMS = types.Int64Value(ttl.Milliseconds())
 	m.ID = m.DataDir
 	m.ConfigFile = types.StringValue(filepath.Join(m.DataDir.ValueString(), local.RedisConfFileName))
 }
@@ -239,8 +258,8 @@ func (r *masterResource) fillDefaults(m *masterModel) {
 // checkAtApply repeats the checks that ValidateConfig and ModifyPlan skip for values that
 // are unknown at plan time (computed from other resources): they are known now.
 func checkAtApply(ctx context.Context, m *masterModel, diags *diag.Diagnostics) {
-	for name, v := range map[string]types.String{"max_lock_ttl": m.MaxLockTTL, "clock_drift_margin": m.ClockDriftMargin,
-		restartDelayAttribute: m.RestartDelay} {
+	for name, v := range map[string]types.String{"max_lock_ttl": m.MaxLockTTL.StringValue, "clock_drift_margin": m.ClockDriftMargin.StringValue,
+		restartDelayAttribute: m.RestartDelay.StringValue} {
 		resp := validator.StringResponse{}
 		validate.Duration(time.Millisecond).ValidateString(ctx, validator.StringRequest{Path: path.Root(name), ConfigValue: v}, &resp)
 		diags.Append(resp.Diagnostics...)
@@ -311,4 +330,20 @@ func hooksToModel(h master.Hooks) types.Object {
 	return types.ObjectValueMust(hookAttrTypes, map[string]attr.Value{
 		"on_crash": list(h.OnCrash), "before_restart": list(h.BeforeRestart), "after_restart": list(h.AfterRestart),
 	})
+}
+
+// durationValue is a duration attribute's value, kept as written ("1m" stays "1m"; the
+// type's semantic equality makes "60s" and "1m" the same value).
+func durationValue(s string) timetypes.GoDuration {
+	return timetypes.GoDuration{StringValue: types.StringValue(s)}
+}
+
+// masterLogFields are the structured fields of the master's log lines (TF_LOG=INFO or
+// DEBUG): what it is and what it does, never a password.
+func masterLogFields(m *masterModel) map[string]any {
+	return map[string]any{
+		"name": m.Name.ValueString(), "address": m.Address.ValueString(), "data_dir": m.DataDir.ValueString(),
+		"pid": m.PID.ValueInt64(), "supervisor_pid": m.SupervisorPID.ValueInt64(), "status": m.Status.ValueString(),
+		"max_lock_ttl": m.MaxLockTTL.ValueString(), "restart_delay": m.RestartDelay.ValueString(),
+	}
 }

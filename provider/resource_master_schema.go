@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -107,7 +108,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"default `\"30s\"`). Clients must never use a larger TTL. Sets the minimum `restart_delay`, which a " +
 					"crashed master stays down for: above `\"5m\"` plan warns with that duration (a majority down " +
 					"blocks every lock that long).",
-				Validators: []validator.String{validate.Duration(time.Millisecond)},
+				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"clock_drift_margin": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -115,7 +116,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"Default: `\"1s\"`, or more for TTLs above about 90s. It must cover the clock-rate error Redlock " +
 					"assumes (1% of `max_lock_ttl` + 2ms) plus the supervisor's 100ms health-check interval; a smaller " +
 					"value is refused at plan time.",
-				Validators: []validator.String{validate.Duration(time.Millisecond)},
+				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			restartDelayAttribute: schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -125,7 +126,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"value applies at once; a smaller one never shortens a hold, and applies once the master has run " +
 					"under it for the difference, i.e. after the locks it granted under the old value have expired " +
 					"(plan warns). Lower `max_lock_ttl` in every lock client before that.",
-				Validators: []validator.String{validate.Duration(time.Millisecond)},
+				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"maxmemory": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.DefaultMaxMemory),
@@ -240,6 +241,11 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"restart_delay_ms": schema.Int64Attribute{
 				Computed:            true,
 				MarkdownDescription: "`restart_delay` in milliseconds.",
+			},
+			"max_lock_ttl_ms": schema.Int64Attribute{
+				Computed: true,
+				MarkdownDescription: "`max_lock_ttl` in milliseconds, known at plan time when `max_lock_ttl` is. Modules use it " +
+					"instead of the `duration_ms` function, which needs terraform >= 1.8.",
 			},
 			"status": schema.StringAttribute{
 				Computed: true,

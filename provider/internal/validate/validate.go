@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
@@ -27,8 +28,15 @@ func ParseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// Duration accepts duration strings of at least min (min > 0 also refuses zero).
-func Duration(min time.Duration) validator.String { return durationValidator{min: min} }
+// Duration accepts duration strings of at least min (min > 0 also refuses zero). It is
+// the validator of the timetypes.GoDuration attributes; see GoDuration.
+func Duration(min time.Duration) validator.String { return GoDuration(min) }
+
+// GoDuration is the "at least" check for timetypes.GoDuration attributes: the value is read
+// as a timetypes.GoDuration (the type's own check already refuses what time.ParseDuration
+// does not parse; this one repeats it with an example of the format) and must be greater
+// than zero and at least min.
+func GoDuration(min time.Duration) validator.String { return durationValidator{min: min} }
 
 type durationValidator struct{ min time.Duration }
 
@@ -42,8 +50,12 @@ func (v durationValidator) ValidateString(_ context.Context, req validator.Strin
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	d, err := ParseDuration(req.ConfigValue.ValueString())
-	if err != nil {
+	d, diags := timetypes.GoDuration{StringValue: req.ConfigValue}.ValueGoDuration()
+	if diags.HasError() {
+		_, err := ParseDuration(req.ConfigValue.ValueString())
+		if err == nil {
+			err = fmt.Errorf("%q is not a duration: write a number with a unit, e.g. \"30s\", \"1m30s\" or \"500ms\"", req.ConfigValue.ValueString())
+		}
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration", fmt.Sprintf("%s: %s.", req.Path, err))
 		return
 	}
