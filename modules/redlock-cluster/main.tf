@@ -5,10 +5,6 @@ locals {
   binds = length(var.bind_addresses) == 1 ? [for i in range(var.masters) : var.bind_addresses[0]] : var.bind_addresses
 
   # Two masters on the same address and port would be one master counted twice.
-  # max_lock_ttl in milliseconds (the variable's validation allows one unit only).
-  ttl_parts       = regex("^([0-9]+(?:\\.[0-9]+)?)(ms|s|m|h)$", var.max_lock_ttl)
-  max_lock_ttl_ms = floor(tonumber(local.ttl_parts[0]) * lookup({ ms = 1, s = 1000, m = 60000, h = 3600000 }, local.ttl_parts[1]))
-
   listen = [for i in range(min(length(local.binds), length(local.ports))) : "${local.binds[i]}:${local.ports[i]}"]
 
   # Two masters must never share a data dir (they would overwrite each other's files). The

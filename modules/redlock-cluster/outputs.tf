@@ -30,7 +30,9 @@ output "restart_delay_ms" {
 
 output "max_lock_ttl_ms" {
   description = "The largest lock TTL clients may use, in milliseconds."
-  value       = local.max_lock_ttl_ms
+  # Computed by the provider (known at plan), so that the module keeps working with terraform
+  # 1.5, which has no provider functions such as provider::redlock::duration_ms.
+  value = max(redlock_master.this[*].max_lock_ttl_ms...)
 }
 
 output "lock_user" {

@@ -60,13 +60,13 @@ variable "data_root" {
 }
 
 variable "max_lock_ttl" {
-  description = "The largest lock TTL any client may use (Go duration, e.g. \"30s\"). A crashed master stays down longer than this before it rejoins."
+  description = "The largest lock TTL any client may use (Go duration, e.g. \"30s\" or \"1m30s\"). A crashed master stays down longer than this before it rejoins."
   type        = string
   default     = "30s"
 
   validation {
-    condition     = can(regex("^[0-9]+(\\.[0-9]+)?(ms|s|m|h)$", var.max_lock_ttl)) && !can(regex("^0+(\\.0+)?(ms|s|m|h)$", var.max_lock_ttl))
-    error_message = "max_lock_ttl must be a positive duration with one unit, such as \"30s\", \"1500ms\" or \"2m\": a lock without a TTL (or a zero TTL) is never safe."
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$", var.max_lock_ttl)) && !can(regex("^([0.]+(ms|s|m|h))+$", var.max_lock_ttl))
+    error_message = "max_lock_ttl must be a positive duration (Go syntax), such as \"30s\", \"1500ms\", \"2m\" or \"1m30s\": a lock without a TTL (or a zero TTL) is never safe."
   }
 }
 
