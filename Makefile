@@ -5,9 +5,11 @@ export TF_CLI_CONFIG_FILE := $(CURDIR)/build/terraformrc
 PROVIDER_VERSION ?= 0.1.0
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
-# The Redlock library is a module of its own (see lockagent/redlock/go.mod): `./...` at the root
-# does not descend into it, so test, vet and lint run it from its directory too.
-LIB_DIR := lockagent/redlock
+# The Redlock library and its metrics are modules of their own (lockagent/redlock/go.mod,
+# lockagent/redlockprom/go.mod): `./...` at the root does not descend into them, so test, vet
+# and lint run them from their directories too.
+LIB_DIRS := lockagent/redlock lockagent/redlockprom
+in_lib_dirs = for d in $(LIB_DIRS); do (cd $$d && $(1)) || exit 1; done
 
 .PHONY: all deps build provider lockagent test test-unit test-hosts test-modules lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
 
@@ -25,8 +27,10 @@ lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PR
 	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/lockagent ./lockagent/cmd/lockagent
 
 test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
-	TF_ACC=1 go test $(GO_TEST_FLAGS) ./...
-	cd $(LIB_DIR) && TF_ACC=1 go test $(GO_TEST_FLAGS) ./...
+	@# The library, its metrics, the CLI and the harnesses run under the race detector.
+	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
+	@$(call in_lib_dirs,go test -race $(GO_TEST_FLAGS) ./...)
+	TF_ACC=1 go test $(GO_TEST_FLAGS) ./provider/... ./test/...
 	@scripts/test-modules.sh
 
 test-modules: provider ## the modules' own `terraform test` files (plan-time refusals, outputs)
@@ -37,8 +41,8 @@ test-hosts: deps provider ## five masters on five systemd hosts (network namespa
 	go test $(GO_TEST_FLAGS) -run 'TestHosts' ./test/
 
 test-unit: ## library and harness tests only (no terraform)
-	go test $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
-	cd $(LIB_DIR) && go test $(GO_TEST_FLAGS) ./...
+	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
+	@$(call in_lib_dirs,go test -race $(GO_TEST_FLAGS) ./...)
 
 bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
 	go run ./lockagent/cmd/lockagent bench --spawn 5
@@ -58,12 +62,12 @@ fmt:
 
 vet:
 	go vet ./...
-	cd $(LIB_DIR) && go vet ./...
+	@$(call in_lib_dirs,go vet ./...)
 
 lint: ## staticcheck (pinned, installed by make deps), go vet, terraform fmt -check
 	staticcheck ./...
 	go vet ./...
-	cd $(LIB_DIR) && staticcheck ./... && go vet ./...
+	@$(call in_lib_dirs,staticcheck ./... && go vet ./...)
 	terraform fmt -check -recursive modules examples
 
 cross: ## the released binaries build for every release platform (linux/darwin, amd64/arm64)

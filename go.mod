@@ -14,6 +14,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.0.0-00010101000000-000000000000
+	github.com/redlock-kit/redlock-kit/lockagent/redlockprom v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.48.0
 )
@@ -46,14 +47,13 @@ require (
 	github.com/hashicorp/logutils v1.0.0 // indirect
 	github.com/hashicorp/terraform-exec v0.25.1 // indirect
 	github.com/hashicorp/terraform-json v0.27.2 // indirect
-	github.com/hashicorp/terraform-plugin-log v0.10.0 // indirect
+	github.com/hashicorp/terraform-plugin-log v0.10.0
 	github.com/hashicorp/terraform-plugin-sdk/v2 v2.40.0 // indirect
 	github.com/hashicorp/terraform-registry-address v0.4.0 // indirect
 	github.com/hashicorp/terraform-svchost v0.2.1 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/jinzhu/copier v0.0.0-20190924061706-b57f9002281a // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
-	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mattn/go-zglob v0.0.2-0.20190814121620-e3c945676326 // indirect
@@ -91,3 +91,6 @@ require (
 // The Redlock library is its own module (lockagent/redlock/go.mod), so that its users get
 // go-redis and not Terraform or terratest; this repository builds it from the checkout.
 replace github.com/redlock-kit/redlock-kit/lockagent/redlock => ./lockagent/redlock
+
+// The metrics package is one too (lockagent/redlockprom/go.mod), for the same reason.
+replace github.com/redlock-kit/redlock-kit/lockagent/redlockprom => ./lockagent/redlockprom

@@ -1,5 +1,6 @@
 // Package libdeps proves that a program importing the Redlock library
-// (github.com/redlock-kit/redlock-kit/lockagent/redlock) gets only what the library needs:
+// (github.com/redlock-kit/redlock-kit/lockagent/redlock) and its metrics
+// (.../lockagent/redlockprom) gets only what they need:
 // no Terraform, terratest or gRPC module lands in the user's go.sum or module graph.
 package libdeps
 
@@ -18,6 +19,7 @@ import (
 const (
 	rootModule = "github.com/redlock-kit/redlock-kit"
 	libModule  = rootModule + "/lockagent/redlock"
+	promModule = rootModule + "/lockagent/redlockprom"
 )
 
 // forbidden are module path prefixes a library user must never get.
@@ -54,8 +56,10 @@ func TestLibraryUserGetsNoTerraform(t *testing.T) {
 	user := t.TempDir()
 	mod := "module example.com/libuser\n\n" + string(goLine) + "\n\n" +
 		"replace " + rootModule + " => " + root + "\n"
-	if _, err := os.Stat(filepath.Join(root, "lockagent", "redlock", "go.mod")); err == nil {
-		mod += "\nreplace " + libModule + " => " + filepath.Join(root, "lockagent", "redlock") + "\n"
+	for module, dir := range map[string]string{libModule: "redlock", promModule: "redlockprom"} {
+		if _, err := os.Stat(filepath.Join(root, "lockagent", dir, "go.mod")); err == nil {
+			mod += "\nreplace " + module + " => " + filepath.Join(root, "lockagent", dir) + "\n"
+		}
 	}
 	write(t, filepath.Join(user, "go.mod"), mod)
 	write(t, filepath.Join(user, "main.go"), `package main
@@ -63,11 +67,18 @@ func TestLibraryUserGetsNoTerraform(t *testing.T) {
 import (
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlockprom"
 )
 
 func main() {
-	_, err := redlock.New(nil, redlock.Options{})
+	metrics, err := redlockprom.New(prometheus.NewRegistry())
+	if err != nil {
+		panic(err)
+	}
+	_, err = redlock.New(nil, redlock.Options{Hooks: metrics})
 	fmt.Println(err)
 }
 `)
