@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
 	"strings"
@@ -8,15 +9,22 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
 )
 
-// lockClientOptions is how validation talks to a master as the lock user, the way every
-// lockagent command does. Context deadlines are honoured (ContextTimeoutEnabled), so a
-// stopped master costs only the library's per-node timeout; go-redis never retries on its
-// own (the library decides); the handshake sends nothing the restricted ACL user may not
-// run. Options.Dialer, when set, opens the connections.
+// lockClientOptions is how validation talks to a master as the lock user: ClientOptions
+// with Options.Dialer.
 func lockClientOptions(o *validateOptions, addr string) *redis.Options {
-	cfg := o.cfg
+	return ClientOptions(o.cfg, addr, o.dialer)
+}
+
+// ClientOptions is how every lockagent command talks to a master as the lock user. Context
+// deadlines are honoured (ContextTimeoutEnabled), so a stopped master costs only the
+// library's per-node timeout; go-redis never retries on its own (the library decides); the
+// handshake sends nothing the restricted ACL user may not run. dialer, when not nil, opens
+// the connections.
+func ClientOptions(cfg *agentconfig.Config, addr string, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
 	opt := &redis.Options{
 		Addr:                  addr,
 		Username:              cfg.Username,
@@ -31,7 +39,7 @@ func lockClientOptions(o *validateOptions, addr string) *redis.Options {
 		MaintNotificationsConfig: &maintnotifications.Config{
 			Mode: maintnotifications.ModeDisabled,
 		},
-		Dialer: o.dialer,
+		Dialer: dialer,
 	}
 	if cfg.TLS {
 		host, _, _ := net.SplitHostPort(addr)

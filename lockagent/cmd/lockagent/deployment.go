@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,14 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
+	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 )
 
 // deploymentFlags are the flags that say which masters to lock on and how to log in,
@@ -130,30 +128,8 @@ func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
 }
 
 // lockClientOptions is how every lockagent command talks to a master as the lock user.
-// Context deadlines are honoured (ContextTimeoutEnabled), so a stopped master costs only
-// the library's per-node timeout; go-redis never retries on its own (the library
-// decides); the handshake sends nothing the restricted ACL user may not run.
 func lockClientOptions(cfg *agentconfig.Config, addr string) *redis.Options {
-	o := &redis.Options{
-		Addr:                  addr,
-		Username:              cfg.Username,
-		Password:              cfg.Password,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialTimeout:           2 * time.Second,
-		// One dial per attempt: go-redis would otherwise retry a refused dial for longer
-		// than a node timeout, and the refusal would show as a timeout. The library retries.
-		DialerRetries:   1,
-		DisableIdentity: true,
-		MaintNotificationsConfig: &maintnotifications.Config{
-			Mode: maintnotifications.ModeDisabled,
-		},
-	}
-	if cfg.TLS {
-		host, _, _ := net.SplitHostPort(addr)
-		o.TLSConfig = &tls.Config{ServerName: strings.Trim(host, "[]"), MinVersion: tls.VersionTLS12}
-	}
-	return o
+	return validation.ClientOptions(cfg, addr, nil)
 }
 
 // lockClients returns one new client per endpoint; the caller closes them.

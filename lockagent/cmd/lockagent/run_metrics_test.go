@@ -42,15 +42,20 @@ func TestRunMetricsFile(t *testing.T) {
 	if ops["acquire/ok"] != 1 || ops["release/ok"] != 1 {
 		t.Errorf("redlock_operations_total %v: want acquire/ok 1 and release/ok 1", ops)
 	}
-	masters := map[string]bool{}
+	// A round returns at its majority and a SET still queued for the last master then is
+	// dropped, so only a majority is sure to have answered: count votes, not masters.
+	masters, votes := map[string]bool{}, 0.0
 	for _, m := range families["redlock_master_replies_total"].GetMetric() {
+		labels := map[string]string{}
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "master" {
-				masters[l.GetValue()] = true
-			}
+			labels[l.GetName()] = l.GetValue()
+		}
+		masters[labels["master"]] = true
+		if labels["op"] == "acquire" && labels["result"] == "vote" {
+			votes += m.GetCounter().GetValue()
 		}
 	}
-	if len(masters) != 3 {
-		t.Errorf("redlock_master_replies_total covers masters %v, want all 3", masters)
+	if len(masters) < 2 || votes < 2 {
+		t.Errorf("redlock_master_replies_total covers masters %v with %v acquire votes, want a majority of 3", masters, votes)
 	}
 }
