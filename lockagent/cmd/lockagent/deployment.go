@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -100,31 +99,19 @@ func (d *deploymentFlags) load() (*agentconfig.Config, error) {
 	return cfg, nil
 }
 
-// logger builds the diagnostics logger from --log-level or LOCKAGENT_LOG_LEVEL.
+// logger builds the diagnostics logger from --log-level or LOCKAGENT_LOG_LEVEL. go-redis's
+// own log lines (dial failures, which the library reports in its typed errors) go to it at
+// debug level.
 func (d *deploymentFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 	level := d.logLevel
 	if level == "" {
 		level = os.Getenv("LOCKAGENT_LOG_LEVEL")
 	}
-	if level == "" {
-		level = "warn"
+	l, err := parseLogLevel(level)
+	if err != nil {
+		return nil, err
 	}
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l}))
-	// go-redis logs dial failures on its own; they belong with the diagnostics (the
-	// library reports the same failures in its typed errors).
-	redis.SetLogger(redisLogger{logger})
-	return logger, nil
-}
-
-// redisLogger routes go-redis's internal log lines to slog at debug level.
-type redisLogger struct{ log *slog.Logger }
-
-func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	r.log.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
+	return routeRedisLogs(stderr, l), nil
 }
 
 // lockClientOptions is how every lockagent command talks to a master as the lock user.
