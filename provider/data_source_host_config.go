@@ -47,6 +47,7 @@ type hostConfigModel struct {
 	AdminPassword    types.String         `tfsdk:"admin_password"`
 	LockUser         types.String         `tfsdk:"lock_user"`
 	LockPassword     types.String         `tfsdk:"lock_password"`
+	LockUsers        types.Map            `tfsdk:"lock_users"`
 	Hooks            types.Object         `tfsdk:"hooks"`
 	InstallPackages  types.Bool           `tfsdk:"install_packages"`
 
@@ -118,9 +119,18 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				MarkdownDescription: "Restricted ACL user for lock clients. Default `redlock`.",
 				Validators: []validator.String{stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
 					stringvalidator.NoneOf("default")}},
-			"lock_password": schema.StringAttribute{Required: true, Sensitive: true,
-				MarkdownDescription: "Password of `lock_user`.",
+			"lock_password": schema.StringAttribute{Optional: true, Sensitive: true,
+				MarkdownDescription: "Password of `lock_user`. Required unless `lock_users` is set.",
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
+			"lock_users": schema.MapNestedAttribute{
+				Optional: true, MarkdownDescription: lockUsersDescription, Validators: lockUsersValidators(),
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"key_prefix": schema.StringAttribute{Required: true,
+						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`."},
+					"password": schema.StringAttribute{Required: true, Sensitive: true, Validators: lockUserPasswordValidators(),
+						MarkdownDescription: "This user's password, at least 16 characters without whitespace."},
+				}},
+			},
 			"hooks": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Commands systemd runs on restart-policy events, as the local supervisor does.",
 				Attributes: map[string]schema.Attribute{
@@ -162,6 +172,13 @@ func (d *hostConfigDataSource) ValidateConfig(ctx context.Context, req datasourc
 		resp.Diagnostics.AddAttributeError(path.Root("address"), "Invalid address",
 			fmt.Sprintf("address = %q is not an IP address: give the host's private IP, e.g. aws_instance's private_ip.", m.Address.ValueString()))
 	}
+	if m.LockUsers.IsNull() && m.LockPassword.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "No lock user",
+			"Neither lock_password nor lock_users is set: set lock_password (the single lock user, every key) or lock_users (one user per application, each confined to its key prefix).")
+	}
+	var cfgLockUser types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("lock_user"), &cfgLockUser)...)
+	checkLockUsersAtPlan(ctx, m.LockUsers, cfgLockUser, m.LockPassword, m.AdminPassword, &resp.Diagnostics)
 	if known(m.AdminPassword) && m.AdminPassword.Equal(m.LockPassword) {
 		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "Lock password equals the admin password",
 			"lock_password must differ from admin_password: lock clients must not be able to act as the admin.")
@@ -225,6 +242,9 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	spec.Name, spec.Bind, spec.Port = m.Name.ValueString(), m.Address.ValueString(), int(m.Port.ValueInt64())
 	spec.MaxMemory, spec.LockUser = m.MaxMemory.ValueString(), m.LockUser.ValueString()
 	spec.AdminPassword, spec.LockPassword = m.AdminPassword.ValueString(), m.LockPassword.ValueString()
+	users, _, ds := lockUsersFromModel(ctx, m.LockUsers)
+	resp.Diagnostics.Append(ds...)
+	spec.LockUsers = users
 	if !m.Hooks.IsNull() {
 		var h hooksModel
 		resp.Diagnostics.Append(m.Hooks.As(ctx, &h, basetypes.ObjectAsOptions{})...)
@@ -243,6 +263,9 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 		return
 	}
 	s := b.Spec
+	if len(s.LockUsers) > 0 {
+		s.LockUser = "" // tenants replace the single lock user
+	}
 	m.Port, m.Server, m.LockUser, m.MaxMemory = types.Int64Value(int64(s.Port)), types.StringValue(b.Server.Package),
 		types.StringValue(s.LockUser), types.StringValue(s.MaxMemory)
 	m.MaxLockTTL, m.ClockDriftMargin, m.RestartDelay = keepOr(m.MaxLockTTL, s.MaxLockTTL), keepOr(m.ClockDriftMargin, s.ClockDriftMargin),

@@ -78,6 +78,13 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 		}
 	}
 	checkDelays(v.MaxLockTTL, v.ClockDriftMargin, v.RestartDelay, &resp.Diagnostics)
+	var lockUsers types.Map
+	var lockUser, lockPassword, adminPassword types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("lock_users"), &lockUsers)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("lock_user"), &lockUser)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("lock_password"), &lockPassword)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("admin_password"), &adminPassword)...)
+	checkLockUsersAtPlan(ctx, lockUsers, lockUser, lockPassword, adminPassword, &resp.Diagnostics)
 	if known(v.AppendFsync) && v.AppendFsync.ValueString() != redisconf.AppendFsync {
 		switch {
 		case !v.AllowUnsafeAppendFsync.IsUnknown() && !v.AllowUnsafeAppendFsync.ValueBool():
@@ -223,6 +230,13 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	if cfgBind.IsNull() {
 		plan.Bind = types.StringValue(r.defaults.Bind)
 		checkBind(r.defaults.Bind, plan.AllowNonLoopbackBind, &resp.Diagnostics)
+	}
+	if known(plan.LockUsers) && len(plan.LockUsers.Elements()) > 0 {
+		// Tenants replace the single lock user, which then does not exist.
+		plan.LockUser, plan.LockPassword = types.StringValue(""), types.StringValue("")
+	} else if plan.LockUsers.IsNull() && known(plan.LockPassword) && plan.LockPassword.ValueString() == "" {
+		// Back from lock_users to the single lock user: it gets a new password at apply.
+		plan.LockPassword = types.StringUnknown()
 	}
 
 	// Derived durations, when everything they depend on is known.

@@ -27,6 +27,8 @@ import (
 // that do not parse are 0: the attribute validators reported them before apply.
 func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, diag.Diagnostics) {
 	hooks, diags := hooksFromModel(ctx, m.Hooks)
+	users, _, d := lockUsersFromModel(ctx, m.LockUsers)
+	diags.Append(d...)
 	duration := func(v timetypes.GoDuration) time.Duration {
 		d, _ := validate.ParseDuration(v.ValueString())
 		return d
@@ -39,7 +41,7 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 			MaxMemory: m.MaxMemory.ValueString(), AppendFsync: m.AppendFsync.ValueString(),
 			AllowUnsafeAppendFsync: m.AllowUnsafeAppendFsync.ValueBool(), AllowNonLoopbackBind: m.AllowNonLoopbackBind.ValueBool(),
 			AdminPassword: m.AdminPassword.ValueString(), LockUser: m.LockUser.ValueString(),
-			LockPassword: m.LockPassword.ValueString(), Hooks: hooks,
+			LockPassword: m.LockPassword.ValueString(), LockUsers: users, Hooks: hooks,
 		},
 		ZeroPort: known(m.Port) && m.Port.ValueInt64() == 0,
 		Written: local.Written{MaxLockTTL: m.MaxLockTTL.ValueString(), ClockDriftMargin: m.ClockDriftMargin.ValueString(),
@@ -188,6 +190,9 @@ func loadMasterModel(dir string) (masterModel, error) {
 	}
 	delay, _ := validate.ParseDuration(w.RestartDelay)
 	ttl, _ := validate.ParseDuration(w.MaxLockTTL)
+	if len(s.LockUsers) > 0 {
+		s.LockUser, s.LockPassword = "", "" // tenants replace the single lock user
+	}
 	return masterModel{
 		ID: types.StringValue(dir), Name: types.StringValue(s.Name), Bind: types.StringValue(s.Bind),
 		AllowNonLoopbackBind: types.BoolValue(s.AllowNonLoopbackBind), Port: types.Int64Value(port),
@@ -198,7 +203,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 		AppendOnly: types.StringValue(l.Startup.AppendOnly), NoAppendfsyncOnRewrite: types.StringValue(l.Startup.NoAppendfsyncOnRewrite),
 		MaxMemoryPolicy: types.StringValue(l.Startup.MaxMemoryPolicy), ReplicaOf: types.StringValue(l.Startup.ReplicaOf),
 		AdminPassword: types.StringValue(s.AdminPassword), LockUser: types.StringValue(s.LockUser),
-		LockPassword: types.StringValue(s.LockPassword), Hooks: hooksToModel(s.Hooks),
+		LockPassword: types.StringValue(s.LockPassword), LockUsers: lockUsersToModel(s.LockUsers), Hooks: hooksToModel(s.Hooks),
 		KeepDataOnDestroy: types.BoolValue(l.Master.KeepDataOnDestroy),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "delete": types.StringType})},

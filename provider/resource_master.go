@@ -73,6 +73,7 @@ type masterModel struct {
 	AdminPassword          types.String         `tfsdk:"admin_password"`
 	LockUser               types.String         `tfsdk:"lock_user"`
 	LockPassword           types.String         `tfsdk:"lock_password"`
+	LockUsers              types.Map            `tfsdk:"lock_users"`
 	Hooks                  types.Object         `tfsdk:"hooks"`
 	KeepDataOnDestroy      types.Bool           `tfsdk:"keep_data_on_destroy"`
 	Timeouts               timeouts.Value       `tfsdk:"timeouts"`
@@ -177,6 +178,9 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	r.fillDefaults(&plan)
+	if plan.LockPassword.IsUnknown() {
+		plan.LockPassword = types.StringValue(randomSecret()) // back from lock_users to one lock user
+	}
 	if checkAtApply(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
@@ -270,6 +274,8 @@ func checkAtApply(ctx context.Context, m *masterModel, diags *diag.Diagnostics) 
 	if !diags.HasError() {
 		checkDelays(m.MaxLockTTL, m.ClockDriftMargin, m.RestartDelay, diags)
 	}
+	// Passwords from other resources are known only now: check the tenants again.
+	checkLockUsersAtPlan(ctx, m.LockUsers, types.StringNull(), types.StringNull(), m.AdminPassword, diags)
 }
 
 func known(v interface {

@@ -180,7 +180,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"lock_user": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.DefaultLockUser),
 				MarkdownDescription: "Restricted ACL user lock clients authenticate as (default `redlock`): it may run " +
-					"only the commands a Redlock client needs. Changed in place.",
+					"only the commands a Redlock client needs, on every key. Changed in place. Empty when `lock_users` is set.",
 				Validators: []validator.String{
 					stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
 					stringvalidator.NoneOf("default"),
@@ -189,8 +189,19 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"lock_password": schema.StringAttribute{
 				Optional: true, Computed: true, Sensitive: true, PlanModifiers: keepString,
 				MarkdownDescription: "Password of `lock_user`, at least 16 characters without whitespace. Generated " +
-					"(32 random bytes, hex) when not given. Changed in place (`ACL SETUSER`).",
+					"(32 random bytes, hex) when not given. Changed in place (`ACL SETUSER`). Empty when `lock_users` is set.",
 				Validators: passwordValidators,
+			},
+			"lock_users": schema.MapNestedAttribute{
+				Optional: true, MarkdownDescription: lockUsersDescription, Validators: lockUsersValidators(),
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"key_prefix": schema.StringAttribute{Required: true,
+						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`. " +
+							"Lock clients of this user set it as their key prefix (the `client_configs` of the modules carry it)."},
+					"password": schema.StringAttribute{Required: true, Sensitive: true, Validators: lockUserPasswordValidators(),
+						MarkdownDescription: "This user's password, at least 16 characters without whitespace (one " +
+							"`redlock_credentials` per user generates one)."},
+				}},
 			},
 			"hooks": schema.SingleNestedAttribute{
 				Optional:            true,

@@ -96,6 +96,13 @@ type Master struct {
 	// LockUserDangerous lists commands that weaken safety which the lock user may run
 	// (asked with ACL DRYRUN as admin): CONFIG SET, FLUSHALL, SELECT, REPLICAOF, ...
 	LockUserDangerous []string `json:"lock_user_dangerous,omitempty"`
+	// TenantsChecked is true when the lock users' ACLs were read (as admin); LockUsers are
+	// the users other than the admin, with their key and channel patterns, and TenantLeaks
+	// what one of them may do to another's locks (ACL DRYRUN said OK): with several lock
+	// users, each must be confined to its own prefix.
+	TenantsChecked bool          `json:"tenants_checked"`
+	LockUsers      []LockUserACL `json:"lock_users,omitempty"`
+	TenantLeaks    []string      `json:"tenant_leaks,omitempty"`
 	// LockUserError is the lock user's authentication failure, if any.
 	LockUserError string `json:"lock_user_error,omitempty"`
 	// ErrorClass says what kind of failure Error (or LockUserError) is, so that a caller
@@ -357,6 +364,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	if t.LockUsername != "" {
 		m.checkLockUser(ctx, t)
 	}
+	m.checkTenants(ctx, c, t)
 	if len(errs) > 0 {
 		m.Error = strings.Join(errs, "; ")
 	} else {

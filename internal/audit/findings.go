@@ -109,6 +109,16 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 		if m.RTT > rttLimit {
 			warn("Master %s's round trip is %v, more than %.0f%% of the max lock TTL %v (%v): acquiring eats too much of the lock's validity. Fix: put the masters closer to the clients, or raise the max lock TTL.", ep, roundDur(m.RTT), t.DriftFactor*100, t.MaxLockTTL, rttLimit)
 		}
+		if m.TenantsChecked && len(m.LockUsers) > 1 {
+			for _, u := range m.LockUsers {
+				if u.AllKeys() {
+					add("Master %s has %d lock users and %s reaches every key: its clients can read, delete and overwrite every other application's locks. Fix: give %s its own key prefix (lock_users = { %s = { key_prefix = \"%s:\" } }).", ep, len(m.LockUsers), u.Name, u.Name, u.Name, u.Name)
+				}
+			}
+			for _, leak := range m.TenantLeaks {
+				add("Master %s does not isolate its lock users: %s. Fix: confine each lock user to its own key prefix and channels (lock_users), with no prefix starting with another.", ep, leak)
+			}
+		}
 		if m.LockUserChecked {
 			switch {
 			case m.LockUserError != "":

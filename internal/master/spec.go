@@ -35,6 +35,13 @@ const (
 	MinPasswordLength = 16
 )
 
+// LockUser is a tenant: a restricted lock user confined to a key prefix.
+type LockUser = redisconf.LockUser
+
+// Users returns the lock users the master defines: LockUsers, or the single LockUser with
+// no prefix.
+func (s Spec) Users() []LockUser { return s.RedisConfig().Users() }
+
 // Hooks are commands (argv, no shell) run on restart-policy events. An empty argv runs
 // nothing. Every runtime gives them the same environment: REDLOCK_EVENT (crash |
 // before_restart | after_restart), REDLOCK_MASTER_NAME, REDLOCK_MASTER_ADDR, REDLOCK_DATA_DIR,
@@ -76,6 +83,9 @@ type Spec struct {
 	AdminPassword string // the default (admin) user's password
 	LockUser      string // the restricted user lock clients authenticate as
 	LockPassword  string
+	// LockUsers (tenants), when not empty, replace LockUser/LockPassword: one restricted
+	// user per application, each confined to its own key prefix.
+	LockUsers []LockUser
 
 	Hooks Hooks
 }
@@ -219,16 +229,21 @@ func (s Spec) Check() error {
 		add("appendfsync", "Unsafe appendfsync refused", fmt.Sprintf("appendfsync = %q lets a crash or power loss "+
 			"forget locks the master already acknowledged. Use \"always\".", s.AppendFsync))
 	}
-	for field, pw := range map[string]string{"admin_password": s.AdminPassword, "lock_password": s.LockPassword} {
-		if len(pw) < MinPasswordLength {
-			add(field, "Password too short", fmt.Sprintf("%s has %d characters: use at least %d (redlock_credentials "+
-				"generates 64).", field, len(pw), MinPasswordLength))
+	passwords := [][2]string{{"admin_password", s.AdminPassword}}
+	if len(s.LockUsers) == 0 {
+		passwords = append(passwords, [2]string{"lock_password", s.LockPassword})
+	}
+	for _, pw := range passwords {
+		if len(pw[1]) < MinPasswordLength {
+			add(pw[0], "Password too short", fmt.Sprintf("%s has %d characters: use at least %d (redlock_credentials "+
+				"generates 64).", pw[0], len(pw[1]), MinPasswordLength))
 		}
 	}
-	if s.AdminPassword != "" && s.AdminPassword == s.LockPassword {
+	if len(s.LockUsers) == 0 && s.AdminPassword != "" && s.AdminPassword == s.LockPassword {
 		add("lock_password", "Lock password equals the admin password", "lock_password must differ from "+
 			"admin_password: lock clients must not be able to act as the admin.")
 	}
+	errs = append(errs, CheckLockUsers(s.LockUsers, s.AdminPassword)...)
 	s.Hooks.Each(func(name string, argv []string) {
 		if len(argv) > 0 && argv[0] == "" {
 			add("hooks", "Hook program is empty", fmt.Sprintf("hooks.%s has an empty program name: give argv, e.g. "+
@@ -238,11 +253,67 @@ func (s Spec) Check() error {
 	return errors.Join(errs...)
 }
 
+// CheckLockUsers checks tenants: valid names, each with its own password (not the admin's)
+// and a prefix that no other tenant's prefix reaches. Each problem is a *FieldError of
+// "lock_users". A password that is still unknown ("") at plan time is not checked.
+func CheckLockUsers(users []LockUser, adminPassword string) []error {
+	var errs []error
+	add := func(summary, detail string) {
+		errs = append(errs, &FieldError{Field: "lock_users", Summary: summary, Detail: detail})
+	}
+	seen := map[string]string{}
+	for _, u := range users {
+		at := fmt.Sprintf("lock_users[%q]", u.Name)
+		if !ValidUserName(u.Name) {
+			add("Invalid lock user name", fmt.Sprintf("%s: the name is the ACL user clients log in as: use 1-64 letters, "+
+				"digits, '_' or '-', and not \"default\" (the admin).", at))
+		}
+		if why := redisconf.ValidKeyPrefix(u.KeyPrefix); why != "" {
+			add("Invalid key prefix", fmt.Sprintf("%s.key_prefix = %q %s.", at, u.KeyPrefix, why))
+		}
+		switch {
+		case u.Password == "":
+		case len(u.Password) < MinPasswordLength:
+			add("Password too short", fmt.Sprintf("%s.password has %d characters: use at least %d (redlock_credentials "+
+				"generates 64).", at, len(u.Password), MinPasswordLength))
+		case u.Password == adminPassword:
+			add("Lock password equals the admin password", fmt.Sprintf("%s.password must differ from admin_password: "+
+				"lock clients must not be able to act as the admin.", at))
+		case seen[u.Password] != "":
+			add("Two lock users share a password", fmt.Sprintf("%s.password equals lock_users[%q].password: give each "+
+				"application its own secret (one redlock_credentials per lock user).", at, seen[u.Password]))
+		}
+		if u.Password != "" && seen[u.Password] == "" {
+			seen[u.Password] = u.Name
+		}
+	}
+	if a, b, overlap := redisconf.OverlappingPrefixes(users); overlap {
+		add("Key prefixes overlap", fmt.Sprintf("lock_users[%q].key_prefix = %q is a prefix of lock_users[%q].key_prefix "+
+			"= %q: %s could read, delete and overwrite %s's locks. Give each lock user a prefix no other one starts "+
+			"with, e.g. end every prefix with ':'.", a.Name, a.KeyPrefix, b.Name, b.KeyPrefix, a.Name, b.Name))
+	}
+	return errs
+}
+
+// ValidUserName reports whether name can be a lock user: 1-64 letters, digits, '_' or '-',
+// and not "default" (the admin user).
+func ValidUserName(name string) bool {
+	if name == "" || len(name) > 64 || name == "default" {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // RedisConfig is the redis.conf (internal/redisconf) this master runs with.
 func (s Spec) RedisConfig() redisconf.Config {
 	return redisconf.Config{
 		Bind: s.Bind, Port: s.Port, DataDir: s.DataDir,
-		AdminPassword: s.AdminPassword, LockUser: s.LockUser, LockPassword: s.LockPassword,
+		AdminPassword: s.AdminPassword, LockUser: s.LockUser, LockPassword: s.LockPassword, LockUsers: s.LockUsers,
 		MaxMemory: s.MaxMemory, AppendFsync: s.AppendFsync,
 	}
 }

@@ -29,16 +29,72 @@ var LockUserCommands = []string{
 	"+publish", "+subscribe", "+unsubscribe", "+time",
 }
 
+// LockUser is one restricted user lock clients authenticate as. KeyPrefix confines it: it
+// may touch only keys and pub/sub channels that start with KeyPrefix (its locks, their
+// fencing registers and release channels all do). An empty KeyPrefix reaches every key,
+// which is only right for a deployment with a single lock user.
+//
+// ACLs check commands and key names, not arguments, and scripts run with the caller's
+// rights: clients that share one user can always break each other's locks (DEL a held
+// key, overwrite it, expire it). Give each application its own user and prefix.
+type LockUser struct {
+	Name      string
+	Password  string
+	KeyPrefix string
+}
+
+// KeyPattern is the ACL glob of the keys and channels u may touch ("*" for no prefix).
+// Prefixes never contain glob characters (see ValidKeyPrefix), so no escaping is needed.
+func (u LockUser) KeyPattern() string { return u.KeyPrefix + "*" }
+
+// ACLRules are the ACL SETUSER rules that define u from scratch: on, its password, its
+// keys and channels, and nothing but LockUserCommands.
+func (u LockUser) ACLRules() []string {
+	return append([]string{"reset", "on", ">" + u.Password, "~" + u.KeyPattern(), "resetchannels",
+		"&" + u.KeyPattern(), "-@all"}, LockUserCommands...)
+}
+
+// GlobChars are the characters a key prefix may not contain: ACL key patterns are globs.
+const GlobChars = `*?[]\`
+
+// ValidKeyPrefix reports why prefix cannot confine a lock user, or "" when it can.
+func ValidKeyPrefix(prefix string) string {
+	switch {
+	case prefix == "":
+		return "is empty: each lock user needs its own non-empty prefix, such as \"billing:\""
+	case strings.ContainsAny(prefix, GlobChars):
+		return "contains one of " + GlobChars + ", which ACL key patterns read as a glob: use letters, digits and separators such as ':' or '/'"
+	case strings.ContainsAny(prefix, " \t\r\n\"'"):
+		return "contains whitespace or a quote: use letters, digits and separators such as ':' or '/'"
+	}
+	return ""
+}
+
+// OverlappingPrefixes returns the first two users whose prefixes overlap (one starts with
+// the other, so the shorter one's user reaches the other's keys), or ok=false.
+func OverlappingPrefixes(users []LockUser) (a, b LockUser, overlap bool) {
+	for i, u := range users {
+		for j, v := range users {
+			if i != j && strings.HasPrefix(v.KeyPrefix, u.KeyPrefix) {
+				return u, v, true
+			}
+		}
+	}
+	return LockUser{}, LockUser{}, false
+}
+
 // Config describes one master. Zero values mean the safe default where one exists.
 type Config struct {
-	Bind           string // address to listen on; "127.0.0.1" when empty
-	Port           int
-	DataDir        string // AOF and the rest live here
-	AdminPassword  string // password of the default (admin) user; required
-	LockUser       string // restricted ACL user for lock clients; DefaultLockUser when empty
-	LockPassword   string // required
-	LockKeyPattern string // key pattern the lock user may touch; "*" when empty
-	MaxMemory      string // explicit maxmemory; DefaultMaxMemory when empty
+	Bind          string // address to listen on; "127.0.0.1" when empty
+	Port          int
+	DataDir       string // AOF and the rest live here
+	AdminPassword string // password of the default (admin) user; required
+	LockUser      string // restricted ACL user for lock clients; DefaultLockUser when empty
+	LockPassword  string // required
+	// LockUsers, when not empty, replace LockUser/LockPassword: one restricted user per
+	// application, each confined to its key prefix.
+	LockUsers []LockUser
+	MaxMemory string // explicit maxmemory; DefaultMaxMemory when empty
 	// AppendFsync is "always" unless a caller explicitly opted out of safety.
 	AppendFsync string
 	PidFile     string // optional
@@ -48,8 +104,22 @@ type Config struct {
 // Render returns the redis.conf text. It fails when a required field is missing rather than
 // producing a config that would start an unauthenticated master.
 func (c Config) Render() (string, error) {
-	if c.AdminPassword == "" || c.LockPassword == "" {
-		return "", fmt.Errorf("redisconf: admin and lock passwords are required")
+	users := c.Users()
+	if c.AdminPassword == "" {
+		return "", fmt.Errorf("redisconf: the admin password is required")
+	}
+	for _, u := range users {
+		if u.Password == "" {
+			return "", fmt.Errorf("redisconf: lock user %s has no password", u.Name)
+		}
+		if len(users) > 1 {
+			if why := ValidKeyPrefix(u.KeyPrefix); why != "" {
+				return "", fmt.Errorf("redisconf: key prefix %q of lock user %s %s", u.KeyPrefix, u.Name, why)
+			}
+		}
+	}
+	if a, b, overlap := OverlappingPrefixes(users); overlap && len(users) > 1 {
+		return "", fmt.Errorf("redisconf: lock user %s (prefix %q) reaches lock user %s's keys (prefix %q)", a.Name, a.KeyPrefix, b.Name, b.KeyPrefix)
 	}
 	if c.DataDir == "" {
 		return "", fmt.Errorf("redisconf: data dir is required")
@@ -84,9 +154,20 @@ func (c Config) Render() (string, error) {
 	line("replica-serve-stale-data no")
 	line("# Authentication: admin is the default user; lock clients get a restricted user.")
 	line("requirepass %s", quote(c.AdminPassword))
-	line("user %s on %s resetkeys ~%s resetchannels &* -@all %s", or(c.LockUser, DefaultLockUser),
-		quote(">"+c.LockPassword), or(c.LockKeyPattern, "*"), strings.Join(LockUserCommands, " "))
+	for _, u := range users {
+		line("user %s on %s resetkeys ~%s resetchannels &%s -@all %s", u.Name, quote(">"+u.Password),
+			u.KeyPattern(), u.KeyPattern(), strings.Join(LockUserCommands, " "))
+	}
 	return b.String(), nil
+}
+
+// Users returns the lock users c defines: LockUsers, or the single LockUser (default name
+// DefaultLockUser) with no prefix.
+func (c Config) Users() []LockUser {
+	if len(c.LockUsers) > 0 {
+		return c.LockUsers
+	}
+	return []LockUser{{Name: or(c.LockUser, DefaultLockUser), Password: c.LockPassword}}
 }
 
 func or(v, def string) string {

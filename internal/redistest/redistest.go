@@ -37,6 +37,9 @@ type Options struct {
 	AppendFsync string
 	// Clock, when set, skews every master's wall clock (see ClockSkew).
 	Clock *ClockSkew
+	// LockUsers, when set, replace the single lock user: one user per tenant, each
+	// confined to its key prefix (see redisconf.LockUser).
+	LockUsers []redisconf.LockUser
 }
 
 // Credentials every harness master shares.
@@ -170,7 +173,7 @@ func startMaster(bin string, opts Options, dataDir string) (*Master, error) {
 		m := &Master{Host: opts.Host, Port: port, Addr: net.JoinHostPort(opts.Host, strconv.Itoa(port)),
 			DataDir: dataDir, ConfigFile: filepath.Join(dataDir, "redis.conf"), binary: bin, clock: opts.Clock}
 		conf, err := redisconf.Config{Bind: opts.Host, Port: port, DataDir: dataDir,
-			AdminPassword: AdminPassword, LockUser: LockUser, LockPassword: LockPassword,
+			AdminPassword: AdminPassword, LockUser: LockUser, LockPassword: LockPassword, LockUsers: opts.LockUsers,
 			MaxMemory: opts.MaxMemory, AppendFsync: opts.AppendFsync,
 			LogFile: filepath.Join(dataDir, "redis.log")}.Render()
 		if err != nil {
@@ -229,6 +232,12 @@ func (m *Master) Admin() *redis.Client {
 			ContextTimeoutEnabled: true, MaxRetries: -1})
 	}
 	return m.admin
+}
+
+// ClientAs returns a new client authenticated as user (a tenant's lock user, say).
+func (m *Master) ClientAs(user, password string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: m.Addr, Username: user, Password: password,
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second, DisableIdentity: true})
 }
 
 // LockClient returns a new client authenticated as the restricted lock user.

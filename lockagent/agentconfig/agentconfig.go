@@ -21,6 +21,10 @@ type Config struct {
 	Username string `json:"username"`
 	Password string `json:"password"`
 	// AdminUsername/AdminPassword: used only by the audit (CONFIG GET, INFO).
+	// KeyPrefix is the lock user's key prefix (one lock user per application, each
+	// confined to its prefix): every lock name is prefixed with it. Empty for a
+	// deployment with a single lock user.
+	KeyPrefix     string `json:"key_prefix,omitempty"`
 	AdminUsername string `json:"admin_username,omitempty"`
 	AdminPassword string `json:"admin_password,omitempty"`
 	TLS           bool   `json:"tls,omitempty"`
@@ -76,13 +80,14 @@ func Load(path string) (*Config, error) {
 }
 
 // ApplyEnv overlays LOCKAGENT_ENDPOINTS (comma-separated), LOCKAGENT_USERNAME,
-// LOCKAGENT_PASSWORD, LOCKAGENT_ADMIN_USERNAME, LOCKAGENT_ADMIN_PASSWORD, LOCKAGENT_TLS,
+// LOCKAGENT_PASSWORD, LOCKAGENT_KEY_PREFIX, LOCKAGENT_ADMIN_USERNAME, LOCKAGENT_ADMIN_PASSWORD, LOCKAGENT_TLS,
 // LOCKAGENT_MAX_LOCK_TTL and LOCKAGENT_RESTART_DELAY onto c.
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	if v, ok := lookup("LOCKAGENT_ENDPOINTS"); ok && v != "" {
 		c.Endpoints = SplitList(v)
 	}
 	for name, dst := range map[string]*string{"LOCKAGENT_USERNAME": &c.Username, "LOCKAGENT_PASSWORD": &c.Password,
+		"LOCKAGENT_KEY_PREFIX":     &c.KeyPrefix,
 		"LOCKAGENT_ADMIN_USERNAME": &c.AdminUsername, "LOCKAGENT_ADMIN_PASSWORD": &c.AdminPassword} {
 		if v, ok := lookup(name); ok && v != "" {
 			*dst = v

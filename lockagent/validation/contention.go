@@ -41,10 +41,10 @@ type ContentionStats struct {
 }
 
 // runRedlockPhases runs phases 2 and 3 with the Redlock library on keys no real user has
-// (redlock-kit:validate:<random>:...), files their outcomes in res, and deletes the keys
+// (<key prefix>redlock-kit:validate:<random>:...), files their outcomes in res, and deletes the keys
 // (and their fence registers) at the end with the admin user: the lock user may not DEL.
 func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res *Report) error {
-	prefix := "redlock-kit:validate:" + validateRandomID()
+	prefix := o.cfg.KeyPrefix + "redlock-kit:validate:" + validateRandomID()
 	var closing sync.WaitGroup // Redlock clients still closing
 	defer cleanupValidateKeys(ctx, o, prefix, w, &closing)
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/master"
+
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
@@ -41,7 +43,7 @@ func Destroy(ctx context.Context, m Master, pids Processes) (warnings []Warning,
 			if st, err := supervisor.ReadState(dir); err == nil {
 				floor = st.HoldFloor
 			}
-			ttl, err := lastLocks(ctx, addr, s.AdminPassword, s.LockUser)
+			ttl, err := lastLocks(ctx, addr, s.AdminPassword, s.Users())
 			lockWait = destroyLockWait(time.Now(), delay, floor, ttl, s.ClockDriftMargin, err == nil)
 		}
 	}
@@ -145,17 +147,21 @@ func forgetData(dir string, stopped, validUntil time.Time) error {
 // lock is granted after the measurement, before the shutdown. Keys without a TTL, such as
 // fence registers, are not locks and need no wait. Any error means "unknown", and the
 // caller waits the whole restart_delay.
-func lastLocks(ctx context.Context, addr, password, lockUser string) (time.Duration, error) {
+func lastLocks(ctx context.Context, addr, password string, users []master.LockUser) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c := adminClient(addr, password)
 	defer c.Close()
 	// "off" refuses new authentications only; CLIENT KILL USER ends the open ones.
-	if err := c.Do(ctx, "ACL", "SETUSER", lockUser, "off").Err(); err != nil {
-		return 0, fmt.Errorf("ACL SETUSER %s off: %w", lockUser, err)
+	for _, u := range users {
+		if err := c.Do(ctx, "ACL", "SETUSER", u.Name, "off").Err(); err != nil {
+			return 0, fmt.Errorf("ACL SETUSER %s off: %w", u.Name, err)
+		}
 	}
-	if err := c.Do(ctx, "CLIENT", "KILL", "USER", lockUser).Err(); err != nil {
-		return 0, fmt.Errorf("CLIENT KILL USER %s: %w", lockUser, err)
+	for _, u := range users {
+		if err := c.Do(ctx, "CLIENT", "KILL", "USER", u.Name).Err(); err != nil {
+			return 0, fmt.Errorf("CLIENT KILL USER %s: %w", u.Name, err)
+		}
 	}
 	var longest time.Duration
 	iter := c.Scan(ctx, 0, "*", 1000).Iterator()

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
@@ -14,21 +15,29 @@ import (
 // keep, as the configuration wrote it, so that Load rebuilds the configuration exactly. The
 // format is the one the provider always wrote: existing data dirs must stay importable.
 type record struct {
-	Name                   string `json:"name"`
-	Bind                   string `json:"bind"`
-	AllowNonLoopbackBind   bool   `json:"allow_non_loopback_bind"`
-	Port                   int64  `json:"port"` // as configured: 0 when the configuration asked for any free port
-	DataDir                string `json:"data_dir"`
-	ServerBinary           string `json:"server_binary"` // as configured (not resolved), so import plans no change
-	MaxLockTTL             string `json:"max_lock_ttl"`
-	ClockDriftMargin       string `json:"clock_drift_margin"`
-	RestartDelay           string `json:"restart_delay"`
-	MaxMemory              string `json:"maxmemory"`
-	AppendFsync            string `json:"appendfsync"`
-	AllowUnsafeAppendFsync bool   `json:"allow_unsafe_appendfsync"`
-	LockUser               string `json:"lock_user"`
-	LockPassword           string `json:"lock_password"`
-	KeepDataOnDestroy      bool   `json:"keep_data_on_destroy"`
+	Name                   string       `json:"name"`
+	Bind                   string       `json:"bind"`
+	AllowNonLoopbackBind   bool         `json:"allow_non_loopback_bind"`
+	Port                   int64        `json:"port"` // as configured: 0 when the configuration asked for any free port
+	DataDir                string       `json:"data_dir"`
+	ServerBinary           string       `json:"server_binary"` // as configured (not resolved), so import plans no change
+	MaxLockTTL             string       `json:"max_lock_ttl"`
+	ClockDriftMargin       string       `json:"clock_drift_margin"`
+	RestartDelay           string       `json:"restart_delay"`
+	MaxMemory              string       `json:"maxmemory"`
+	AppendFsync            string       `json:"appendfsync"`
+	AllowUnsafeAppendFsync bool         `json:"allow_unsafe_appendfsync"`
+	LockUser               string       `json:"lock_user"`
+	LockPassword           string       `json:"lock_password"`
+	LockUsers              []recordUser `json:"lock_users,omitempty"`
+	KeepDataOnDestroy      bool         `json:"keep_data_on_destroy"`
+}
+
+// recordUser is one tenant in the record.
+type recordUser struct {
+	Name      string `json:"name"`
+	Password  string `json:"password"`
+	KeyPrefix string `json:"key_prefix"`
 }
 
 func newRecord(m Master) record {
@@ -43,8 +52,24 @@ func newRecord(m Master) record {
 		ClockDriftMargin: or(m.Written.ClockDriftMargin, s.ClockDriftMargin.String()),
 		RestartDelay:     or(m.Written.RestartDelay, s.RestartDelay.String()), MaxMemory: s.MaxMemory,
 		AppendFsync: s.AppendFsync, AllowUnsafeAppendFsync: s.AllowUnsafeAppendFsync, LockUser: s.LockUser,
-		LockPassword: s.LockPassword, KeepDataOnDestroy: m.KeepDataOnDestroy,
+		LockPassword: s.LockPassword, LockUsers: recordUsers(s.LockUsers), KeepDataOnDestroy: m.KeepDataOnDestroy,
 	}
+}
+
+func recordUsers(users []master.LockUser) []recordUser {
+	var out []recordUser
+	for _, u := range users {
+		out = append(out, recordUser{Name: u.Name, Password: u.Password, KeyPrefix: u.KeyPrefix})
+	}
+	return out
+}
+
+func (r record) lockUsers() []master.LockUser {
+	var out []master.LockUser
+	for _, u := range r.LockUsers {
+		out = append(out, master.LockUser{Name: u.Name, Password: u.Password, KeyPrefix: u.KeyPrefix})
+	}
+	return out
 }
 
 func readRecord(dir string) (record, error) {

@@ -58,7 +58,7 @@ func Load(dir string) (Loaded, error) {
 				MaxLockTTL: ttl, ClockDriftMargin: margin, RestartDelay: delay,
 				MaxMemory: r.MaxMemory, AppendFsync: r.AppendFsync,
 				AllowUnsafeAppendFsync: r.AllowUnsafeAppendFsync, AllowNonLoopbackBind: r.AllowNonLoopbackBind,
-				AdminPassword: sc.AdminPassword, LockUser: r.LockUser, LockPassword: r.LockPassword, Hooks: sc.Hooks,
+				AdminPassword: sc.AdminPassword, LockUser: r.LockUser, LockPassword: r.LockPassword, LockUsers: r.lockUsers(), Hooks: sc.Hooks,
 			},
 			ZeroPort:          r.Port == 0,
 			Written:           Written{MaxLockTTL: r.MaxLockTTL, ClockDriftMargin: r.ClockDriftMargin, RestartDelay: r.RestartDelay},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestLoadReadsTheRecordFormat(t *testing.T) {
 	before, _ := os.ReadFile(filepath.Join(dir, RecordFileName))
 	r := newRecord(m)
 	r.DataDir = dir
-	if got, want := r, mustParse(t, dir, before); got != want {
+	if got, want := r, mustParse(t, dir, before); !reflect.DeepEqual(got, want) {
 		t.Errorf("record written back %+v, want %+v", got, want)
 	}
 }

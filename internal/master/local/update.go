@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
@@ -109,21 +110,43 @@ func applyRuntime(ctx context.Context, from, to Master) error {
 	if err := c.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		return fmt.Errorf("replica_of: REPLICAOF NO ONE: %w", err)
 	}
-	user, old := to.Spec.LockUser, from.Spec.LockUser
-	if user == old && to.Spec.LockPassword == from.Spec.LockPassword {
-		return nil // re-running ACL SETUSER for nothing would only disturb connected lock clients
+	return updateLockUsers(ctx, c, from.Spec.Users(), to.Spec.Users())
+}
+
+// updateLockUsers redefines the lock users that changed (ACL SETUSER from scratch) and
+// removes those that are gone (ACL DELUSER, which also disconnects their clients). Users
+// that did not change are left alone: re-running ACL SETUSER for nothing would only
+// disturb connected lock clients.
+func updateLockUsers(ctx context.Context, c *redis.Client, from, to []master.LockUser) error {
+	old := map[string]master.LockUser{}
+	for _, u := range from {
+		old[u.Name] = u
 	}
-	rules := append([]string{"reset", "on", ">" + to.Spec.LockPassword, "~*", "resetchannels", "&*", "-@all"},
-		redisconf.LockUserCommands...)
-	if err := c.ACLSetUser(ctx, user, rules...).Err(); err != nil {
-		return fmt.Errorf("lock_user: ACL SETUSER %s: %w", user, err)
+	for _, u := range to {
+		if prev, ok := old[u.Name]; ok && prev == u {
+			delete(old, u.Name)
+			continue
+		}
+		delete(old, u.Name)
+		rules := u.ACLRules()
+		if err := c.ACLSetUser(ctx, u.Name, rules...).Err(); err != nil {
+			return fmt.Errorf("%s: ACL SETUSER %s: %w", userField(to), u.Name, err)
+		}
 	}
-	if old != "" && old != user {
-		if err := c.Do(ctx, "ACL", "DELUSER", old).Err(); err != nil {
-			return fmt.Errorf("lock_user: ACL DELUSER %s: %w", old, err)
+	for name := range old {
+		if err := c.Do(ctx, "ACL", "DELUSER", name).Err(); err != nil {
+			return fmt.Errorf("%s: ACL DELUSER %s: %w", userField(from), name, err)
 		}
 	}
 	return nil
+}
+
+// userField names the attribute that defines users, for errors.
+func userField(users []master.LockUser) string {
+	if len(users) == 1 && users[0].KeyPrefix == "" {
+		return "lock_user"
+	}
+	return "lock_users"
 }
 
 // reloadWait bounds how long an update waits for the supervisor to confirm a reload.

@@ -25,6 +25,7 @@ type deploymentFlags struct {
 	endpoints  string
 	username   string
 	password   string
+	keyPrefix  string
 	useTLS     bool
 	maxTTL     time.Duration
 	logLevel   string
@@ -37,6 +38,8 @@ const deploymentHelp = `Deployment (first -c agent.json, then the environment, t
   --username NAME          restricted lock user (default "redlock")      [LOCKAGENT_USERNAME]
   --password PW            lock user's password; prefer the environment:
                            flags are visible to every user in ps         [LOCKAGENT_PASSWORD]
+  --key-prefix P           the lock user's key prefix (lock_users): every lock
+                           name is prefixed with it ("billing:")          [LOCKAGENT_KEY_PREFIX]
   --tls                    connect with TLS (system roots)               [LOCKAGENT_TLS=true]
   --max-lock-ttl D         largest TTL the deployment allows; longer TTLs
                            are refused (masters stay down that long after
@@ -52,6 +55,7 @@ func addDeploymentFlags(fs *flag.FlagSet) *deploymentFlags {
 	fs.StringVar(&d.endpoints, "endpoints", "", "masters, host:port,host:port,...")
 	fs.StringVar(&d.username, "username", "", "restricted lock user")
 	fs.StringVar(&d.password, "password", "", "lock user's password (prefer LOCKAGENT_PASSWORD)")
+	fs.StringVar(&d.keyPrefix, "key-prefix", "", "the lock user's key prefix")
 	fs.BoolVar(&d.useTLS, "tls", false, "connect with TLS")
 	fs.DurationVar(&d.maxTTL, "max-lock-ttl", 0, "largest TTL the deployment allows")
 	fs.StringVar(&d.logLevel, "log-level", "", "debug, info, warn or error")
@@ -73,6 +77,8 @@ func (d *deploymentFlags) load() (*agentconfig.Config, error) {
 			cfg.Username = d.username
 		case "password":
 			cfg.Password = d.password
+		case "key-prefix":
+			cfg.KeyPrefix = d.keyPrefix
 		case "tls":
 			cfg.TLS = d.useTLS
 		case "max-lock-ttl":

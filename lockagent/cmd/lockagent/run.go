@@ -253,6 +253,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		hooks = m
 	}
 	lc, err := redlock.New(masters, redlock.Options{
+		KeyPrefix:   cfg.KeyPrefix, // the lock user's prefix: only keys under it are reachable
 		NodeTimeout: o.nodeTimeout,
 		MaxTTL:      maxTTL,
 		// Renew for as long as the command runs; --max-duration is the explicit bound.

@@ -40,6 +40,7 @@ const validateUsage = `Usage: lockagent validate -c agent.json [flags]
 
 Proves a Redlock deployment, in three phases, printing progress as it goes:
   1. audit      every master: independence (distinct run_ids, no replicas, not a replica),
+                lock users confined to their own key prefixes,
                 AOF appendfsync always, no-appendfsync-on-rewrite no, noeviction with an
                 explicit maxmemory, last AOF write ok, restart delay >= max TTL + drift,
                 clock offset and clock rate vs this machine, round trip vs the TTL
@@ -49,9 +50,11 @@ Proves a Redlock deployment, in three phases, printing progress as it goes:
   3. contention --clients clients compete for --duration; every hold is checked for overlap
 
 Settings come from -c agent.json, then LOCKAGENT_* environment variables
-(LOCKAGENT_ENDPOINTS, LOCKAGENT_USERNAME, LOCKAGENT_PASSWORD, LOCKAGENT_ADMIN_USERNAME,
-LOCKAGENT_ADMIN_PASSWORD, LOCKAGENT_TLS, LOCKAGENT_MAX_LOCK_TTL, LOCKAGENT_RESTART_DELAY),
-then flags. Test keys are named redlock-kit:validate:<random> and deleted afterwards.
+(LOCKAGENT_ENDPOINTS, LOCKAGENT_USERNAME, LOCKAGENT_PASSWORD, LOCKAGENT_KEY_PREFIX,
+LOCKAGENT_ADMIN_USERNAME, LOCKAGENT_ADMIN_PASSWORD, LOCKAGENT_TLS, LOCKAGENT_MAX_LOCK_TTL,
+LOCKAGENT_RESTART_DELAY), then flags. Test keys are named <key prefix>redlock-kit:validate:<random>
+and deleted afterwards. The audit also checks that the lock users (one per application)
+cannot reach each other's keys (ACL DRYRUN as admin).
 
 Verdicts: UNSAFE only on evidence that exclusion can break (an unsafe setting read from a
 master, two holders at once, a lock still held after its release, fencing tokens not
@@ -88,10 +91,10 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 		fs.PrintDefaults()
 	}
 	var (
-		configPath, endpoints, username, password, adminUsername, adminPassword string
-		useTLS                                                                  bool
-		maxTTL, restartDelay                                                    time.Duration
-		o                                                                       = &validateOptions{}
+		configPath, endpoints, username, password, adminUsername, adminPassword, keyPrefix string
+		useTLS                                                                             bool
+		maxTTL, restartDelay                                                               time.Duration
+		o                                                                                  = &validateOptions{}
 	)
 	fs.StringVar(&configPath, "c", "", "agent config JSON (the module's agent_config output)")
 	fs.StringVar(&configPath, "config", "", "same as -c")
@@ -99,6 +102,7 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 	fs.StringVar(&endpoints, "endpoints", "", "masters as host:port,host:port,... (overrides the config)")
 	fs.StringVar(&username, "username", "", "restricted lock user (overrides the config)")
 	fs.StringVar(&password, "password", "", "lock user's password (prefer LOCKAGENT_PASSWORD: flags show in ps)")
+	fs.StringVar(&keyPrefix, "key-prefix", "", "the lock user's key prefix (lock_users); validate's keys go under it")
 	fs.StringVar(&adminUsername, "admin-username", "", "admin user for the audit's CONFIG GET/INFO (default \"default\")")
 	fs.StringVar(&adminPassword, "admin-password", "", "admin password (prefer LOCKAGENT_ADMIN_PASSWORD)")
 	fs.BoolVar(&useTLS, "tls", false, "connect with TLS")
@@ -134,6 +138,8 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 			cfg.Username = username
 		case "password":
 			cfg.Password = password
+		case "key-prefix":
+			cfg.KeyPrefix = keyPrefix
 		case "admin-username":
 			cfg.AdminUsername = adminUsername
 		case "admin-password":
