@@ -231,12 +231,20 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		plan.Bind = types.StringValue(r.defaults.Bind)
 		checkBind(r.defaults.Bind, plan.AllowNonLoopbackBind, &resp.Diagnostics)
 	}
-	if known(plan.LockUsers) && len(plan.LockUsers.Elements()) > 0 {
+	switch {
+	case known(plan.LockUsers) && len(plan.LockUsers.Elements()) > 0:
 		// Tenants replace the single lock user, which then does not exist.
 		plan.LockUser, plan.LockPassword = types.StringValue(""), types.StringValue("")
-	} else if plan.LockUsers.IsNull() && known(plan.LockPassword) && plan.LockPassword.ValueString() == "" {
-		// Back from lock_users to the single lock user: it gets a new password at apply.
-		plan.LockPassword = types.StringUnknown()
+	case plan.LockUsers.IsNull():
+		var cfgLockUser types.String
+		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("lock_user"), &cfgLockUser)...)
+		if cfgLockUser.IsNull() && (!known(plan.LockUser) || plan.LockUser.ValueString() == "") {
+			plan.LockUser = types.StringValue(redisconf.DefaultLockUser)
+		}
+		if known(plan.LockPassword) && plan.LockPassword.ValueString() == "" {
+			// Back from lock_users to the single lock user: it gets a new password at apply.
+			plan.LockPassword = types.StringUnknown()
+		}
 	}
 
 	// Derived durations, when everything they depend on is known.

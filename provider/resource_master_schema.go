@@ -178,7 +178,9 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Validators: passwordValidators,
 			},
 			"lock_user": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.DefaultLockUser),
+				// The default is set in ModifyPlan, not with Default: with lock_users it is "",
+				// and a schema default would make every plan differ from the state.
+				Optional: true, Computed: true,
 				MarkdownDescription: "Restricted ACL user lock clients authenticate as (default `redlock`): it may run " +
 					"only the commands a Redlock client needs, on every key. Changed in place. Empty when `lock_users` is set.",
 				Validators: []validator.String{

@@ -122,6 +122,12 @@ func terraformOptions(dir string, vars map[string]interface{}) *terraform.Option
 // registers its destruction, plus a check that nothing it started is left running.
 func deployLocalFive(t *testing.T, maxLockTTL string) *deployment {
 	t.Helper()
+	return deployLocalFiveWith(t, maxLockTTL, nil)
+}
+
+// deployLocalFiveWith is deployLocalFive with more input variables (lock_users, say).
+func deployLocalFiveWith(t *testing.T, maxLockTTL string, vars map[string]interface{}) *deployment {
+	t.Helper()
 	root := copyTree(t, "modules/redlock-cluster", "examples/local-five")
 	addrs, port := uniqueLoopback(t)
 	d := &deployment{dataRoot: filepath.Join(t.TempDir(), "data")}
@@ -132,6 +138,9 @@ func deployLocalFive(t *testing.T, maxLockTTL string) *deployment {
 		"data_root":      d.dataRoot,
 		"max_lock_ttl":   maxLockTTL,
 	})
+	for k, v := range vars {
+		d.opts.Vars[k] = v
+	}
 	t.Cleanup(func() { destroyAndVerify(t, d) })
 	terraform.InitAndApply(t, d.opts)
 	d.readOutputs(t)
@@ -151,8 +160,9 @@ func (d *deployment) readOutputs(t *testing.T) {
 		t.Fatalf("max_lock_ttl_ms: %v", err)
 	}
 	d.maxLockTTL = time.Duration(ms) * time.Millisecond
-	d.lockUser = terraform.Output(t, d.opts, "lock_user")
-	d.lockPassword = terraform.Output(t, d.opts, "lock_password")
+	// Null (no single lock user) with lock_users.
+	d.lockUser, _ = terraform.OutputE(t, d.opts, "lock_user")
+	d.lockPassword, _ = terraform.OutputE(t, d.opts, "lock_password")
 	d.adminPass = terraform.Output(t, d.opts, "admin_password")
 	d.agentConfig = filepath.Join(t.TempDir(), "agent.json")
 	if err := os.WriteFile(d.agentConfig, []byte(terraform.Output(t, d.opts, "agent_config")), 0o600); err != nil {

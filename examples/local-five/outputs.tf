@@ -66,3 +66,9 @@ output "client_config" {
   value       = module.cluster.client_config
   sensitive   = true
 }
+
+output "client_configs" {
+  description = "One client JSON per lock user (no admin secret), by user name."
+  value       = module.cluster.client_configs
+  sensitive   = true
+}

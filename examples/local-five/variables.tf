@@ -42,3 +42,11 @@ variable "server_binary" {
   type        = string
   default     = "redis-server"
 }
+
+variable "lock_users" {
+  description = "Lock users, one per application, each confined to its key prefix, e.g. { billing = { key_prefix = \"billing:\" } }. Empty (the default): one lock user with every key."
+  type = map(object({
+    key_prefix = string
+  }))
+  default = {}
+}

@@ -20,6 +20,23 @@ resource "redlock_credentials" "this" {
   lock_user = "redlock"
 }
 
+# With lock_users, one user per application, each with its own password and key prefix.
+resource "redlock_credentials" "tenant" {
+  for_each  = var.lock_users
+  lock_user = each.key
+}
+
+locals {
+  tenants      = length(var.lock_users) > 0
+  first_tenant = local.tenants ? sort(keys(var.lock_users))[0] : null
+  lock_users = local.tenants ? {
+    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, password = redlock_credentials.tenant[name].lock_password }
+  } : null
+  # The lock user the audit logs in as: the single one, or the first tenant by name.
+  audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user
+  audit_password = local.tenants ? redlock_credentials.tenant[local.first_tenant].lock_password : redlock_credentials.this.lock_password
+}
+
 resource "redlock_master" "this" {
   count = var.masters
 
@@ -34,8 +51,9 @@ resource "redlock_master" "this" {
   keep_data_on_destroy = var.keep_data_on_destroy
 
   admin_password = redlock_credentials.this.admin_password
-  lock_user      = redlock_credentials.this.lock_user
-  lock_password  = redlock_credentials.this.lock_password
+  lock_user      = local.tenants ? null : redlock_credentials.this.lock_user
+  lock_password  = local.tenants ? null : redlock_credentials.this.lock_password
+  lock_users     = local.lock_users
 
   hooks = {
     on_crash       = var.hooks.on_crash
@@ -69,8 +87,8 @@ data "redlock_audit" "this" {
   endpoints     = redlock_master.this[*].address
   username      = "default"
   password      = redlock_credentials.this.admin_password
-  lock_username = redlock_credentials.this.lock_user
-  lock_password = redlock_credentials.this.lock_password
+  lock_username = local.audit_user
+  lock_password = local.audit_password
   max_lock_ttl  = var.max_lock_ttl
   # The shortest delay is the one that must cover max_lock_ttl plus drift.
   restart_delay = "${min(redlock_master.this[*].restart_delay_ms...)}ms"

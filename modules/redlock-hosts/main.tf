@@ -15,6 +15,24 @@ resource "redlock_credentials" "this" {
   keepers   = var.credentials_keepers
 }
 
+# With lock_users, one user per application, each with its own password and key prefix.
+resource "redlock_credentials" "tenant" {
+  for_each  = var.lock_users
+  lock_user = each.key
+  keepers   = var.credentials_keepers
+}
+
+locals {
+  tenants      = length(var.lock_users) > 0
+  first_tenant = local.tenants ? sort(keys(var.lock_users))[0] : null
+  lock_users = local.tenants ? {
+    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, password = redlock_credentials.tenant[name].lock_password }
+  } : null
+  # The lock user the audit logs in as: the single one, or the first tenant by name.
+  audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user
+  audit_password = local.tenants ? redlock_credentials.tenant[local.first_tenant].lock_password : redlock_credentials.this.lock_password
+}
+
 data "redlock_host_config" "this" {
   count = length(var.hosts)
 
@@ -26,8 +44,9 @@ data "redlock_host_config" "this" {
   maxmemory        = var.maxmemory
   install_packages = var.install_packages
   admin_password   = redlock_credentials.this.admin_password
-  lock_user        = redlock_credentials.this.lock_user
-  lock_password    = redlock_credentials.this.lock_password
+  lock_user        = local.tenants ? null : redlock_credentials.this.lock_user
+  lock_password    = local.tenants ? null : redlock_credentials.this.lock_password
+  lock_users       = local.lock_users
   hooks            = var.hooks
 
   lifecycle {
@@ -49,8 +68,8 @@ check "redlock_deployment" {
     endpoints     = data.redlock_host_config.this[*].endpoint
     username      = "default"
     password      = redlock_credentials.this.admin_password
-    lock_username = redlock_credentials.this.lock_user
-    lock_password = redlock_credentials.this.lock_password
+    lock_username = local.audit_user
+    lock_password = local.audit_password
     max_lock_ttl  = var.max_lock_ttl
     restart_delay = "${min(data.redlock_host_config.this[*].restart_delay_ms...)}ms"
   }

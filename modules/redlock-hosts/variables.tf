@@ -92,3 +92,24 @@ variable "hooks" {
   })
   default = {}
 }
+
+variable "lock_users" {
+  description = "Lock users, one per application, by ACL user name: each is confined to the keys and pub/sub channels that start with its key_prefix, so one application cannot read, delete, overwrite, expire or script over another's locks (clients that share one user always can). Each gets its own generated password; client_configs has one JSON per user. Empty (the default): one lock user, \"redlock\", with every key."
+  type = map(object({
+    key_prefix = string
+  }))
+  default = {}
+
+  validation {
+    condition     = alltrue([for name in keys(var.lock_users) : can(regex("^[A-Za-z0-9_-]{1,64}$", name)) && name != "default"])
+    error_message = "lock_users: each name is the ACL user clients log in as: use 1-64 letters, digits, '_' or '-', and not \"default\" (the admin)."
+  }
+  validation {
+    condition     = alltrue([for u in values(var.lock_users) : length(u.key_prefix) > 0 && !can(regex("[][*?\\\\\\s\"']", u.key_prefix))])
+    error_message = "lock_users: every key_prefix must be non-empty, without glob characters (* ? [ ] \\), whitespace or quotes: use letters, digits and separators, such as \"billing:\"."
+  }
+  validation {
+    condition     = alltrue(flatten([for a, u in var.lock_users : [for b, v in var.lock_users : a == b || !startswith(v.key_prefix, u.key_prefix)]]))
+    error_message = "lock_users: one key_prefix starts with another, so that user could reach the other's locks: give each user a prefix no other starts with (end each with ':')."
+  }
+}

@@ -59,3 +59,48 @@ run "bind_address_not_ipv4" {
   }
   expect_failures = [var.bind_addresses]
 }
+
+run "tenants_plan" {
+  command = plan
+  variables {
+    lock_users = {
+      billing = { key_prefix = "billing:" }
+      orders  = { key_prefix = "orders:" }
+    }
+  }
+  assert {
+    condition     = length(redlock_credentials.tenant) == 2
+    error_message = "one set of credentials per lock user"
+  }
+  assert {
+    condition     = output.lock_user == null
+    error_message = "with lock_users there is no single lock user"
+  }
+}
+
+run "tenant_prefixes_overlap" {
+  command = plan
+  variables {
+    lock_users = {
+      bill    = { key_prefix = "bill" }
+      billing = { key_prefix = "billing:" }
+    }
+  }
+  expect_failures = [var.lock_users]
+}
+
+run "tenant_prefix_is_a_glob" {
+  command = plan
+  variables {
+    lock_users = { billing = { key_prefix = "bill*" } }
+  }
+  expect_failures = [var.lock_users]
+}
+
+run "tenant_named_default" {
+  command = plan
+  variables {
+    lock_users = { default = { key_prefix = "x:" } }
+  }
+  expect_failures = [var.lock_users]
+}

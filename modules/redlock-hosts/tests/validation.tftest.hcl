@@ -136,3 +136,65 @@ run "max_lock_ttl_not_a_duration" {
   }
   expect_failures = [var.max_lock_ttl]
 }
+
+run "tenants_outputs" {
+  command         = apply
+  expect_failures = [check.redlock_deployment] # nothing serves on these addresses
+  variables {
+    lock_users = {
+      billing = { key_prefix = "billing:" }
+      orders  = { key_prefix = "orders:" }
+    }
+  }
+  assert {
+    condition     = length(redlock_credentials.tenant) == 2
+    error_message = "one set of credentials per lock user"
+  }
+  assert {
+    condition     = output.lock_user == null
+    error_message = "with lock_users there is no single lock user"
+  }
+  assert {
+    condition     = keys(output.client_configs) == ["billing", "orders"]
+    error_message = "one client config per lock user"
+  }
+  assert {
+    condition = alltrue([for name, c in output.client_configs :
+      jsondecode(c).username == name && jsondecode(c).key_prefix == "${name}:" && !can(jsondecode(c).admin_password)
+    ])
+    error_message = "each client config carries its user and prefix, and no admin secret"
+  }
+  assert {
+    condition = alltrue([for u in output.user_data :
+      strcontains(u, "user billing on") && strcontains(u, "~billing:* resetchannels &billing:*") && !strcontains(u, "user redlock ")
+    ])
+    error_message = "every host defines the tenants, confined to their prefixes, and no all-keys lock user"
+  }
+}
+
+run "tenant_prefixes_overlap" {
+  command = plan
+  variables {
+    lock_users = {
+      bill    = { key_prefix = "bill" }
+      billing = { key_prefix = "billing:" }
+    }
+  }
+  expect_failures = [var.lock_users]
+}
+
+run "tenant_prefix_is_a_glob" {
+  command = plan
+  variables {
+    lock_users = { billing = { key_prefix = "bill*" } }
+  }
+  expect_failures = [var.lock_users]
+}
+
+run "tenant_named_default" {
+  command = plan
+  variables {
+    lock_users = { default = { key_prefix = "x:" } }
+  }
+  expect_failures = [var.lock_users]
+}
