@@ -129,6 +129,12 @@ func Running(dataDir string) []int {
 // process being gone after a shutdown request means a clean stop. With rewrite, the AOF is
 // rewritten first (compactAOF), so that the restart does not bring released keys back.
 func stopOrphan(ctx context.Context, c Config, pid int, rewrite bool, log *slog.Logger) error {
+	if err := ctx.Err(); err != nil {
+		// No time left: signalling now could end the server a moment later, or at once, and
+		// a stop that was given no time must not be able to report success. It is left
+		// running, recorded alive until now.
+		return fmt.Errorf("redis-server pid %d not stopped: %w", pid, err)
+	}
 	_ = signalPid(pid, syscall.SIGCONT) // a paused server could answer neither the rewrite nor SHUTDOWN
 	if rewrite {
 		compactAOF(ctx, c, log)
