@@ -93,3 +93,9 @@ func (s ClockSkew) env() ([]string, error) {
 		"REDISTEST_CLOCK_OFFSET_NS="+strconv.FormatInt(s.Offset.Nanoseconds(), 10),
 		"REDISTEST_CLOCK_RATE="+strconv.FormatFloat(rate, 'f', -1, 64)), nil
 }
+
+// ClockSkewLibrary builds (once) the LD_PRELOAD shim that skews a process's wall clock and
+// returns its path, for tests that install it elsewhere (a host's file system). It reads
+// REDISTEST_CLOCK_OFFSET_NS and REDISTEST_CLOCK_RATE from the environment at start, and
+// REDISTEST_CLOCK_STEP_FILE (8 bytes, a native-endian int64 of nanoseconds) on every call.
+func ClockSkewLibrary() (string, error) { return clockSkewLibrary() }
