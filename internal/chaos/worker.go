@@ -164,6 +164,16 @@ func runWorker(cfg WorkerConfig) error {
 			cancel()
 		}
 	}()
+	// A worker whose test process died (reparented) stops too, rather than run on.
+	go func(parent int) {
+		for range time.Tick(time.Second) {
+			if os.Getppid() != parent {
+				stop.Store(true)
+				cancel()
+				return
+			}
+		}
+	}(os.Getppid())
 	if err := os.WriteFile(cfg.Ready, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return err
 	}
