@@ -43,7 +43,7 @@ test-hosts: deps provider ## five masters on five systemd hosts (network namespa
 
 # `make chaos` sizes: CHAOS_DURATION is the least time the nemesis runs (it also goes on until
 # every fault kind was injected); CHAOS_SEED=<seed a run printed> replays its schedule.
-CHAOS_DURATION ?= 12m
+CHAOS_DURATION ?= 15m
 CHAOS_WORKERS ?= 12
 CHAOS_KEYS ?= 4
 chaos: deps ## Jepsen-style run on five systemd hosts (root): workers contend under a nemesis, checkers over the history; reports in build/chaos/

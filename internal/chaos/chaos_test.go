@@ -126,7 +126,7 @@ func TestChaos(t *testing.T) {
 	t.Run("violation", func(t *testing.T) {
 		// Holders keep the lock for three quarters of its TTL, so a majority that forgets it (data
 		// loss with no restart delay, or a clock step) hands it to a second holder.
-		rep := run(t, Config{Label: "violation", Duration: 15 * time.Second, Keys: keys, Work: chaosTTL * 3 / 4,
+		rep := run(t, Config{Label: "violation", Duration: 10 * time.Second, Keys: keys, Work: chaosTTL * 3 / 4,
 			Faults: ViolationFaults, BreakAssumptions: true})
 		if rep.Safe || rep.Overlaps == 0 {
 			t.Fatalf("the checkers found no overlap although a majority lost its locks (seed %d): %+v", seed, rep.ViolationCounts)

@@ -31,9 +31,8 @@ type Config struct {
 	Work time.Duration
 	// Faults are the kinds to inject (SafeFaults, or ViolationFaults for the labelled run).
 	Faults []string
-	// BreakAssumptions prepares the hosts for ViolationFaults: the restart gate is removed
-	// and the servers run with a wall clock the nemesis can step. The deployment stays
-	// broken afterwards.
+	// BreakAssumptions prepares the hosts for ViolationFaults: the servers restart with a
+	// wall clock the nemesis can step. The deployment stays that way afterwards.
 	BreakAssumptions bool
 	Dir              string // histories, worker logs and the report
 	Exe              string // the binary that runs a worker when WorkerEnv is set (the test binary)
