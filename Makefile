@@ -47,6 +47,7 @@ CHAOS_DURATION ?= 15m
 CHAOS_WORKERS ?= 12
 CHAOS_KEYS ?= 4
 chaos: deps ## Jepsen-style run on five systemd hosts (root): workers contend under a nemesis, checkers over the history; reports in build/chaos/
+	rm -rf build/chaos
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_WORKERS=$(CHAOS_WORKERS) CHAOS_KEYS=$(CHAOS_KEYS) REDLOCK_REQUIRE_HOSTS=1 \
 	  CHAOS_REPORT_DIR=$(CURDIR)/build/chaos go test -count=1 -timeout 3h -v -run '^TestChaos$$' ./internal/chaos/
 
