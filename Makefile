@@ -11,7 +11,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 LIB_DIRS := lockagent/redlock lockagent/redlockprom
 in_lib_dirs = for d in $(LIB_DIRS); do (cd $$d && $(1)) || exit 1; done
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -27,7 +27,8 @@ lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PR
 	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/lockagent ./lockagent/cmd/lockagent
 
 test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
-	@# The library, its metrics, the CLI and the harnesses run under the race detector.
+	@# The library, its metrics, the CLI and the harnesses run under the race detector; this
+	@# includes the short chaos run (internal/chaos: one round of every fault kind).
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
 	@$(call in_lib_dirs,go test -race $(GO_TEST_FLAGS) ./...)
 	TF_ACC=1 go test $(GO_TEST_FLAGS) ./provider/... ./test/...
@@ -39,6 +40,16 @@ test-modules: provider ## the modules' own `terraform test` files (plan-time ref
 test-hosts: deps provider ## five masters on five systemd hosts (network namespaces + systemd-nspawn; root): the hosts runbook
 	go test $(GO_TEST_FLAGS) ./internal/hostconfig/ ./internal/hostlab/
 	go test $(GO_TEST_FLAGS) -run 'TestHosts' ./test/
+
+# `make chaos` sizes: CHAOS_DURATION is the least time the nemesis runs (it also goes on until
+# every fault kind was injected); CHAOS_SEED=<seed a run printed> replays its schedule.
+CHAOS_DURATION ?= 15m
+CHAOS_WORKERS ?= 12
+CHAOS_KEYS ?= 4
+chaos: deps ## Jepsen-style run on five systemd hosts (root): workers contend under a nemesis, checkers over the history; reports in build/chaos/
+	rm -rf build/chaos
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_WORKERS=$(CHAOS_WORKERS) CHAOS_KEYS=$(CHAOS_KEYS) REDLOCK_REQUIRE_HOSTS=1 \
+	  CHAOS_REPORT_DIR=$(CURDIR)/build/chaos go test -count=1 -timeout 3h -v -run '^TestChaos$$' ./internal/chaos/
 
 test-unit: ## library and harness tests only (no terraform)
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...

@@ -21,6 +21,11 @@ import (
 type ClockSkew struct {
 	Offset time.Duration
 	Rate   float64 // 0 means 1 (correct rate)
+	// StepFile, when set, names a file whose first 8 bytes (a native-endian int64 of
+	// nanoseconds, which must exist before the master starts) are added to the wall clock
+	// on every read: rewriting them in place (WriteAt, never a truncating write) steps the
+	// running master's clock.
+	StepFile string
 }
 
 //go:embed shim/clockskew.c
@@ -89,7 +94,17 @@ func (s ClockSkew) env() ([]string, error) {
 	if rate == 0 {
 		rate = 1
 	}
-	return append(os.Environ(), "LD_PRELOAD="+lib,
+	env := append(os.Environ(), "LD_PRELOAD="+lib,
 		"REDISTEST_CLOCK_OFFSET_NS="+strconv.FormatInt(s.Offset.Nanoseconds(), 10),
-		"REDISTEST_CLOCK_RATE="+strconv.FormatFloat(rate, 'f', -1, 64)), nil
+		"REDISTEST_CLOCK_RATE="+strconv.FormatFloat(rate, 'f', -1, 64))
+	if s.StepFile != "" {
+		env = append(env, "REDISTEST_CLOCK_STEP_FILE="+s.StepFile)
+	}
+	return env, nil
 }
+
+// ClockSkewLibrary builds (once) the LD_PRELOAD shim that skews a process's wall clock and
+// returns its path, for tests that install it elsewhere (a host's file system). It reads
+// REDISTEST_CLOCK_OFFSET_NS and REDISTEST_CLOCK_RATE from the environment at start, and
+// REDISTEST_CLOCK_STEP_FILE (8 bytes, a native-endian int64 of nanoseconds) on every call.
+func ClockSkewLibrary() (string, error) { return clockSkewLibrary() }

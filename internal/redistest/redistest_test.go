@@ -2,6 +2,9 @@ package redistest_test
 
 import (
 	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -107,5 +110,46 @@ func TestClockSkewedMasterKeepsWrongTime(t *testing.T) {
 	}
 	if held := time.Since(realStart); held >= 2*time.Second {
 		t.Fatalf("a 2s key lived %v of real time on a master whose clock runs at 4x", held)
+	}
+}
+
+func TestClockStepFileStepsARunningMaster(t *testing.T) {
+	t.Parallel()
+	redistest.RequireClockSkew(t)
+	step := filepath.Join(t.TempDir(), "step")
+	if err := os.WriteFile(step, make([]byte, 8), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := redistest.Start(t, redistest.Options{Masters: 1, Clock: &redistest.ClockSkew{StepFile: step}})
+	ctx := context.Background()
+	m := c.Masters[0]
+	before, err := m.Admin().Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Admin().Set(ctx, "k", "v", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Two minutes forward, written in place: the running server's clock jumps and the
+	// one-minute key has expired.
+	f, err := os.OpenFile(step, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], uint64(2*time.Minute))
+	if _, err := f.WriteAt(b[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	after, err := m.Admin().Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jump := after.Sub(before); jump < 2*time.Minute || jump > 3*time.Minute {
+		t.Fatalf("TIME moved by %v after a 2m step", jump)
+	}
+	if n := m.Admin().Exists(ctx, "k").Val(); n != 0 {
+		t.Fatal("a one-minute key survived a two-minute clock step")
 	}
 }

@@ -4,15 +4,22 @@
 // TIME in. The monotonic clock is left alone, as on a real host whose NTP misbehaves.
 //   REDISTEST_CLOCK_OFFSET_NS  nanoseconds added to the wall clock
 //   REDISTEST_CLOCK_RATE       wall-clock seconds that pass per real second (1.0 = correct)
+//   REDISTEST_CLOCK_STEP_FILE  a file whose first 8 bytes (a native-endian int64) are
+//                              nanoseconds added too, read on every call: rewriting them in
+//                              place steps the running process's clock
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
 static long long offset_ns, base_ns;
 static double rate = 1.0;
+static volatile const long long *step_ns;
 
 static void skew_init(void) {
 	struct timespec ts;
@@ -21,6 +28,14 @@ static void skew_init(void) {
 	real_clock_gettime = dlsym(RTLD_NEXT, "clock_gettime");
 	if ((v = getenv("REDISTEST_CLOCK_OFFSET_NS"))) offset_ns = atoll(v);
 	if ((v = getenv("REDISTEST_CLOCK_RATE"))) rate = atof(v);
+	if ((v = getenv("REDISTEST_CLOCK_STEP_FILE"))) {
+		int fd = open(v, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			void *p = mmap(NULL, sizeof(long long), PROT_READ, MAP_SHARED, fd, 0);
+			close(fd);
+			if (p != MAP_FAILED) step_ns = p;
+		}
+	}
 	real_clock_gettime(CLOCK_REALTIME, &ts);
 	base_ns = ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
@@ -35,6 +50,7 @@ int clock_gettime(clockid_t id, struct timespec *ts) {
 	if (rc != 0 || (id != CLOCK_REALTIME && id != CLOCK_REALTIME_COARSE)) return rc;
 	now = ts->tv_sec * 1000000000LL + ts->tv_nsec;
 	now = base_ns + (long long)((double)(now - base_ns) * rate) + offset_ns;
+	if (step_ns) now += *step_ns;
 	ts->tv_sec = now / 1000000000LL;
 	ts->tv_nsec = now % 1000000000LL;
 	return 0;
