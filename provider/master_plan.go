@@ -68,6 +68,7 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	validateWriteOnly(ctx, req.Config, &resp.Diagnostics)
 	if known(v.Bind) {
 		checkBind(v.Bind.ValueString(), v.AllowNonLoopbackBind, &resp.Diagnostics)
 	}
@@ -295,6 +296,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	if known(plan.Bind) && known(plan.Port) && plan.Port.ValueInt64() != 0 {
 		plan.Address = types.StringValue(hostPort(plan.Bind.ValueString(), plan.Port.ValueInt64()))
 	}
+	resp.Diagnostics.Append(planWriteOnly(ctx, req.Config, &plan)...)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 

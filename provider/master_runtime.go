@@ -27,6 +27,7 @@ import (
 // that do not parse are 0: the attribute validators reported them before apply.
 func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, diag.Diagnostics) {
 	hooks, diags := hooksFromModel(ctx, m.Hooks)
+	adminPassword, lockPassword := currentSecrets(m)
 	duration := func(v timetypes.GoDuration) time.Duration {
 		d, _ := validate.ParseDuration(v.ValueString())
 		return d
@@ -38,8 +39,8 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 			ClockDriftMargin: duration(m.ClockDriftMargin), RestartDelay: duration(m.RestartDelay),
 			MaxMemory: m.MaxMemory.ValueString(), AppendFsync: m.AppendFsync.ValueString(),
 			AllowUnsafeAppendFsync: m.AllowUnsafeAppendFsync.ValueBool(), AllowNonLoopbackBind: m.AllowNonLoopbackBind.ValueBool(),
-			AdminPassword: m.AdminPassword.ValueString(), LockUser: m.LockUser.ValueString(),
-			LockPassword: m.LockPassword.ValueString(), Hooks: hooks,
+			AdminPassword: adminPassword, LockUser: m.LockUser.ValueString(),
+			LockPassword: lockPassword, Hooks: hooks,
 		},
 		ZeroPort: known(m.Port) && m.Port.ValueInt64() == 0,
 		Written: local.Written{MaxLockTTL: m.MaxLockTTL.ValueString(), ClockDriftMargin: m.ClockDriftMargin.ValueString(),
@@ -199,6 +200,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 		MaxMemoryPolicy: types.StringValue(l.Startup.MaxMemoryPolicy), ReplicaOf: types.StringValue(l.Startup.ReplicaOf),
 		AdminPassword: types.StringValue(s.AdminPassword), LockUser: types.StringValue(s.LockUser),
 		LockPassword: types.StringValue(s.LockPassword), Hooks: hooksToModel(s.Hooks),
+		AdminPasswordWO: types.StringNull(), LockPasswordWO: types.StringNull(), PasswordWOVersion: types.Int64Null(),
 		KeepDataOnDestroy: types.BoolValue(l.Master.KeepDataOnDestroy),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "delete": types.StringType})},
