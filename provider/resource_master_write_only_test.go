@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -25,6 +27,43 @@ import (
 // Write-only arguments need Terraform >= 1.11 (ephemeral resources >= 1.10): these tests
 // fail, not skip, on an older terraform, so that a run never passes without them.
 var writeOnlyTerraform = []tfversion.TerraformVersionCheck{tfversion.RequireAbove(tfversion.Version1_11_0)}
+
+// writeOnlyTerraformBinary is what make deps builds when the terraform it uses is older
+// than 1.11 (scripts/deps.sh), relative to the repository root.
+const writeOnlyTerraformBinary = "bin/terraform-1.11.4"
+
+// useWriteOnlyTerraform points the test at a terraform >= 1.11: TF_ACC_TERRAFORM_PATH when
+// set, else the terraform on PATH when it is new enough, else the one make deps built.
+// When there is none, the version check fails the test with the version it found.
+func useWriteOnlyTerraform(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TF_ACC_TERRAFORM_PATH") != "" {
+		return
+	}
+	if v, err := terraformVersion("terraform"); err == nil && !v.LessThan(tfversion.Version1_11_0) {
+		return
+	}
+	if p, err := filepath.Abs(filepath.Join("..", writeOnlyTerraformBinary)); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			t.Setenv("TF_ACC_TERRAFORM_PATH", p)
+		}
+	}
+}
+
+// terraformVersion runs `bin version -json`.
+func terraformVersion(bin string) (*version.Version, error) {
+	out, err := exec.Command(bin, "version", "-json").Output()
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return nil, err
+	}
+	return version.NewVersion(v.Version)
+}
 
 // Passwords the write-only tests give literally, so that the state files can be searched
 // for them. Each is unique in the test's files.
@@ -148,6 +187,7 @@ func (m *testMaster) checkAuth(admin, lock string, refused ...string) resource.T
 // master's own files; a new password_wo_version changes both in place; a new write-only
 // value without a new version changes nothing.
 func TestAccMaster_writeOnlyPasswords(t *testing.T) {
+	useWriteOnlyTerraform(t)
 	m := newTestMaster(t)
 	work := t.TempDir()
 	all := []func() string{literal(woAdmin1), literal(woLock1), literal(woAdmin2), literal(woLock2)}
@@ -294,6 +334,7 @@ func (m *testMaster) checkSecretFileModes(secrets ...string) resource.TestCheckF
 // switches to the write-only arguments with the same values; the update removes them from
 // the state and the master keeps working. Its backup still has them: the README says so.
 func TestAccMaster_writeOnlyFromState(t *testing.T) {
+	useWriteOnlyTerraform(t)
 	m := newTestMaster(t)
 	work := t.TempDir()
 	resource.Test(t, resource.TestCase{
@@ -365,6 +406,7 @@ func mustOne(s []string) string {
 // write-only arguments; the master runs with them, they are in no state file, and the next
 // apply (which opens the ephemeral resource again, with new values) changes nothing.
 func TestAccMaster_writeOnlyEphemeralCredentials(t *testing.T) {
+	useWriteOnlyTerraform(t)
 	m := newTestMaster(t)
 	work := t.TempDir()
 	var admin, lock string
@@ -433,6 +475,7 @@ resource "redlock_master" "m" {
 
 // TestAccMaster_writeOnlyRefusals: plan-time errors that name the fields and the fix.
 func TestAccMaster_writeOnlyRefusals(t *testing.T) {
+	useWriteOnlyTerraform(t)
 	m := newTestMaster(t)
 	step := func(extra, want string) resource.TestStep {
 		return resource.TestStep{Config: masterConfig(m, extra), PlanOnly: true, ExpectError: regexp.MustCompile(want)}
@@ -458,6 +501,7 @@ password_wo_version = 1`, `(?s)lock_password_wo.*at least 16`),
 // TestAccCredentialsEphemeral: the ephemeral resource opens with two distinct generated
 // passwords and the default lock user, and leaves nothing in the state.
 func TestAccCredentialsEphemeral(t *testing.T) {
+	useWriteOnlyTerraform(t)
 	work := t.TempDir()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
