@@ -50,8 +50,8 @@ func writeOnlyAttributes(passwordValidators []validator.String) map[string]schem
 	}
 }
 
-// writeOnlyPasswords are the write-only values of a configuration. Configured is true for an
-// argument that is set, even to a value not known yet.
+// writeOnlyPasswords are the write-only values of a configuration: null when the argument is
+// not set, possibly unknown at plan time when it is.
 type writeOnlyPasswords struct {
 	Admin, Lock types.String
 }
