@@ -68,6 +68,7 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	validateWriteOnly(ctx, req.Config, &resp.Diagnostics)
 	if known(v.Bind) {
 		checkBind(v.Bind.ValueString(), v.AllowNonLoopbackBind, &resp.Diagnostics)
 	}
@@ -85,6 +86,13 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("lock_password"), &lockPassword)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("admin_password"), &adminPassword)...)
 	checkLockUsersAtPlan(ctx, lockUsers, lockUser, lockPassword, adminPassword, &resp.Diagnostics)
+	var lockPasswordWO types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(lockPasswordWOAttribute), &lockPasswordWO)...)
+	if users, known, _ := lockUsersFromModel(ctx, lockUsers); known && len(users) > 0 && !lockPasswordWO.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root(lockPasswordWOAttribute), lockPasswordWOAttribute+" cannot be used with lock_users",
+			lockPasswordWOAttribute+" is set and so is lock_users: with lock_users every lock user is an entry there, with its own "+
+				"key_prefix and password. Remove "+lockPasswordWOAttribute+".")
+	}
 	if known(v.AppendFsync) && v.AppendFsync.ValueString() != redisconf.AppendFsync {
 		switch {
 		case !v.AllowUnsafeAppendFsync.IsUnknown() && !v.AllowUnsafeAppendFsync.ValueBool():
@@ -317,6 +325,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	if known(plan.Bind) && known(plan.Port) && plan.Port.ValueInt64() != 0 {
 		plan.Address = types.StringValue(hostPort(plan.Bind.ValueString(), plan.Port.ValueInt64()))
 	}
+	resp.Diagnostics.Append(planWriteOnly(ctx, req.Config, &plan)...)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 

@@ -29,6 +29,7 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 	hooks, diags := hooksFromModel(ctx, m.Hooks)
 	users, _, d := lockUsersFromModel(ctx, m.LockUsers)
 	diags.Append(d...)
+	adminPassword, lockPassword := currentSecrets(m)
 	duration := func(v timetypes.GoDuration) time.Duration {
 		d, _ := validate.ParseDuration(v.ValueString())
 		return d
@@ -40,8 +41,8 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 			ClockDriftMargin: duration(m.ClockDriftMargin), RestartDelay: duration(m.RestartDelay),
 			MaxMemory: m.MaxMemory.ValueString(), AppendFsync: m.AppendFsync.ValueString(),
 			AllowUnsafeAppendFsync: m.AllowUnsafeAppendFsync.ValueBool(), AllowNonLoopbackBind: m.AllowNonLoopbackBind.ValueBool(),
-			AdminPassword: m.AdminPassword.ValueString(), LockUser: m.LockUser.ValueString(),
-			LockPassword: m.LockPassword.ValueString(), LockUsers: users, Hooks: hooks,
+			AdminPassword: adminPassword, LockUser: m.LockUser.ValueString(),
+			LockPassword: lockPassword, LockUsers: users, Hooks: hooks,
 		},
 		ZeroPort: known(m.Port) && m.Port.ValueInt64() == 0,
 		Written: local.Written{MaxLockTTL: m.MaxLockTTL.ValueString(), ClockDriftMargin: m.ClockDriftMargin.ValueString(),
@@ -204,6 +205,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 		MaxMemoryPolicy: types.StringValue(l.Startup.MaxMemoryPolicy), ReplicaOf: types.StringValue(l.Startup.ReplicaOf),
 		AdminPassword: types.StringValue(s.AdminPassword), LockUser: types.StringValue(s.LockUser),
 		LockPassword: types.StringValue(s.LockPassword), LockUsers: lockUsersToModel(s.LockUsers), Hooks: hooksToModel(s.Hooks),
+		AdminPasswordWO: types.StringNull(), LockPasswordWO: types.StringNull(), PasswordWOVersion: types.Int64Null(),
 		KeepDataOnDestroy: types.BoolValue(l.Master.KeepDataOnDestroy),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "delete": types.StringType})},

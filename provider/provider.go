@@ -1,6 +1,7 @@
 // Package provider is the Terraform provider "redlock": it stands up supervised, safely
 // configured Redis masters for Redlock (resource redlock_master), generates the credentials
-// a cluster shares (redlock_credentials), audits a deployment (data source redlock_audit)
+// a cluster shares (redlock_credentials, also as an ephemeral resource that never reaches
+// the state), audits a deployment (data source redlock_audit)
 // and offers provider::redlock::quorum.
 package provider
 
@@ -10,6 +11,7 @@ import (
 	"net/netip"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
@@ -19,8 +21,9 @@ import (
 )
 
 var (
-	_ provider.Provider              = &redlockProvider{}
-	_ provider.ProviderWithFunctions = &redlockProvider{}
+	_ provider.Provider                       = &redlockProvider{}
+	_ provider.ProviderWithFunctions          = &redlockProvider{}
+	_ provider.ProviderWithEphemeralResources = &redlockProvider{}
 )
 
 // Built-in defaults, used when neither the resource nor the provider block sets a value.
@@ -115,6 +118,12 @@ func (p *redlockProvider) Resources(context.Context) []func() resource.Resource 
 		NewMasterResource,
 		NewCredentialsResource,
 	}
+}
+
+// EphemeralResources lists the ephemeral resources (Terraform >= 1.10; older versions
+// ignore them).
+func (p *redlockProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
+	return []func() ephemeral.EphemeralResource{NewCredentialsEphemeral}
 }
 
 // DataSources lists the data sources.

@@ -47,7 +47,8 @@ func (r *credentialsResource) Schema(_ context.Context, _ resource.SchemaRequest
 		MarkdownDescription: "Generates the credentials a Redlock cluster shares: an admin password (for operators and the audit) " +
 			"and a restricted lock user with its password (for lock clients). Both are 32 random bytes from the operating " +
 			"system's CSPRNG, hex-encoded, generated once at create and kept in state (mark your state as secret). " +
-			"Change `keepers` or `lock_user` to rotate them.",
+			"Change `keepers` or `lock_user` to rotate them. To keep them out of the state (Terraform >= 1.11), use the " +
+			"ephemeral `redlock_credentials` with `redlock_master`'s write-only `admin_password_wo` and `lock_password_wo`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "Random identifier of this credential set.",

@@ -74,6 +74,9 @@ type masterModel struct {
 	LockUser               types.String         `tfsdk:"lock_user"`
 	LockPassword           types.String         `tfsdk:"lock_password"`
 	LockUsers              types.Map            `tfsdk:"lock_users"`
+	AdminPasswordWO        types.String         `tfsdk:"admin_password_wo"`
+	LockPasswordWO         types.String         `tfsdk:"lock_password_wo"`
+	PasswordWOVersion      types.Int64          `tfsdk:"password_wo_version"`
 	Hooks                  types.Object         `tfsdk:"hooks"`
 	KeepDataOnDestroy      types.Bool           `tfsdk:"keep_data_on_destroy"`
 	Timeouts               timeouts.Value       `tfsdk:"timeouts"`
@@ -129,6 +132,11 @@ func (r *masterResource) Create(ctx context.Context, req resource.CreateRequest,
 	if checkAtApply(ctx, &m, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
+	wo, d := readWriteOnly(ctx, req.Config)
+	if resp.Diagnostics.Append(d...); resp.Diagnostics.HasError() {
+		return
+	}
+	createWriteOnly(wo, &m)
 	// A master recreated in its old data dir (its supervisor died) keeps the generated
 	// passwords it had, so that clients configured with them keep working.
 	prevAdmin, prevLock := local.PreviousSecrets(m.DataDir.ValueString(), m.LockUser.ValueString())
@@ -145,6 +153,7 @@ func (r *masterResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	tflog.Info(ctx, "redlock_master create: master running", masterLogFields(&m))
+	forgetWriteOnly(wo, &m)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -184,6 +193,11 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 	if checkAtApply(ctx, &plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
+	wo, d := readWriteOnly(ctx, req.Config)
+	if resp.Diagnostics.Append(d...); resp.Diagnostics.HasError() {
+		return
+	}
+	updateWriteOnly(wo, &state, &plan)
 	tflog.Info(ctx, "redlock_master update: applying changes in place", masterLogFields(&plan))
 	resp.Diagnostics.Append(updateMaster(ctx, &state, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -191,6 +205,7 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	tflog.Info(ctx, "redlock_master update: done", masterLogFields(&plan))
+	forgetWriteOnly(wo, &plan)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

@@ -174,7 +174,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"admin_password": schema.StringAttribute{
 				Optional: true, Computed: true, Sensitive: true, PlanModifiers: keepString,
 				MarkdownDescription: "Password of the admin (`default`) user (`requirepass`), at least 16 characters " +
-					"without whitespace. Generated (32 random bytes, hex) when not given. Changed in place.",
+					"without whitespace. Generated (32 random bytes, hex) when not given. Changed in place. Kept in the state: " +
+					"with Terraform >= 1.11 give `admin_password_wo` instead, and the state holds no admin password (null here).",
 				Validators: passwordValidators,
 			},
 			"lock_user": schema.StringAttribute{
@@ -191,7 +192,9 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"lock_password": schema.StringAttribute{
 				Optional: true, Computed: true, Sensitive: true, PlanModifiers: keepString,
 				MarkdownDescription: "Password of `lock_user`, at least 16 characters without whitespace. Generated " +
-					"(32 random bytes, hex) when not given. Changed in place (`ACL SETUSER`). Empty when `lock_users` is set.",
+					"(32 random bytes, hex) when not given. Changed in place (`ACL SETUSER`). Empty when `lock_users` is set. " +
+					"Kept in the state: with Terraform >= 1.11 give `lock_password_wo` instead, and the state holds no lock " +
+					"password (null here).",
 				Validators: passwordValidators,
 			},
 			"lock_users": schema.MapNestedAttribute{
@@ -272,5 +275,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"its data is gone, and the next apply or destroy finishes the wait before anything else.",
 			},
 		},
+	}
+	for name, a := range writeOnlyAttributes(passwordValidators) {
+		resp.Schema.Attributes[name] = a
 	}
 }

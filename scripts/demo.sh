@@ -11,6 +11,12 @@ export TF_IN_AUTOMATION=1
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Everything written from here on is readable by this user only: terraform.tfstate and its
+# backup hold the passwords (see "Secrets and Terraform state" in README.md), agent.json
+# and client.json too. A state an earlier run left readable by others is fixed as well.
+umask 077
+chmod 0600 "$example"/terraform.tfstate* 2>/dev/null || true
+
 step "terraform init (offline: the provider comes from $root/build/mirror)"
 # The lock file is never committed: a rebuilt provider has a new checksum, so record it anew.
 rm -f "$example/.terraform.lock.hcl"
@@ -25,7 +31,6 @@ if ! terraform -chdir="$example" apply -auto-approve -input=false -no-color >"$l
 fi
 grep -E '^(Plan:|Apply complete|.*redlock_master.*Creation complete|Warning)' "$log" || true
 
-umask 077
 terraform -chdir="$example" output -raw agent_config >"$example/agent.json"
 terraform -chdir="$example" output -raw client_config >"$example/client.json"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the kit needs and nothing else system-wide:
 #   redis-server via apt-get when it is not on PATH;
-#   terraform from PATH, else built from source (v1.5.7) into ./bin;
+#   terraform from PATH, else built from source (v1.5.7) into ./bin; and when that one is
+#   older than 1.11, v1.11.4 into ./bin/terraform-1.11.4 for the write-only password tests;
 #   staticcheck and terraform-docs (make module-docs), pinned, into ./bin;
 #   for the host tests (internal/hostlab) and unless REDLOCK_HOSTS=0, the tools that run
 #   Debian containers: systemd-nspawn (systemd-container), debootstrap (builds the host
@@ -64,6 +65,36 @@ if ! command -v terraform >/dev/null 2>&1; then
   GOBIN="$PWD/bin" go install github.com/hashicorp/terraform@v1.5.7
 fi
 echo "deps: $(command -v terraform) ($(TF_CLI_CONFIG_FILE=/dev/null terraform version 2>/dev/null | head -1))"
+
+# The write-only password tests (provider, TF_ACC) need terraform >= 1.11; everything else
+# runs with the terraform above (>= 1.5). When that one is older, build v1.11.4 into
+# ./bin/terraform-1.11.4, which those tests then use. `go install ...@v1.11.4` is refused
+# (its go.mod has replace directives for modules nested in its repository, which the module
+# zip leaves out), so it is built from a throwaway module that requires it and points those
+# nested modules at the same commit (v1.11.4 = 35645b8fca68), all through the Go proxy.
+tf_current=$(TF_CLI_CONFIG_FILE=/dev/null terraform version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')
+if [ "$(printf '%s\n1.11.0\n' "$tf_current" | sort -V | head -1)" != 1.11.0 ]; then
+  tf_wo_version=v1.11.4
+  tf_wo_pseudo=v0.0.0-20250409131005-35645b8fca68
+  if ! "$PWD/bin/terraform-1.11.4" version 2>/dev/null | grep -q "Terraform ${tf_wo_version}$"; then
+    echo "deps: terraform $tf_current is older than 1.11; building $tf_wo_version into ./bin/terraform-1.11.4 for the write-only tests (a few minutes, once)"
+    tf_tmp=$(mktemp -d)
+    {
+      printf 'module terraform-install\n\ngo 1.24\n\nrequire github.com/hashicorp/terraform %s\n\n' "$tf_wo_version"
+      for m in backend/remote-state/azure backend/remote-state/consul backend/remote-state/cos backend/remote-state/gcs \
+          backend/remote-state/kubernetes backend/remote-state/oss backend/remote-state/pg backend/remote-state/s3 legacy; do
+        printf 'replace github.com/hashicorp/terraform/internal/%s => github.com/hashicorp/terraform/internal/%s %s\n' "$m" "$m" "$tf_wo_pseudo"
+      done
+    } >"$tf_tmp/go.mod"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/hashicorp/terraform"\n' >"$tf_tmp/tools.go"
+    # version.dev=no: a release build, as HashiCorp's (else it calls itself v1.11.4-dev).
+    (cd "$tf_tmp" && go mod tidy && GOBIN="$tf_tmp/bin" go install \
+      -ldflags "-X github.com/hashicorp/terraform/version.dev=no" github.com/hashicorp/terraform) || { rm -rf "$tf_tmp"; exit 1; }
+    mv "$tf_tmp/bin/terraform" "$PWD/bin/terraform-1.11.4"
+    rm -rf "$tf_tmp"
+  fi
+  echo "deps: write-only tests: $PWD/bin/terraform-1.11.4 ($("$PWD/bin/terraform-1.11.4" version 2>/dev/null | head -1))"
+fi
 
 # The linter, pinned, into ./bin (make lint).
 staticcheck_version=v0.8.2

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 example=examples/local-five
 export TF_CLI_CONFIG_FILE="$PWD/build/terraformrc"
 export TF_IN_AUTOMATION=1
+umask 077 # the state terraform rewrites holds passwords until the destroy is done
 provider="$PWD/build/mirror/registry.terraform.io/redlock-kit/redlock/${PROVIDER_VERSION:-0.1.0}/$(go env GOOS)_$(go env GOARCH)/terraform-provider-redlock_v${PROVIDER_VERSION:-0.1.0}"
 
 # Masters that no state knows of (an apply interrupted before it recorded them): stop each
@@ -41,5 +42,6 @@ if ! terraform -chdir="$example" destroy -auto-approve -input=false -no-color >"
 fi
 grep -E '^Destroy complete' "$log" || true
 stop_leftovers
-rm -f "$example/agent.json" "$example/client.json"
+# The backup is the state before the destroy: it still holds the passwords.
+rm -f "$example/agent.json" "$example/client.json" "$example/terraform.tfstate.backup"
 echo "down: examples/local-five destroyed"

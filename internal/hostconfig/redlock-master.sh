@@ -143,7 +143,8 @@ stopped() {
 }
 
 setup() {
-	chgrp "$SERVICE_GROUP" "$SERVER_CONF" && chmod 0640 "$SERVER_CONF"
+	# The server config holds the passwords: readable by the service's user only.
+	chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"
 	systemctl daemon-reload
 	systemctl enable "$UNIT"
 	# --no-block: a new host holds restart_delay before its first start, and cloud-init

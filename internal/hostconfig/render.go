@@ -105,7 +105,8 @@ func Render(h Host) (*Bundle, error) {
 	b.Files = []File{
 		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath), Permissions: "0644"},
 		{Path: AdminPasswordPath, Content: spec.AdminPassword, Permissions: "0600"},
-		{Path: serverConfPath, Content: serverConf, Permissions: "0640"},
+		// The passwords are in it: 0600, and the setup step gives it to the service's user.
+		{Path: serverConfPath, Content: serverConf, Permissions: "0600"},
 		{Path: ScriptPath, Content: script, Permissions: "0755"},
 		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
 	}
@@ -131,7 +132,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 	for _, kv := range [][2]string{
 		{"NAME", spec.Name}, {"HOST", spec.Bind}, {"PORT", fmt.Sprint(spec.Port)}, {"ADDR", spec.Addr()},
 		{"DATA_DIR", spec.DataDir}, {"RESTART_DELAY_MS", fmt.Sprint(spec.RestartDelay.Milliseconds())},
-		{"UNIT", srv.Unit}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
+		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))

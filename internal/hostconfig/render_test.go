@@ -53,7 +53,7 @@ func TestRenderSafeServerConfig(t *testing.T) {
 					t.Errorf("server config lacks %q:\n%s", want, conf.Content)
 				}
 			}
-			if strings.Contains(conf.Content, "replicaof") || conf.Permissions != "0640" {
+			if strings.Contains(conf.Content, "replicaof") || conf.Permissions != "0600" {
 				t.Errorf("server config: replicaof or permissions %s", conf.Permissions)
 			}
 			if pw := file(t, b, AdminPasswordPath); pw.Permissions != "0600" || pw.Content != h.Spec.AdminPassword {

@@ -46,6 +46,10 @@ const (
 // redis-server. Call it from main when
 // os.Args[1] == "supervise".
 func Main(dataDir string) int {
+	// What the supervisor and its redis-server create in the data dir (the AOF, which holds
+	// the lock tokens, the logs) is readable by this user only; the files that need another
+	// mode set it themselves (metrics.prom, 0644).
+	syscall.Umask(0o077)
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "supervisor: data dir %q: %v\n", dataDir, err)

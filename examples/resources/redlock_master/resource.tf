@@ -31,3 +31,29 @@ resource "redlock_master" "m1" {
 output "m1_address" {
   value = redlock_master.m1.address
 }
+
+# Terraform >= 1.11: the same master with its passwords kept out of the plan and the state
+# (write-only arguments, here from your own secret store through variables marked
+# ephemeral). Rotate with a new password_wo_version.
+variable "admin_password" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+
+variable "lock_password" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+
+resource "redlock_master" "m2" {
+  name     = "m2"
+  bind     = "127.0.0.12"
+  port     = 7379
+  data_dir = abspath("${path.root}/.redlock/m2")
+
+  admin_password_wo   = var.admin_password
+  lock_password_wo    = var.lock_password
+  password_wo_version = 1
+}
