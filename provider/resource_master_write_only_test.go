@@ -494,6 +494,8 @@ func TestAccMaster_writeOnlyRefusals(t *testing.T) {
 				`lock_password_wo must differ from admin_password_wo`),
 			step(`lock_password_wo = "short"
 password_wo_version = 1`, `(?s)lock_password_wo.*at least 16`),
+			step(fmt.Sprintf("lock_password_wo = %q\npassword_wo_version = 1\nlock_users = { billing = { key_prefix = \"billing:\", password = %q } }", woLock1, woLock2),
+				`lock_password_wo cannot be used with lock_users`),
 		},
 	})
 }
