@@ -2,8 +2,11 @@ package redistest_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
@@ -107,5 +110,37 @@ func TestClockSkewedMasterKeepsWrongTime(t *testing.T) {
 	}
 	if held := time.Since(realStart); held >= 2*time.Second {
 		t.Fatalf("a 2s key lived %v of real time on a master whose clock runs at 4x", held)
+	}
+}
+
+// TestTLSOnlyMaster: a TLS master answers a client that trusts the cluster's CA, and a
+// plain-text client's command never reaches it: the server ends the connection during
+// what it takes for a TLS handshake.
+func TestTLSOnlyMaster(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, redistest.Options{Masters: 1, TLS: true})
+	m := c.Masters[0]
+	ctx := context.Background()
+	if m.TLSConfig == nil || c.CACertPEM == "" {
+		t.Fatal("TLS cluster without a CA or a client TLS config")
+	}
+	for param, want := range map[string]string{"port": "0", "tls-port": strconv.Itoa(m.Port), "tls-auth-clients": "no"} {
+		got, err := m.Admin().ConfigGet(ctx, param).Result()
+		if err != nil || got[param] != want {
+			t.Errorf("%s = %q (err %v), want %q", param, got[param], err, want)
+		}
+	}
+	lc := m.LockClient()
+	defer lc.Close()
+	if err := lc.SetNX(ctx, "k", "v", time.Minute).Err(); err != nil {
+		t.Fatalf("lock user over TLS: %v", err)
+	}
+	plain := redis.NewClient(&redis.Options{Addr: m.Addr, Username: redistest.LockUser, Password: redistest.LockPassword,
+		MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	defer plain.Close()
+	err := plain.Ping(ctx).Err()
+	t.Logf("plain-text PING: %v", err)
+	if !redistest.IsPlainTextRefused(err) {
+		t.Fatalf("plain-text PING to a TLS-only master: %v, want the connection closed by the server (EOF or reset)", err)
 	}
 }
