@@ -39,7 +39,7 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 			MaxMemory: m.MaxMemory.ValueString(), AppendFsync: m.AppendFsync.ValueString(),
 			AllowUnsafeAppendFsync: m.AllowUnsafeAppendFsync.ValueBool(), AllowNonLoopbackBind: m.AllowNonLoopbackBind.ValueBool(),
 			AdminPassword: m.AdminPassword.ValueString(), LockUser: m.LockUser.ValueString(),
-			LockPassword: m.LockPassword.ValueString(), Hooks: hooks,
+			LockPassword: m.LockPassword.ValueString(), Hooks: hooks, TLS: masterTLS(m),
 		},
 		ZeroPort: known(m.Port) && m.Port.ValueInt64() == 0,
 		Written: local.Written{MaxLockTTL: m.MaxLockTTL.ValueString(), ClockDriftMargin: m.ClockDriftMargin.ValueString(),
@@ -188,7 +188,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 	}
 	delay, _ := validate.ParseDuration(w.RestartDelay)
 	ttl, _ := validate.ParseDuration(w.MaxLockTTL)
-	return masterModel{
+	m := masterModel{
 		ID: types.StringValue(dir), Name: types.StringValue(s.Name), Bind: types.StringValue(s.Bind),
 		AllowNonLoopbackBind: types.BoolValue(s.AllowNonLoopbackBind), Port: types.Int64Value(port),
 		DataDir: types.StringValue(dir), ServerBinary: types.StringValue(s.ServerBinary),
@@ -205,7 +205,9 @@ func loadMasterModel(dir string) (masterModel, error) {
 		Address: types.StringValue(l.Addr), ConfigFile: types.StringValue(filepath.Join(dir, local.RedisConfFileName)),
 		PID: types.Int64Value(0), SupervisorPID: types.Int64Value(0), RunID: types.StringValue(""),
 		RestartDelayMS: types.Int64Value(delay.Milliseconds()), MaxLockTTLMS: types.Int64Value(ttl.Milliseconds()), Status: types.StringValue(""),
-	}, nil
+	}
+	setTLSModel(&m, s.TLS)
+	return m, nil
 }
 
 func or(v, def string) string {

@@ -260,4 +260,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			},
 		},
 	}
+	for name, a := range masterTLSAttributes() {
+		resp.Schema.Attributes[name] = a
+	}
 }

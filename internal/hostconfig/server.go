@@ -13,6 +13,7 @@ type Server struct {
 	Unit    string // the package's systemd unit
 	Binary  string // the server executable
 	CLI     string // the package's command-line client (the stop step uses it)
+	User    string // the user the unit runs as (it owns the TLS key)
 	Group   string // the group the unit runs as (it reads the server config)
 	DataDir string // the unit's writable data dir: the AOF and the restart records live here
 	PIDFile string // the unit's PIDFile=
@@ -26,11 +27,11 @@ const DefaultServer = "redis-server"
 var Servers = map[string]Server{
 	"redis-server": {
 		Package: "redis-server", Unit: "redis-server.service", Binary: "/usr/bin/redis-server",
-		CLI: "/usr/bin/redis-cli", Group: "redis", DataDir: "/var/lib/redis", PIDFile: "/run/redis/redis-server.pid",
+		CLI: "/usr/bin/redis-cli", User: "redis", Group: "redis", DataDir: "/var/lib/redis", PIDFile: "/run/redis/redis-server.pid",
 	},
 	"valkey-server": {
 		Package: "valkey-server", Unit: "valkey-server.service", Binary: "/usr/bin/valkey-server",
-		CLI: "/usr/bin/valkey-cli", Group: "valkey", DataDir: "/var/lib/valkey", PIDFile: "/run/valkey/valkey-server.pid",
+		CLI: "/usr/bin/valkey-cli", User: "valkey", Group: "valkey", DataDir: "/var/lib/valkey", PIDFile: "/run/valkey/valkey-server.pid",
 	},
 }
 

@@ -78,6 +78,9 @@ type Spec struct {
 	LockPassword  string
 
 	Hooks Hooks
+
+	// TLS, when set, makes the master serve TLS only (see TLS).
+	TLS *TLS
 }
 
 // MinMargin is the smallest clock drift margin that covers a lock of ttl: the clock-rate
@@ -235,15 +238,19 @@ func (s Spec) Check() error {
 				"[\"/bin/sh\", \"-c\", \"...\"].", name))
 		}
 	})
+	if err := s.CheckTLS(time.Now()); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
-// RedisConfig is the redis.conf (internal/redisconf) this master runs with.
-func (s Spec) RedisConfig() redisconf.Config {
+// RedisConfig is the redis.conf (internal/redisconf) this master runs with. A TLS master's
+// files are in tlsDir (see TLSFiles); without TLS tlsDir is unused.
+func (s Spec) RedisConfig(tlsDir string) redisconf.Config {
 	return redisconf.Config{
 		Bind: s.Bind, Port: s.Port, DataDir: s.DataDir,
 		AdminPassword: s.AdminPassword, LockUser: s.LockUser, LockPassword: s.LockPassword,
-		MaxMemory: s.MaxMemory, AppendFsync: s.AppendFsync,
+		MaxMemory: s.MaxMemory, AppendFsync: s.AppendFsync, TLS: s.TLSFiles(tlsDir),
 	}
 }
 
