@@ -170,7 +170,8 @@ func (r *serverCertificateResource) Create(ctx context.Context, req resource.Cre
 }
 
 // Read keeps what is in state: the certificate lives nowhere else.
-func (r *serverCertificateResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {}
+func (r *serverCertificateResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {
+}
 
 // Update is never reached with a change (every argument replaces the certificate).
 func (r *serverCertificateResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {

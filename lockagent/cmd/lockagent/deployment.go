@@ -26,6 +26,7 @@ type deploymentFlags struct {
 	username   string
 	password   string
 	useTLS     bool
+	caCert     string
 	maxTTL     time.Duration
 	logLevel   string
 }
@@ -37,7 +38,10 @@ const deploymentHelp = `Deployment (first -c agent.json, then the environment, t
   --username NAME          restricted lock user (default "redlock")      [LOCKAGENT_USERNAME]
   --password PW            lock user's password; prefer the environment:
                            flags are visible to every user in ps         [LOCKAGENT_PASSWORD]
-  --tls                    connect with TLS (system roots)               [LOCKAGENT_TLS=true]
+  --tls                    connect with TLS (the config's CA, else the
+                           system roots)                                 [LOCKAGENT_TLS=true]
+  --cacert FILE            verify the masters against this CA (PEM);
+                           implies --tls                                 [LOCKAGENT_CACERT]
   --max-lock-ttl D         largest TTL the deployment allows; longer TTLs
                            are refused (masters stay down that long after
                            a crash)                                      [LOCKAGENT_MAX_LOCK_TTL]
@@ -53,6 +57,7 @@ func addDeploymentFlags(fs *flag.FlagSet) *deploymentFlags {
 	fs.StringVar(&d.username, "username", "", "restricted lock user")
 	fs.StringVar(&d.password, "password", "", "lock user's password (prefer LOCKAGENT_PASSWORD)")
 	fs.BoolVar(&d.useTLS, "tls", false, "connect with TLS")
+	fs.StringVar(&d.caCert, "cacert", "", "CA certificate file (PEM) the masters are verified against; implies --tls")
 	fs.DurationVar(&d.maxTTL, "max-lock-ttl", 0, "largest TTL the deployment allows")
 	fs.StringVar(&d.logLevel, "log-level", "", "debug, info, warn or error")
 	return d
@@ -75,6 +80,8 @@ func (d *deploymentFlags) load() (*agentconfig.Config, error) {
 			cfg.Password = d.password
 		case "tls":
 			cfg.TLS = d.useTLS
+		case "cacert":
+			cfg.CACertFile, cfg.CACertPEM, cfg.TLS = d.caCert, "", true
 		case "max-lock-ttl":
 			cfg.MaxLockTTL.Duration = d.maxTTL
 		}
