@@ -49,6 +49,11 @@ type hostConfigModel struct {
 	LockPassword     types.String         `tfsdk:"lock_password"`
 	Hooks            types.Object         `tfsdk:"hooks"`
 	InstallPackages  types.Bool           `tfsdk:"install_packages"`
+	// TLS (data_source_host_config_tls.go).
+	TLS          types.Bool   `tfsdk:"tls"`
+	TLSCertPEM   types.String `tfsdk:"tls_cert_pem"`
+	TLSKeyPEM    types.String `tfsdk:"tls_key_pem"`
+	TLSCACertPEM types.String `tfsdk:"tls_ca_cert_pem"`
 
 	Endpoint           types.String `tfsdk:"endpoint"`
 	RestartDelayMS     types.Int64  `tfsdk:"restart_delay_ms"`
@@ -149,6 +154,9 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				MarkdownDescription: "Commands (argv) to run as root, in order, once the files are written."},
 		},
 	}
+	for name, a := range hostConfigTLSAttributes() {
+		resp.Schema.Attributes[name] = a
+	}
 }
 
 // ValidateConfig refuses at plan time what Render would refuse, for the values already known.
@@ -225,6 +233,7 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	spec.Name, spec.Bind, spec.Port = m.Name.ValueString(), m.Address.ValueString(), int(m.Port.ValueInt64())
 	spec.MaxMemory, spec.LockUser = m.MaxMemory.ValueString(), m.LockUser.ValueString()
 	spec.AdminPassword, spec.LockPassword = m.AdminPassword.ValueString(), m.LockPassword.ValueString()
+	spec.TLS = hostTLS(&m)
 	if !m.Hooks.IsNull() {
 		var h hooksModel
 		resp.Diagnostics.Append(m.Hooks.As(ctx, &h, basetypes.ObjectAsOptions{})...)
