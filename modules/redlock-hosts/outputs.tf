@@ -46,7 +46,8 @@ locals {
     endpoints     = data.redlock_host_config.this[*].endpoint
     username      = redlock_credentials.this.lock_user
     password      = redlock_credentials.this.lock_password
-    tls           = false
+    tls           = var.tls
+    ca_cert_pem   = local.ca_cert_pem
     max_lock_ttl  = var.max_lock_ttl
     restart_delay = "${min(data.redlock_host_config.this[*].restart_delay_ms...)}ms"
     quorum        = local.quorum

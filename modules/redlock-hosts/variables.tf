@@ -92,3 +92,10 @@ variable "hooks" {
   })
   default = {}
 }
+
+variable "tls" {
+  description = "Serve TLS only: the module makes a CA and one server certificate per master (offline, keys in the state), every master closes its plain-text port, and the client configs carry the CA certificate (never a key). Changing it replaces the masters."
+  type        = bool
+  default     = false
+  nullable    = false
+}

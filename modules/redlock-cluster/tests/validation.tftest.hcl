@@ -59,3 +59,23 @@ run "bind_address_not_ipv4" {
   }
   expect_failures = [var.bind_addresses]
 }
+
+run "tls_plan" {
+  command = plan
+  variables {
+    tls = true
+  }
+
+  assert {
+    condition     = length(redlock_ca.this) == 1 && length(redlock_server_certificate.this) == 5
+    error_message = "tls = true makes one CA and one server certificate per master"
+  }
+  assert {
+    condition     = alltrue([for m in redlock_master.this : m.tls])
+    error_message = "every master serves TLS"
+  }
+  assert {
+    condition     = alltrue([for c in redlock_server_certificate.this : c.ip_addresses == tolist(["127.67.0.1"])])
+    error_message = "each certificate covers its master's bind address"
+  }
+}
