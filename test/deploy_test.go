@@ -122,6 +122,12 @@ func terraformOptions(dir string, vars map[string]interface{}) *terraform.Option
 // registers its destruction, plus a check that nothing it started is left running.
 func deployLocalFive(t *testing.T, maxLockTTL string) *deployment {
 	t.Helper()
+	return deployLocalFiveVars(t, maxLockTTL, nil)
+}
+
+// deployLocalFiveVars is deployLocalFive with more of the example's variables set.
+func deployLocalFiveVars(t *testing.T, maxLockTTL string, extra map[string]interface{}) *deployment {
+	t.Helper()
 	root := copyTree(t, "modules/redlock-cluster", "examples/local-five")
 	addrs, port := uniqueLoopback(t)
 	d := &deployment{dataRoot: filepath.Join(t.TempDir(), "data")}
@@ -132,6 +138,9 @@ func deployLocalFive(t *testing.T, maxLockTTL string) *deployment {
 		"data_root":      d.dataRoot,
 		"max_lock_ttl":   maxLockTTL,
 	})
+	for k, v := range extra {
+		d.opts.Vars[k] = v
+	}
 	t.Cleanup(func() { destroyAndVerify(t, d) })
 	terraform.InitAndApply(t, d.opts)
 	d.readOutputs(t)

@@ -26,4 +26,5 @@ module "cluster" {
   data_root      = var.data_root
   max_lock_ttl   = var.max_lock_ttl
   server_binary  = var.server_binary
+  tls            = var.tls
 }

@@ -66,3 +66,8 @@ output "client_config" {
   value       = module.cluster.client_config
   sensitive   = true
 }
+
+output "ca_cert_pem" {
+  description = "The deployment's CA certificate (tls = true), for `lockagent --cacert`."
+  value       = module.cluster.ca_cert_pem
+}

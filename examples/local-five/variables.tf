@@ -42,3 +42,9 @@ variable "server_binary" {
   type        = string
   default     = "redis-server"
 }
+
+variable "tls" {
+  description = "Serve TLS only, with a CA and per-master certificates made by the module (on one machine this rehearses the configuration; it protects nothing)."
+  type        = bool
+  default     = false
+}
