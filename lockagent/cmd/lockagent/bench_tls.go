@@ -24,9 +24,13 @@ func spawnTLSMasters(n int, cfg *bench.Config, stderr io.Writer) (stop func(), e
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(stderr, "lockagent bench: TLS-only masters %v\n", cluster.Addrs())
 	deployment := &agentconfig.Config{Endpoints: cluster.Addrs(), Username: redistest.LockUser,
 		Password: redistest.LockPassword, TLS: true, CACertPEM: cluster.CACertPEM}
 	cfg.NewTLSClients = func() []*redis.Client { return lockClients(deployment) }
+	if len(cfg.Implementations) == 0 {
+		cfg.Implementations = append(slices.Clone(bench.AllImplementations), bench.LockagentTLS)
+	}
 	return func() {
 		if err := cluster.Close(); err != nil {
 			fmt.Fprintf(stderr, "lockagent bench: stopping the TLS masters: %v\n", err)
