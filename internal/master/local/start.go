@@ -28,6 +28,12 @@ func Start(ctx context.Context, m Master, supervisorExe string) (started Started
 	if err := LookPath(s.ServerBinary); err != nil {
 		return started, nil, fieldError("server_binary", "Executable not found", fmt.Sprintf("server_binary: %s.", err))
 	}
+	// TLS material made in the same apply was unknown at plan time: check it before the
+	// master starts, or a certificate for another address would show only as a start that
+	// never answers.
+	if err := s.CheckTLS(time.Now()); err != nil {
+		return started, nil, err
+	}
 	if err := DirCreatable(dir); err != nil {
 		return started, nil, fieldError("data_dir", "data_dir is not usable", fmt.Sprintf("data_dir: %s.", err))
 	}
