@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 )
 
@@ -23,19 +22,6 @@ func ClientConfig(caPEM string) (*tls.Config, error) {
 		pool.AddCert(c)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-}
-
-// ClientConfigFile is ClientConfig with the CA read from path.
-func ClientConfigFile(path string) (*tls.Config, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("CA certificate: %w", err)
-	}
-	cfg, err := ClientConfig(string(raw))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
 }
 
 // Dialer opens a plain connection (go-redis's Options.Dialer).
