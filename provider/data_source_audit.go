@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/pki"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
 )
 
@@ -40,6 +41,7 @@ type auditModel struct {
 	MaxLockTTL   timetypes.GoDuration `tfsdk:"max_lock_ttl"`
 	RestartDelay timetypes.GoDuration `tfsdk:"restart_delay"`
 	TLS          types.Bool           `tfsdk:"tls"`
+	CACertPEM    types.String         `tfsdk:"ca_cert_pem"`
 	NodeTimeout  timetypes.GoDuration `tfsdk:"node_timeout"`
 
 	Safe      types.Bool         `tfsdk:"safe"`
@@ -126,8 +128,15 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"tls": schema.BoolAttribute{
-				Optional:            true,
-				MarkdownDescription: "Connect with TLS (server name = the endpoint's host). Default `false`.",
+				Optional: true,
+				MarkdownDescription: "Connect with TLS (server name = the endpoint's host), verifying the masters " +
+					"against `ca_cert_pem` (else the system's roots), and check that every master serves TLS only " +
+					"(its plain-text port closed). Default `false`.",
+			},
+			"ca_cert_pem": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "PEM certificate of the deployment's CA (`redlock_ca`'s `cert_pem`) the masters are " +
+					"verified against; needs `tls = true`.",
 			},
 			"node_timeout": schema.StringAttribute{
 				Optional: true,
@@ -299,6 +308,18 @@ func auditTargetFromModel(m *auditModel, resp *datasource.ReadResponse) (audit.T
 	}
 	if v := m.Username.ValueString(); v != "" {
 		t.Username = v
+	}
+	if ca := m.CACertPEM.ValueString(); ca != "" {
+		conf, err := pki.ClientConfig(ca)
+		switch {
+		case !t.TLS:
+			resp.Diagnostics.AddAttributeError(path.Root("ca_cert_pem"), "ca_cert_pem without tls",
+				"ca_cert_pem is set but tls is not true: set tls = true, or remove ca_cert_pem.")
+		case err != nil:
+			resp.Diagnostics.AddAttributeError(path.Root("ca_cert_pem"), "Unusable ca_cert_pem",
+				fmt.Sprintf("ca_cert_pem: %v: give the PEM certificate of the deployment's CA (redlock_ca's cert_pem).", err))
+		}
+		t.TLSConfig = conf
 	}
 	t.Password = m.Password.ValueString()
 	t.LockUsername, t.LockPassword = m.LockUsername.ValueString(), m.LockPassword.ValueString()

@@ -50,6 +50,11 @@ type hostConfigModel struct {
 	LockUsers        types.Map            `tfsdk:"lock_users"`
 	Hooks            types.Object         `tfsdk:"hooks"`
 	InstallPackages  types.Bool           `tfsdk:"install_packages"`
+	// TLS (data_source_host_config_tls.go).
+	TLS          types.Bool   `tfsdk:"tls"`
+	TLSCertPEM   types.String `tfsdk:"tls_cert_pem"`
+	TLSKeyPEM    types.String `tfsdk:"tls_key_pem"`
+	TLSCACertPEM types.String `tfsdk:"tls_ca_cert_pem"`
 
 	Endpoint           types.String `tfsdk:"endpoint"`
 	RestartDelayMS     types.Int64  `tfsdk:"restart_delay_ms"`
@@ -159,6 +164,9 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				MarkdownDescription: "Commands (argv) to run as root, in order, once the files are written."},
 		},
 	}
+	for name, a := range hostConfigTLSAttributes() {
+		resp.Schema.Attributes[name] = a
+	}
 }
 
 // ValidateConfig refuses at plan time what Render would refuse, for the values already known.
@@ -245,6 +253,7 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	users, _, ds := lockUsersFromModel(ctx, m.LockUsers)
 	resp.Diagnostics.Append(ds...)
 	spec.LockUsers = users
+	spec.TLS = hostTLS(&m)
 	if !m.Hooks.IsNull() {
 		var h hooksModel
 		resp.Diagnostics.Append(m.Hooks.As(ctx, &h, basetypes.ObjectAsOptions{})...)

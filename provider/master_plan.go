@@ -43,6 +43,7 @@ type configView struct {
 	MaxMemoryPolicy        types.String         `tfsdk:"maxmemory_policy"`
 	ReplicaOf              types.String         `tfsdk:"replica_of"`
 	Hooks                  types.Object         `tfsdk:"hooks"`
+	TLS                    types.Bool           `tfsdk:"tls"`
 }
 
 func getConfigView(ctx context.Context, get func(context.Context, path.Path, any) diag.Diagnostics) (configView, diag.Diagnostics) {
@@ -53,7 +54,7 @@ func getConfigView(ctx context.Context, get func(context.Context, path.Path, any
 		"max_lock_ttl": &v.MaxLockTTL, "clock_drift_margin": &v.ClockDriftMargin, "restart_delay": &v.RestartDelay,
 		"appendfsync": &v.AppendFsync, "allow_unsafe_appendfsync": &v.AllowUnsafeAppendFsync,
 		"maxmemory_policy": &v.MaxMemoryPolicy, "replica_of": &v.ReplicaOf, "hooks": &v.Hooks,
-		"appendonly": &v.AppendOnly, "no_appendfsync_on_rewrite": &v.NoAppendfsyncOnRewrite,
+		"appendonly": &v.AppendOnly, "no_appendfsync_on_rewrite": &v.NoAppendfsyncOnRewrite, "tls": &v.TLS,
 	} {
 		diags.Append(get(ctx, path.Root(name), target)...)
 	}
@@ -70,8 +71,9 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 	}
 	validateWriteOnly(ctx, req.Config, &resp.Diagnostics)
 	if known(v.Bind) {
-		checkBind(v.Bind.ValueString(), v.AllowNonLoopbackBind, &resp.Diagnostics)
+		checkBind(v.Bind.ValueString(), v.AllowNonLoopbackBind, v.TLS, &resp.Diagnostics)
 	}
+	validateTLSConfig(ctx, req.Config, &resp.Diagnostics)
 	if known(v.DataDir) {
 		if err := local.DirCreatable(v.DataDir.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("data_dir"), "data_dir cannot be created",
@@ -143,7 +145,7 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 }
 
 // checkBind refuses a non-loopback address unless the operator allowed it, and warns then.
-func checkBind(bind string, allow types.Bool, diags *diag.Diagnostics) {
+func checkBind(bind string, allow, tlsOn types.Bool, diags *diag.Diagnostics) {
 	if isLoopback(bind) {
 		return
 	}
@@ -160,6 +162,9 @@ func checkBind(bind string, allow types.Bool, diags *diag.Diagnostics) {
 			fmt.Sprintf("bind = %q is reachable from the network, and the master speaks plain (unencrypted) Redis "+
 				"protocol. Use a loopback address (127.0.0.0/8), or set %s = true if you must.", bind, bindAllowAttribute))
 		return
+	}
+	if tlsOn.ValueBool() {
+		return // passwords and locks cross the network encrypted
 	}
 	diags.AddAttributeWarning(path.Root("bind"), "Master listens on the network",
 		fmt.Sprintf("bind = %q with %s = true: the master is reachable from the network without TLS; passwords "+
@@ -237,7 +242,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	}
 	if cfgBind.IsNull() {
 		plan.Bind = types.StringValue(r.defaults.Bind)
-		checkBind(r.defaults.Bind, plan.AllowNonLoopbackBind, &resp.Diagnostics)
+		checkBind(r.defaults.Bind, plan.AllowNonLoopbackBind, plan.TLS, &resp.Diagnostics)
 	}
 	switch {
 	case known(plan.LockUsers) && len(plan.LockUsers.Elements()) > 0:
@@ -322,6 +327,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	}
 	warnLongHold(ctx, state, &plan, &resp.Diagnostics)
 	checkFreeAtPlan(state, &plan, &resp.Diagnostics)
+	checkTLSPlan(&plan, &resp.Diagnostics)
 	if known(plan.Bind) && known(plan.Port) && plan.Port.ValueInt64() != 0 {
 		plan.Address = types.StringValue(hostPort(plan.Bind.ValueString(), plan.Port.ValueInt64()))
 	}

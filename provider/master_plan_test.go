@@ -27,19 +27,21 @@ func TestCheckBind(t *testing.T) {
 		name              string
 		bind              string
 		allow             types.Bool
+		tls               bool
 		wantErr, wantWarn string
 	}{
 		{name: "loopback", bind: "127.0.0.11", allow: types.BoolValue(false)},
 		{name: "ipv6 loopback", bind: "::1", allow: types.BoolValue(false)},
 		{name: "network address refused", bind: "192.0.2.10", allow: types.BoolValue(false), wantErr: "allow_non_loopback_bind = true"},
 		{name: "network address allowed with a warning", bind: "192.0.2.10", allow: types.BoolValue(true), wantWarn: "without TLS"},
+		{name: "network address with TLS: no clear-text warning", bind: "192.0.2.10", allow: types.BoolValue(true), tls: true},
 		{name: "allow flag not known yet", bind: "192.0.2.10", allow: types.BoolUnknown()},
 		{name: "host name refused", bind: "localhost", allow: types.BoolValue(true), wantErr: "not an IP address"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			checkBind(tc.bind, tc.allow, &diags)
+			checkBind(tc.bind, tc.allow, types.BoolValue(tc.tls), &diags)
 			expectDiags(t, diags, tc.wantErr, tc.wantWarn)
 		})
 	}

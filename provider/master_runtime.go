@@ -42,7 +42,7 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 			MaxMemory: m.MaxMemory.ValueString(), AppendFsync: m.AppendFsync.ValueString(),
 			AllowUnsafeAppendFsync: m.AllowUnsafeAppendFsync.ValueBool(), AllowNonLoopbackBind: m.AllowNonLoopbackBind.ValueBool(),
 			AdminPassword: adminPassword, LockUser: m.LockUser.ValueString(),
-			LockPassword: lockPassword, LockUsers: users, Hooks: hooks,
+			LockPassword: lockPassword, LockUsers: users, Hooks: hooks, TLS: masterTLS(m),
 		},
 		ZeroPort: known(m.Port) && m.Port.ValueInt64() == 0,
 		Written: local.Written{MaxLockTTL: m.MaxLockTTL.ValueString(), ClockDriftMargin: m.ClockDriftMargin.ValueString(),
@@ -194,7 +194,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 	if len(s.LockUsers) > 0 {
 		s.LockUser, s.LockPassword = "", "" // tenants replace the single lock user
 	}
-	return masterModel{
+	m := masterModel{
 		ID: types.StringValue(dir), Name: types.StringValue(s.Name), Bind: types.StringValue(s.Bind),
 		AllowNonLoopbackBind: types.BoolValue(s.AllowNonLoopbackBind), Port: types.Int64Value(port),
 		DataDir: types.StringValue(dir), ServerBinary: types.StringValue(s.ServerBinary),
@@ -212,7 +212,9 @@ func loadMasterModel(dir string) (masterModel, error) {
 		Address: types.StringValue(l.Addr), ConfigFile: types.StringValue(filepath.Join(dir, local.RedisConfFileName)),
 		PID: types.Int64Value(0), SupervisorPID: types.Int64Value(0), RunID: types.StringValue(""),
 		RestartDelayMS: types.Int64Value(delay.Milliseconds()), MaxLockTTLMS: types.Int64Value(ttl.Milliseconds()), Status: types.StringValue(""),
-	}, nil
+	}
+	setTLSModel(&m, s.TLS)
+	return m, nil
 }
 
 func or(v, def string) string {

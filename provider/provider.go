@@ -117,6 +117,8 @@ func (p *redlockProvider) Resources(context.Context) []func() resource.Resource 
 	return []func() resource.Resource{
 		NewMasterResource,
 		NewCredentialsResource,
+		NewCAResource,
+		NewServerCertificateResource,
 	}
 }
 

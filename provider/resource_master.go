@@ -88,6 +88,11 @@ type masterModel struct {
 	RestartDelayMS         types.Int64          `tfsdk:"restart_delay_ms"`
 	MaxLockTTLMS           types.Int64          `tfsdk:"max_lock_ttl_ms"`
 	Status                 types.String         `tfsdk:"status"`
+	// TLS (resource_master_tls.go).
+	TLS          types.Bool   `tfsdk:"tls"`
+	TLSCertPEM   types.String `tfsdk:"tls_cert_pem"`
+	TLSKeyPEM    types.String `tfsdk:"tls_key_pem"`
+	TLSCACertPEM types.String `tfsdk:"tls_ca_cert_pem"`
 }
 
 var hookAttrTypes = map[string]attr.Type{

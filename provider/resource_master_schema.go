@@ -279,4 +279,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 	for name, a := range writeOnlyAttributes(passwordValidators) {
 		resp.Schema.Attributes[name] = a
 	}
+	for name, a := range masterTLSAttributes() {
+		resp.Schema.Attributes[name] = a
+	}
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
@@ -40,6 +42,7 @@ type testMaster struct {
 	lockUser, lockPass   string
 	pid, supervisorPID   int
 	firstPID, firstRunID string
+	tls                  *tls.Config // a TLS master's CA (tls_ca_cert_pem); nil without TLS
 }
 
 // newTestMaster reserves a data dir and registers the cleanup that stops whatever runs
@@ -88,6 +91,9 @@ func (m *testMaster) capture() resource.TestCheckFunc {
 		a := rs.Primary.Attributes
 		m.addr, m.adminPassword = a["address"], a["admin_password"]
 		m.lockUser, m.lockPass = a["lock_user"], a["lock_password"]
+		if ca := a["tls_ca_cert_pem"]; ca != "" {
+			m.tls = master.ClientTLS(ca)
+		}
 		m.pid, _ = strconv.Atoi(a["pid"])
 		m.supervisorPID, _ = strconv.Atoi(a["supervisor_pid"])
 		if m.firstPID == "" {
@@ -99,12 +105,12 @@ func (m *testMaster) capture() resource.TestCheckFunc {
 
 func (m *testMaster) admin() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: m.addr, Password: m.adminPassword, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, DisableIdentity: true})
+		DialTimeout: time.Second, ReadTimeout: time.Second, DisableIdentity: true, TLSConfig: m.tls})
 }
 
 func (m *testMaster) lockClient() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: m.addr, Username: m.lockUser, Password: m.lockPass, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, DisableIdentity: true})
+		DialTimeout: time.Second, ReadTimeout: time.Second, DisableIdentity: true, TLSConfig: m.tls})
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -122,11 +122,11 @@ func terraformOptions(dir string, vars map[string]interface{}) *terraform.Option
 // registers its destruction, plus a check that nothing it started is left running.
 func deployLocalFive(t *testing.T, maxLockTTL string) *deployment {
 	t.Helper()
-	return deployLocalFiveWith(t, maxLockTTL, nil)
+	return deployLocalFiveVars(t, maxLockTTL, nil)
 }
 
-// deployLocalFiveWith is deployLocalFive with more input variables (lock_users, say).
-func deployLocalFiveWith(t *testing.T, maxLockTTL string, vars map[string]interface{}) *deployment {
+// deployLocalFiveVars is deployLocalFive with more of the example's variables set.
+func deployLocalFiveVars(t *testing.T, maxLockTTL string, extra map[string]interface{}) *deployment {
 	t.Helper()
 	root := copyTree(t, "modules/redlock-cluster", "examples/local-five")
 	addrs, port := uniqueLoopback(t)
@@ -138,7 +138,7 @@ func deployLocalFiveWith(t *testing.T, maxLockTTL string, vars map[string]interf
 		"data_root":      d.dataRoot,
 		"max_lock_ttl":   maxLockTTL,
 	})
-	for k, v := range vars {
+	for k, v := range extra {
 		d.opts.Vars[k] = v
 	}
 	t.Cleanup(func() { destroyAndVerify(t, d) })

@@ -4,6 +4,7 @@ package test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/hostlab"
+	"github.com/redlock-kit/redlock-kit/internal/pki"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
@@ -37,6 +39,7 @@ type hostsDeployment struct {
 	lockPass     string
 	agentConfig  string
 	units        []string
+	tls          *tls.Config // the deployment's CA when it serves TLS; nil otherwise
 }
 
 const hostsMaxLockTTL = 10 * time.Second
@@ -46,7 +49,7 @@ const hostsMaxLockTTL = 10 * time.Second
 // client's side and healed.
 func TestHostsRunbook(t *testing.T) {
 	started := time.Now()
-	d := deployHostsFive(t)
+	d := deployHostsFive(t, false)
 	t.Logf("deployed: five hosts booted and serving after %s (includes the one restart_delay a new host waits)",
 		time.Since(started).Round(100*time.Millisecond))
 
@@ -317,8 +320,9 @@ return 0`, []string{"released"}, "tok").Int()
 }
 
 // deployHostsFive creates the lab's network, applies examples/hosts-five for its five
-// addresses from the client namespace, and boots each host from its user_data.
-func deployHostsFive(t *testing.T) *hostsDeployment {
+// addresses from the client namespace (with tls = useTLS), and boots each host from its
+// user_data.
+func deployHostsFive(t *testing.T, useTLS bool) *hostsDeployment {
 	t.Helper()
 	specs := make([]hostlab.HostSpec, 5)
 	for i := range specs {
@@ -337,6 +341,7 @@ func deployHostsFive(t *testing.T) *hostsDeployment {
 		"hosts":            hosts,
 		"max_lock_ttl":     hostsMaxLockTTL.String(),
 		"install_packages": false, // the lab's image has both packages
+		"tls":              useTLS,
 		"hooks": map[string]interface{}{
 			"on_crash":      []string{"/bin/sh", "-c", "env | grep ^REDLOCK_ > /run/redlock-on-crash"},
 			"after_restart": []string{"/bin/sh", "-c", "env | grep ^REDLOCK_ > /run/redlock-after-restart"},
@@ -367,6 +372,11 @@ func deployHostsFive(t *testing.T) *hostsDeployment {
 		t.Fatalf("restart_delay_ms: %v", err)
 	}
 	d.restartDelay = time.Duration(ms) * time.Millisecond
+	if useTLS {
+		if d.tls, err = pki.ClientConfig(terraform.Output(t, d.opts, "ca_cert_pem")); err != nil {
+			t.Fatalf("ca_cert_pem: %v", err)
+		}
+	}
 	var userData []string
 	if err := json.Unmarshal([]byte(terraform.OutputJson(t, d.opts, "user_data")), &userData); err != nil {
 		t.Fatalf("user_data: %v", err)
@@ -443,8 +453,12 @@ func (d *hostsDeployment) planIsEmpty(t *testing.T) {
 }
 
 func (d *hostsDeployment) client(i int, user, password string) *redis.Client {
+	dial := pki.Dialer(d.lab.DialContext(0))
+	if d.tls != nil {
+		dial = pki.WrapDialer(dial, d.tls)
+	}
 	return redis.NewClient(&redis.Options{Addr: d.endpoints[i], Username: user, Password: password,
-		Dialer: d.lab.DialContext(0), DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second,
+		Dialer: dial, DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second,
 		ContextTimeoutEnabled: true, MaxRetries: -1})
 }
 

@@ -55,7 +55,7 @@ func tenantLocker(t *testing.T, cfg *agentconfig.Config) *redlock.Client {
 // other's held lock, and removing a tenant in place shuts only that tenant out.
 func TestTenantsAreIsolatedEndToEnd(t *testing.T) {
 	t.Parallel()
-	d := deployLocalFiveWith(t, "5s", map[string]interface{}{
+	d := deployLocalFiveVars(t, "5s", map[string]interface{}{
 		"lock_users": map[string]interface{}{
 			"billing": map[string]interface{}{"key_prefix": "billing:"},
 			"orders":  map[string]interface{}{"key_prefix": "orders:"},

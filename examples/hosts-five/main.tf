@@ -25,4 +25,5 @@ module "hosts" {
   max_lock_ttl                = var.max_lock_ttl
   install_packages            = var.install_packages
   hooks                       = var.hooks
+  tls                         = var.tls
 }

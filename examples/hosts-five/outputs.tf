@@ -41,3 +41,8 @@ output "client_config" {
   value       = module.hosts.client_config
   sensitive   = true
 }
+
+output "ca_cert_pem" {
+  description = "The deployment's CA certificate (tls = true), for `lockagent --cacert`."
+  value       = module.hosts.ca_cert_pem
+}

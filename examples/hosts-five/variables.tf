@@ -41,3 +41,9 @@ variable "hooks" {
   })
   default = {}
 }
+
+variable "tls" {
+  description = "Serve TLS only, with a CA and per-host certificates made by the module; lock clients get the CA in client_config."
+  type        = bool
+  default     = false
+}

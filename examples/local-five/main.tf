@@ -27,4 +27,5 @@ module "cluster" {
   max_lock_ttl   = var.max_lock_ttl
   server_binary  = var.server_binary
   lock_users     = var.lock_users
+  tls            = var.tls
 }

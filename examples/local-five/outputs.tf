@@ -72,3 +72,8 @@ output "client_configs" {
   value       = module.cluster.client_configs
   sensitive   = true
 }
+
+output "ca_cert_pem" {
+  description = "The deployment's CA certificate (tls = true), for `lockagent --cacert`."
+  value       = module.cluster.ca_cert_pem
+}

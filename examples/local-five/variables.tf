@@ -50,3 +50,9 @@ variable "lock_users" {
   }))
   default = {}
 }
+
+variable "tls" {
+  description = "Serve TLS only, with a CA and per-master certificates made by the module (on one machine this rehearses the configuration; it protects nothing)."
+  type        = bool
+  default     = false
+}

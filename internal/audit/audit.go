@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/pki"
 )
 
 // Defaults for the zero values of Target.
@@ -40,7 +42,8 @@ type Target struct {
 	LockUsername string
 	LockPassword string
 	// TLS connects with TLS (server name = endpoint host). TLSConfig overrides the
-	// default config when set.
+	// default config when set (the deployment's CA: pki.ClientConfig). TLS also makes the
+	// audit check that every master serves TLS only (plain-text port closed).
 	TLS       bool
 	TLSConfig *tls.Config
 	// MaxLockTTL is the largest TTL clients use. Required: the restart delay, the clock
@@ -89,6 +92,10 @@ type Master struct {
 	ClockRateError float64       `json:"clock_rate_error"`
 	RTT            time.Duration `json:"-"` // median round trip of a trivial command (TIME)
 	Uptime         time.Duration `json:"-"`
+	// PlainPort and TLSPort are the master's port and tls-port settings, read when the
+	// deployment uses TLS ("0": closed). A TLS deployment's masters serve TLS only.
+	PlainPort string `json:"plain_port,omitempty"`
+	TLSPort   string `json:"tls_port,omitempty"`
 	// LockUserChecked is true when lock credentials were given and tried.
 	LockUserChecked bool `json:"lock_user_checked"`
 	// LockUserCanConfig: the lock user was allowed to run CONFIG GET (it must not be).
@@ -306,8 +313,15 @@ func (t Target) clientOptions(ep, user, pass string) *redis.Options {
 		if t.TLSConfig != nil {
 			o.TLSConfig = t.TLSConfig.Clone()
 		} else {
+			o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		if o.TLSConfig.ServerName == "" {
 			host, _, _ := net.SplitHostPort(ep)
-			o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+			o.TLSConfig.ServerName = strings.Trim(host, "[]")
+		}
+		if t.Dialer != nil {
+			// go-redis applies TLSConfig only with its own dialer.
+			o.Dialer = pki.WrapDialer(t.Dialer, o.TLSConfig)
 		}
 	}
 	return o
@@ -354,6 +368,15 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 		m.ErrorClass = worse(m.ErrorClass, ClassError)
 	} else {
 		m.configRead = true
+	}
+	if t.TLS {
+		if ports, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
+			return configGet(ctx, c, "port", "tls-port")
+		}); err != nil {
+			note("CONFIG GET", err)
+		} else {
+			m.PlainPort, m.TLSPort = ports["port"], ports["tls-port"]
+		}
 	}
 	if off, rate, rateErr, err := measureClock(ctx, c, t.NodeTimeout, t.ClockInterval); err != nil {
 		note("TIME", err)

@@ -91,6 +91,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 		if m.MaxMemoryPolicy != "" && m.MaxMemoryPolicy != redisconf.MaxmemoryPolicy {
 			add("Master %s has maxmemory-policy %s: under memory pressure it evicts live lock keys. Fix: CONFIG SET maxmemory-policy noeviction on %s (and in its config).", ep, m.MaxMemoryPolicy, ep)
 		}
+		if t.TLS && m.PlainPort != "" && m.PlainPort != "0" {
+			add("Master %s also serves plain text on port %s (tls-port %s): the deployment uses TLS, but passwords and lock tokens can still cross the network in clear there. Fix: set port 0 so that it serves TLS only (redlock_master and redlock_host_config with tls = true do this).", ep, m.PlainPort, m.TLSPort)
+		}
 		if m.audited && m.MaxMemory == 0 {
 			add("Master %s has maxmemory 0 (unlimited): it can grow until the kernel kills it, a crash that loses its locks. Fix: CONFIG SET maxmemory to an explicit size such as 64mb on %s (and in its config).", ep, ep)
 		}

@@ -102,6 +102,8 @@ started() {
 }
 
 cli() {
+	# A TLS master serves TLS only: the CLI verifies it against the deployment's CA.
+	if [ -n "${TLS_CA_FILE:-}" ]; then set -- --tls --cacert "$TLS_CA_FILE" "$@"; fi
 	REDISCLI_AUTH=$(cat "$ADMIN_PASSWORD_FILE") timeout 5 "$CLI" -h "$HOST" -p "$PORT" --no-auth-warning "$@"
 }
 
@@ -145,6 +147,9 @@ stopped() {
 setup() {
 	# The server config holds the passwords: readable by the service's user only.
 	chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"
+	if [ -n "${TLS_KEY_FILE:-}" ]; then
+		chown "$SERVICE_USER:$SERVICE_GROUP" "$TLS_KEY_FILE" && chmod 0600 "$TLS_KEY_FILE"
+	fi
 	systemctl daemon-reload
 	systemctl enable "$UNIT"
 	# --no-block: a new host holds restart_delay before its first start, and cloud-init

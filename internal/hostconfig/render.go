@@ -94,7 +94,7 @@ func Render(h Host) (*Bundle, error) {
 		return nil, errors.Join(errs...)
 	}
 
-	conf := spec.RedisConfig()
+	conf := spec.RedisConfig(ConfDir)
 	conf.PidFile = srv.PIDFile
 	serverConf, err := conf.Render()
 	if err != nil {
@@ -109,6 +109,14 @@ func Render(h Host) (*Bundle, error) {
 		{Path: serverConfPath, Content: serverConf, Permissions: "0600"},
 		{Path: ScriptPath, Content: script, Permissions: "0755"},
 		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
+	}
+	if files := spec.TLSFiles(ConfDir); files != nil {
+		// The key is 0600 and the setup step gives it to the server's user (cloud-init writes
+		// files as root, before the package's user may exist).
+		b.Files = append(b.Files,
+			File{Path: files.CertFile, Content: spec.TLS.CertPEM, Permissions: "0644"},
+			File{Path: files.KeyFile, Content: spec.TLS.KeyPEM, Permissions: "0600"},
+			File{Path: files.CACertFile, Content: spec.TLS.CACertPEM, Permissions: "0644"})
 	}
 	b.Commands = [][]string{{ScriptPath, "setup"}}
 	if b.UserData, err = cloudConfig(b, h.InstallPackages); err != nil {
@@ -134,6 +142,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 		{"DATA_DIR", spec.DataDir}, {"RESTART_DELAY_MS", fmt.Sprint(spec.RestartDelay.Milliseconds())},
 		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
+		{"SERVICE_USER", srv.User}, {"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}
@@ -181,4 +190,17 @@ TimeoutStopSec=%[7]d
 // shellQuote quotes s as one POSIX shell word.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// tlsFile is the path of a TLS master's key or CA file on the host: "" without TLS (the
+// policy script then talks plain text to the server).
+func tlsFile(spec master.Spec, which string) string {
+	files := spec.TLSFiles(ConfDir)
+	switch {
+	case files == nil:
+		return ""
+	case which == "key":
+		return files.KeyFile
+	}
+	return files.CACertFile
 }

@@ -13,7 +13,7 @@ type Server struct {
 	Unit    string // the package's systemd unit
 	Binary  string // the server executable
 	CLI     string // the package's command-line client (the stop step uses it)
-	User    string // the user the unit runs as: it owns the server config (0600: it holds the passwords)
+	User    string // the user the unit runs as: it owns the server config (0600: it holds the passwords) and the TLS key
 	Group   string // the group the unit runs as
 	DataDir string // the unit's writable data dir: the AOF and the restart records live here
 	PIDFile string // the unit's PIDFile=

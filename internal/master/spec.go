@@ -40,7 +40,7 @@ type LockUser = redisconf.LockUser
 
 // Users returns the lock users the master defines: LockUsers, or the single LockUser with
 // no prefix.
-func (s Spec) Users() []LockUser { return s.RedisConfig().Users() }
+func (s Spec) Users() []LockUser { return s.RedisConfig("").Users() }
 
 // Hooks are commands (argv, no shell) run on restart-policy events. An empty argv runs
 // nothing. Every runtime gives them the same environment: REDLOCK_EVENT (crash |
@@ -88,6 +88,9 @@ type Spec struct {
 	LockUsers []LockUser
 
 	Hooks Hooks
+
+	// TLS, when set, makes the master serve TLS only (see TLS).
+	TLS *TLS
 }
 
 // MinMargin is the smallest clock drift margin that covers a lock of ttl: the clock-rate
@@ -250,6 +253,9 @@ func (s Spec) Check() error {
 				"[\"/bin/sh\", \"-c\", \"...\"].", name))
 		}
 	})
+	if err := s.CheckTLS(time.Now()); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -309,12 +315,13 @@ func ValidUserName(name string) bool {
 	return true
 }
 
-// RedisConfig is the redis.conf (internal/redisconf) this master runs with.
-func (s Spec) RedisConfig() redisconf.Config {
+// RedisConfig is the redis.conf (internal/redisconf) this master runs with. A TLS master's
+// files are in tlsDir (see TLSFiles); without TLS tlsDir is unused.
+func (s Spec) RedisConfig(tlsDir string) redisconf.Config {
 	return redisconf.Config{
 		Bind: s.Bind, Port: s.Port, DataDir: s.DataDir,
 		AdminPassword: s.AdminPassword, LockUser: s.LockUser, LockPassword: s.LockPassword, LockUsers: s.LockUsers,
-		MaxMemory: s.MaxMemory, AppendFsync: s.AppendFsync,
+		MaxMemory: s.MaxMemory, AppendFsync: s.AppendFsync, TLS: s.TLSFiles(tlsDir),
 	}
 }
 

@@ -99,7 +99,21 @@ type Config struct {
 	AppendFsync string
 	PidFile     string // optional
 	LogFile     string // optional; "" logs to stdout
+	// TLS, when set, makes the master serve TLS only: Port becomes the tls-port and the
+	// plain-text port is closed (port 0).
+	TLS *TLSFiles
 }
+
+// TLSFiles are the PEM files a TLS master reads at start (and again on CONFIG SET of any
+// tls-* setting, which is how a certificate is rotated without a restart).
+type TLSFiles struct {
+	CertFile   string // the server certificate
+	KeyFile    string // its private key (mode 0600, readable by the server's user)
+	CACertFile string // the CA that signed it
+}
+
+// TLSProtocols are the TLS versions a master accepts.
+const TLSProtocols = "TLSv1.2 TLSv1.3"
 
 // Render returns the redis.conf text. It fails when a required field is missing rather than
 // producing a config that would start an unauthenticated master.
@@ -132,7 +146,22 @@ func (c Config) Render() (string, error) {
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	line("# Written by redlock-kit. Every line below is a Redlock safety setting.")
 	line("bind %s", bind)
-	line("port %d", c.Port)
+	if c.TLS != nil {
+		if c.TLS.CertFile == "" || c.TLS.KeyFile == "" || c.TLS.CACertFile == "" {
+			return "", fmt.Errorf("redisconf: TLS needs a certificate, a key and a CA certificate file")
+		}
+		line("# TLS only: the plain-text port is closed. Clients authenticate with passwords, not")
+		line("# certificates; they verify the server against the CA.")
+		line("port 0")
+		line("tls-port %d", c.Port)
+		line("tls-cert-file %s", quote(c.TLS.CertFile))
+		line("tls-key-file %s", quote(c.TLS.KeyFile))
+		line("tls-ca-cert-file %s", quote(c.TLS.CACertFile))
+		line("tls-auth-clients no")
+		line("tls-protocols %s", quote(TLSProtocols))
+	} else {
+		line("port %d", c.Port)
+	}
 	line("protected-mode yes")
 	line("daemonize no")
 	line("dir %s", quote(c.DataDir))

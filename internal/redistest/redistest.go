@@ -9,6 +9,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +41,9 @@ type Options struct {
 	// LockUsers, when set, replace the single lock user: one user per tenant, each
 	// confined to its key prefix (see redisconf.LockUser).
 	LockUsers []redisconf.LockUser
+	// TLS makes every master serve TLS only, with a server certificate for Host signed by
+	// the cluster's own CA (Cluster.CACertPEM; Master.TLSConfig trusts it).
+	TLS bool
 }
 
 // Credentials every harness master shares.
@@ -52,8 +56,10 @@ const (
 // Cluster is a set of independent masters.
 type Cluster struct {
 	Masters []*Master
-	dir     string
-	ownDir  bool
+	// CACertPEM is the CA every master's certificate is signed by (Options.TLS); "" without TLS.
+	CACertPEM string
+	dir       string
+	ownDir    bool
 }
 
 // Master is one redis-server process and its data dir.
@@ -63,8 +69,10 @@ type Master struct {
 	Addr       string // host:port
 	DataDir    string
 	ConfigFile string
-	binary     string
-	clock      *ClockSkew
+	// TLSConfig is the client side of a TLS master (trusts the cluster's CA); nil without TLS.
+	TLSConfig *tls.Config
+	binary    string
+	clock     *ClockSkew
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -116,8 +124,16 @@ func New(opts Options) (*Cluster, error) {
 		}
 		c.ownDir = true
 	}
+	var tlsFiles *tlsMaterial
+	if opts.TLS {
+		if tlsFiles, err = newTLSMaterial(c.dir, opts.Host); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		c.CACertPEM = tlsFiles.caPEM
+	}
 	for i := 0; i < opts.Masters; i++ {
-		m, err := startMaster(bin, opts, filepath.Join(c.dir, fmt.Sprintf("master-%d", i)))
+		m, err := startMaster(bin, opts, filepath.Join(c.dir, fmt.Sprintf("master-%d", i)), tlsFiles)
 		if err != nil {
 			_ = c.Close()
 			return nil, err
@@ -159,7 +175,7 @@ func (c *Cluster) Close() error {
 	return errors.Join(errs...)
 }
 
-func startMaster(bin string, opts Options, dataDir string) (*Master, error) {
+func startMaster(bin string, opts Options, dataDir string, tm *tlsMaterial) (*Master, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -172,10 +188,14 @@ func startMaster(bin string, opts Options, dataDir string) (*Master, error) {
 		}
 		m := &Master{Host: opts.Host, Port: port, Addr: net.JoinHostPort(opts.Host, strconv.Itoa(port)),
 			DataDir: dataDir, ConfigFile: filepath.Join(dataDir, "redis.conf"), binary: bin, clock: opts.Clock}
-		conf, err := redisconf.Config{Bind: opts.Host, Port: port, DataDir: dataDir,
+		rc := redisconf.Config{Bind: opts.Host, Port: port, DataDir: dataDir,
 			AdminPassword: AdminPassword, LockUser: LockUser, LockPassword: LockPassword, LockUsers: opts.LockUsers,
 			MaxMemory: opts.MaxMemory, AppendFsync: opts.AppendFsync,
-			LogFile: filepath.Join(dataDir, "redis.log")}.Render()
+			LogFile: filepath.Join(dataDir, "redis.log")}
+		if tm != nil {
+			rc.TLS, m.TLSConfig = &tm.files, tm.client
+		}
+		conf, err := rc.Render()
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +249,7 @@ func (m *Master) Admin() *redis.Client {
 	if m.admin == nil {
 		m.admin = redis.NewClient(&redis.Options{Addr: m.Addr, Password: AdminPassword,
 			DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-			ContextTimeoutEnabled: true, MaxRetries: -1})
+			ContextTimeoutEnabled: true, MaxRetries: -1, TLSConfig: m.TLSConfig})
 	}
 	return m.admin
 }
@@ -243,7 +263,7 @@ func (m *Master) ClientAs(user, password string) *redis.Client {
 // LockClient returns a new client authenticated as the restricted lock user.
 func (m *Master) LockClient() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: m.Addr, Username: LockUser, Password: LockPassword,
-		ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second})
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second, TLSConfig: m.TLSConfig})
 }
 
 // Restart starts redis-server again on the same port and data dir (the AOF is replayed,

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
@@ -151,5 +154,37 @@ func TestClockStepFileStepsARunningMaster(t *testing.T) {
 	}
 	if n := m.Admin().Exists(ctx, "k").Val(); n != 0 {
 		t.Fatal("a one-minute key survived a two-minute clock step")
+	}
+}
+
+// TestTLSOnlyMaster: a TLS master answers a client that trusts the cluster's CA, and a
+// plain-text client's command never reaches it: the server ends the connection during
+// what it takes for a TLS handshake.
+func TestTLSOnlyMaster(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, redistest.Options{Masters: 1, TLS: true})
+	m := c.Masters[0]
+	ctx := context.Background()
+	if m.TLSConfig == nil || c.CACertPEM == "" {
+		t.Fatal("TLS cluster without a CA or a client TLS config")
+	}
+	for param, want := range map[string]string{"port": "0", "tls-port": strconv.Itoa(m.Port), "tls-auth-clients": "no"} {
+		got, err := m.Admin().ConfigGet(ctx, param).Result()
+		if err != nil || got[param] != want {
+			t.Errorf("%s = %q (err %v), want %q", param, got[param], err, want)
+		}
+	}
+	lc := m.LockClient()
+	defer lc.Close()
+	if err := lc.SetNX(ctx, "k", "v", time.Minute).Err(); err != nil {
+		t.Fatalf("lock user over TLS: %v", err)
+	}
+	plain := redis.NewClient(&redis.Options{Addr: m.Addr, Username: redistest.LockUser, Password: redistest.LockPassword,
+		MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	defer plain.Close()
+	err := plain.Ping(ctx).Err()
+	t.Logf("plain-text PING: %v", err)
+	if !redistest.IsPlainTextRefused(err) {
+		t.Fatalf("plain-text PING to a TLS-only master: %v, want the connection closed by the server (EOF or reset)", err)
 	}
 }

@@ -27,7 +27,11 @@ type Config struct {
 	KeyPrefix     string `json:"key_prefix,omitempty"`
 	AdminUsername string `json:"admin_username,omitempty"`
 	AdminPassword string `json:"admin_password,omitempty"`
-	TLS           bool   `json:"tls,omitempty"`
+	// TLS connects with TLS, verifying the masters against the CA in CACertPEM (inline) or
+	// CACertFile (a path), or the system's roots when neither is given (see ClientTLS).
+	TLS        bool   `json:"tls,omitempty"`
+	CACertPEM  string `json:"ca_cert_pem,omitempty"`
+	CACertFile string `json:"ca_cert_file,omitempty"`
 	// MaxLockTTL is the largest TTL clients may use; RestartDelay how long a crashed
 	// master stays down. Both are Go durations ("30s") in JSON.
 	MaxLockTTL   Duration `json:"max_lock_ttl"`
@@ -80,8 +84,9 @@ func Load(path string) (*Config, error) {
 }
 
 // ApplyEnv overlays LOCKAGENT_ENDPOINTS (comma-separated), LOCKAGENT_USERNAME,
-// LOCKAGENT_PASSWORD, LOCKAGENT_KEY_PREFIX, LOCKAGENT_ADMIN_USERNAME, LOCKAGENT_ADMIN_PASSWORD, LOCKAGENT_TLS,
-// LOCKAGENT_MAX_LOCK_TTL and LOCKAGENT_RESTART_DELAY onto c.
+// LOCKAGENT_PASSWORD, LOCKAGENT_KEY_PREFIX, LOCKAGENT_ADMIN_USERNAME, LOCKAGENT_ADMIN_PASSWORD,
+// LOCKAGENT_TLS, LOCKAGENT_CACERT (a CA file; implies TLS), LOCKAGENT_MAX_LOCK_TTL and
+// LOCKAGENT_RESTART_DELAY onto c.
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	if v, ok := lookup("LOCKAGENT_ENDPOINTS"); ok && v != "" {
 		c.Endpoints = SplitList(v)
@@ -99,6 +104,9 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 			return fmt.Errorf("LOCKAGENT_TLS=%q: want true or false", v)
 		}
 		c.TLS = b
+	}
+	if v, ok := lookup("LOCKAGENT_CACERT"); ok && v != "" {
+		c.CACertFile, c.CACertPEM, c.TLS = v, "", true
 	}
 	for name, dst := range map[string]*Duration{"LOCKAGENT_MAX_LOCK_TTL": &c.MaxLockTTL, "LOCKAGENT_RESTART_DELAY": &c.RestartDelay} {
 		if v, ok := lookup(name); ok && v != "" {
@@ -136,7 +144,7 @@ func (c *Config) Validate() error {
 	if c.MaxLockTTL.Duration < 0 {
 		return errors.New("max_lock_ttl: must not be negative")
 	}
-	return nil
+	return c.checkTLS()
 }
 
 // QuorumSize is N/2+1 for the configured endpoints.

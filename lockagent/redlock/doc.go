@@ -229,4 +229,14 @@
 // bound instead of go-redis's read timeout) and DialerRetries 1 (go-redis otherwise
 // retries a refused dial for about half a second, longer than a node timeout: the
 // first attempt then reports a node timeout, and later ones the refusal).
+//
+// # TLS
+//
+// The library speaks to the masters through the clients it is given, so TLS is a go-redis
+// option: set redis.Options.TLSConfig on each client, with RootCAs holding the
+// deployment's CA (the redlock-cluster and redlock-hosts modules' client config carries it
+// as ca_cert_pem; with tls = true their masters serve TLS only) and MinVersion TLS 1.2.
+// The server name is taken from the address dialled when TLSConfig.ServerName is empty; a
+// custom Options.Dialer must do the handshake itself (go-redis applies TLSConfig only with
+// its own dialer). Nothing else changes: the same scripts, the same timing.
 package redlock

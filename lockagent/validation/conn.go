@@ -3,6 +3,7 @@ package validation
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/redlock-kit/redlock-kit/internal/pki"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
 )
 
@@ -23,7 +25,9 @@ func lockClientOptions(o *validateOptions, addr string) *redis.Options {
 // deadlines are honoured (ContextTimeoutEnabled), so a stopped master costs only the
 // library's per-node timeout; go-redis never retries on its own (the library decides); the
 // handshake sends nothing the restricted ACL user may not run. dialer, when not nil, opens
-// the connections.
+// the connections. With TLS the masters are verified against the config's CA
+// (agentconfig.Config.ClientTLS), also through dialer; a CA that cannot be read (Validate
+// reports it) is trusted for nothing, so the handshake fails rather than falls back.
 func ClientOptions(cfg *agentconfig.Config, addr string, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
 	opt := &redis.Options{
 		Addr:                  addr,
@@ -42,8 +46,17 @@ func ClientOptions(cfg *agentconfig.Config, addr string, dialer func(ctx context
 		Dialer: dialer,
 	}
 	if cfg.TLS {
+		tlsConf, err := cfg.ClientTLS()
+		if err != nil {
+			tlsConf = &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}
+		}
 		host, _, _ := net.SplitHostPort(addr)
-		opt.TLSConfig = &tls.Config{ServerName: strings.Trim(host, "[]"), MinVersion: tls.VersionTLS12}
+		tlsConf.ServerName = strings.Trim(host, "[]")
+		opt.TLSConfig = tlsConf
+		if dialer != nil {
+			// go-redis applies TLSConfig only with its own dialer.
+			opt.Dialer = pki.WrapDialer(dialer, tlsConf)
+		}
 	}
 	return opt
 }
@@ -55,4 +68,11 @@ func lockClients(o *validateOptions) []*redis.Client {
 		clients[i] = redis.NewClient(lockClientOptions(o, e))
 	}
 	return clients
+}
+
+// clientTLS is the config's TLS (nil without TLS or when it cannot be built: CheckConfig
+// reported that before).
+func clientTLS(cfg *agentconfig.Config) *tls.Config {
+	c, _ := cfg.ClientTLS()
+	return c
 }

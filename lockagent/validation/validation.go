@@ -363,6 +363,7 @@ func auditTarget(o *validateOptions) audit.Target {
 		Username:  cfg.AdminUsername, Password: cfg.AdminPassword,
 		LockUsername: cfg.Username, LockPassword: cfg.Password,
 		TLS:           cfg.TLS,
+		TLSConfig:     clientTLS(cfg),
 		MaxLockTTL:    cfg.MaxLockTTL.Duration,
 		RestartDelay:  cfg.RestartDelay.Duration,
 		NodeTimeout:   o.auditTimeout,

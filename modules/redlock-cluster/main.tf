@@ -55,6 +55,11 @@ resource "redlock_master" "this" {
   lock_password  = local.tenants ? null : redlock_credentials.this.lock_password
   lock_users     = local.lock_users
 
+  tls             = var.tls
+  tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null
+  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null
+  tls_ca_cert_pem = local.ca_cert_pem
+
   hooks = {
     on_crash       = var.hooks.on_crash
     before_restart = var.hooks.before_restart
@@ -92,6 +97,8 @@ data "redlock_audit" "this" {
   max_lock_ttl  = var.max_lock_ttl
   # The shortest delay is the one that must cover max_lock_ttl plus drift.
   restart_delay = "${min(redlock_master.this[*].restart_delay_ms...)}ms"
+  tls           = var.tls
+  ca_cert_pem   = local.ca_cert_pem
 
   depends_on = [redlock_master.this]
 

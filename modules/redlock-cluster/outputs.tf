@@ -64,7 +64,8 @@ output "audit" {
 locals {
   base_config = {
     endpoints     = redlock_master.this[*].address
-    tls           = false
+    tls           = var.tls
+    ca_cert_pem   = local.ca_cert_pem
     max_lock_ttl  = var.max_lock_ttl
     restart_delay = "${min(redlock_master.this[*].restart_delay_ms...)}ms" # validate checks the shortest
     quorum        = floor(var.masters / 2) + 1

@@ -49,6 +49,11 @@ data "redlock_host_config" "this" {
   lock_users       = local.lock_users
   hooks            = var.hooks
 
+  tls             = var.tls
+  tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null
+  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null
+  tls_ca_cert_pem = local.ca_cert_pem
+
   lifecycle {
     precondition {
       condition     = var.allow_shared_failure_domain || length(distinct(local.domains)) == length(local.domains)
@@ -72,6 +77,8 @@ check "redlock_deployment" {
     lock_password = local.audit_password
     max_lock_ttl  = var.max_lock_ttl
     restart_delay = "${min(data.redlock_host_config.this[*].restart_delay_ms...)}ms"
+    tls           = var.tls
+    ca_cert_pem   = local.ca_cert_pem
   }
 
   assert {

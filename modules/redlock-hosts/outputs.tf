@@ -44,7 +44,8 @@ output "admin_password" {
 locals {
   base_config = {
     endpoints     = data.redlock_host_config.this[*].endpoint
-    tls           = false
+    tls           = var.tls
+    ca_cert_pem   = local.ca_cert_pem
     max_lock_ttl  = var.max_lock_ttl
     restart_delay = "${min(data.redlock_host_config.this[*].restart_delay_ms...)}ms"
     quorum        = local.quorum

@@ -113,3 +113,10 @@ variable "lock_users" {
     error_message = "lock_users: one key_prefix starts with another, so that user could reach the other's locks: give each user a prefix no other starts with (end each with ':')."
   }
 }
+
+variable "tls" {
+  description = "Serve TLS only: the module makes a CA and one server certificate per master (offline, keys in the state), every master closes its plain-text port, and the client configs carry the CA certificate (never a key). Changing it replaces the masters."
+  type        = bool
+  default     = false
+  nullable    = false
+}

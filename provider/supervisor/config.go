@@ -41,6 +41,9 @@ type Config struct {
 	// was seen alive: a bit more than the largest lock TTL in use (max TTL + drift margin).
 	RestartDelay time.Duration
 	Hooks        Hooks
+	// TLSCACertFile, when set, is the CA file of a master that serves TLS only: the health
+	// check, SHUTDOWN and the AOF compaction connect with TLS trusting it.
+	TLSCACertFile string
 }
 
 // configJSON is the file format. restart_delay is written as a duration string ("31s") and
@@ -54,6 +57,7 @@ type configJSON struct {
 	AdminPassword string          `json:"admin_password"`
 	RestartDelay  json.RawMessage `json:"restart_delay"`
 	Hooks         Hooks           `json:"hooks"`
+	TLSCACertFile string          `json:"tls_ca_cert_file,omitempty"`
 }
 
 // MarshalJSON writes the supervisor.json format.
@@ -63,7 +67,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(configJSON{Name: c.Name, ServerBinary: c.ServerBinary, ConfigFile: c.ConfigFile,
-		DataDir: c.DataDir, Addr: c.Addr, AdminPassword: c.AdminPassword, RestartDelay: delay, Hooks: c.Hooks})
+		DataDir: c.DataDir, Addr: c.Addr, AdminPassword: c.AdminPassword, RestartDelay: delay, Hooks: c.Hooks,
+		TLSCACertFile: c.TLSCACertFile})
 }
 
 // UnmarshalJSON reads the supervisor.json format; restart_delay may be "31s" or 31000 (ms).
@@ -77,7 +82,8 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*c = Config{Name: raw.Name, ServerBinary: raw.ServerBinary, ConfigFile: raw.ConfigFile, DataDir: raw.DataDir,
-		Addr: raw.Addr, AdminPassword: raw.AdminPassword, RestartDelay: delay, Hooks: raw.Hooks}
+		Addr: raw.Addr, AdminPassword: raw.AdminPassword, RestartDelay: delay, Hooks: raw.Hooks,
+		TLSCACertFile: raw.TLSCACertFile}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/master"
 )
 
 // Exit codes of Main.
@@ -559,9 +562,16 @@ func probe(ctx context.Context, c Config, alive *aliveClock) {
 	}
 }
 
+// adminClient talks to the master as the admin; a TLS master's CA file is read as it is now
+// (an update may have replaced it).
 func adminClient(c Config) *redis.Client {
+	var tlsConf *tls.Config
+	if c.TLSCACertFile != "" {
+		ca, _ := os.ReadFile(c.TLSCACertFile) // unreadable: trusts nothing, and the handshake error says so
+		tlsConf = master.ClientTLS(string(ca))
+	}
 	return redis.NewClient(&redis.Options{
-		Addr: c.Addr, Password: c.AdminPassword,
+		Addr: c.Addr, Password: c.AdminPassword, TLSConfig: tlsConf,
 		DialTimeout: pingTimeout, ReadTimeout: pingTimeout, WriteTimeout: pingTimeout,
 		ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1, DisableIdentity: true,
 	})

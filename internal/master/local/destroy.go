@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,7 +44,7 @@ func Destroy(ctx context.Context, m Master, pids Processes) (warnings []Warning,
 			if st, err := supervisor.ReadState(dir); err == nil {
 				floor = st.HoldFloor
 			}
-			ttl, err := lastLocks(ctx, addr, s.AdminPassword, s.Users())
+			ttl, err := lastLocks(ctx, addr, s.AdminPassword, s.Users(), s.ClientTLS())
 			lockWait = destroyLockWait(time.Now(), delay, floor, ttl, s.ClockDriftMargin, err == nil)
 		}
 	}
@@ -147,10 +148,10 @@ func forgetData(dir string, stopped, validUntil time.Time) error {
 // lock is granted after the measurement, before the shutdown. Keys without a TTL, such as
 // fence registers, are not locks and need no wait. Any error means "unknown", and the
 // caller waits the whole restart_delay.
-func lastLocks(ctx context.Context, addr, password string, users []master.LockUser) (time.Duration, error) {
+func lastLocks(ctx context.Context, addr, password string, users []master.LockUser, tlsConf *tls.Config) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c := adminClient(addr, password)
+	c := adminClient(addr, password, tlsConf)
 	defer c.Close()
 	// "off" refuses new authentications only; CLIENT KILL USER ends the open ones.
 	for _, u := range users {

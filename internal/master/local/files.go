@@ -31,6 +31,9 @@ type record struct {
 	LockPassword           string       `json:"lock_password"`
 	LockUsers              []recordUser `json:"lock_users,omitempty"`
 	KeepDataOnDestroy      bool         `json:"keep_data_on_destroy"`
+	// TLS: the master serves TLS only, with the files master.TLSFileContents names in the
+	// data dir (Load reads the PEMs back from them).
+	TLS bool `json:"tls,omitempty"`
 }
 
 // recordUser is one tenant in the record.
@@ -52,7 +55,7 @@ func newRecord(m Master) record {
 		ClockDriftMargin: or(m.Written.ClockDriftMargin, s.ClockDriftMargin.String()),
 		RestartDelay:     or(m.Written.RestartDelay, s.RestartDelay.String()), MaxMemory: s.MaxMemory,
 		AppendFsync: s.AppendFsync, AllowUnsafeAppendFsync: s.AllowUnsafeAppendFsync, LockUser: s.LockUser,
-		LockPassword: s.LockPassword, LockUsers: recordUsers(s.LockUsers), KeepDataOnDestroy: m.KeepDataOnDestroy,
+		LockPassword: s.LockPassword, LockUsers: recordUsers(s.LockUsers), KeepDataOnDestroy: m.KeepDataOnDestroy, TLS: s.TLS != nil,
 	}
 }
 
@@ -94,7 +97,12 @@ func parseRecord(dir string, raw []byte) (record, error) {
 func writeFiles(m Master) error {
 	s := m.Spec
 	dir := s.DataDir
-	conf := s.RedisConfig()
+	for name, content := range s.TLSFileContents() {
+		if err := writeFileAtomic(filepath.Join(dir, name), []byte(content)); err != nil {
+			return fieldError("data_dir", "Cannot write the TLS files", err.Error())
+		}
+	}
+	conf := s.RedisConfig(dir)
 	conf.LogFile = filepath.Join(dir, redisLogFileName)
 	text, err := conf.Render()
 	if err != nil {
@@ -113,6 +121,7 @@ func writeFiles(m Master) error {
 	err = supervisor.WriteConfig(dir, supervisor.Config{
 		Name: s.Name, ServerBinary: bin, ConfigFile: filepath.Join(dir, RedisConfFileName), DataDir: dir,
 		Addr: s.Addr(), AdminPassword: s.AdminPassword, RestartDelay: s.RestartDelay, Hooks: s.Hooks,
+		TLSCACertFile: tlsCAFile(s),
 	})
 	if err != nil {
 		return &Error{Summary: "Cannot write supervisor.json", Detail: err.Error()}
@@ -177,4 +186,32 @@ func or(v, def string) string {
 		return v
 	}
 	return def
+}
+
+// tlsCAFile is the CA file the supervisor's health check trusts: "" without TLS.
+func tlsCAFile(s master.Spec) string {
+	if f := s.TLSFiles(s.DataDir); f != nil {
+		return f.CACertFile
+	}
+	return ""
+}
+
+// readTLS reads back the TLS files writeFiles wrote in dir.
+func readTLS(dir string) (*master.TLS, error) {
+	read := func(name string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		return string(b), err
+	}
+	var t master.TLS
+	var err error
+	if t.CertPEM, err = read(master.TLSCertFileName); err != nil {
+		return nil, err
+	}
+	if t.KeyPEM, err = read(master.TLSKeyFileName); err != nil {
+		return nil, err
+	}
+	if t.CACertPEM, err = read(master.TLSCACertFileName); err != nil {
+		return nil, err
+	}
+	return &t, nil
 }

@@ -3,6 +3,7 @@ package local
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,16 +31,18 @@ type Live struct {
 	Safety
 }
 
-func adminClient(addr, password string) *redis.Client {
+// adminClient talks to the master at addr as the admin; tlsConf is its client TLS config
+// (master.Spec.ClientTLS: nil without TLS).
+func adminClient(addr, password string, tlsConf *tls.Config) *redis.Client {
 	return redis.NewClient(&redis.Options{
-		Addr: addr, Password: password, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
+		Addr: addr, Password: password, TLSConfig: tlsConf, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
 		WriteTimeout: 2 * time.Second, MaxRetries: -1, DisableIdentity: true, PoolSize: 1,
 	})
 }
 
 // readLive asks the master (as admin) for what a refresh compares with the Spec.
-func readLive(ctx context.Context, addr, password string) (Live, error) {
-	c := adminClient(addr, password)
+func readLive(ctx context.Context, addr, password string, tlsConf *tls.Config) (Live, error) {
+	c := adminClient(addr, password, tlsConf)
 	defer c.Close()
 	var live Live
 	info, err := c.Info(ctx, "server", "persistence", "replication").Result()

@@ -51,6 +51,12 @@ func Load(dir string) (Loaded, error) {
 	margin, _ := time.ParseDuration(strings.TrimSpace(r.ClockDriftMargin))
 	delay, _ := time.ParseDuration(strings.TrimSpace(r.RestartDelay))
 	_, port := splitAddr(sc.Addr)
+	var tlsMaterial *master.TLS
+	if r.TLS {
+		if tlsMaterial, err = readTLS(dir); err != nil {
+			return Loaded{}, fmt.Errorf("the master serves TLS, but its TLS files cannot be read: %w", err)
+		}
+	}
 	return Loaded{
 		Master: Master{
 			Spec: master.Spec{
@@ -59,6 +65,7 @@ func Load(dir string) (Loaded, error) {
 				MaxMemory: r.MaxMemory, AppendFsync: r.AppendFsync,
 				AllowUnsafeAppendFsync: r.AllowUnsafeAppendFsync, AllowNonLoopbackBind: r.AllowNonLoopbackBind,
 				AdminPassword: sc.AdminPassword, LockUser: r.LockUser, LockPassword: r.LockPassword, LockUsers: r.lockUsers(), Hooks: sc.Hooks,
+				TLS: tlsMaterial,
 			},
 			ZeroPort:          r.Port == 0,
 			Written:           Written{MaxLockTTL: r.MaxLockTTL, ClockDriftMargin: r.ClockDriftMargin, RestartDelay: r.RestartDelay},

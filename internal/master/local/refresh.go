@@ -60,7 +60,7 @@ func Refresh(ctx context.Context, s master.Spec, pids Processes) (Observed, []Wa
 		// supervisor does not reach it). Forgetting it would leave it granting locks after a
 		// destroy; keep it, with the pid /proc proved, and let the caller replace it.
 		obs := Observed{Status: StatusUnsupervised, Processes: Processes{Redis: st.RedisPID}}
-		if live, err := readLive(ctx, s.Addr(), s.AdminPassword); err == nil {
+		if live, err := readLive(ctx, s.Addr(), s.AdminPassword, s.ClientTLS()); err == nil {
 			obs.Live = &live
 		}
 		return obs, []Warning{{"Master is not supervised",
@@ -75,7 +75,7 @@ func Refresh(ctx context.Context, s master.Spec, pids Processes) (Observed, []Wa
 	if st.Status != supervisor.StatusRunning {
 		return obs, nil
 	}
-	live, err := readLive(ctx, s.Addr(), s.AdminPassword)
+	live, err := readLive(ctx, s.Addr(), s.AdminPassword, s.ClientTLS())
 	if err != nil {
 		return obs, []Warning{{"Cannot query the master",
 			fmt.Sprintf("redlock_master %q at %s: %v. Its settings could not be checked for drift.", name, s.Addr(), err)}}

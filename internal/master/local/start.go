@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -26,6 +27,12 @@ func Start(ctx context.Context, m Master, supervisorExe string) (started Started
 	dir, bind := s.DataDir, s.Bind
 	if err := LookPath(s.ServerBinary); err != nil {
 		return started, nil, fieldError("server_binary", "Executable not found", fmt.Sprintf("server_binary: %s.", err))
+	}
+	// TLS material made in the same apply was unknown at plan time: check it before the
+	// master starts, or a certificate for another address would show only as a start that
+	// never answers.
+	if err := s.CheckTLS(time.Now()); err != nil {
+		return started, nil, err
 	}
 	if err := DirCreatable(dir); err != nil {
 		return started, nil, fieldError("data_dir", "data_dir is not usable", fmt.Sprintf("data_dir: %s.", err))
@@ -81,7 +88,7 @@ func Start(ctx context.Context, m Master, supervisorExe string) (started Started
 	if err != nil {
 		return started, warnings, &Error{Summary: "Cannot start the supervisor", Detail: err.Error()}
 	}
-	live, err := waitRunning(ctx, dir, addr, s.AdminPassword, supPID)
+	live, err := waitRunning(ctx, dir, addr, s.AdminPassword, s.ClientTLS(), supPID)
 	if err != nil {
 		// Stop the supervisor spawned here, by its pid: the data dir's files may still name
 		// a dead predecessor.
@@ -174,7 +181,7 @@ func undoCreate(dir string, delay time.Duration, addr string) (Warning, bool) {
 // here. Only a state written by supPID counts: until it writes one, the data dir may still
 // hold the state of a dead predecessor (say "holding" after a crash), which says nothing
 // about this start.
-func waitRunning(ctx context.Context, dir, addr, password string, supPID int) (Live, error) {
+func waitRunning(ctx context.Context, dir, addr, password string, tlsConf *tls.Config, supPID int) (Live, error) {
 	lastErr := errors.New("the supervisor has not reported yet")
 	for {
 		if !ProcessAlive(supPID) {
@@ -184,7 +191,7 @@ func waitRunning(ctx context.Context, dir, addr, password string, supPID int) (L
 		mine := err == nil && st.SupervisorPID == supPID
 		switch {
 		case mine && st.Status == supervisor.StatusRunning:
-			live, err := readLive(ctx, addr, password)
+			live, err := readLive(ctx, addr, password, tlsConf)
 			switch {
 			case err != nil:
 				lastErr = err

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -24,10 +25,15 @@ import (
 func Update(ctx context.Context, from, to Master) (obs Observed, warnings []Warning, err error) {
 	to.Spec.Port = from.Spec.Port
 	dir, name, addr := to.Spec.DataDir, to.Spec.Name, from.Spec.Addr()
+	if (from.Spec.TLS == nil) != (to.Spec.TLS == nil) {
+		return obs, nil, fieldError("tls", "tls cannot change in place", fmt.Sprintf("redlock_master %q: switching "+
+			"tls on or off changes which port serves what: replace the master instead.", name))
+	}
+	trust := updateTLS(from, to)
 	st, inspectErr := supervisor.Inspect(dir)
 	running := inspectErr == nil && st.Status == supervisor.StatusRunning && st.RedisAlive
 	if running {
-		if err := applyRuntime(ctx, from, to); err != nil {
+		if err := applyRuntime(ctx, from, to, trust); err != nil {
 			return obs, nil, &Error{Summary: "Cannot change the running master",
 				Detail: fmt.Sprintf("redlock_master %q at %s: %v.", name, addr, err)}
 		}
@@ -39,10 +45,16 @@ func Update(ctx context.Context, from, to Master) (obs Observed, warnings []Warn
 	if err := writeFiles(to); err != nil {
 		return obs, warnings, err
 	}
+	if running && to.Spec.TLS != nil && *to.Spec.TLS != *from.Spec.TLS {
+		if err := reloadTLS(ctx, addr, from.Spec.AdminPassword, trust, to.Spec.TLSFiles(dir)); err != nil {
+			return obs, warnings, &Error{Summary: "Cannot load the new TLS certificate",
+				Detail: fmt.Sprintf("redlock_master %q at %s: %v. The new files are written; the master loads them at its next restart.", name, addr, err)}
+		}
+	}
 	if running && to.Spec.AdminPassword != from.Spec.AdminPassword {
 		// Last: had anything before failed, the server would still have the password the
 		// caller's record holds, and the next update could reach it.
-		if err := setAdminPassword(ctx, addr, from.Spec.AdminPassword, to.Spec.AdminPassword); err != nil {
+		if err := setAdminPassword(ctx, addr, from.Spec.AdminPassword, to.Spec.AdminPassword, trust); err != nil {
 			rollback := to
 			rollback.Spec.AdminPassword = from.Spec.AdminPassword
 			return obs, warnings, errors.Join(writeFiles(rollback), &Error{Summary: "Cannot change the admin password",
@@ -65,7 +77,7 @@ func Update(ctx context.Context, from, to Master) (obs Observed, warnings []Warn
 	}
 	obs = Observed{Status: status(st.State, inspectErr), Processes: Processes{Supervisor: st.SupervisorPID}}
 	if running {
-		live, err := readLive(ctx, addr, to.Spec.AdminPassword)
+		live, err := readLive(ctx, addr, to.Spec.AdminPassword, to.Spec.ClientTLS())
 		if err != nil {
 			return obs, warnings, &Error{Summary: "Master does not answer after the change", Detail: err.Error()}
 		}
@@ -85,8 +97,8 @@ func status(st supervisor.State, err error) string {
 // applyRuntime sends the commands that change a running master in place, as from's admin
 // (the admin password itself changes last: setAdminPassword). Every safety setting is set,
 // changed or not: that is also how drift is repaired.
-func applyRuntime(ctx context.Context, from, to Master) error {
-	c := adminClient(from.Spec.Addr(), from.Spec.AdminPassword)
+func applyRuntime(ctx context.Context, from, to Master, trust *tls.Config) error {
+	c := adminClient(from.Spec.Addr(), from.Spec.AdminPassword, trust)
 	defer c.Close()
 	for _, kv := range [][2]string{
 		{"appendfsync", to.Spec.AppendFsync},
@@ -174,8 +186,8 @@ func waitReloaded(ctx context.Context, dir string, pid int, sent time.Time) erro
 }
 
 // setAdminPassword changes requirepass from password to next.
-func setAdminPassword(ctx context.Context, addr, password, next string) error {
-	c := adminClient(addr, password)
+func setAdminPassword(ctx context.Context, addr, password, next string, trust *tls.Config) error {
+	c := adminClient(addr, password, trust)
 	defer c.Close()
 	if err := c.ConfigSet(ctx, "requirepass", next).Err(); err != nil {
 		return fmt.Errorf("admin_password: CONFIG SET requirepass: %w", err)
@@ -223,4 +235,29 @@ func restoreAppendOnly(ctx context.Context, c *redis.Client) error {
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// updateTLS is how an update reaches a TLS master: trusting the old CA and the new one,
+// since the master presents the old certificate until it loads the new one. nil without TLS.
+func updateTLS(from, to Master) *tls.Config {
+	if from.Spec.TLS == nil {
+		return nil
+	}
+	cas := []string{from.Spec.TLS.CACertPEM}
+	if to.Spec.TLS != nil {
+		cas = append(cas, to.Spec.TLS.CACertPEM)
+	}
+	return master.ClientTLS(cas...)
+}
+
+// reloadTLS makes a running master load its TLS files again (they were just rewritten under
+// the same names): setting any tls-* file makes Redis and Valkey reload the whole TLS
+// configuration, and a bad file is refused with the old one kept.
+func reloadTLS(ctx context.Context, addr, password string, trust *tls.Config, files *redisconf.TLSFiles) error {
+	c := adminClient(addr, password, trust)
+	defer c.Close()
+	if err := c.ConfigSet(ctx, "tls-cert-file", files.CertFile).Err(); err != nil {
+		return fmt.Errorf("CONFIG SET tls-cert-file: %w", err)
+	}
+	return nil
 }

@@ -34,6 +34,10 @@ Measures, in one run and on the same masters, side by side:
              DEFAULT retry settings (32 tries, 50-250ms random delay)
   floor      a bare go-redis fan-out: SET NX PX to every master at once, then EVALSHA
              compare-and-delete (logged); waits for every master; one attempt, no retries
+  lockagent-tls
+             the library with its defaults over TLS, on as many masters again that serve
+             TLS only (--spawn starts them): the column lockagent-tls/lockagent is the
+             cost of TLS
 Scenarios:
   sequential   one goroutine, --iterations acquire+release pairs: p50/p99 latency, and
                allocations and bytes per pair (runtime.MemStats deltas)
@@ -54,8 +58,8 @@ Masters:
 ` + deploymentHelp + `
 Benchmark:
   --implementations L  comma-separated subset of lockagent,lockagent-durable,
-                       lockagent-nofence,redsync,floor
-                       (default all)
+                       lockagent-nofence,redsync,floor,lockagent-tls
+                       (default all; lockagent-tls only with --spawn)
   --iterations N       sequential pairs per implementation (default 1000)
   --duration D         length of each concurrent scenario per implementation (default 5s)
   --rounds N           split sequential and throughput into N blocks per implementation,
@@ -149,6 +153,12 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 		}()
 		deployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: redistest.LockUser, Password: redistest.LockPassword}
+		stopTLS, err := spawnTLSMasters(spawn, cfg, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
+			return 1
+		}
+		defer stopTLS()
 	} else {
 		if deployment, err = dep.load(); err != nil {
 			return usageError(stderr, "bench", err)
@@ -218,7 +228,7 @@ func checkBenchConfig(spawn int, cfg bench.Config) error {
 	}
 	for _, name := range cfg.Implementations {
 		known := false
-		for _, k := range bench.AllImplementations {
+		for _, k := range append([]string{bench.LockagentTLS}, bench.AllImplementations...) {
 			known = known || name == k
 		}
 		if !known {

@@ -27,6 +27,7 @@ type deploymentFlags struct {
 	password   string
 	keyPrefix  string
 	useTLS     bool
+	caCert     string
 	maxTTL     time.Duration
 	logLevel   string
 }
@@ -40,7 +41,10 @@ const deploymentHelp = `Deployment (first -c agent.json, then the environment, t
                            flags are visible to every user in ps         [LOCKAGENT_PASSWORD]
   --key-prefix P           the lock user's key prefix (lock_users): every lock
                            name is prefixed with it ("billing:")          [LOCKAGENT_KEY_PREFIX]
-  --tls                    connect with TLS (system roots)               [LOCKAGENT_TLS=true]
+  --tls                    connect with TLS (the config's CA, else the
+                           system roots)                                 [LOCKAGENT_TLS=true]
+  --cacert FILE            verify the masters against this CA (PEM);
+                           implies --tls                                 [LOCKAGENT_CACERT]
   --max-lock-ttl D         largest TTL the deployment allows; longer TTLs
                            are refused (masters stay down that long after
                            a crash)                                      [LOCKAGENT_MAX_LOCK_TTL]
@@ -57,6 +61,7 @@ func addDeploymentFlags(fs *flag.FlagSet) *deploymentFlags {
 	fs.StringVar(&d.password, "password", "", "lock user's password (prefer LOCKAGENT_PASSWORD)")
 	fs.StringVar(&d.keyPrefix, "key-prefix", "", "the lock user's key prefix")
 	fs.BoolVar(&d.useTLS, "tls", false, "connect with TLS")
+	fs.StringVar(&d.caCert, "cacert", "", "CA certificate file (PEM) the masters are verified against; implies --tls")
 	fs.DurationVar(&d.maxTTL, "max-lock-ttl", 0, "largest TTL the deployment allows")
 	fs.StringVar(&d.logLevel, "log-level", "", "debug, info, warn or error")
 	return d
@@ -81,6 +86,8 @@ func (d *deploymentFlags) load() (*agentconfig.Config, error) {
 			cfg.KeyPrefix = d.keyPrefix
 		case "tls":
 			cfg.TLS = d.useTLS
+		case "cacert":
+			cfg.CACertFile, cfg.CACertPEM, cfg.TLS = d.caCert, "", true
 		case "max-lock-ttl":
 			cfg.MaxLockTTL.Duration = d.maxTTL
 		}

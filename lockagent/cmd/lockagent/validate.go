@@ -51,10 +51,12 @@ Proves a Redlock deployment, in three phases, printing progress as it goes:
 
 Settings come from -c agent.json, then LOCKAGENT_* environment variables
 (LOCKAGENT_ENDPOINTS, LOCKAGENT_USERNAME, LOCKAGENT_PASSWORD, LOCKAGENT_KEY_PREFIX,
-LOCKAGENT_ADMIN_USERNAME, LOCKAGENT_ADMIN_PASSWORD, LOCKAGENT_TLS, LOCKAGENT_MAX_LOCK_TTL,
-LOCKAGENT_RESTART_DELAY), then flags. Test keys are named <key prefix>redlock-kit:validate:<random>
-and deleted afterwards. The audit also checks that the lock users (one per application)
-cannot reach each other's keys (ACL DRYRUN as admin).
+LOCKAGENT_ADMIN_USERNAME, LOCKAGENT_ADMIN_PASSWORD, LOCKAGENT_TLS, LOCKAGENT_CACERT,
+LOCKAGENT_MAX_LOCK_TTL, LOCKAGENT_RESTART_DELAY), then flags. With TLS (--tls, or --cacert
+FILE, which implies it) the audit also checks that every master serves TLS only (its
+plain-text port closed). The audit also checks that the lock users (one per application)
+cannot reach each other's keys (ACL DRYRUN as admin). Test keys are named
+<key prefix>redlock-kit:validate:<random> and deleted afterwards.
 
 Verdicts: UNSAFE only on evidence that exclusion can break (an unsafe setting read from a
 master, two holders at once, a lock still held after its release, fencing tokens not
@@ -91,10 +93,10 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 		fs.PrintDefaults()
 	}
 	var (
-		configPath, endpoints, username, password, adminUsername, adminPassword, keyPrefix string
-		useTLS                                                                             bool
-		maxTTL, restartDelay                                                               time.Duration
-		o                                                                                  = &validateOptions{}
+		configPath, endpoints, username, password, adminUsername, adminPassword, keyPrefix, caCert string
+		useTLS                                                                                     bool
+		maxTTL, restartDelay                                                                       time.Duration
+		o                                                                                          = &validateOptions{}
 	)
 	fs.StringVar(&configPath, "c", "", "agent config JSON (the module's agent_config output)")
 	fs.StringVar(&configPath, "config", "", "same as -c")
@@ -105,7 +107,8 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 	fs.StringVar(&keyPrefix, "key-prefix", "", "the lock user's key prefix (lock_users); validate's keys go under it")
 	fs.StringVar(&adminUsername, "admin-username", "", "admin user for the audit's CONFIG GET/INFO (default \"default\")")
 	fs.StringVar(&adminPassword, "admin-password", "", "admin password (prefer LOCKAGENT_ADMIN_PASSWORD)")
-	fs.BoolVar(&useTLS, "tls", false, "connect with TLS")
+	fs.BoolVar(&useTLS, "tls", false, "connect with TLS (the config's CA, else the system roots)")
+	fs.StringVar(&caCert, "cacert", "", "CA certificate file (PEM) the masters are verified against; implies --tls")
 	fs.DurationVar(&maxTTL, "max-lock-ttl", 0, "largest lock TTL clients use (overrides the config)")
 	fs.DurationVar(&restartDelay, "restart-delay", 0, "how long a crashed master stays down (overrides the config)")
 	fs.IntVar(&o.opts.Clients, "clients", 8, "contention phase: competing clients")
@@ -146,6 +149,8 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 			cfg.AdminPassword = adminPassword
 		case "tls":
 			cfg.TLS = useTLS
+		case "cacert":
+			cfg.CACertFile, cfg.CACertPEM, cfg.TLS = caCert, "", true
 		case "max-lock-ttl":
 			cfg.MaxLockTTL.Duration = maxTTL
 		case "restart-delay":

@@ -16,7 +16,7 @@ import (
 
 // validateEnv clears LOCKAGENT_* so the machine's environment cannot change a test.
 func validateEnv(t *testing.T) {
-	for _, v := range []string{"ENDPOINTS", "USERNAME", "PASSWORD", "ADMIN_USERNAME", "ADMIN_PASSWORD", "TLS", "MAX_LOCK_TTL", "RESTART_DELAY"} {
+	for _, v := range []string{"ENDPOINTS", "USERNAME", "PASSWORD", "ADMIN_USERNAME", "ADMIN_PASSWORD", "TLS", "CACERT", "MAX_LOCK_TTL", "RESTART_DELAY"} {
 		t.Setenv("LOCKAGENT_"+v, "")
 	}
 }

@@ -35,6 +35,9 @@ const (
 	LockagentDurable = "lockagent-durable"
 	Redsync          = "redsync"
 	Floor            = "floor"
+	// LockagentTLS is the library with its defaults over TLS (Config.NewTLSClients): beside
+	// Lockagent it shows what TLS costs.
+	LockagentTLS = "lockagent-tls"
 )
 
 // AllImplementations is every implementation, in table order.
@@ -45,7 +48,11 @@ type Config struct {
 	// NewClients returns fresh clients, one per master, for one implementation; it is
 	// called once per implementation so that each has its own connection pools.
 	NewClients func() []*redis.Client
-	// Implementations to run, in table order; AllImplementations when empty.
+	// NewTLSClients, when set, returns fresh TLS clients, one per master of a deployment
+	// like NewClients' but serving TLS only, for LockagentTLS (run by default then).
+	NewTLSClients func() []*redis.Client
+	// Implementations to run, in table order; AllImplementations (and LockagentTLS with
+	// NewTLSClients) when empty.
 	Implementations []string
 	// Iterations of the sequential scenario (1000).
 	Iterations int
@@ -69,6 +76,9 @@ type Config struct {
 func (c *Config) defaults() {
 	if len(c.Implementations) == 0 {
 		c.Implementations = AllImplementations
+		if c.NewTLSClients != nil {
+			c.Implementations = append(slices.Clone(AllImplementations), LockagentTLS)
+		}
 	}
 	if c.Iterations <= 0 {
 		c.Iterations = 1000
@@ -182,7 +192,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	for _, name := range cfg.Implementations {
-		clients := cfg.NewClients()
+		newClients := cfg.NewClients
+		if name == LockagentTLS {
+			if cfg.NewTLSClients == nil {
+				return nil, errors.New("bench: lockagent-tls needs TLS masters (Config.NewTLSClients; lockagent bench --spawn starts them)")
+			}
+			newClients = cfg.NewTLSClients
+		}
+		clients := newClients()
 		l, err := newLocker(ctx, name, clients)
 		if err != nil {
 			_ = closeAll(clients)
@@ -297,7 +314,7 @@ type subject struct {
 
 func newLocker(ctx context.Context, name string, clients []*redis.Client) (locker, error) {
 	switch name {
-	case Lockagent:
+	case Lockagent, LockagentTLS:
 		return newLockagent(clients, redlock.Options{})
 	case LockagentNoFence:
 		return newLockagent(clients, redlock.Options{NoFencing: true})

@@ -119,7 +119,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	// Ratio columns: each library variant vs redsync, then the library vs the floor.
 	type pair struct{ ours, other *Result }
 	var ratios []pair
-	for _, p := range [][2]string{{Lockagent, Redsync}, {LockagentDurable, Redsync}, {LockagentNoFence, Redsync}, {Lockagent, Floor}} {
+	for _, p := range [][2]string{{Lockagent, Redsync}, {LockagentDurable, Redsync}, {LockagentNoFence, Redsync}, {Lockagent, Floor}, {LockagentTLS, Lockagent}} {
 		if ours, other := r.Result(p[0]), r.Result(p[1]); ours != nil && other != nil {
 			ratios = append(ratios, pair{ours, other})
 			header = append(header, p[0]+"/"+p[1])
@@ -151,6 +151,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w, "redsync: v4 with its DEFAULT options (32 tries, 50-250ms random retry delay); a mutex per acquisition.")
 	fmt.Fprintln(w, "floor: bare go-redis fan-out (SET NX PX on every master + EVALSHA compare-and-delete, logged), waiting for every master, one attempt, so no contention row.")
 	fmt.Fprintln(w, "allocs/bytes: runtime.MemStats deltas over the sequential loop, whole process (background goroutines included).")
+	if r.Result(LockagentTLS) != nil {
+		fmt.Fprintln(w, "lockagent-tls: default options over TLS (TLS 1.3, ECDSA P-256), on as many TLS-only masters with the same config: lockagent-tls/lockagent is the cost of TLS.")
+	}
 	if ts := r.Targets(); len(ts) > 0 {
 		fmt.Fprintln(w, "\ntargets (lockagent with default options vs redsync):")
 		for _, t := range ts {

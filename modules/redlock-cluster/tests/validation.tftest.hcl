@@ -104,3 +104,23 @@ run "tenant_named_default" {
   }
   expect_failures = [var.lock_users]
 }
+
+run "tls_plan" {
+  command = plan
+  variables {
+    tls = true
+  }
+
+  assert {
+    condition     = length(redlock_ca.this) == 1 && length(redlock_server_certificate.this) == 5
+    error_message = "tls = true makes one CA and one server certificate per master"
+  }
+  assert {
+    condition     = alltrue([for m in redlock_master.this : m.tls])
+    error_message = "every master serves TLS"
+  }
+  assert {
+    condition     = alltrue([for c in redlock_server_certificate.this : c.ip_addresses == tolist(["127.67.0.1"])])
+    error_message = "each certificate covers its master's bind address"
+  }
+}

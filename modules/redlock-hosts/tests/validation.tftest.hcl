@@ -198,3 +198,29 @@ run "tenant_named_default" {
   }
   expect_failures = [var.lock_users]
 }
+
+run "tls_hosts" {
+  command = apply
+  variables {
+    tls = true
+  }
+
+  expect_failures = [check.redlock_deployment]
+
+  assert {
+    condition     = length(redlock_server_certificate.this) == 5 && startswith(output.ca_cert_pem, "-----BEGIN CERTIFICATE-----")
+    error_message = "tls = true makes one CA and one server certificate per host"
+  }
+  assert {
+    condition     = jsondecode(nonsensitive(output.client_config)).tls && jsondecode(nonsensitive(output.client_config)).ca_cert_pem == output.ca_cert_pem
+    error_message = "the client config carries tls = true and the CA certificate"
+  }
+  assert {
+    condition     = !strcontains(nonsensitive(output.client_config), "PRIVATE KEY")
+    error_message = "the client config must never carry a private key"
+  }
+  assert {
+    condition     = alltrue([for u in output.user_data : strcontains(u, "tls-port 6379") && strcontains(u, "path: /etc/redlock/tls-server.key") && length(u) < 16384])
+    error_message = "every host serves TLS on port 6379 with its key under /etc/redlock, within the user-data limit"
+  }
+}

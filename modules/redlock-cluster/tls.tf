@@ -1,0 +1,24 @@
+# TLS (var.tls): one CA for the deployment and one server certificate per master, for the
+# address it binds. The private keys are in the state: keep it secret.
+resource "redlock_ca" "this" {
+  count       = var.tls ? 1 : 0
+  common_name = "${var.name_prefix} redlock CA"
+}
+
+resource "redlock_server_certificate" "this" {
+  count = var.tls ? var.masters : 0
+
+  ca_cert_pem        = redlock_ca.this[0].cert_pem
+  ca_private_key_pem = redlock_ca.this[0].private_key_pem
+  ip_addresses       = [local.binds[count.index]]
+}
+
+locals {
+  # What lock clients verify the masters against; null without TLS.
+  ca_cert_pem = var.tls ? redlock_ca.this[0].cert_pem : null
+}
+
+output "ca_cert_pem" {
+  description = "PEM certificate of the deployment's CA (tls = true; null otherwise): what lock clients trust (`lockagent --cacert`, the client configs' `ca_cert_pem`). Not a secret."
+  value       = local.ca_cert_pem
+}

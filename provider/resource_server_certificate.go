@@ -1,0 +1,184 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/redlock-kit/redlock-kit/internal/pki"
+	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
+)
+
+var (
+	_ resource.Resource                   = &serverCertificateResource{}
+	_ resource.ResourceWithValidateConfig = &serverCertificateResource{}
+)
+
+// NewServerCertificateResource makes one master's server certificate, signed by a
+// redlock_ca, offline (internal/pki).
+func NewServerCertificateResource() resource.Resource { return &serverCertificateResource{} }
+
+type serverCertificateResource struct{}
+
+type serverCertificateModel struct {
+	ID              types.String         `tfsdk:"id"`
+	CACertPEM       types.String         `tfsdk:"ca_cert_pem"`
+	CAPrivateKeyPEM types.String         `tfsdk:"ca_private_key_pem"`
+	IPAddresses     types.List           `tfsdk:"ip_addresses"`
+	DNSNames        types.List           `tfsdk:"dns_names"`
+	CommonName      types.String         `tfsdk:"common_name"`
+	Validity        timetypes.GoDuration `tfsdk:"validity"`
+	CertPEM         types.String         `tfsdk:"cert_pem"`
+	PrivateKeyPEM   types.String         `tfsdk:"private_key_pem"`
+	NotAfter        types.String         `tfsdk:"not_after"`
+}
+
+func (r *serverCertificateResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_server_certificate"
+}
+
+func (r *serverCertificateResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	replaceList := []planmodifier.List{listplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A TLS server certificate for one Redlock master, made offline and signed by a " +
+			"`redlock_ca`: an ECDSA P-256 key and a certificate for server authentication, valid for the master's " +
+			"`ip_addresses` and `dns_names` (clients check the address they dial against them). Give `cert_pem` and " +
+			"`private_key_pem` to that master only (`redlock_master`'s `tls_cert_pem` and `tls_key_pem`, or " +
+			"`redlock_host_config`). The private key is kept in the Terraform state: keep the state secret.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, PlanModifiers: keep,
+				MarkdownDescription: "Serial number of the certificate (hex).",
+			},
+			"ca_cert_pem": schema.StringAttribute{
+				Required: true, PlanModifiers: replace,
+				MarkdownDescription: "The CA certificate (PEM; `redlock_ca`'s `cert_pem`). Changing it replaces the certificate.",
+			},
+			"ca_private_key_pem": schema.StringAttribute{
+				Required: true, Sensitive: true, PlanModifiers: replace,
+				MarkdownDescription: "The CA's private key (PEM; `redlock_ca`'s `private_key_pem`). Changing it replaces the certificate.",
+			},
+			"ip_addresses": schema.ListAttribute{
+				Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
+				MarkdownDescription: "IP addresses the master is reached at: its `bind` address at least. At least one " +
+					"of `ip_addresses` and `dns_names` is required. Changing them replaces the certificate.",
+			},
+			"dns_names": schema.ListAttribute{
+				Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
+				MarkdownDescription: "DNS names the master is reached at. Changing them replaces the certificate.",
+			},
+			"common_name": schema.StringAttribute{
+				Optional: true, PlanModifiers: replace,
+				MarkdownDescription: "Subject common name. Default: the first DNS name, else the first IP address " +
+					"(clients check the addresses, not this name). Changing it replaces the certificate.",
+			},
+			"validity": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("8760h"),
+				MarkdownDescription: "How long the certificate is valid from its creation (duration, at least `\"1h\"`). " +
+					"Default `\"8760h\"` (one year); never beyond the CA's own validity. Renew by replacing it " +
+					"(`terraform apply -replace=...`): `redlock_master` loads a new certificate in place.",
+				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(certValidityMin)},
+				PlanModifiers: replace,
+			},
+			"cert_pem": schema.StringAttribute{
+				Computed: true, PlanModifiers: keep,
+				MarkdownDescription: "The server certificate (PEM).",
+			},
+			"private_key_pem": schema.StringAttribute{
+				Computed: true, Sensitive: true, PlanModifiers: keep,
+				MarkdownDescription: "The server's private key (PEM, PKCS#8).",
+			},
+			"not_after": schema.StringAttribute{
+				Computed: true, PlanModifiers: keep,
+				MarkdownDescription: "End of the certificate's validity (RFC 3339).",
+			},
+		},
+	}
+}
+
+// ValidateConfig refuses a certificate for no address and addresses that are not IPs.
+func (r *serverCertificateResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m serverCertificateModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.IPAddresses.IsNull() && m.DNSNames.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("ip_addresses"), "No address for the certificate",
+			"Neither ip_addresses nor dns_names is set: give the addresses clients reach the master at, e.g. "+
+				"ip_addresses = [\"10.0.0.11\"] (the master's bind address).")
+		return
+	}
+	if !known(m.IPAddresses) {
+		return
+	}
+	for i, v := range m.IPAddresses.Elements() {
+		s, ok := v.(types.String)
+		if !ok || !known(s) {
+			continue
+		}
+		if net.ParseIP(s.ValueString()) == nil {
+			resp.Diagnostics.AddAttributeError(path.Root("ip_addresses").AtListIndex(i), "Not an IP address",
+				fmt.Sprintf("ip_addresses[%d] = %q is not an IP address: put host names in dns_names.", i, s.ValueString()))
+		}
+	}
+}
+
+func (r *serverCertificateResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m serverCertificateModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var ips, names []string
+	resp.Diagnostics.Append(m.IPAddresses.ElementsAs(ctx, &ips, true)...)
+	resp.Diagnostics.Append(m.DNSNames.ElementsAs(ctx, &names, true)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	o := pki.ServerOptions{CommonName: m.CommonName.ValueString(), DNSNames: names}
+	o.Validity, _ = validate.ParseDuration(m.Validity.ValueString()) // the validator checked it
+	for _, ip := range ips {
+		o.IPAddresses = append(o.IPAddresses, net.ParseIP(ip))
+	}
+	cert, err := pki.NewServer(pki.Pair{CertPEM: m.CACertPEM.ValueString(), KeyPEM: m.CAPrivateKeyPEM.ValueString()}, o)
+	if err != nil {
+		field := "ca_cert_pem"
+		if strings.HasPrefix(err.Error(), "CA private key") {
+			field = "ca_private_key_pem"
+		}
+		resp.Diagnostics.AddAttributeError(path.Root(field), "Cannot make the server certificate",
+			fmt.Sprintf("%s: %v: give one redlock_ca's cert_pem as ca_cert_pem and its private_key_pem as ca_private_key_pem.", field, err))
+		return
+	}
+	setCertModel(cert, &m.ID, &m.CertPEM, &m.PrivateKeyPEM, &m.NotAfter)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Read keeps what is in state: the certificate lives nowhere else.
+func (r *serverCertificateResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {
+}
+
+// Update is never reached with a change (every argument replaces the certificate).
+func (r *serverCertificateResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var m serverCertificateModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *serverCertificateResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+}

@@ -1,0 +1,74 @@
+//go:build linux
+
+package test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// TestHostsTLS is the runbook's basic path with tls = true: five hosts provisioned from
+// their user-data serve TLS only, validate says SAFE over TLS with the CA the client config
+// carries, a plain-text client gets nothing, and a clean restart (the stop step's CLI talks
+// TLS) starts again at once. The faults of TestHostsRunbook do not depend on the transport
+// and are not repeated here.
+func TestHostsTLS(t *testing.T) {
+	started := time.Now()
+	d := deployHostsFive(t, true)
+	t.Logf("deployed with TLS after %s", time.Since(started).Round(100*time.Millisecond))
+
+	t.Run("validate says SAFE over TLS and a second plan is empty", func(t *testing.T) {
+		out, err := d.lockagent(context.Background(), "validate", "-c", d.agentConfig)
+		if err != nil || !strings.Contains(out, "VERDICT: SAFE") {
+			t.Fatalf("lockagent validate: %v\n%s", err, out)
+		}
+		d.planIsEmpty(t)
+	})
+
+	t.Run("a plain-text client is refused", func(t *testing.T) {
+		for i, ep := range d.endpoints {
+			c := redis.NewClient(&redis.Options{Addr: ep, Username: d.lockUser, Password: d.lockPass,
+				Dialer: d.lab.DialContext(0), DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+			err := c.Ping(context.Background()).Err()
+			_ = c.Close()
+			if !redistest.IsPlainTextRefused(err) {
+				t.Errorf("plain-text PING to host %d (%s): %v, want the connection closed by the server (EOF or reset)", i+1, ep, err)
+			}
+		}
+	})
+
+	t.Run("clean restart: the stop step rewrites the AOF over TLS and the start is not held", func(t *testing.T) {
+		ctx := context.Background()
+		h, i := d.lab.Hosts()[0], 0
+		if err := d.admin(i).Set(ctx, "ack:tls-restart", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Systemctl(ctx, "restart", d.units[i]); err != nil {
+			t.Fatal(err)
+		}
+		d.waitServing(t, i)
+		journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
+		if !strings.Contains(journal, "last stop was clean: starting at once") {
+			t.Fatalf("the gate did not start at once after a clean restart:\n%s", journal)
+		}
+		if strings.Contains(journal, "could not rewrite the AOF before the stop") {
+			t.Fatalf("the stop step's CLI could not reach the TLS master:\n%s", journal)
+		}
+		if !strings.Contains(journal, "Background append only file rewriting started") {
+			t.Fatalf("no AOF rewrite before the stop (the stop step's BGREWRITEAOF over TLS):\n%s", journal)
+		}
+		if v, err := d.admin(i).Get(ctx, "ack:tls-restart").Result(); err != nil || v != "1" {
+			t.Fatalf("acknowledged key after the restart: %q, %v", v, err)
+		}
+		out, err := d.lockagent(ctx, "run", "-c", d.agentConfig, "--key", "after-tls-restart", "--ttl", "5s", "--", "true")
+		if err != nil {
+			t.Fatalf("lockagent run over TLS after the restart: %v\n%s", err, out)
+		}
+	})
+}
