@@ -16,17 +16,55 @@ const (
 	NoAppendfsyncOnRewrite = "no"
 	DefaultMaxMemory       = "64mb"
 	DefaultLockUser        = "redlock"
+	DefaultEvalUser        = "redlock-eval"
 )
 
+// BusyReplyThreshold is the master's busy-reply-threshold (lua-time-limit before Redis
+// 7), in milliseconds: a script or function that runs longer makes the server answer
+// every other client BUSY (a lock client counts that master as failed, like a slow one)
+// and accept SCRIPT KILL / FUNCTION KILL, which the kit's supervisor sends. The kit's
+// own functions run in microseconds; 5000, Redis's default, would let one script stall
+// a master for seconds before anything can stop it.
+const BusyReplyThreshold = 100
+
 // LockUserCommands are the only commands a Redlock client needs: SET NX PX to acquire,
-// the compare-and-delete / compare-and-pexpire / fencing scripts, PTTL to learn when a
-// held key expires, pub/sub for release notifications, and the connection handshake.
-// Scripts run with the caller's permissions, so the script bodies are bounded by this too:
-// DEL and PEXPIRE are listed for the compare-and-delete / compare-and-pexpire scripts.
+// FCALL of the kit's function library (compare-and-delete, compare-and-pexpire, fencing:
+// lockagent/redlock.FunctionLibrary, loaded by the admin at every start), PTTL to learn
+// when a held key expires, pub/sub for release notifications, and the connection
+// handshake. Functions run with the caller's permissions, so their bodies are bounded by
+// this too: DEL and PEXPIRE are listed for compare-and-delete / compare-and-pexpire.
+// There is no EVAL, EVALSHA, SCRIPT or FUNCTION: a lock user runs the kit's functions
+// and no other Lua (only the admin can load functions). Every lock user gets this list.
 var LockUserCommands = []string{
 	"+ping", "+hello", "+auth", "+client|setname",
-	"+set", "+get", "+del", "+pexpire", "+pttl", "+eval", "+evalsha", "+script|load", "+script|exists",
+	"+set", "+get", "+del", "+pexpire", "+pttl", "+fcall",
 	"+publish", "+subscribe", "+unsubscribe", "+time",
+}
+
+// EvalCommands are what a client that sends its own Lua (other Redlock clients, such as
+// redsync, release with EVAL) needs beyond the lock commands. Such a client can run any
+// script, busy ones included (cut short only by BusyReplyThreshold and a SCRIPT KILL), so
+// it gets a user of its own (Config.EvalUser), never the lock user's rights.
+var EvalCommands = []string{"+eval", "+evalsha", "+script|load", "+script|exists"}
+
+// EvalUserCommands are the commands of an EVAL (interop) user: the lock commands with
+// EVAL, EVALSHA and SCRIPT LOAD instead of FCALL. The kit's library works with it too
+// (it falls back to EVALSHA where it may not FCALL).
+func EvalUserCommands() []string {
+	out := make([]string, 0, len(LockUserCommands)+len(EvalCommands))
+	for _, c := range LockUserCommands {
+		if c != "+fcall" {
+			out = append(out, c)
+		}
+	}
+	return append(out, EvalCommands...)
+}
+
+// UserRules are the ACL rules of a restricted user (the lock user, an EVAL user), after
+// its name, in the order ACL SETUSER takes them: password, keys, channels, commands.
+func UserRules(password, keyPattern string, commands []string) []string {
+	return append([]string{"reset", "on", ">" + password, "~" + or(keyPattern, "*"), "resetchannels", "&*", "-@all"},
+		commands...)
 }
 
 // Config describes one master. Zero values mean the safe default where one exists.
@@ -38,6 +76,11 @@ type Config struct {
 	LockUser       string // restricted ACL user for lock clients; DefaultLockUser when empty
 	LockPassword   string // required
 	LockKeyPattern string // key pattern the lock user may touch; "*" when empty
+	// EvalUser/EvalPassword add a user for clients that need EVAL (EvalUserCommands, the
+	// same key pattern as the lock user), e.g. redsync beside the kit's library; none
+	// when EvalPassword is empty.
+	EvalUser     string
+	EvalPassword string
 	MaxMemory      string // explicit maxmemory; DefaultMaxMemory when empty
 	// AppendFsync is "always" unless a caller explicitly opted out of safety.
 	AppendFsync string
@@ -50,6 +93,9 @@ type Config struct {
 func (c Config) Render() (string, error) {
 	if c.AdminPassword == "" || c.LockPassword == "" {
 		return "", fmt.Errorf("redisconf: admin and lock passwords are required")
+	}
+	if c.EvalUser != "" && c.EvalPassword == "" {
+		return "", fmt.Errorf("redisconf: eval user %q has no password: set EvalPassword", c.EvalUser)
 	}
 	if c.DataDir == "" {
 		return "", fmt.Errorf("redisconf: data dir is required")
@@ -84,9 +130,22 @@ func (c Config) Render() (string, error) {
 	line("replica-serve-stale-data no")
 	line("# Authentication: admin is the default user; lock clients get a restricted user.")
 	line("requirepass %s", quote(c.AdminPassword))
-	line("user %s on %s resetkeys ~%s resetchannels &* -@all %s", or(c.LockUser, DefaultLockUser),
-		quote(">"+c.LockPassword), or(c.LockKeyPattern, "*"), strings.Join(LockUserCommands, " "))
+	line("user %s", userLine(or(c.LockUser, DefaultLockUser), c.LockPassword, c.LockKeyPattern, LockUserCommands))
+	if c.EvalPassword != "" {
+		line("# Clients that send their own Lua (EVAL) get their own user.")
+		line("user %s", userLine(or(c.EvalUser, DefaultEvalUser), c.EvalPassword, c.LockKeyPattern, EvalUserCommands()))
+	}
+	line("# Scripts: lock users run the kit's function library (FCALL; the admin loads it at every")
+	line("# start). A script running longer than this makes the server answer BUSY and accept SCRIPT KILL.")
+	line("busy-reply-threshold %d", BusyReplyThreshold)
 	return b.String(), nil
+}
+
+// userLine is a redis.conf user directive after "user ".
+func userLine(name, password, keyPattern string, commands []string) string {
+	rules := UserRules(password, keyPattern, commands)
+	rules[2] = quote(rules[2]) // the password
+	return name + " " + strings.Join(rules, " ")
 }
 
 func or(v, def string) string {

@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server masters for tests and benchmarks.
 //
 // Each master runs with the deployment's safe configuration (internal/redisconf: AOF
-// appendfsync always, noeviction, admin password, restricted lock user) in its own temp
+// appendfsync always, noeviction, admin password, restricted lock user, the kit's function
+// library loaded at every start) in its own temp
 // dir on a free loopback port. A test can SIGKILL, SIGSTOP/SIGCONT, restart and cleanly
 // stop any master. Every process is stopped by its pid: Start registers t.Cleanup, New
 // returns a Cluster whose Close the caller must call.
@@ -23,6 +24,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
@@ -39,11 +41,15 @@ type Options struct {
 	Clock *ClockSkew
 }
 
-// Credentials every harness master shares.
+// Credentials every harness master shares. The lock user may FCALL the kit's functions
+// and run no other Lua; the EVAL user is the one for clients that send their own scripts
+// (redsync in the interop tests and the bench), as a deployment gives such clients.
 const (
 	AdminPassword = "admin-secret-for-tests"
 	LockUser      = redisconf.DefaultLockUser
 	LockPassword  = "lock-secret-for-tests"
+	EvalUser      = redisconf.DefaultEvalUser
+	EvalPassword  = "eval-secret-for-tests"
 )
 
 // Cluster is a set of independent masters.
@@ -143,6 +149,16 @@ func (c *Cluster) LockClients() []*redis.Client {
 	return clients
 }
 
+// EvalClients returns one new client per master, authenticated as the EVAL user (clients
+// that send their own Lua, such as redsync). The caller owns (and closes) them.
+func (c *Cluster) EvalClients() []*redis.Client {
+	clients := make([]*redis.Client, len(c.Masters))
+	for i, m := range c.Masters {
+		clients[i] = m.EvalClient()
+	}
+	return clients
+}
+
 // Close stops every master (SIGKILL by pid, after resuming a paused one) and removes the
 // temp dir the cluster created. Safe to call twice.
 func (c *Cluster) Close() error {
@@ -171,6 +187,7 @@ func startMaster(bin string, opts Options, dataDir string) (*Master, error) {
 			DataDir: dataDir, ConfigFile: filepath.Join(dataDir, "redis.conf"), binary: bin, clock: opts.Clock}
 		conf, err := redisconf.Config{Bind: opts.Host, Port: port, DataDir: dataDir,
 			AdminPassword: AdminPassword, LockUser: LockUser, LockPassword: LockPassword,
+			EvalUser: EvalUser, EvalPassword: EvalPassword,
 			MaxMemory: opts.MaxMemory, AppendFsync: opts.AppendFsync,
 			LogFile: filepath.Join(dataDir, "redis.log")}.Render()
 		if err != nil {
@@ -237,8 +254,15 @@ func (m *Master) LockClient() *redis.Client {
 		ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second})
 }
 
+// EvalClient returns a new client authenticated as the EVAL user.
+func (m *Master) EvalClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: m.Addr, Username: EvalUser, Password: EvalPassword,
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second})
+}
+
 // Restart starts redis-server again on the same port and data dir (the AOF is replayed,
-// the script cache is gone) and waits until it answers. Starting a running master is an error.
+// the script cache is gone), waits until it answers and loads the kit's function library,
+// as every runtime of the kit does at a master's start. Starting a running master is an error.
 func (m *Master) Restart() error {
 	m.mu.Lock()
 	if m.cmd != nil && !m.exited() {
@@ -284,6 +308,12 @@ func (m *Master) waitReady(done chan struct{}) error {
 			err = m.Admin().Ping(ctx).Err()
 			cancel()
 			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				if err := funclib.Load(ctx, m.Admin()); err != nil {
+					_ = m.stopProcess()
+					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
+				}
 				return nil
 			}
 		}

@@ -113,8 +113,7 @@ func applyRuntime(ctx context.Context, from, to Master) error {
 	if user == old && to.Spec.LockPassword == from.Spec.LockPassword {
 		return nil // re-running ACL SETUSER for nothing would only disturb connected lock clients
 	}
-	rules := append([]string{"reset", "on", ">" + to.Spec.LockPassword, "~*", "resetchannels", "&*", "-@all"},
-		redisconf.LockUserCommands...)
+	rules := redisconf.UserRules(to.Spec.LockPassword, "*", redisconf.LockUserCommands)
 	if err := c.ACLSetUser(ctx, user, rules...).Err(); err != nil {
 		return fmt.Errorf("lock_user: ACL SETUSER %s: %w", user, err)
 	}
