@@ -81,7 +81,7 @@ type Config struct {
 	// when EvalPassword is empty.
 	EvalUser     string
 	EvalPassword string
-	MaxMemory      string // explicit maxmemory; DefaultMaxMemory when empty
+	MaxMemory    string // explicit maxmemory; DefaultMaxMemory when empty
 	// AppendFsync is "always" unless a caller explicitly opted out of safety.
 	AppendFsync string
 	PidFile     string // optional
