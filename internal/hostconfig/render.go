@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 // Paths on the host. The server config and the admin password are readable by root (and the
@@ -16,6 +17,9 @@ const (
 	ConfDir           = "/etc/redlock"
 	MasterConfPath    = ConfDir + "/master.conf"
 	AdminPasswordPath = ConfDir + "/admin-password"
+	// FunctionsPath is the kit's function library (lockagent/redlock.FunctionLibrary), which
+	// the policy script loads as the admin at every start of the server.
+	FunctionsPath = ConfDir + "/redlock-functions.lua"
 	ScriptPath        = "/usr/local/lib/redlock/redlock-master"
 	DropInName        = "redlock.conf"
 	DefaultPort       = 6379
@@ -106,6 +110,7 @@ func Render(h Host) (*Bundle, error) {
 		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath), Permissions: "0644"},
 		{Path: AdminPasswordPath, Content: spec.AdminPassword, Permissions: "0600"},
 		{Path: serverConfPath, Content: serverConf, Permissions: "0640"},
+		{Path: FunctionsPath, Content: redlock.FunctionLibrary().Code, Permissions: "0644"},
 		{Path: ScriptPath, Content: script, Permissions: "0755"},
 		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
 	}
@@ -133,6 +138,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 		{"DATA_DIR", spec.DataDir}, {"RESTART_DELAY_MS", fmt.Sprint(spec.RestartDelay.Milliseconds())},
 		{"UNIT", srv.Unit}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
+		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", redlock.FunctionLibraryName},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}
@@ -166,6 +172,9 @@ StartLimitIntervalSec=0
 ExecStart=
 ExecStart=%[3]s %[4]s --supervised systemd --daemonize no
 ExecStartPre=+%[5]s gate
+# The kit's function library, loaded as the admin at every start (lock users may FCALL
+# it and run no other Lua): a start whose load fails fails.
+ExecStartPost=+%[5]s functions
 ExecStartPost=-+%[5]s started
 ExecStop=+%[5]s stop
 ExecStopPost=+%[5]s stopped

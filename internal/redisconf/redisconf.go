@@ -143,9 +143,8 @@ func (c Config) Render() (string, error) {
 
 // userLine is a redis.conf user directive after "user ".
 func userLine(name, password, keyPattern string, commands []string) string {
-	rules := UserRules(password, keyPattern, commands)
-	rules[2] = quote(rules[2]) // the password
-	return name + " " + strings.Join(rules, " ")
+	return fmt.Sprintf("%s on %s resetkeys ~%s resetchannels &* -@all %s", name, quote(">"+password),
+		or(keyPattern, "*"), strings.Join(commands, " "))
 }
 
 func or(v, def string) string {
