@@ -17,12 +17,13 @@ const (
 	ConfDir           = "/etc/redlock"
 	MasterConfPath    = ConfDir + "/master.conf"
 	AdminPasswordPath = ConfDir + "/admin-password"
-	// FunctionsPath is the kit's function library (lockagent/redlock.FunctionLibrary), which
-	// the policy script loads as the admin at every start of the server.
-	FunctionsPath = ConfDir + "/redlock-functions.lua"
 	ScriptPath        = "/usr/local/lib/redlock/redlock-master"
 	DropInName        = "redlock.conf"
 	DefaultPort       = 6379
+
+	// FunctionsPath is the kit's function library (lockagent/redlock.FunctionLibrary), which
+	// the policy script loads as the admin at every start of the server.
+	FunctionsPath = ConfDir + "/redlock-functions.lua"
 )
 
 // Timeouts the unit is given beyond the hold.
