@@ -67,3 +67,6 @@ func Version(code string) string {
 	v, _, _ := strings.Cut(code[i+len(marker):], ":")
 	return v
 }
+
+// CurrentVersion is this build's library version.
+func CurrentVersion() string { return redlock.FunctionLibrary().Version }
