@@ -37,7 +37,12 @@ type FunctionLib struct {
 	// on a master whose library is of another version the function is not found and the
 	// client falls back to EVALSHA (where its user may run scripts).
 	Functions []string
+	byScript  map[string]string
 }
+
+// Function returns the function name of the library's script named script ("acquire",
+// "release", "release_durable", "extend", "fence", ...), "" when there is none.
+func (l FunctionLib) Function(script string) string { return l.byScript[script] }
 
 var (
 	libOnce sync.Once
@@ -70,12 +75,12 @@ func functionName(name, sha string) string {
 func generateLibrary(scripts []*script) FunctionLib {
 	var body strings.Builder
 	var names []string
-	seen := map[string]bool{}
+	byScript := map[string]string{}
 	for _, s := range scripts {
-		if seen[s.name] {
+		if byScript[s.name] != "" {
 			panic(fmt.Sprintf("redlock: two scripts are named %q", s.name))
 		}
-		seen[s.name] = true
+		byScript[s.name] = s.fn
 		names = append(names, s.fn)
 		flags := make([]string, len(s.flags))
 		for i, f := range s.flags {
@@ -89,7 +94,7 @@ func generateLibrary(scripts []*script) FunctionLib {
 	code := fmt.Sprintf("#!lua name=%s\n-- redlock-kit function library, version %s: the Redlock scripts of\n"+
 		"-- github.com/redlock-kit/redlock-kit/lockagent/redlock. The admin loads it (FUNCTION LOAD REPLACE);\n"+
 		"-- lock users run it with FCALL only.\n%s", FunctionLibraryName, version, body.String())
-	return FunctionLib{Name: FunctionLibraryName, Version: version, Code: code, Functions: names}
+	return FunctionLib{Name: FunctionLibraryName, Version: version, Code: code, Functions: names, byScript: byScript}
 }
 
 // How one master runs the scripts (master.scriptsVia, batcher goroutine only).

@@ -21,6 +21,9 @@ func TestFunctionLibrary(t *testing.T) {
 	if !strings.HasPrefix(lib.Code, "#!lua name="+redlock.FunctionLibraryName+"\n") {
 		t.Fatalf("library code starts %q, want the #!lua header", lib.Code[:40])
 	}
+	if lib.Function("release") == "" || lib.Function("acquire") == "" || lib.Function("no such script") != "" {
+		t.Fatalf("Function: release %q, acquire %q", lib.Function("release"), lib.Function("acquire"))
+	}
 	if len(lib.Functions) != redlock.ScriptCount() {
 		t.Fatalf("library has %d functions, the package %d scripts", len(lib.Functions), redlock.ScriptCount())
 	}
