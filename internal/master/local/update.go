@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
@@ -101,6 +103,7 @@ func applyRuntime(ctx context.Context, from, to Master) error {
 	for _, kv := range [][2]string{
 		{"maxmemory", to.Spec.MaxMemory},
 		{"maxmemory-policy", redisconf.MaxmemoryPolicy},
+		{"busy-reply-threshold", strconv.Itoa(redisconf.BusyReplyThreshold)},
 	} {
 		if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
 			return fmt.Errorf("%s: CONFIG SET %s %s: %w", strings.ReplaceAll(kv[0], "-", "_"), kv[0], kv[1], err)
@@ -108,6 +111,11 @@ func applyRuntime(ctx context.Context, from, to Master) error {
 	}
 	if err := c.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		return fmt.Errorf("replica_of: REPLICAOF NO ONE: %w", err)
+	}
+	// The kit's function library of this provider version (the supervisor loads it at
+	// every start too): lock users may FCALL it and run no other Lua.
+	if err := funclib.Load(ctx, c); err != nil {
+		return fmt.Errorf("function library: %w", err)
 	}
 	user, old := to.Spec.LockUser, from.Spec.LockUser
 	if user == old && to.Spec.LockPassword == from.Spec.LockPassword {
