@@ -603,8 +603,10 @@ func killBusyScript(ctx context.Context, client *redis.Client, log *slog.Logger)
 	log.Error("redis-server is busy running a script that cannot be killed", "err", errors.Join(errs...))
 }
 
-// functionLoadTimeout bounds FUNCTION LOAD at a start.
-const functionLoadTimeout = 5 * time.Second
+// functionLoadTimeout bounds FUNCTION LOAD at a start. It runs on the supervisor's loop,
+// so it gets no more than a health check does; a load cut short is tried again on the next
+// tick (it takes well under a millisecond).
+const functionLoadTimeout = pingTimeout
 
 // loadFunctions loads the kit's function library as the admin (FUNCTION LOAD REPLACE).
 func loadFunctions(c Config) error {
