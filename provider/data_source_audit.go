@@ -70,6 +70,9 @@ type auditMasterModel struct {
 	ClockRate              types.Float64 `tfsdk:"clock_rate"`
 	RTTMS                  types.Float64 `tfsdk:"rtt_ms"`
 	UptimeSeconds          types.Int64   `tfsdk:"uptime_seconds"`
+	BusyReplyThresholdMS   types.Int64   `tfsdk:"busy_reply_threshold_ms"`
+	FunctionLibrary        types.String  `tfsdk:"function_library"`
+	FunctionLibraryVersion types.String  `tfsdk:"function_library_version"`
 }
 
 func (d *auditDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -194,6 +197,15 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 						MarkdownDescription: "Median round-trip time in milliseconds."},
 					"uptime_seconds": schema.Int64Attribute{Computed: true,
 						MarkdownDescription: "Seconds since the server started."},
+					"busy_reply_threshold_ms": schema.Int64Attribute{Computed: true,
+						MarkdownDescription: "How long a script may run before the master answers `BUSY` and accepts `SCRIPT KILL` " +
+							"(`busy-reply-threshold`, `lua-time-limit` before Redis 7), in milliseconds; -1 when unread. " +
+							"0 or more than 1000 is a warning."},
+					"function_library": computed("The kit's function library on the master: `current`, `stale` (another version: " +
+						"a warning), `missing` (a warning: lock users that may only `FCALL` cannot lock there), or empty when it " +
+						"could not be read."),
+					"function_library_version": computed("Version of the loaded function library (`lockagent functions --version` " +
+						"prints this kit's)."),
 				}},
 			},
 		},
@@ -287,6 +299,9 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 			ClockRate:              types.Float64Value(a.ClockRate),
 			RTTMS:                  types.Float64Value(audit.Millis(a.RTT)),
 			UptimeSeconds:          types.Int64Value(int64(a.Uptime / time.Second)),
+			BusyReplyThresholdMS:   types.Int64Value(a.BusyReplyThresholdMS()),
+			FunctionLibrary:        types.StringValue(a.FunctionLibrary),
+			FunctionLibraryVersion: types.StringValue(a.FunctionLibraryVersion),
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 // auditConfig is a redlock_audit block against the harness cluster; extra goes inside it.
@@ -61,6 +62,10 @@ func TestAccAuditDataSource(t *testing.T) {
 					resource.TestCheckResourceAttr(ds, "masters.1.maxmemory_policy", "noeviction"),
 					resource.TestCheckResourceAttr(ds, "masters.1.aof_last_write_status", "ok"),
 					resource.TestMatchResourceAttr(ds, "masters.1.run_id", regexp.MustCompile(`^[0-9a-f]{40}$`)),
+					resource.TestCheckResourceAttr(ds, "masters.1.busy_reply_threshold_ms", "100"),
+					resource.TestCheckResourceAttr(ds, "masters.1.function_library", "current"),
+					resource.TestCheckResourceAttr(ds, "masters.1.function_library_version", redlock.FunctionLibrary().Version),
+					resource.TestCheckResourceAttr(ds, "warnings.#", "0"),
 				),
 			},
 			{

@@ -159,11 +159,14 @@ func TestHostsRunbook(t *testing.T) {
 			if err := admin.Set(ctx, "kept", "1", 10*time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
-			n, err := d.lockUserClient(i).Eval(ctx, `pcall(redis.set_repl, redis.REPL_NONE)
-if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end
-return 0`, []string{"released"}, "tok").Int()
+			// The lock user runs the kit's release function (FCALL: the policy script loaded
+			// the library at the start) and may run no Lua of its own.
+			n, err := d.lockUserClient(i).FCall(ctx, redlock.FunctionLibrary().Function("release"), []string{"released"}, "tok", "", "tok").Int()
 			if err != nil || n != 1 {
 				t.Fatalf("unlogged release: %d, %v", n, err)
+			}
+			if err := d.lockUserClient(i).Eval(ctx, "while true do end", nil).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+				t.Fatalf("lock user EVAL of a busy loop: %v, want NOPERM", err)
 			}
 			rebooted := time.Now()
 			if err := h.Reboot(ctx); err != nil {
@@ -174,6 +177,9 @@ return 0`, []string{"released"}, "tok").Int()
 			journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
 			if !strings.Contains(journal, "last stop was clean: starting at once") {
 				t.Fatalf("the gate did not start at once after a clean reboot:\n%s", journal)
+			}
+			if !strings.Contains(journal, "function library "+redlock.FunctionLibraryName+" loaded") {
+				t.Fatalf("the start did not load the function library:\n%s", journal)
 			}
 			if n, err := admin.Exists(ctx, "released").Result(); err != nil || n != 0 {
 				t.Fatalf("released key came back after a clean reboot (exists=%d, %v)", n, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/pki"
 )
 
@@ -96,6 +97,21 @@ type Master struct {
 	// deployment uses TLS ("0": closed). A TLS deployment's masters serve TLS only.
 	PlainPort string `json:"plain_port,omitempty"`
 	TLSPort   string `json:"tls_port,omitempty"`
+	// BusyReplyThreshold is how long a script or function may run before the master
+	// answers BUSY and accepts SCRIPT KILL (busy-reply-threshold, lua-time-limit before
+	// Redis 7); BusyReplyThresholdMS says whether it was read.
+	BusyReplyThreshold time.Duration `json:"-"`
+	// FunctionLibrary is what the master holds of the kit's function library:
+	// "current" (this build's), "stale" (another version: its clients fall back to EVALSHA,
+	// which lock users may not run), "missing", or "" when it could not be read
+	// (FunctionLibraryError says why: a server without Functions, an admin without
+	// FUNCTION LIST).
+	FunctionLibrary        string `json:"function_library"`
+	FunctionLibraryVersion string `json:"function_library_version,omitempty"`
+	FunctionLibraryError   string `json:"function_library_error,omitempty"`
+	// LockUserCanEval: the lock user may run EVAL (arbitrary Lua, busy loops included),
+	// asked with ACL DRYRUN as admin.
+	LockUserCanEval bool `json:"lock_user_can_eval"`
 	// LockUserChecked is true when lock credentials were given and tried.
 	LockUserChecked bool `json:"lock_user_checked"`
 	// LockUserCanConfig: the lock user was allowed to run CONFIG GET (it must not be).
@@ -122,6 +138,15 @@ type Master struct {
 	// clockRead say which groups were (see Known).
 	audited                         bool
 	infoRead, configRead, clockRead bool
+	busyRead                        bool
+}
+
+// BusyReplyThresholdMS is BusyReplyThreshold in milliseconds, -1 when it was not read.
+func (m Master) BusyReplyThresholdMS() int64 {
+	if !m.busyRead {
+		return -1
+	}
+	return m.BusyReplyThreshold.Milliseconds()
 }
 
 // Error classes of Master.ErrorClass.
@@ -378,6 +403,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 			m.PlainPort, m.TLSPort = ports["port"], ports["tls-port"]
 		}
 	}
+	m.readScriptLimits(ctx, t, c)
 	if off, rate, rateErr, err := measureClock(ctx, c, t.NodeTimeout, t.ClockInterval); err != nil {
 		note("TIME", err)
 	} else {
@@ -395,6 +421,42 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	}
 	return m
 }
+
+// readScriptLimits reads the busy-script threshold and the kit's function library. What
+// it cannot read stays unknown (BusyReplyThresholdMS -1, FunctionLibrary "" with the reason); it does not make the master
+// unaudited, since neither breaks exclusion.
+func (m *Master) readScriptLimits(ctx context.Context, t Target, c *redis.Client) {
+	for _, name := range []string{"busy-reply-threshold", "lua-time-limit"} {
+		cfg, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
+			return c.ConfigGet(ctx, name).Result()
+		})
+		if v, ok := cfg[name]; err == nil && ok {
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+				m.BusyReplyThreshold, m.busyRead = time.Duration(ms)*time.Millisecond, true
+			}
+			break
+		}
+	}
+	st, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (funclib.Status, error) { return funclib.Check(ctx, c) })
+	switch {
+	case err != nil:
+		m.FunctionLibraryError = err.Error()
+	case st.Current:
+		m.FunctionLibrary = FunctionLibraryCurrent
+	case st.Loaded:
+		m.FunctionLibrary = FunctionLibraryStale
+	default:
+		m.FunctionLibrary = FunctionLibraryMissing
+	}
+	m.FunctionLibraryVersion = st.Version
+}
+
+// Values of Master.FunctionLibrary.
+const (
+	FunctionLibraryCurrent = "current"
+	FunctionLibraryStale   = "stale"
+	FunctionLibraryMissing = "missing"
+)
 
 // nodeCall runs one command bounded by the per-node timeout.
 func nodeCall[T any](ctx context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
@@ -523,6 +585,17 @@ func (m *Master) checkLockUser(ctx context.Context, t Target) {
 		return
 	}
 	m.LockUserDangerous = dangerousForLockUser(ctx, t, m.Endpoint)
+	m.LockUserCanEval = lockUserMay(ctx, t, m.Endpoint, "EVAL", "return 1", "0")
+}
+
+// lockUserMay asks the server, as admin, whether the lock user may run cmd (ACL DRYRUN);
+// false when it may not or the server cannot tell.
+func lockUserMay(ctx context.Context, t Target, endpoint string, cmd ...any) bool {
+	c := redis.NewClient(t.clientOptions(endpoint, t.Username, t.Password))
+	defer c.Close()
+	args := append([]any{"ACL", "DRYRUN", t.LockUsername}, cmd...)
+	reply, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Do(ctx, args...).Text() })
+	return err == nil && reply == "OK"
 }
 
 // dangerousCommands could each break exclusion if a lock client (or whoever holds its
@@ -561,12 +634,14 @@ func (m Master) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		ClockOffsetMS float64 `json:"clock_offset_ms"`
-		RTTMS         float64 `json:"rtt_ms"`
-		UptimeSeconds int64   `json:"uptime_seconds"`
+		// -1: unknown.
+		BusyReplyThresholdMS int64   `json:"busy_reply_threshold_ms"`
+		RTTMS                float64 `json:"rtt_ms"`
+		UptimeSeconds        int64   `json:"uptime_seconds"`
 		// Audited false: the settings that could not be read are unknown, whatever their
 		// zero values say.
 		Audited bool `json:"audited"`
-	}{plain(m), Millis(m.ClockOffset), Millis(m.RTT), int64(m.Uptime / time.Second), m.audited})
+	}{plain(m), Millis(m.ClockOffset), m.BusyReplyThresholdMS(), Millis(m.RTT), int64(m.Uptime / time.Second), m.audited})
 }
 
 // MarshalJSON writes the limits in milliseconds.

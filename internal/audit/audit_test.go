@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 const testTTL = 10 * time.Second
@@ -58,13 +60,103 @@ func TestSafeClusterHasNoProblems(t *testing.T) {
 		if !m.Reachable || m.Error != "" || m.Role != "master" || m.ConnectedReplicas != 0 || !m.AOFEnabled ||
 			m.AppendFsync != "always" || m.NoAppendfsyncOnRewrite != "no" || m.MaxMemoryPolicy != "noeviction" ||
 			m.MaxMemory <= 0 || m.AOFLastWriteStatus != "ok" || m.RunID == "" || m.RTT <= 0 || m.ClockRate <= 0 ||
-			!m.LockUserChecked || m.LockUserCanConfig || m.LockUserError != "" {
+			!m.LockUserChecked || m.LockUserCanConfig || m.LockUserError != "" || m.LockUserCanEval ||
+			m.BusyReplyThreshold != redisconf.BusyReplyThreshold*time.Millisecond ||
+			m.FunctionLibrary != audit.FunctionLibraryCurrent || m.FunctionLibraryVersion != redlock.FunctionLibrary().Version {
 			t.Errorf("master %s: unexpected audit %+v", m.Endpoint, m)
 		}
 		runIDs[m.RunID] = true
 	}
 	if len(runIDs) != 5 {
 		t.Errorf("want 5 distinct run_ids, got %d", len(runIDs))
+	}
+	if len(rep.Warnings) != 0 {
+		t.Errorf("safe cluster has warnings:\n%s", strings.Join(rep.Warnings, "\n"))
+	}
+}
+
+// TestScriptFindings: the audit reports the busy-script threshold, whether the kit's
+// function library is loaded and current, and a lock user that may EVAL, each as a
+// warning naming the master and the fix; the values are in the report.
+func TestScriptFindings(t *testing.T) {
+	admin := func(t *testing.T, m *redistest.Master, args ...any) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := m.Admin().Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*testing.T, *redistest.Master)
+		check  func(audit.Master) bool
+		want   []string
+	}{
+		{"busy-reply-threshold 5000", func(t *testing.T, m *redistest.Master) {
+			admin(t, m, "CONFIG", "SET", "busy-reply-threshold", "5000")
+		}, func(m audit.Master) bool { return m.BusyReplyThreshold == 5*time.Second },
+			[]string{"only after 5s", "CONFIG SET busy-reply-threshold 100"}},
+		{"busy-reply-threshold 0", func(t *testing.T, m *redistest.Master) {
+			admin(t, m, "CONFIG", "SET", "busy-reply-threshold", "0")
+		}, func(m audit.Master) bool { return m.BusyReplyThreshold == 0 }, []string{"BUSY and accepts SCRIPT KILL never"}},
+		{"function library missing", func(t *testing.T, m *redistest.Master) {
+			admin(t, m, "FUNCTION", "DELETE", redlock.FunctionLibraryName)
+		}, func(m audit.Master) bool {
+			return m.FunctionLibrary == audit.FunctionLibraryMissing && m.FunctionLibraryVersion == ""
+		},
+			[]string{"does not have the kit's function library", "lockagent functions"}},
+		{"function library of another version", func(t *testing.T, m *redistest.Master) {
+			admin(t, m, "FUNCTION", "LOAD", "REPLACE", "#!lua name="+redlock.FunctionLibraryName+
+				"\n-- redlock-kit function library, version 0123456789ab: old\nredis.register_function('redlock_x_0', function() return 1 end)")
+		}, func(m audit.Master) bool {
+			return m.FunctionLibrary == audit.FunctionLibraryStale && m.FunctionLibraryVersion == "0123456789ab"
+		},
+			[]string{"another version (0123456789ab)", redlock.FunctionLibrary().Version}},
+		{"lock user allowed EVAL", func(t *testing.T, m *redistest.Master) {
+			admin(t, m, "ACL", "SETUSER", redistest.LockUser, "+eval")
+		}, func(m audit.Master) bool { return m.LockUserCanEval }, []string{"lock user run EVAL", "busy loop"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := redistest.Start(t, redistest.Options{Masters: 3})
+			m := c.Masters[1]
+			tc.mutate(t, m)
+			rep := run(t, target(c))
+			if !rep.Safe {
+				t.Errorf("a script finding made the deployment unsafe:\n%s", strings.Join(rep.Problems, "\n"))
+			}
+			if !tc.check(rep.Masters[1]) {
+				t.Errorf("master %s: audit %+v does not show the change", m.Addr, rep.Masters[1])
+			}
+			if !hasProblem(rep.Warnings, m.Addr, tc.want) {
+				t.Fatalf("no warning naming %q and %q among:\n%s", m.Addr, tc.want, strings.Join(rep.Warnings, "\n"))
+			}
+			for i, other := range rep.Masters {
+				if i != 1 && (other.FunctionLibrary != audit.FunctionLibraryCurrent || other.LockUserCanEval) {
+					t.Errorf("untouched master %s: %+v", other.Endpoint, other)
+				}
+			}
+		})
+	}
+}
+
+// TestLockUserCannotRunABusyScript: the lock user of a kit master is refused EVAL of a
+// busy loop (NOPERM) and any function load; the kit's functions are all it can run.
+func TestLockUserCannotRunABusyScript(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 1})
+	lock := c.Masters[0].LockClient()
+	defer lock.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, cmd := range [][]any{
+		{"EVAL", "while true do end", "0"},
+		{"FUNCTION", "LOAD", "#!lua name=busy\nredis.register_function('busy', function() while true do end end)"},
+		{"SCRIPT", "LOAD", "while true do end"},
+	} {
+		if err := lock.Do(ctx, cmd...).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+			t.Errorf("lock user %v: %v, want NOPERM", cmd[:2], err)
+		}
 	}
 }
 

@@ -3,12 +3,18 @@ package audit
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
+
+// busyThresholdLimit is the longest busy-reply-threshold the audit accepts without a
+// warning: ten times the kit's setting.
+const busyThresholdLimit = 10 * redisconf.BusyReplyThreshold * time.Millisecond
 
 // findings turns what was measured into sentences, one each: which master, what is wrong,
 // why it matters, and the fix. Problems break exclusion (or leave safety unknown); warnings
@@ -112,7 +118,10 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 		if m.RTT > rttLimit {
 			warn("Master %s's round trip is %v, more than %.0f%% of the max lock TTL %v (%v): acquiring eats too much of the lock's validity. Fix: put the masters closer to the clients, or raise the max lock TTL.", ep, roundDur(m.RTT), t.DriftFactor*100, t.MaxLockTTL, rttLimit)
 		}
-		if m.TenantsChecked && len(m.LockUsers) > 1 {
+		// Isolation is intended once a lock user is confined to a prefix: then a user with
+		// every key (a leftover shared user, an EVAL user) breaks it. Users that all reach
+		// every key are one application's (the lock user and its EVAL user, say).
+		if m.TenantsChecked && len(m.LockUsers) > 1 && slices.ContainsFunc(m.LockUsers, func(u LockUserACL) bool { return !u.AllKeys() }) {
 			for _, u := range m.LockUsers {
 				if u.AllKeys() {
 					add("Master %s has %d lock users and %s reaches every key: its clients can read, delete and overwrite every other application's locks. Fix: give %s its own key prefix (lock_users = { %s = { key_prefix = \"%s:\" } }).", ep, len(m.LockUsers), u.Name, u.Name, u.Name, u.Name)
@@ -122,7 +131,23 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 				add("Master %s does not isolate its lock users: %s. Fix: confine each lock user to its own key prefix and channels (lock_users), with no prefix starting with another.", ep, leak)
 			}
 		}
+		if b := m.BusyReplyThreshold; m.BusyReplyThresholdMS() >= 0 && (b == 0 || b > busyThresholdLimit) {
+			limit := "never"
+			if b > 0 {
+				limit = "only after " + b.String()
+			}
+			warn("Master %s answers BUSY and accepts SCRIPT KILL %s (busy-reply-threshold): a client allowed EVAL can stall it that long with a busy script, and the kit's supervisor cannot kill it sooner (the kit's functions run in microseconds). Fix: CONFIG SET busy-reply-threshold %d (the kit's redis.conf sets it).", ep, limit, redisconf.BusyReplyThreshold)
+		}
+		switch m.FunctionLibrary {
+		case FunctionLibraryMissing:
+			warn("Master %s does not have the kit's function library: lock users that may FCALL only cannot lock there (the library falls back to EVALSHA only for users allowed EVAL). Fix: restart the master with the kit (it loads the library at every start), or as the admin FUNCTION LOAD REPLACE the output of `lockagent functions`.", ep)
+		case FunctionLibraryStale:
+			warn("Master %s has another version (%s) of the kit's function library than this kit's (%s): clients of this version cannot FCALL their functions there. Fix: restart the master with this kit version, or as the admin FUNCTION LOAD REPLACE the output of `lockagent functions`.", ep, m.FunctionLibraryVersion, funclib.CurrentVersion())
+		}
 		if m.LockUserChecked {
+			if m.LockUserCanEval {
+				warn("Master %s lets the lock user run EVAL: any lock client can run Lua of its own, such as a busy loop that stalls the master until busy-reply-threshold and a SCRIPT KILL. Fix: restrict the lock user to FCALL of the kit's function library (redisconf.LockUserCommands) and give clients that need EVAL (other Redlock clients) a user of their own.", ep)
+			}
 			switch {
 			case m.LockUserError != "":
 				class := ClassUnavailable

@@ -3,6 +3,8 @@
 # Written by redlock-kit. systemd runs each step from the unit's drop-in, with the '+' prefix
 # (as root, outside the unit's sandbox, so the server itself keeps every restriction):
 #   gate     ExecStartPre   hold the start until locks the last run granted have expired
+#   functions ExecStartPost load the kit's function library as the admin (fails the start
+#                           when it does not load)
 #   started  ExecStartPost  record the pid, run the after_restart hook after a hold
 #   stop     ExecStop       pause writes, rewrite the AOF, SHUTDOWN (bounded)
 #   stopped  ExecStopPost   record how the run ended: a clean-stop marker or a hold
@@ -107,6 +109,18 @@ cli() {
 	REDISCLI_AUTH=$(cat "$ADMIN_PASSWORD_FILE") timeout 5 "$CLI" -h "$HOST" -p "$PORT" --no-auth-warning "$@"
 }
 
+# functions: FUNCTION LOAD REPLACE of the kit's library, as the admin. Lock users may FCALL
+# its functions and run no other Lua; functions persist in the AOF, so this replaces the
+# version the last run had with the one this host was rendered with.
+functions() {
+	out=$(cli -x FUNCTION LOAD REPLACE <"$FUNCTIONS_FILE" 2>&1)
+	if [ "$out" != "$FUNCTIONS_LIBRARY" ]; then
+		log "cannot load the function library $FUNCTIONS_FILE: ${out:-no answer}"
+		return 1
+	fi
+	log "function library $FUNCTIONS_LIBRARY loaded"
+}
+
 stop() {
 	# Rewrite the AOF from memory first, so released locks do not come back after the
 	# restart; bounded, best effort: SHUTDOWN fsyncs the AOF either way.
@@ -158,10 +172,10 @@ setup() {
 }
 
 case "${1:-}" in
-gate | started | stop | stopped | setup) "$1" ;;
+gate | functions | started | stop | stopped | setup) "$1" ;;
 hook) case "${2:-}" in hook_on_crash | hook_before_restart | hook_after_restart) "$2" ;; *) exit 64 ;; esac ;;
 *)
-	echo "usage: redlock-master gate|started|stop|stopped|setup" >&2
+	echo "usage: redlock-master gate|functions|started|stop|stopped|setup" >&2
 	exit 64
 	;;
 esac

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 // Paths on the host. The server config and the admin password are readable by root (and the
@@ -19,6 +20,10 @@ const (
 	ScriptPath        = "/usr/local/lib/redlock/redlock-master"
 	DropInName        = "redlock.conf"
 	DefaultPort       = 6379
+
+	// FunctionsPath is the kit's function library (lockagent/redlock.FunctionLibrary), which
+	// the policy script loads as the admin at every start of the server.
+	FunctionsPath = ConfDir + "/redlock-functions.lua"
 )
 
 // Timeouts the unit is given beyond the hold.
@@ -107,6 +112,7 @@ func Render(h Host) (*Bundle, error) {
 		{Path: AdminPasswordPath, Content: spec.AdminPassword, Permissions: "0600"},
 		// The passwords are in it: 0600, and the setup step gives it to the service's user.
 		{Path: serverConfPath, Content: serverConf, Permissions: "0600"},
+		{Path: FunctionsPath, Content: redlock.FunctionLibrary().Code, Permissions: "0644"},
 		{Path: ScriptPath, Content: script, Permissions: "0755"},
 		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
 	}
@@ -143,6 +149,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"SERVICE_USER", srv.User}, {"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")},
+		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", redlock.FunctionLibraryName},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}
@@ -176,6 +183,9 @@ StartLimitIntervalSec=0
 ExecStart=
 ExecStart=%[3]s %[4]s --supervised systemd --daemonize no
 ExecStartPre=+%[5]s gate
+# The kit's function library, loaded as the admin at every start (lock users may FCALL
+# it and run no other Lua): a start whose load fails fails.
+ExecStartPost=+%[5]s functions
 ExecStartPost=-+%[5]s started
 ExecStop=+%[5]s stop
 ExecStopPost=+%[5]s stopped

@@ -16,16 +16,28 @@ const (
 	NoAppendfsyncOnRewrite = "no"
 	DefaultMaxMemory       = "64mb"
 	DefaultLockUser        = "redlock"
+	DefaultEvalUser        = "redlock-eval"
 )
 
+// BusyReplyThreshold is the master's busy-reply-threshold (lua-time-limit before Redis
+// 7), in milliseconds: a script or function that runs longer makes the server answer
+// every other client BUSY (a lock client counts that master as failed, like a slow one)
+// and accept SCRIPT KILL / FUNCTION KILL, which the kit's supervisor sends. The kit's
+// own functions run in microseconds; 5000, Redis's default, would let one script stall
+// a master for seconds before anything can stop it.
+const BusyReplyThreshold = 100
+
 // LockUserCommands are the only commands a Redlock client needs: SET NX PX to acquire,
-// the compare-and-delete / compare-and-pexpire / fencing scripts, PTTL to learn when a
-// held key expires, pub/sub for release notifications, and the connection handshake.
-// Scripts run with the caller's permissions, so the script bodies are bounded by this too:
-// DEL and PEXPIRE are listed for the compare-and-delete / compare-and-pexpire scripts.
+// FCALL of the kit's function library (compare-and-delete, compare-and-pexpire, fencing:
+// lockagent/redlock.FunctionLibrary, loaded by the admin at every start), PTTL to learn
+// when a held key expires, pub/sub for release notifications, and the connection
+// handshake. Functions run with the caller's permissions, so their bodies are bounded by
+// this too: DEL and PEXPIRE are listed for compare-and-delete / compare-and-pexpire.
+// There is no EVAL, EVALSHA, SCRIPT or FUNCTION: a lock user runs the kit's functions
+// and no other Lua (only the admin can load functions). Every lock user gets this list.
 var LockUserCommands = []string{
 	"+ping", "+hello", "+auth", "+client|setname",
-	"+set", "+get", "+del", "+pexpire", "+pttl", "+eval", "+evalsha", "+script|load", "+script|exists",
+	"+set", "+get", "+del", "+pexpire", "+pttl", "+fcall",
 	"+publish", "+subscribe", "+unsubscribe", "+time",
 }
 
@@ -49,10 +61,7 @@ func (u LockUser) KeyPattern() string { return u.KeyPrefix + "*" }
 
 // ACLRules are the ACL SETUSER rules that define u from scratch: on, its password, its
 // keys and channels, and nothing but LockUserCommands.
-func (u LockUser) ACLRules() []string {
-	return append([]string{"reset", "on", ">" + u.Password, "~" + u.KeyPattern(), "resetchannels",
-		"&" + u.KeyPattern(), "-@all"}, LockUserCommands...)
-}
+func (u LockUser) ACLRules() []string { return UserRules(u.Password, u.KeyPattern(), LockUserCommands) }
 
 // GlobChars are the characters a key prefix may not contain: ACL key patterns are globs.
 const GlobChars = `*?[]\`
@@ -83,6 +92,34 @@ func OverlappingPrefixes(users []LockUser) (a, b LockUser, overlap bool) {
 	return LockUser{}, LockUser{}, false
 }
 
+// EvalCommands are what a client that sends its own Lua (other Redlock clients, such as
+// redsync, release with EVAL) needs beyond the lock commands. Such a client can run any
+// script, busy ones included (cut short only by BusyReplyThreshold and a SCRIPT KILL), so
+// it gets a user of its own (Config.EvalUser), never the lock user's rights.
+var EvalCommands = []string{"+eval", "+evalsha", "+script|load", "+script|exists"}
+
+// EvalUserCommands are the commands of an EVAL (interop) user: the lock commands with
+// EVAL, EVALSHA and SCRIPT LOAD instead of FCALL. The kit's library works with it too
+// (it falls back to EVALSHA where it may not FCALL).
+func EvalUserCommands() []string {
+	out := make([]string, 0, len(LockUserCommands)+len(EvalCommands))
+	for _, c := range LockUserCommands {
+		if c != "+fcall" {
+			out = append(out, c)
+		}
+	}
+	return append(out, EvalCommands...)
+}
+
+// UserRules are the ACL rules of a restricted user (a lock user, an EVAL user), after its
+// name, in the order ACL SETUSER takes them: password, keys, channels (the same pattern as
+// the keys: a lock's release channel starts with its key), commands.
+func UserRules(password, keyPattern string, commands []string) []string {
+	p := or(keyPattern, "*")
+	return append([]string{"reset", "on", ">" + password, "~" + p, "resetchannels", "&" + p, "-@all"},
+		commands...)
+}
+
 // Config describes one master. Zero values mean the safe default where one exists.
 type Config struct {
 	Bind          string // address to listen on; "127.0.0.1" when empty
@@ -94,7 +131,12 @@ type Config struct {
 	// LockUsers, when not empty, replace LockUser/LockPassword: one restricted user per
 	// application, each confined to its key prefix.
 	LockUsers []LockUser
-	MaxMemory string // explicit maxmemory; DefaultMaxMemory when empty
+	// EvalUser/EvalPassword add a user for clients that need EVAL (EvalUserCommands, every
+	// key), e.g. redsync beside the kit's library; none when EvalPassword is empty. Next to
+	// LockUsers it reaches every tenant's keys (the audit reports it).
+	EvalUser     string
+	EvalPassword string
+	MaxMemory    string // explicit maxmemory; DefaultMaxMemory when empty
 	// AppendFsync is "always" unless a caller explicitly opted out of safety.
 	AppendFsync string
 	PidFile     string // optional
@@ -134,6 +176,9 @@ func (c Config) Render() (string, error) {
 	}
 	if a, b, overlap := OverlappingPrefixes(users); overlap && len(users) > 1 {
 		return "", fmt.Errorf("redisconf: lock user %s (prefix %q) reaches lock user %s's keys (prefix %q)", a.Name, a.KeyPrefix, b.Name, b.KeyPrefix)
+	}
+	if c.EvalUser != "" && c.EvalPassword == "" {
+		return "", fmt.Errorf("redisconf: eval user %q has no password: set EvalPassword", c.EvalUser)
 	}
 	if c.DataDir == "" {
 		return "", fmt.Errorf("redisconf: data dir is required")
@@ -184,9 +229,15 @@ func (c Config) Render() (string, error) {
 	line("# Authentication: admin is the default user; lock clients get a restricted user.")
 	line("requirepass %s", quote(c.AdminPassword))
 	for _, u := range users {
-		line("user %s on %s resetkeys ~%s resetchannels &%s -@all %s", u.Name, quote(">"+u.Password),
-			u.KeyPattern(), u.KeyPattern(), strings.Join(LockUserCommands, " "))
+		line("user %s", userLine(u.Name, u.Password, u.KeyPattern(), LockUserCommands))
 	}
+	if c.EvalPassword != "" {
+		line("# Clients that send their own Lua (EVAL) get their own user.")
+		line("user %s", userLine(or(c.EvalUser, DefaultEvalUser), c.EvalPassword, "*", EvalUserCommands()))
+	}
+	line("# Scripts: lock users run the kit's function library (FCALL; the admin loads it at every")
+	line("# start). A script running longer than this makes the server answer BUSY and accept SCRIPT KILL.")
+	line("busy-reply-threshold %d", BusyReplyThreshold)
 	return b.String(), nil
 }
 
@@ -197,6 +248,14 @@ func (c Config) Users() []LockUser {
 		return c.LockUsers
 	}
 	return []LockUser{{Name: or(c.LockUser, DefaultLockUser), Password: c.LockPassword}}
+}
+
+// userLine is a redis.conf user directive after "user ": its keys and channels share one
+// pattern.
+func userLine(name, password, keyPattern string, commands []string) string {
+	p := or(keyPattern, "*")
+	return fmt.Sprintf("%s on %s resetkeys ~%s resetchannels &%s -@all %s", name, quote(">"+password), p, p,
+		strings.Join(commands, " "))
 }
 
 func or(v, def string) string {

@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server masters for tests and benchmarks.
 //
 // Each master runs with the deployment's safe configuration (internal/redisconf: AOF
-// appendfsync always, noeviction, admin password, restricted lock user) in its own temp
+// appendfsync always, noeviction, admin password, restricted lock user, the kit's function
+// library loaded at every start) in its own temp
 // dir on a free loopback port. A test can SIGKILL, SIGSTOP/SIGCONT, restart and cleanly
 // stop any master. Every process is stopped by its pid: Start registers t.Cleanup, New
 // returns a Cluster whose Close the caller must call.
@@ -24,6 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
@@ -39,18 +41,22 @@ type Options struct {
 	// Clock, when set, skews every master's wall clock (see ClockSkew).
 	Clock *ClockSkew
 	// LockUsers, when set, replace the single lock user: one user per tenant, each
-	// confined to its key prefix (see redisconf.LockUser).
+	// confined to its key prefix (see redisconf.LockUser). Such a cluster has no EVAL user.
 	LockUsers []redisconf.LockUser
 	// TLS makes every master serve TLS only, with a server certificate for Host signed by
 	// the cluster's own CA (Cluster.CACertPEM; Master.TLSConfig trusts it).
 	TLS bool
 }
 
-// Credentials every harness master shares.
+// Credentials every harness master shares. The lock user may FCALL the kit's functions
+// and run no other Lua; the EVAL user is the one for clients that send their own scripts
+// (redsync in the interop tests and the bench), as a deployment gives such clients.
 const (
 	AdminPassword = "admin-secret-for-tests"
 	LockUser      = redisconf.DefaultLockUser
 	LockPassword  = "lock-secret-for-tests"
+	EvalUser      = redisconf.DefaultEvalUser
+	EvalPassword  = "eval-secret-for-tests"
 )
 
 // Cluster is a set of independent masters.
@@ -162,6 +168,16 @@ func (c *Cluster) LockClients() []*redis.Client {
 	return clients
 }
 
+// EvalClients returns one new client per master, authenticated as the EVAL user (clients
+// that send their own Lua, such as redsync). The caller owns (and closes) them.
+func (c *Cluster) EvalClients() []*redis.Client {
+	clients := make([]*redis.Client, len(c.Masters))
+	for i, m := range c.Masters {
+		clients[i] = m.EvalClient()
+	}
+	return clients
+}
+
 // Close stops every master (SIGKILL by pid, after resuming a paused one) and removes the
 // temp dir the cluster created. Safe to call twice.
 func (c *Cluster) Close() error {
@@ -192,6 +208,10 @@ func startMaster(bin string, opts Options, dataDir string, tm *tlsMaterial) (*Ma
 			AdminPassword: AdminPassword, LockUser: LockUser, LockPassword: LockPassword, LockUsers: opts.LockUsers,
 			MaxMemory: opts.MaxMemory, AppendFsync: opts.AppendFsync,
 			LogFile: filepath.Join(dataDir, "redis.log")}
+		if len(opts.LockUsers) == 0 {
+			// The EVAL user (for redsync and the like) reaches every key: tenants get none.
+			rc.EvalUser, rc.EvalPassword = EvalUser, EvalPassword
+		}
 		if tm != nil {
 			rc.TLS, m.TLSConfig = &tm.files, tm.client
 		}
@@ -266,8 +286,15 @@ func (m *Master) LockClient() *redis.Client {
 		ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second, TLSConfig: m.TLSConfig})
 }
 
+// EvalClient returns a new client authenticated as the EVAL user.
+func (m *Master) EvalClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: m.Addr, Username: EvalUser, Password: EvalPassword,
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second})
+}
+
 // Restart starts redis-server again on the same port and data dir (the AOF is replayed,
-// the script cache is gone) and waits until it answers. Starting a running master is an error.
+// the script cache is gone), waits until it answers and loads the kit's function library,
+// as every runtime of the kit does at a master's start. Starting a running master is an error.
 func (m *Master) Restart() error {
 	m.mu.Lock()
 	if m.cmd != nil && !m.exited() {
@@ -313,6 +340,12 @@ func (m *Master) waitReady(done chan struct{}) error {
 			err = m.Admin().Ping(ctx).Err()
 			cancel()
 			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				if err := funclib.Load(ctx, m.Admin()); err != nil {
+					_ = m.stopProcess()
+					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
+				}
 				return nil
 			}
 		}

@@ -222,8 +222,21 @@
 // # Masters and connections
 //
 // Pass one go-redis client per independent master (no replicas, no Sentinel, no Cluster),
-// authenticated as a user allowed SET, GET, DEL, PEXPIRE, PTTL, EVAL, EVALSHA, SCRIPT
-// LOAD, PUBLISH, SUBSCRIBE, UNSUBSCRIBE and PING (internal/redisconf.LockUserCommands).
+// authenticated as a user allowed SET, GET, DEL, PEXPIRE, PTTL, FCALL, PUBLISH, SUBSCRIBE,
+// UNSUBSCRIBE and PING (internal/redisconf.LockUserCommands).
+//
+// # Scripts
+//
+// The scripts run as the kit's Redis Function library (FunctionLibrary, library
+// "redlock"), which the admin loads at every start of a master (the kit's runtimes do;
+// `lockagent functions` prints it for masters the kit does not run), so that a lock user
+// needs FCALL and may run no Lua of its own. On a master where the function is missing
+// (not loaded, another library version, Redis < 7) or the user may not FCALL, the Client
+// falls back to EVALSHA (with SCRIPT LOAD, and EVAL on NOSCRIPT); a user for that needs
+// EVAL, EVALSHA and SCRIPT LOAD instead. Where neither works, operations fail with a
+// *DeniedError naming the fix. FCALL runs exactly what EVAL would (same keys, values and
+// replies), so other Redlock clients that EVAL their own scripts on their own user still
+// exclude this library's holders.
 // Recommended client options: MaxRetries -1 (a replayed SET can look like a refusal),
 // ContextTimeoutEnabled (a stuck master's connection is then dropped at the pipeline
 // bound instead of go-redis's read timeout) and DialerRetries 1 (go-redis otherwise

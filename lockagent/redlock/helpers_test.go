@@ -34,6 +34,18 @@ func lockClients(t *testing.T, cl *redistest.Cluster) []redis.UniversalClient {
 	return out
 }
 
+// evalClients returns one new EVAL-user client per master (the user for clients that
+// send their own Lua, such as redsync), closed in t.Cleanup.
+func evalClients(t *testing.T, cl *redistest.Cluster) []redis.UniversalClient {
+	t.Helper()
+	var out []redis.UniversalClient
+	for _, r := range cl.EvalClients() {
+		out = append(out, r)
+		t.Cleanup(func() { _ = r.Close() })
+	}
+	return out
+}
+
 // testNodeTimeout replaces the TTL-derived node timeout in tests that are not about it:
 // the machine running the tests may be busy, and a "slow" healthy master would turn a
 // behaviour test into a test of the scheduler. Correctness never depends on it.

@@ -21,7 +21,9 @@ func TestRedsyncInterop(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 5})
 	ctx := context.Background()
 	var pools []redsyncredis.Pool
-	for _, r := range lockClients(t, cl) {
+	// redsync sends its own Lua (EVAL): it gets the EVAL user, as in a deployment; the
+	// library keeps the lock user (FCALL of the kit's functions only).
+	for _, r := range evalClients(t, cl) {
 		pools = append(pools, goredis.NewPool(r))
 	}
 	rs := redsync.New(pools...)

@@ -36,6 +36,7 @@ type master struct {
 	done   chan struct{} // closed when the batcher exited
 
 	scriptsLoaded bool       // batcher goroutine only
+	scriptsVia    int        // batcher goroutine only: viaFunctions or viaScripts
 	live          []*request // batcher goroutine only: exec's buffer
 	// execCtx bounds the pipelines (batcher goroutine only). It is reused while at least
 	// half of execMax is left, so a pipeline gets between execMax/2 and execMax: a
@@ -68,21 +69,27 @@ func (m *master) recentFailure(within time.Duration) error {
 	return f.err
 }
 
-// call is one command of a request: a plain command, or a script sent as
-// EVALSHA sha numkeys keys... args... (args holds that whole command).
+// call is one command of a request: a plain command (args), or a script: args holds
+// FCALL fn numkeys keys... args..., shaArgs the same as EVALSHA sha numkeys keys... args...
 type call struct {
-	script *script
-	args   []any
+	script  *script
+	args    []any
+	shaArgs []any
 }
 
-// scriptCall builds the EVALSHA command of s once; the masters of a round share it.
+// scriptCall builds the FCALL and the EVALSHA command of s once; the masters of a round
+// share them, each sends the one its way of running scripts needs.
 func scriptCall(s *script, keys []string, args ...any) call {
 	all := make([]any, 0, 3+len(keys)+len(args))
-	all = append(all, "evalsha", s.shaArg, len(keys))
+	all = append(all, "fcall", s.fnArg, len(keys))
 	for _, k := range keys {
 		all = append(all, k)
 	}
-	return call{script: s, args: append(all, args...)}
+	all = append(all, args...)
+	sha := make([]any, len(all))
+	copy(sha, all)
+	sha[0], sha[1] = "evalsha", s.shaArg
+	return call{script: s, args: all, shaArgs: sha}
 }
 
 const (
@@ -240,10 +247,10 @@ func (m *master) exec(batch []*request) {
 			r.cmds = make([]*redis.Cmd, len(r.calls))
 		}
 		for i, c := range r.calls {
-			r.cmds[i] = c.command(ctx, true)
+			r.cmds[i] = c.command(ctx, m.scriptsVia, true)
 		}
 	}
-	needLoad := anyScript && !m.scriptsLoaded
+	needLoad := anyScript && m.scriptsVia == viaScripts && !m.scriptsLoaded
 	var execErr error
 	var loads []*redis.StringCmd
 	if len(live) == 1 && len(live[0].cmds) == 1 && !needLoad {
@@ -271,33 +278,8 @@ func (m *master) exec(batch []*request) {
 		m.scriptsLoaded = loaded
 	}
 
-	// A master restarted between two pipelines has lost its script cache: run the scripts
-	// that got NOSCRIPT again with EVAL (which also caches them).
-	type retry struct {
-		orig *redis.Cmd
-		c    call
-	}
-	var retries []retry
-	for _, r := range live {
-		for i, c := range r.calls {
-			if c.script != nil && isNoScript(r.cmds[i].Err()) {
-				retries = append(retries, retry{r.cmds[i], c})
-			}
-		}
-	}
-	if len(retries) > 0 {
-		m.scriptsLoaded = false
-		pipe := m.rdb.Pipeline()
-		evals := make([]*redis.Cmd, len(retries))
-		for i, rt := range retries {
-			evals[i] = rt.c.command(ctx, false)
-			_ = pipe.Process(ctx, evals[i])
-		}
-		_, _ = pipe.Exec(ctx)
-		for i, rt := range retries {
-			rt.orig.SetVal(evals[i].Val())
-			rt.orig.SetErr(evals[i].Err())
-		}
+	if anyScript {
+		m.retryScripts(ctx, live)
 	}
 	var failed error
 	for _, r := range live {
@@ -340,13 +322,17 @@ func pipelineErr(r *request, execErr error) error {
 	return err
 }
 
-// command returns the call as a new command; sha false turns EVALSHA into EVAL (which
-// also caches the script). The shared args are only read.
-func (c call) command(ctx context.Context, sha bool) *redis.Cmd {
-	if c.script == nil || sha {
+// command returns the call as a new command: FCALL (via viaFunctions), EVALSHA (via
+// viaScripts, sha) or EVAL (viaScripts, !sha: it also caches the script). The shared args
+// are only read.
+func (c call) command(ctx context.Context, via int, sha bool) *redis.Cmd {
+	switch {
+	case c.script == nil || via == viaFunctions:
 		return redis.NewCmd(ctx, c.args...)
+	case sha:
+		return redis.NewCmd(ctx, c.shaArgs...)
 	}
-	args := slices.Clone(c.args)
+	args := slices.Clone(c.shaArgs)
 	args[0], args[1] = "eval", c.script.src
 	return redis.NewCmd(ctx, args...)
 }

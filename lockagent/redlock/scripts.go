@@ -5,18 +5,30 @@ import (
 	"encoding/hex"
 )
 
-// script is a Lua script sent by EVALSHA; the batcher loads it (SCRIPT LOAD) on a master
-// whose cache is unknown and falls back to EVAL on NOSCRIPT (a restarted master).
+// script is one of the library's Lua scripts. A master that has the kit's function library
+// (FunctionLibrary, loaded by the admin) runs it as a function with FCALL; elsewhere the
+// batcher sends it by EVALSHA, loads it (SCRIPT LOAD) on a master whose cache is unknown
+// and falls back to EVAL on NOSCRIPT (a restarted master). See functions.go.
 type script struct {
+	name   string // stable name: the function is "redlock_<name>_<sha prefix>"
 	src    string
 	sha    string
 	shaArg any // sha as a command argument, boxed once
+	fn     string
+	fnArg  any      // fn boxed once
+	flags  []string // function flags (FunctionLibrary)
 }
 
-func newScript(src string) *script {
+// newScript names a script: name (lower case letters, digits and '_') is stable across
+// versions, the function name adds the script's SHA-1 prefix, so a master whose library
+// holds another body of the script has no function of that name (see functions.go).
+// flags are the function's flags; allowOOM for a script that must run on a master out of
+// memory (a release frees memory).
+func newScript(name, src string, flags ...string) *script {
 	sum := sha1.Sum([]byte(src))
 	sha := hex.EncodeToString(sum[:])
-	return &script{src: src, sha: sha, shaArg: sha}
+	fn := functionName(name, sha)
+	return &script{name: name, src: src, sha: sha, shaArg: sha, fn: fn, fnArg: fn, flags: flags}
 }
 
 // releaseBody is the standard compare-and-delete: other Redlock
@@ -53,11 +65,11 @@ return 0
 // set_repl is called through pcall: on a server that cannot leave a script's writes out
 // of the AOF (no set_repl, or Redis < 7 with lua-replicate-commands off) the release still
 // runs, logged, instead of failing.
-var releaseScript = newScript("pcall(redis.set_repl, redis.REPL_NONE)" + releaseBody)
+var releaseScript = newScript("release", "pcall(redis.set_repl, redis.REPL_NONE)"+releaseBody, allowOOM)
 
 // durableReleaseScript is the release logged to the AOF (Options.DurableRelease): the
 // master fsyncs the DEL before it answers, as with every other Redlock client.
-var durableReleaseScript = newScript(releaseBody)
+var durableReleaseScript = newScript("release_durable", releaseBody, allowOOM)
 
 // extendScript extends the key when it is still ours, and sets it again (NX) on a master
 // that lost it (restart after the delay, eviction by an operator) so that a long-held lock
@@ -65,7 +77,7 @@ var durableReleaseScript = newScript(releaseBody)
 //
 // KEYS[1] lock key; ARGV[1] token; ARGV[2] ttl in ms.
 // Returns 1 extended, 2 set again, 0 held by another token.
-var extendScript = newScript(`
+var extendScript = newScript("extend", `
 local v = redis.call("get", KEYS[1])
 if v == ARGV[1] then
   redis.call("pexpire", KEYS[1], ARGV[2])
@@ -91,7 +103,7 @@ return 0
 // Returns {1, register before the write} when the key was set; {0, PTTL of the key,
 // register} when it is held. The register comes back as the stored string ("0" when
 // absent); a register that is not a decimal number is reported and left alone.
-var acquireScript = newScript(`
+var acquireScript = newScript("acquire", `
 local reg = redis.call("get", KEYS[2]) or "0"
 if not redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   return {0, redis.call("pttl", KEYS[1]), reg}
@@ -108,7 +120,7 @@ return {1, reg}
 //
 // KEYS[1] lock key; KEYS[2] fence key; ARGV[1] token; ARGV[2] proposed fence.
 // Returns the stored value after the write, or -1 when the token is not ours there.
-var fenceScript = newScript(`
+var fenceScript = newScript("fence", `
 if redis.call("get", KEYS[1]) ~= ARGV[1] then
   return -1
 end

@@ -400,6 +400,15 @@ func describeMaster(m audit.Master) string {
 	} else {
 		line += "  settings unknown"
 	}
+	if ms := m.BusyReplyThresholdMS(); ms >= 0 {
+		line += fmt.Sprintf("  busy-reply-threshold %dms", ms)
+	}
+	if m.FunctionLibrary != "" {
+		line += "  functions " + m.FunctionLibrary
+		if m.FunctionLibraryVersion != "" {
+			line += " " + m.FunctionLibraryVersion
+		}
+	}
 	if m.RTT > 0 {
 		line += fmt.Sprintf("  rtt %.2fms", audit.Millis(m.RTT))
 	}

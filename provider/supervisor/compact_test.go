@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 // releaseUnlogged takes key as the lock user (PX 60000) and releases it the way the lock
@@ -26,7 +27,9 @@ func (m *testMaster) releaseUnlogged(key string) {
 	if err := lock.Set(ctx, key, "token", time.Minute).Err(); err != nil {
 		m.t.Fatalf("SET %s PX 60000: %v", key, err)
 	}
-	n, err := lock.Eval(ctx, "redis.set_repl(redis.REPL_NONE) return redis.call('del', KEYS[1])", []string{key}).Int()
+	// The kit's release function (the supervisor loaded the library at the start): args
+	// token, release channel ("" = none), message.
+	n, err := lock.FCall(ctx, redlock.FunctionLibrary().Function("release"), []string{key}, "token", "", "token").Int()
 	if err != nil || n != 1 {
 		m.t.Fatalf("unlogged DEL %s = %d, %v; want 1", key, n, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/master"
 )
 
@@ -325,7 +326,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 	s.log.Info("redis-server started", "redis_pid", pid, "restart", restart)
 
 	alive := &aliveClock{reply: startedAt}
-	prober := startProbe(s.cfg, alive)
+	prober := startProbe(s.cfg, alive, s.log)
 
 	var hookWG sync.WaitGroup
 	hookCtx, cancelHooks := context.WithCancel(context.Background())
@@ -393,7 +394,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 			if s.cfg.Addr != old.Addr || s.cfg.AdminPassword != old.AdminPassword {
 				// The provider changes the password at runtime too: PING with the new one.
 				prober.stop()
-				prober = startProbe(s.cfg, alive)
+				prober = startProbe(s.cfg, alive, s.log)
 			}
 			// Persist a longer delay at once: should this supervisor die with its master
 			// now, the next one must hold for it. (The write also tells the provider that
@@ -420,6 +421,19 @@ func (s *supervisor) serve(restart bool) serveResult {
 				}
 			}
 			if s.st.Status == StatusStarting && alive.lastPong().After(startedAt) {
+				// The admin loads the kit's function library at every start, before the
+				// master counts as running: lock users may run its functions only. Until it
+				// loads, the master stays "starting" with the reason in LastError (the
+				// create fails with it at its timeout).
+				if err := loadFunctions(s.cfg); err != nil {
+					if msg := err.Error(); msg != s.st.LastError {
+						s.st.LastError = msg
+						s.writeState()
+						lastWrite = time.Now()
+						s.log.Error("cannot load the function library: the master stays starting", "redis_pid", pid, "err", err)
+					}
+					continue
+				}
 				s.st.Status = StatusRunning
 				if restart {
 					s.st.Restarts++
@@ -427,7 +441,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 				s.st.LastError = ""
 				s.writeState()
 				lastWrite = time.Now()
-				s.log.Info("redis-server answers", "redis_pid", pid)
+				s.log.Info("redis-server answers; function library loaded", "redis_pid", pid)
 				if restart && len(s.cfg.Hooks.AfterRestart) > 0 {
 					// Run beside the health check: a slow hook must not stop LastAlive.
 					run := s.hook("after_restart", s.cfg.Hooks.AfterRestart, pid)
@@ -521,10 +535,10 @@ type prober struct {
 	done   chan struct{}
 }
 
-func startProbe(c Config, alive *aliveClock) *prober {
+func startProbe(c Config, alive *aliveClock, log *slog.Logger) *prober {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &prober{cancel: cancel, done: make(chan struct{})}
-	go func() { defer close(p.done); probe(ctx, c, alive) }()
+	go func() { defer close(p.done); probe(ctx, c, alive, log) }()
 	return p
 }
 
@@ -539,7 +553,11 @@ func (p *prober) stop() {
 // about an unresponsive master; LastAlive comes from /proc, because a master that answers
 // the probe late, with an error (LOADING, a wrong password) or not at all may still be
 // serving other clients.
-func probe(ctx context.Context, c Config, alive *aliveClock) {
+//
+// A BUSY answer is a script or function that has run longer than busy-reply-threshold
+// (the kit's own run in microseconds): the probe kills it (SCRIPT KILL, FUNCTION KILL),
+// so that one client's Lua cannot stall the master.
+func probe(ctx context.Context, c Config, alive *aliveClock, log *slog.Logger) {
 	client := adminClient(c)
 	defer client.Close()
 	ticker := time.NewTicker(pingInterval)
@@ -548,6 +566,9 @@ func probe(ctx context.Context, c Config, alive *aliveClock) {
 		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
 		err := client.Ping(pingCtx).Err()
 		cancel()
+		if redis.HasErrorPrefix(err, "BUSY") {
+			killBusyScript(ctx, client, log)
+		}
 		var reply redis.Error
 		if err == nil || errors.As(err, &reply) {
 			// The moment the answer arrived: later than when it was sent, so the hold is
@@ -575,4 +596,36 @@ func adminClient(c Config) *redis.Client {
 		DialTimeout: pingTimeout, ReadTimeout: pingTimeout, WriteTimeout: pingTimeout,
 		ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 1, DisableIdentity: true,
 	})
+}
+
+// killBusyScript stops the script or function that keeps the master busy. A script that
+// already wrote cannot be killed (UNKILLABLE: only SHUTDOWN NOSAVE would stop it, losing
+// its half-done writes); that is logged.
+func killBusyScript(ctx context.Context, client *redis.Client, log *slog.Logger) {
+	var errs []error
+	for _, cmd := range [][]any{{"script", "kill"}, {"function", "kill"}} {
+		killCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+		err := client.Do(killCtx, cmd...).Err()
+		cancel()
+		if err == nil {
+			log.Warn("killed a script that kept redis-server busy beyond busy-reply-threshold", "command", fmt.Sprint(cmd...))
+			return
+		}
+		errs = append(errs, err)
+	}
+	log.Error("redis-server is busy running a script that cannot be killed", "err", errors.Join(errs...))
+}
+
+// functionLoadTimeout bounds FUNCTION LOAD at a start. It runs on the supervisor's loop,
+// so it gets no more than a health check does; a load cut short is tried again on the next
+// tick (it takes well under a millisecond).
+const functionLoadTimeout = pingTimeout
+
+// loadFunctions loads the kit's function library as the admin (FUNCTION LOAD REPLACE).
+func loadFunctions(c Config) error {
+	client := adminClient(c)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
+	defer cancel()
+	return funclib.Load(ctx, client)
 }

@@ -203,6 +203,9 @@ func waitRunning(ctx context.Context, dir, addr, password string, tlsConf *tls.C
 		case mine && st.Status == supervisor.StatusHolding && st.LastError != "":
 			// The server this supervisor started died: it would only crash again after the delay.
 			return Live{}, fmt.Errorf("redis-server exited right after it started (%s)", st.LastError)
+		case mine && st.LastError != "":
+			// Such as a function library that does not load: the master stays starting.
+			lastErr = fmt.Errorf("supervisor status %q: %s", st.Status, st.LastError)
 		case mine:
 			lastErr = fmt.Errorf("supervisor status %q", st.Status)
 		}

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
@@ -114,6 +116,7 @@ func applyRuntime(ctx context.Context, from, to Master, trust *tls.Config) error
 	for _, kv := range [][2]string{
 		{"maxmemory", to.Spec.MaxMemory},
 		{"maxmemory-policy", redisconf.MaxmemoryPolicy},
+		{"busy-reply-threshold", strconv.Itoa(redisconf.BusyReplyThreshold)},
 	} {
 		if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
 			return fmt.Errorf("%s: CONFIG SET %s %s: %w", strings.ReplaceAll(kv[0], "-", "_"), kv[0], kv[1], err)
@@ -121,6 +124,11 @@ func applyRuntime(ctx context.Context, from, to Master, trust *tls.Config) error
 	}
 	if err := c.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		return fmt.Errorf("replica_of: REPLICAOF NO ONE: %w", err)
+	}
+	// The kit's function library of this provider version (the supervisor loads it at
+	// every start too): lock users may FCALL it and run no other Lua.
+	if err := funclib.Load(ctx, c); err != nil {
+		return fmt.Errorf("function library: %w", err)
 	}
 	return updateLockUsers(ctx, c, from.Spec.Users(), to.Spec.Users())
 }

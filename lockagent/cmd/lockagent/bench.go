@@ -23,7 +23,12 @@ const benchUsage = `Usage: lockagent bench [--spawn N | -c agent.json | --endpoi
 
 Measures, in one run and on the same masters, side by side:
   lockagent  this project's library (lockagent/redlock), default options (its releases
-             are applied in memory and not logged to the AOF: no fsync per release)
+             are applied in memory and not logged to the AOF: no fsync per release);
+             its scripts run as the kit's function library (FCALL)
+  lockagent-evalsha
+             the same on a user that may EVAL but not FCALL: the scripts go by
+             EVALSHA, as before the function library (--spawn only: it creates that
+             user, which redsync and the floor use too)
   lockagent-durable
              the same with Options.DurableRelease: releases logged and fsynced, as
              redsync's and the floor's are
@@ -45,7 +50,8 @@ Scenarios:
   contention   --contenders goroutines on one key for --duration, each holding it for
                --hold: acquisitions/s, wait from first attempt to acquisition (p50/p99/max),
                fairness (Jain's index and min/max acquisitions per goroutine)
-Then the ratios of the library vs redsync and vs the floor, and the issue's targets.
+Then the ratios of FCALL vs EVALSHA, of the library vs redsync and vs the floor, and
+the issue's targets.
 Numbers depend on the machine and its disk (appendfsync always fsyncs every write).
 
 Masters:
@@ -57,9 +63,9 @@ Masters:
 
 ` + deploymentHelp + `
 Benchmark:
-  --implementations L  comma-separated subset of lockagent,lockagent-durable,
-                       lockagent-nofence,redsync,floor,lockagent-tls
-                       (default all; lockagent-tls only with --spawn)
+  --implementations L  comma-separated subset of lockagent,lockagent-evalsha,
+                       lockagent-durable,lockagent-nofence,redsync,floor,lockagent-tls
+                       (default all; lockagent-evalsha and lockagent-tls with --spawn only)
   --iterations N       sequential pairs per implementation (default 1000)
   --duration D         length of each concurrent scenario per implementation (default 5s)
   --rounds N           split sequential and throughput into N blocks per implementation,
@@ -139,7 +145,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var deployment *agentconfig.Config
+	var deployment, evalDeployment *agentconfig.Config
 	if spawn > 0 {
 		fmt.Fprintf(stderr, "lockagent bench: starting %d masters (appendfsync always)...\n", spawn)
 		cluster, err := redistest.New(redistest.Options{Masters: spawn})
@@ -153,6 +159,8 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 		}()
 		deployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: redistest.LockUser, Password: redistest.LockPassword}
+		// redsync, the floor and lockagent-evalsha send their own Lua: the EVAL user.
+		evalDeployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: redistest.EvalUser, Password: redistest.EvalPassword}
 		stopTLS, err := spawnTLSMasters(spawn, cfg, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
@@ -168,6 +176,9 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	cfg.NewClients = func() []*redis.Client { return lockClients(deployment) }
+	if evalDeployment != nil {
+		cfg.NewEvalClients = func() []*redis.Client { return lockClients(evalDeployment) }
+	}
 	// A fixed set of names: the library's fence registers have no TTL, so a random
 	// prefix per run would leave new keys on a real deployment every time.
 	cfg.KeyPrefix = "lockagent-bench:"

@@ -24,6 +24,9 @@ Usage:
                      prove a deployment is safe: audit every master, then exercise Redlock
   lockagent bench    [--spawn N | -c agent.json] [flags]
                      this library vs redsync vs a bare go-redis fan-out, side by side
+  lockagent functions [--version]
+                     print the kit's Redis Function library (for the admin of a master
+                     the kit does not run: redis-cli -x FUNCTION LOAD REPLACE)
   lockagent version  print the version
   lockagent help [command]
                      this text, or a command's flags, environment and exit codes
@@ -64,6 +67,8 @@ func lockagent(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return validateMain(ctx, rest, stdout, stderr)
 	case "bench":
 		return benchMain(ctx, rest, stdout, stderr)
+	case "functions":
+		return functionsMain(rest, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
@@ -77,11 +82,13 @@ func lockagent(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			// Each command prints its complete help for --help, on stderr; help asked for
 			// explicitly belongs on stdout.
 			return lockagent(ctx, []string{rest[0], "--help"}, stdout, stdout)
+		case "functions":
+			return functionsMain([]string{"--help"}, stdout, stdout)
 		case "version", "help":
 			fmt.Fprint(stdout, mainUsage)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "lockagent help: unknown command %q; commands: run, validate, bench, version\n", rest[0])
+		fmt.Fprintf(stderr, "lockagent help: unknown command %q; commands: run, validate, bench, functions, version\n", rest[0])
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "lockagent: unknown command %q; run `lockagent help` for the commands\n", cmd)

@@ -232,6 +232,8 @@ func TestDispatch(t *testing.T) {
 		{name: "help validate is validate's help on stdout", args: []string{"help", "validate"}, code: 0, stdout: []string{"validate"}},
 		{name: "help of unknown command", args: []string{"help", "frobnicate"}, code: exitUsage, stderr: []string{`unknown command "frobnicate"`}},
 		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"lockagent "}},
+		{name: "help functions is functions' help on stdout", args: []string{"help", "functions"}, code: 0, stdout: []string{"FUNCTION LOAD REPLACE", "Exit codes"}},
+		{name: "functions takes no argument", args: []string{"functions", "extra"}, code: exitUsage, stderr: []string{`"extra"`}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderr: []string{`unknown command "frobnicate"`, "lockagent help"}},
 	}
 	for _, tt := range tests {

@@ -33,6 +33,11 @@ const (
 	// (Options.DurableRelease), as every other client's are: it shows what the default
 	// unlogged release saves.
 	LockagentDurable = "lockagent-durable"
+	// LockagentEvalsha is the library with default options on a user that may EVAL but
+	// not FCALL (Config.NewEvalClients): its scripts go by EVALSHA, as before the function
+	// library; Lockagent beside it runs them with FCALL. The pair is the cost of
+	// restricting lock users to the kit's functions.
+	LockagentEvalsha = "lockagent-evalsha"
 	Redsync          = "redsync"
 	Floor            = "floor"
 	// LockagentTLS is the library with its defaults over TLS (Config.NewTLSClients): beside
@@ -41,7 +46,11 @@ const (
 )
 
 // AllImplementations is every implementation, in table order.
-var AllImplementations = []string{Lockagent, LockagentDurable, LockagentNoFence, Redsync, Floor}
+var AllImplementations = []string{Lockagent, LockagentEvalsha, LockagentDurable, LockagentNoFence, Redsync, Floor}
+
+// sendsOwnLua are the implementations that run on Config.NewEvalClients when it is set:
+// they send Lua of their own (EVAL, EVALSHA), which a lock user may not.
+var sendsOwnLua = map[string]bool{LockagentEvalsha: true, Redsync: true, Floor: true}
 
 // Config describes one benchmark run. Zero values get the defaults noted.
 type Config struct {
@@ -51,6 +60,11 @@ type Config struct {
 	// NewTLSClients, when set, returns fresh TLS clients, one per master of a deployment
 	// like NewClients' but serving TLS only, for LockagentTLS (run by default then).
 	NewTLSClients func() []*redis.Client
+	// NewEvalClients returns clients of a user that may run EVAL, EVALSHA and SCRIPT LOAD
+	// (and not FCALL), for the implementations that send their own Lua (redsync, the
+	// floor, lockagent-evalsha): a lock user may run the kit's functions only. Without
+	// it they use NewClients, and lockagent-evalsha is left out (it would not be EVALSHA).
+	NewEvalClients func() []*redis.Client
 	// Implementations to run, in table order; AllImplementations (and LockagentTLS with
 	// NewTLSClients) when empty.
 	Implementations []string
@@ -75,9 +89,13 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if len(c.Implementations) == 0 {
-		c.Implementations = AllImplementations
+		for _, name := range AllImplementations {
+			if name != LockagentEvalsha || c.NewEvalClients != nil {
+				c.Implementations = append(c.Implementations, name)
+			}
+		}
 		if c.NewTLSClients != nil {
-			c.Implementations = append(slices.Clone(AllImplementations), LockagentTLS)
+			c.Implementations = append(c.Implementations, LockagentTLS)
 		}
 	}
 	if c.Iterations <= 0 {
@@ -192,14 +210,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	for _, name := range cfg.Implementations {
-		newClients := cfg.NewClients
-		if name == LockagentTLS {
-			if cfg.NewTLSClients == nil {
-				return nil, errors.New("bench: lockagent-tls needs TLS masters (Config.NewTLSClients; lockagent bench --spawn starts them)")
-			}
-			newClients = cfg.NewTLSClients
+		if name == LockagentEvalsha && cfg.NewEvalClients == nil {
+			return nil, fmt.Errorf("bench: %s needs a user that may EVAL but not FCALL (Config.NewEvalClients; `lockagent bench --spawn` creates one)", name)
 		}
-		clients := newClients()
+		if name == LockagentTLS && cfg.NewTLSClients == nil {
+			return nil, errors.New("bench: lockagent-tls needs TLS masters (Config.NewTLSClients; lockagent bench --spawn starts them)")
+		}
+		clients := cfg.clientsFor(name)
 		l, err := newLocker(ctx, name, clients)
 		if err != nil {
 			_ = closeAll(clients)
@@ -276,14 +293,61 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// preflight checks, with bounded waits, that the lock user can set a key and run the
-// release script on every master. Without it a wrong password or a missing ACL command
-// would make the library's Acquire (which retries unavailable masters until its context
-// ends) or redsync's 32 tries spin through the whole run.
+// clientsFor returns new clients for implementation name: the EVAL user's for those
+// that send their own Lua, when there is one.
+func (c *Config) clientsFor(name string) []*redis.Client {
+	if name == LockagentTLS {
+		return c.NewTLSClients()
+	}
+	if sendsOwnLua[name] && c.NewEvalClients != nil {
+		return c.NewEvalClients()
+	}
+	return c.NewClients()
+}
+
+// preflight checks, with bounded waits, that the lock user can take and release a lock
+// with the library (SET, the kit's functions), and that the user of the implementations
+// that send their own Lua can set a key and run the release script, on every master.
+// Without it a wrong password or a missing ACL command would make the library's Acquire
+// (which retries unavailable masters until its context ends) or redsync's 32 tries spin
+// through the whole run.
 func preflight(ctx context.Context, cfg Config) error {
-	clients := cfg.NewClients()
-	defer closeAll(clients)
+	lua, kit := false, false
+	for _, name := range cfg.Implementations {
+		lua = lua || sendsOwnLua[name]
+		kit = kit || !sendsOwnLua[name]
+	}
 	key := cfg.KeyPrefix + "preflight"
+	if kit {
+		clients := cfg.NewClients()
+		defer closeAll(clients)
+		masters := make([]redis.UniversalClient, len(clients))
+		for i, c := range clients {
+			masters[i] = c
+		}
+		lc, err := redlock.New(masters, redlock.Options{NodeTimeout: time.Second})
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		err = func() error {
+			defer lc.Close()
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			l, err := lc.TryAcquire(ctx, key, cfg.TTL)
+			if err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		}()
+		if err != nil {
+			return fmt.Errorf("bench: the lock user cannot take and release a lock: %w", err)
+		}
+	}
+	if !lua {
+		return nil
+	}
+	clients := cfg.clientsFor(Redsync)
+	defer closeAll(clients)
 	for _, c := range clients {
 		err := func() error {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -298,7 +362,7 @@ func preflight(ctx context.Context, cfg Config) error {
 			return err
 		}()
 		if err != nil {
-			return fmt.Errorf("bench: master %s: %w (the lock user must be able to SET and run the compare-and-delete script)", c.Options().Addr, err)
+			return fmt.Errorf("bench: master %s: %w (redsync and the floor send their own Lua: their user must be able to SET and EVAL the compare-and-delete script)", c.Options().Addr, err)
 		}
 	}
 	return nil
@@ -314,7 +378,7 @@ type subject struct {
 
 func newLocker(ctx context.Context, name string, clients []*redis.Client) (locker, error) {
 	switch name {
-	case Lockagent, LockagentTLS:
+	case Lockagent, LockagentTLS, LockagentEvalsha:
 		return newLockagent(clients, redlock.Options{})
 	case LockagentNoFence:
 		return newLockagent(clients, redlock.Options{NoFencing: true})

@@ -19,13 +19,21 @@ import (
 func TestRunSmoke(t *testing.T) {
 	cluster := redistest.Start(t, redistest.Options{Masters: 3})
 	cfg := Config{
-		NewClients: func() []*redis.Client { return cluster.LockClients() },
-		Iterations: 20,
-		Duration:   300 * time.Millisecond,
-		Goroutines: 4,
-		Contenders: 3,
-		TTL:        5 * time.Second,
-		KeyPrefix:  "smoke:",
+		NewClients:     func() []*redis.Client { return cluster.LockClients() },
+		NewEvalClients: func() []*redis.Client { return cluster.EvalClients() },
+		Iterations:     20,
+		Duration:       300 * time.Millisecond,
+		Goroutines:     4,
+		Contenders:     3,
+		TTL:            5 * time.Second,
+		KeyPrefix:      "smoke:",
+	}
+	// lockagent-evalsha is EVALSHA by construction: its user may not FCALL.
+	for _, m := range cluster.Masters {
+		reply, err := m.Admin().Do(context.Background(), "acl", "dryrun", redistest.EvalUser, "fcall", "f", "0").Text()
+		if err != nil || reply == "OK" || !strings.Contains(reply, "fcall") {
+			t.Fatalf("ACL DRYRUN of FCALL for the EVAL user on %s: %q %v; lockagent-evalsha would not measure EVALSHA", m.Addr, reply, err)
+		}
 	}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -75,7 +83,7 @@ func TestRunSmoke(t *testing.T) {
 	}
 	table := out.String()
 	header := strings.SplitN(table, "\n", 2)[0]
-	for _, col := range []string{"metric", Lockagent, LockagentDurable, LockagentNoFence, Redsync, Floor, "lockagent/redsync", "lockagent-durable/redsync", "lockagent-nofence/redsync", "lockagent/floor"} {
+	for _, col := range []string{"metric", Lockagent, LockagentEvalsha, LockagentDurable, LockagentNoFence, Redsync, Floor, "lockagent/lockagent-evalsha", "lockagent/redsync", "lockagent-durable/redsync", "lockagent-nofence/redsync", "lockagent/floor"} {
 		if !strings.Contains(header, col) {
 			t.Errorf("table header %q lacks column %q", header, col)
 		}

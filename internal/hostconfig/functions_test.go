@@ -1,0 +1,93 @@
+package hostconfig
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// TestFunctionsStep: the policy script's ExecStartPost step loads the rendered function
+// library into a real server as the admin (password from its 0600 file), and fails, saying
+// why, when the library does not load: systemd then fails the start.
+func TestFunctionsStep(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 1})
+	m := cl.Masters[0]
+	ctx := context.Background()
+	p := newPolicy(t, time.Second)
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatal("redis-cli not on PATH: run `make deps`")
+	}
+	pwFile := filepath.Join(p.dir, "admin-password")
+	if err := os.WriteFile(pwFile, []byte(redistest.AdminPassword), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(p.dir, "redlock-functions.lua")
+	// The bundle's file, as a host gets it.
+	b, err := Render(testHost())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := file(t, b, FunctionsPath)
+	if f.Content != redlock.FunctionLibrary().Code || f.Permissions != "0644" {
+		t.Fatalf("%s: permissions %s, content is not the library", f.Path, f.Permissions)
+	}
+	if err := os.WriteFile(lib, []byte(f.Content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := file(t, b, DropInPath(b.Server)).Content; !strings.Contains(d, "ExecStartPost=+"+ScriptPath+" functions\n") {
+		t.Fatalf("the drop-in does not fail the start on a failed load (ExecStartPost without '-'):\n%s", d)
+	}
+	// The rendered settings, pointed at the test's server, CLI and files (later
+	// assignments win).
+	extra := fmt.Sprintf("HOST=%s\nPORT=%d\nCLI=%s\nADMIN_PASSWORD_FILE=%s\nFUNCTIONS_FILE=%s\n", m.Host, m.Port, cli, pwFile, lib)
+	conf, err := os.ReadFile(filepath.Join(p.dir, "master.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(conf), "FUNCTIONS_LIBRARY='"+redlock.FunctionLibraryName+"'") {
+		t.Fatalf("master.conf lacks FUNCTIONS_LIBRARY:\n%s", conf)
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), append(conf, extra...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (string, error) {
+		cmd := exec.Command(filepath.Join(p.dir, "redlock-master"), "functions")
+		cmd.Env = append(os.Environ(), "REDLOCK_MASTER_CONF="+filepath.Join(p.dir, "master.conf"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	if err := m.Admin().FunctionDelete(ctx, redlock.FunctionLibraryName).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err != nil {
+		t.Fatalf("functions step: %v\n%s", err, out)
+	}
+	if st, err := funclib.Check(ctx, m.Admin()); err != nil || !st.Current {
+		t.Fatalf("after the step: %+v %v, want the current library", st, err)
+	}
+
+	if err := os.WriteFile(lib, []byte("#!lua name=redlock\nthis is not lua"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run()
+	if err == nil || !strings.Contains(out, "cannot load the function library") {
+		t.Fatalf("functions step with a broken library: %v\n%s; want a failure that says so", err, out)
+	}
+	if err := os.WriteFile(pwFile, []byte("wrong"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err == nil || !strings.Contains(out, "WRONGPASS") {
+		t.Fatalf("functions step with a wrong admin password: %v\n%s; want a failure naming WRONGPASS", err, out)
+	}
+}
