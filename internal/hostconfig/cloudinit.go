@@ -9,7 +9,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// MaxUserDataBytes is EC2's limit on user-data (before base64); the plain form must fit.
+// MaxUserDataBytes is EC2's limit on user-data (before base64). The gzip form must fit;
+// cloud-init unpacks gzipped user-data itself, so a plain form above the limit (TLS with
+// several lock users) is given to the cloud as user_data_base64_gzip.
 const MaxUserDataBytes = 16 * 1024
 
 type cloudConfigDoc struct {
@@ -46,13 +48,11 @@ func cloudConfig(b *Bundle, installPackages bool) (string, error) {
 	if err := enc.Close(); err != nil {
 		return "", err
 	}
-	if out.Len() > MaxUserDataBytes {
-		return "", fmt.Errorf("hostconfig: the user-data is %d bytes, more than the %d bytes clouds accept: shorten the hooks",
-			out.Len(), MaxUserDataBytes)
-	}
 	return out.String(), nil
 }
 
+// gzipBase64 returns s gzipped and base64-encoded, refusing a gzip form larger than
+// MaxUserDataBytes: no cloud would accept it.
 func gzipBase64(s string) (string, error) {
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -61,6 +61,10 @@ func gzipBase64(s string) (string, error) {
 	}
 	if err := zw.Close(); err != nil {
 		return "", err
+	}
+	if buf.Len() > MaxUserDataBytes {
+		return "", fmt.Errorf("hostconfig: the user-data is %d bytes gzipped (%d plain), more than the %d bytes clouds accept: "+
+			"shorten the hooks or use fewer lock users", buf.Len(), len(s), MaxUserDataBytes)
 	}
 	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }

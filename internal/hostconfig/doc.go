@@ -21,6 +21,7 @@
 // loss, a new or replaced host, a record that cannot be read) holds restart_delay from now,
 // so a new cluster waits one restart_delay before it grants anything.
 //
-// The result comes as #cloud-config user-data (under 16 KiB, EC2's limit), its gzip+base64
-// form, and a list of files and commands for other tools (Packer, Ansible).
+// The result comes as #cloud-config user-data, its gzip+base64 form (refused above 16 KiB,
+// EC2's limit; cloud-init unpacks gzipped user-data), and a list of files and commands for
+// other tools (Packer, Ansible).
 package hostconfig

@@ -3,6 +3,7 @@ package hostconfig
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -121,9 +122,17 @@ func TestUserDataIsCloudConfigUnder16KiB(t *testing.T) {
 		t.Error("gzip+base64 form does not decode to the user-data")
 	}
 
+	// A plain form over the limit is fine while its gzip form fits (cloud-init unpacks it)...
 	h.Spec.Hooks.AfterRestart = []string{"/bin/sh", "-c", strings.Repeat("x", MaxUserDataBytes)}
-	if _, err := Render(h); err == nil || !strings.Contains(err.Error(), "shorten the hooks") {
-		t.Errorf("oversized user-data: err = %v", err)
+	if b, err := Render(h); err != nil || len(b.UserData) <= MaxUserDataBytes {
+		t.Errorf("user-data of %d bytes that gzips small: err = %v", len(b.UserData), err)
+	}
+	// ...and refused when even the gzip form is over it.
+	noise := make([]byte, 2*MaxUserDataBytes)
+	rand.Read(noise)
+	h.Spec.Hooks.AfterRestart = []string{"/bin/sh", "-c", base64.StdEncoding.EncodeToString(noise)}
+	if _, err := Render(h); err == nil || !strings.Contains(err.Error(), "bytes gzipped") {
+		t.Errorf("user-data too large even gzipped: err = %v", err)
 	}
 }
 
