@@ -222,7 +222,7 @@ run "tls_hosts" {
   assert {
     # The plain form passes 16 KiB with TLS; the gzip form (what the cloud is then given)
     # fits: 16384 bytes are 21848 in base64.
-    condition = alltrue([for i, u in output.user_data : strcontains(u, "tls-port 6379") && strcontains(u, "path: /etc/redlock/tls-server.key") && length(output.user_data_base64_gzip[i]) <= 21848])
+    condition     = alltrue([for i, u in output.user_data : strcontains(u, "tls-port 6379") && strcontains(u, "path: /etc/redlock/tls-server.key") && length(output.user_data_base64_gzip[i]) <= 21848])
     error_message = "every host serves TLS on port 6379 with its key under /etc/redlock, within the user-data limit"
   }
 }
