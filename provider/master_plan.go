@@ -23,7 +23,7 @@ import (
 
 var (
 	namePattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-	userPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	userPattern    = master.UserNamePattern
 	noSpacePattern = regexp.MustCompile(`^[[:graph:]]+$`)
 )
 

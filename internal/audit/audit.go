@@ -584,17 +584,19 @@ func (m *Master) checkLockUser(ctx context.Context, t Target) {
 		m.ErrorClass = worse(m.ErrorClass, classify(err))
 		return
 	}
-	m.LockUserDangerous = dangerousForLockUser(ctx, t, m.Endpoint)
-	m.LockUserCanEval = lockUserMay(ctx, t, m.Endpoint, "EVAL", "return 1", "0")
+	admin := redis.NewClient(t.clientOptions(m.Endpoint, t.Username, t.Password))
+	defer admin.Close()
+	m.LockUserDangerous = dangerousForLockUser(ctx, admin, t)
+	m.LockUserCanEval = mayRun(ctx, admin, t.NodeTimeout, t.LockUsername, "EVAL", "return 1", "0")
 }
 
-// lockUserMay asks the server, as admin, whether the lock user may run cmd (ACL DRYRUN);
-// false when it may not or the server cannot tell.
-func lockUserMay(ctx context.Context, t Target, endpoint string, cmd ...any) bool {
-	c := redis.NewClient(t.clientOptions(endpoint, t.Username, t.Password))
-	defer c.Close()
-	args := append([]any{"ACL", "DRYRUN", t.LockUsername}, cmd...)
-	reply, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Do(ctx, args...).Text() })
+// mayRun asks the server through the admin client c whether user may run cmd (ACL DRYRUN
+// runs nothing). False when it may not, or when the server cannot tell: an error is about
+// that one probe (a command the server disables, such as DEBUG, or an admin without ACL
+// rights) and proves nothing either way.
+func mayRun(ctx context.Context, c *redis.Client, timeout time.Duration, user string, cmd ...any) bool {
+	args := append([]any{"ACL", "DRYRUN", user}, cmd...)
+	reply, err := nodeCall(ctx, timeout, func(ctx context.Context) (string, error) { return c.Do(ctx, args...).Text() })
 	return err == nil && reply == "OK"
 }
 
@@ -608,19 +610,13 @@ var dangerousCommands = [][]any{
 	{"FUNCTION", "FLUSH"}, {"MONITOR"},
 }
 
-// dangerousForLockUser asks the server, as admin, which dangerous commands the lock user
-// may run (ACL DRYRUN runs nothing). Nil when none, or when the server cannot tell (an
-// admin without ACL rights): the CONFIG probe still stands.
-func dangerousForLockUser(ctx context.Context, t Target, endpoint string) []string {
-	c := redis.NewClient(t.clientOptions(endpoint, t.Username, t.Password))
-	defer c.Close()
+// dangerousForLockUser asks the server, through the admin client c, which dangerous
+// commands the lock user may run. Nil when none, or when the server cannot tell: the
+// CONFIG probe still stands.
+func dangerousForLockUser(ctx context.Context, c *redis.Client, t Target) []string {
 	var allowed []string
 	for _, cmd := range dangerousCommands {
-		args := append([]any{"ACL", "DRYRUN", t.LockUsername}, cmd...)
-		reply, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Do(ctx, args...).Text() })
-		// An error is about that one probe (a command the server disables, such as
-		// DEBUG, or an admin without ACL rights): it proves nothing either way.
-		if err == nil && reply == "OK" {
+		if mayRun(ctx, c, t.NodeTimeout, t.LockUsername, cmd...) {
 			allowed = append(allowed, strings.TrimSuffix(fmt.Sprintln(cmd...), "\n"))
 		}
 	}

@@ -87,9 +87,7 @@ func (m *Master) checkTenants(ctx context.Context, c *redis.Client, t Target) {
 				}
 				k := prefix + "redlock-audit-probe"
 				for _, p := range tenantProbes {
-					args := append([]any{"ACL", "DRYRUN", a.Name}, p.args(k, k+":released")...)
-					reply, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Do(ctx, args...).Text() })
-					if err == nil && reply == "OK" {
+					if mayRun(ctx, c, t.NodeTimeout, a.Name, p.args(k, k+":released")...) {
 						can = append(can, p.what)
 					}
 				}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
@@ -301,19 +302,13 @@ func CheckLockUsers(users []LockUser, adminPassword string) []error {
 	return errs
 }
 
-// ValidUserName reports whether name can be a lock user: 1-64 letters, digits, '_' or '-',
-// and not "default" (the admin user).
-func ValidUserName(name string) bool {
-	if name == "" || len(name) > 64 || name == "default" {
-		return false
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+// UserNamePattern is what a lock user's name may be: 1-64 letters, digits, '_' or '-' (an
+// ACL user name). The provider's attribute validators use it too.
+var UserNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidUserName reports whether name can be a lock user: UserNamePattern, and not
+// "default" (the admin user).
+func ValidUserName(name string) bool { return name != "default" && UserNamePattern.MatchString(name) }
 
 // RedisConfig is the redis.conf (internal/redisconf) this master runs with. A TLS master's
 // files are in tlsDir (see TLSFiles); without TLS tlsDir is unused.

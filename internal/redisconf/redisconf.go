@@ -174,7 +174,7 @@ func (c Config) Render() (string, error) {
 			}
 		}
 	}
-	if a, b, overlap := OverlappingPrefixes(users); overlap && len(users) > 1 {
+	if a, b, overlap := OverlappingPrefixes(users); overlap {
 		return "", fmt.Errorf("redisconf: lock user %s (prefix %q) reaches lock user %s's keys (prefix %q)", a.Name, a.KeyPrefix, b.Name, b.KeyPrefix)
 	}
 	if c.EvalUser != "" && c.EvalPassword == "" {
