@@ -62,8 +62,14 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 			return l, 1, err
 		}
 	}
-	// Queue behind this Client's waiters for the key rather than overtake them.
-	waitFirst := notify && c.notify.queued(key)
+	if c.queueing() && c.notify.hot(key) {
+		// Contended lately: an attempt in the wait queue takes the key when it is free and
+		// queues otherwise, without a first attempt to clean up after.
+		return c.acquireQueued(ctx, key, ttl, cfg, 0, nil)
+	}
+	// Queue behind this Client's waiters for the key rather than overtake them (with the
+	// wait queue, the masters' queue orders them).
+	waitFirst := notify && !c.queueing() && c.notify.queued(key)
 	if waitFirst {
 		w, confirmed = c.notify.join(key)
 	}
@@ -87,6 +93,14 @@ func (c *Client) acquire(ctx context.Context, name string, ttl time.Duration, cf
 			}
 			if cfg.onRetry != nil {
 				cfg.onRetry(attempt, err)
+			}
+			if c.queueing() && errors.Is(err, ErrTaken) {
+				// Wait in the masters' queue: the lock is handed to us when our turn comes.
+				if w != nil {
+					c.notify.leave(w)
+					w = nil
+				}
+				return c.acquireQueued(ctx, key, ttl, cfg, attempt, err)
 			}
 			if notify && w == nil && errors.Is(err, ErrTaken) {
 				// Subscribe, then try again at once: the holder may have released between

@@ -16,13 +16,19 @@ import (
 )
 
 // Key suffixes of the siblings a lock key may have. They are reserved: a lock name ending
-// in FenceSuffix is refused.
+// in FenceSuffix or QueueSuffix is refused.
 const (
 	// FenceSuffix names the fencing register of a lock: key+FenceSuffix, a plain integer
 	// string with no TTL.
 	FenceSuffix = ":fence"
 	// ReleaseChannelSuffix names the pub/sub channel a release publishes on.
 	ReleaseChannelSuffix = ":released"
+	// QueueSuffix names the wait queue of a lock: key+QueueSuffix, a string key with a TTL
+	// written only by this package's scripts, never logged (see doc.go).
+	QueueSuffix = ":waitq"
+	// GrantChannelInfix names the channel on which a release tells a Client that it handed
+	// the lock to one of its waiters: key+GrantChannelInfix+<the Client's id>.
+	GrantChannelInfix = ":granted:"
 )
 
 // Client runs Redlock over independent masters. It is safe for concurrent use by many
@@ -42,6 +48,8 @@ type Client struct {
 	reentrant   map[string]*hold // key -> hold acquired WithReentrant
 
 	notify *notifier
+	id     string        // names this Client's waiters in the wait queues and its grant channels
+	seq    atomic.Uint64 // numbers its waiters
 	fences *fenceCache // largest fence seen per key: the optimistic proposal
 	timers sync.Pool   // *time.Timer for the rounds' waits
 
@@ -78,7 +86,7 @@ func New(masters []redis.UniversalClient, opts Options) (*Client, error) {
 		}
 	}
 	c := &Client{opts: opts, quorum: len(masters)/2 + 1, reentrant: map[string]*hold{}, closing: make(chan struct{}),
-		fences: newFenceCache(fenceCacheSize)}
+		fences: newFenceCache(fenceCacheSize), id: newToken()[:16]}
 	for i, rdb := range masters {
 		c.masters = append(c.masters, newMaster(i, addrOf(rdb, i), rdb, opts))
 	}
@@ -124,6 +132,9 @@ func (c *Client) keyFor(name string, ttl time.Duration) (string, error) {
 	key := c.opts.KeyPrefix + name
 	if strings.HasSuffix(key, FenceSuffix) {
 		return "", fmt.Errorf("%w: lock name %q ends in %q, which names fencing registers: choose another name", ErrInvalid, name, FenceSuffix)
+	}
+	if strings.HasSuffix(key, QueueSuffix) {
+		return "", fmt.Errorf("%w: lock name %q ends in %q, which names wait queues: choose another name", ErrInvalid, name, QueueSuffix)
 	}
 	if err := c.checkTTL(ttl); err != nil {
 		return "", err
@@ -565,7 +576,7 @@ func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) 
 		acquire.abandonUnseen()
 		c.straggle(acquire, c.reportAcquireReply(key, !c.opts.NoFencing))
 	}
-	rd := c.releaseRound(OpCleanup, key, token, false, time.Now().Add(c.opts.CleanupTimeout))
+	rd := c.releaseRound(OpCleanup, key, token, 0, "", false, time.Now().Add(c.opts.CleanupTimeout))
 	report := func(req *request) {
 		ok, err := parseRelease(req)
 		c.masterEvent(OpCleanup, key, req, ok, err)
@@ -577,9 +588,12 @@ func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) 
 	c.straggle(rd, report)
 }
 
-// releaseRound broadcasts the release script; handedOff says that a waiter of this
-// Client takes the lock next (the notification tells other processes so).
-func (c *Client) releaseRound(op Op, key, token string, handedOff bool, sendBy time.Time) *round {
+// releaseRound broadcasts the release script; fence is the holder's (0: none, or not a
+// lock yet), which a hand-off raises the register above; waiter is the id of the
+// wait-queue entries the acquisition may have left on masters it did not need (they go,
+// so that no later release hands the key to a finished acquisition); handedOff says that
+// a waiter of this Client takes the lock next (the notification tells other processes so).
+func (c *Client) releaseRound(op Op, key, token string, fence uint64, waiter string, handedOff bool, sendBy time.Time) *round {
 	channel, msg := "", token
 	if !c.opts.NoNotifications {
 		channel = key + ReleaseChannelSuffix
@@ -587,11 +601,20 @@ func (c *Client) releaseRound(op Op, key, token string, handedOff bool, sendBy t
 	if handedOff {
 		msg = token + handedOffMark
 	}
+	mode := ""
+	if waiter != "" {
+		mode = "leave"
+	}
+	return c.broadcast(op, key, sendBy, c.releaseCall(key, token, channel, msg, fence, waiter, mode))
+}
+
+// releaseCall is the release script with its arguments (see releaseBody).
+func (c *Client) releaseCall(key, token, channel, msg string, fence uint64, waiter, mode string) call {
 	s := releaseScript
 	if c.opts.DurableRelease {
 		s = durableReleaseScript
 	}
-	return c.broadcast(op, key, sendBy, scriptCall(s, []string{key}, token, channel, msg))
+	return scriptCall(s, []string{key, key + FenceSuffix, key + QueueSuffix}, token, channel, msg, strconv.FormatUint(fence, 10), waiter, mode)
 }
 
 func parseRelease(req *request) (bool, error) {
@@ -602,7 +625,7 @@ func parseRelease(req *request) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return v == 1, nil
+	return v >= 1, nil
 }
 
 func (c *Client) masterEvent(op Op, key string, req *request, vote bool, err error) {

@@ -17,6 +17,7 @@ type hold struct {
 	ttl    time.Duration
 	fence  uint64
 	owner  string // re-entrant owner, "" when not re-entrant
+	waiter string // id of the wait-queue entries the acquisition may have left behind
 	votes  int
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -311,7 +312,7 @@ func (h *hold) release(ctx context.Context) error {
 	// on every master. After a few such hand-offs in a row the next one waits for the
 	// release to complete and competes with other processes' waiters (see notifier).
 	handOff := c.notify.handOff(h.key, h.token)
-	rd := c.releaseRound(OpRelease, h.key, h.token, handOff, start.Add(c.opts.CleanupTimeout))
+	rd := c.releaseRound(OpRelease, h.key, h.token, h.fence, h.waiter, handOff, start.Add(c.opts.CleanupTimeout))
 	if handOff {
 		c.notify.wakeLocal(h.key)
 	} else {

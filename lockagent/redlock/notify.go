@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,7 +44,8 @@ type notifier struct {
 
 type keyQueue struct {
 	key       string
-	waiters   []*waiter // arrival order
+	waiters   []*waiter          // arrival order
+	byToken   map[string]*waiter // waiters in the masters' wait queue, by their token
 	pending   bool      // a notification found no idle waiter: the next one to go idle takes it
 	pendLocal bool      // ... and it came from this Client
 	confirmed chan struct{}
@@ -51,6 +53,7 @@ type keyQueue struct {
 	recent    [8]string // tokens already delivered: each release arrives once per master
 	next      int
 	localRun  int // consecutive hand-offs to this Client's own waiters
+	idle      int // times the last waiter left (a lingering subscription ends only after the latest)
 }
 
 // maxLocalHandOffs bounds consecutive hand-offs of a key to this Client's own waiters
@@ -62,9 +65,21 @@ const maxLocalHandOffs = 4
 const handedOffMark = "+"
 
 type waiter struct {
-	q    *keyQueue
-	wake chan bool // capacity 1; true: released by this Client (no jitter needed)
-	busy bool      // attempting: notifications go to the next waiter
+	q      *keyQueue
+	wake   chan bool // capacity 1; true: released by this Client (no jitter needed)
+	busy   bool      // attempting: notifications go to the next waiter
+	token  string    // in the masters' wait queue: the token a release hands the lock to
+	grants chan grantMsg
+}
+
+// grantMsg is one master's notice that a release handed the lock to a waiter: fence is
+// the register the hand-off raised, or "r" and the register as read when it did not raise
+// it; attempt is the waiter's
+// attempt that last renewed its entry there (the hand-off ran after it).
+type grantMsg struct {
+	master  int
+	fence   string
+	attempt string
 }
 
 func newNotifier(c *Client) *notifier {
@@ -101,11 +116,75 @@ func (n *notifier) join(key string) (*waiter, <-chan struct{}) {
 	return w, q.confirmed
 }
 
+// hot reports whether key was waited for recently by this Client (its subscription is
+// still up): an Acquire then starts in the wait queue.
+func (n *notifier) hot(key string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.keys[key] != nil
+}
+
+// joinQueued is join for a waiter of the masters' wait queue: hand-offs to token are
+// delivered on its grants channel.
+func (n *notifier) joinQueued(key, token string) (*waiter, <-chan struct{}) {
+	w, confirmed := n.join(key)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := w.q
+	if q.byToken == nil {
+		q.byToken = map[string]*waiter{}
+	}
+	w.token = token
+	w.grants = make(chan grantMsg, 4*len(n.c.masters))
+	q.byToken[token] = w
+	return w, confirmed
+}
+
+// retoken moves w to a new token: hand-offs to the old one are no longer delivered.
+func (n *notifier) retoken(w *waiter, token string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(w.q.byToken, w.token)
+	w.token = token
+	w.q.byToken[token] = w
+	for {
+		select {
+		case <-w.grants:
+			continue
+		default:
+		}
+		return
+	}
+}
+
+// deliverGrant routes a hand-off notice (payload "<token> <fence> <attempt>") from master
+// i to its waiter. A full channel drops it: the waiter's next attempt finds the key its
+// own.
+func (n *notifier) deliverGrant(key string, i int, payload string) {
+	token, rest, _ := strings.Cut(payload, " ")
+	fence, attempt, _ := strings.Cut(rest, " ")
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := n.keys[key]
+	if q == nil {
+		return
+	}
+	if w := q.byToken[token]; w != nil {
+		select {
+		case w.grants <- grantMsg{master: i, fence: fence, attempt: attempt}:
+		default:
+		}
+	}
+}
+
 // leave removes w; the last waiter of a key unsubscribes it.
 func (n *notifier) leave(w *waiter) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	q := w.q
+	if w.token != "" {
+		delete(q.byToken, w.token)
+	}
 	for i, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
@@ -123,12 +202,27 @@ func (n *notifier) leave(w *waiter) {
 		}
 	}
 	if len(q.waiters) == 0 && n.keys[q.key] == q {
-		delete(n.keys, q.key)
-		for _, s := range n.subs {
-			s.kick()
-		}
+		// Keep the subscription a while: a Client that locks the key again soon (a worker
+		// in a loop) would otherwise subscribe again every time, and a hand-off sent before
+		// its subscription is confirmed is only found by its next attempt.
+		q.idle++
+		idle := q.idle
+		time.AfterFunc(subscriptionLinger, func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if len(q.waiters) == 0 && q.idle == idle && n.keys[q.key] == q {
+				delete(n.keys, q.key)
+				for _, s := range n.subs {
+					s.kick()
+				}
+			}
+		})
 	}
 }
+
+// subscriptionLinger is how long a key's channels stay subscribed after its last waiter
+// left.
+const subscriptionLinger = 5 * time.Second
 
 // idle marks w as waiting again after a failed attempt. A notification that arrived while
 // the head was busy is handed to the head when it goes idle.
@@ -156,6 +250,11 @@ func (n *notifier) attempting(w *waiter) {
 // queued, so a woken waiter's SET reaches every master after the release). Otherwise
 // call wakeAfterRelease once the release completed.
 func (n *notifier) handOff(key, token string) bool {
+	if n.c.queueing() {
+		// The masters hand the lock to the first waiter in their queue, this Client's or
+		// another's: a local shortcut would overtake it.
+		return false
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	q := n.keys[key]
@@ -183,6 +282,9 @@ func (n *notifier) wakeLocal(key string) {
 // wakeAfterRelease wakes a local waiter once this Client's release completed; it
 // competes with other processes' waiters (jitter), like them.
 func (n *notifier) wakeAfterRelease(key string) {
+	if n.c.queueing() {
+		return // the masters publish a release they did not hand off; waiters hear it
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if q := n.keys[key]; q != nil {
@@ -260,11 +362,25 @@ func (n *notifier) confirm(key string) {
 func (n *notifier) wanted() map[string]struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	set := make(map[string]struct{}, len(n.keys))
-	for k := range n.keys {
+	set := make(map[string]struct{}, 2*len(n.keys))
+	for k, q := range n.keys {
 		set[k+ReleaseChannelSuffix] = struct{}{}
+		if len(q.byToken) > 0 || n.c.queueing() {
+			set[k+n.grantSuffix()] = struct{}{}
+		}
 	}
 	return set
+}
+
+// grantSuffix ends this Client's grant channels: key+grantSuffix.
+func (n *notifier) grantSuffix() string { return GrantChannelInfix + n.c.id }
+
+// channelKey tells which key a channel belongs to and whether it is a grant channel.
+func (n *notifier) channelKey(ch string) (key string, grant bool) {
+	if k, ok := strings.CutSuffix(ch, n.grantSuffix()); ok {
+		return k, true
+	}
+	return strings.TrimSuffix(ch, ReleaseChannelSuffix), false
 }
 
 func (n *notifier) startSubscribersLocked() {
@@ -360,10 +476,17 @@ func (s *subscriber) run() {
 					switch m := msg.(type) {
 					case *redis.Subscription:
 						if m.Kind == "subscribe" {
-							s.n.confirm(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix))
+							key, grant := s.n.channelKey(m.Channel)
+							if grant || !s.n.c.queueing() {
+								s.n.confirm(key)
+							}
 						}
 					case *redis.Message:
-						s.n.deliver(strings.TrimSuffix(m.Channel, ReleaseChannelSuffix), m.Payload)
+						if key, grant := s.n.channelKey(m.Channel); grant {
+							s.n.deliverGrant(key, s.m.index, m.Payload)
+						} else {
+							s.n.deliver(key, m.Payload)
+						}
 					}
 				}
 			}()

@@ -71,6 +71,12 @@ type Options struct {
 	// NoNotifications turns off release notifications (PUBLISH on release, SUBSCRIBE while
 	// waiting); Acquire then waits for expiry or the retry delay only.
 	NoNotifications bool
+	// NoWaitQueue turns the wait queue off (see "Waiting across processes" in the package
+	// doc): a waiting Acquire then retries on release notifications, expiry and its retry
+	// delay only, and waiters in other processes compete for each release. Releases still
+	// hand the lock to other Clients' queued waiters. The queue needs notifications:
+	// NoNotifications turns it off too.
+	NoWaitQueue bool
 	// DurableRelease logs every release to the AOF, so that each master fsyncs the DEL
 	// before it answers (one more fsync per release, as with other Redlock clients).
 	// By default a release is applied in memory only (redis.set_repl(REPL_NONE) in the

@@ -186,9 +186,9 @@ func TestPitfalls(t *testing.T) {
 				t.Errorf("top-level %s: check and delete must run inside one script", cmd)
 			}
 		}
-		// The release script has one key and the token as its first argument (the acquire
-		// script has two keys).
-		release := strings.ToLower(fmt.Sprintf(`"1" "p6" "%s"`, l.Token()))
+		// The release function has three keys (the lock, its fencing register and its wait
+		// queue) and the token as its first argument (the acquire function has two keys).
+		release := strings.ToLower(fmt.Sprintf(`"3" "p6" "p6:fence" "p6:waitq" "%s"`, l.Token()))
 		found := false
 		for _, cmd := range cmds {
 			found = found || (strings.HasPrefix(cmd, `"fcall"`) && strings.Contains(cmd, release))

@@ -3,6 +3,9 @@ package redlock
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // script is one of the library's Lua scripts. A master that has the kit's function library
@@ -31,25 +34,158 @@ func newScript(name, src string, flags ...string) *script {
 	return &script{name: name, src: src, sha: sha, shaArg: sha, fn: fn, fnArg: fn, flags: flags}
 }
 
-// releaseBody is the standard compare-and-delete: other Redlock
-// clients release with the same "get == token then del" semantics, so the holders of
-// different libraries exclude each other. It additionally publishes the released token on
-// the key's release channel (ARGV[2]; empty: no notification) so that waiters wake at once.
-// The message (ARGV[3]) is the token, followed by handedOffMark when the releasing Client
-// has already handed the lock to one of its own waiters (other processes then keep
-// waiting instead of colliding with it).
-//
-// KEYS[1] lock key; ARGV[1] token; ARGV[2] release channel or ""; ARGV[3] message.
-const releaseBody = `
-if redis.call("get", KEYS[1]) == ARGV[1] then
-  redis.call("del", KEYS[1])
-  if ARGV[2] ~= "" then
-    redis.call("publish", ARGV[2], ARGV[3])
-  end
-  return 1
+// queueLua are the wait queue's helpers, shared by the scripts that read or write it
+// (see "Waiting across processes" in doc.go). The queue is a string key: a first line
+// "<start of the current run of hand-offs> <end of the open window>" (master ms, 0: none),
+// then one line per waiter: "<ticket> <waiter id> <token> <lease end, master ms> <ttl ms>
+// <attempt>\n", where attempt numbers the waiter's attempt that last renewed the entry.
+// It is written
+// with redis.set_repl(REPL_NONE): never logged, never fsynced, a hint only. A queue key
+// that holds anything else (another type, a foreign value) is left alone and treated as
+// empty. Tickets stay strings (Lua prints large numbers in exponent form) and are
+// compared as numbers.
+const queueLua = `
+local function quiet() pcall(redis.set_repl, redis.REPL_NONE) end
+local function loud() pcall(redis.set_repl, redis.REPL_ALL) end
+local function nowms()
+  local t = redis.call("time")
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-return 0
+local function readq(k)
+  local ok, s = pcall(redis.call, "get", k)
+  if not ok then return nil end
+  local q = {start = 0, window = 0}
+  if s then
+    local a, b = string.match(s, "^(%d+) (%d+)\n")
+    if a then q.start, q.window = tonumber(a), tonumber(b) end
+    for tk, id, tok, lease, ttl, n in string.gmatch(s, "(%d+) (%S+) (%S+) (%d+) (%d+) (%d+)\n") do
+      q[#q + 1] = {tk, id, tok, tonumber(lease), ttl, n}
+    end
+  end
+  return q
+end
+local function writeq(k, q, now)
+  if #q == 0 and q.window <= now then
+    redis.call("del", k)
+    return
+  end
+  local parts, last = {string.format("%d %d\n", q.start, q.window)}, math.max(now, q.window)
+  for i, e in ipairs(q) do
+    parts[i + 1] = e[1] .. " " .. e[2] .. " " .. e[3] .. " " .. string.format("%d", e[4]) .. " " .. e[5] .. " " .. e[6] .. "\n"
+    if e[4] > last then last = e[4] end
+  end
+  redis.call("set", k, table.concat(parts), "PX", string.format("%d", last - now + 1))
+end
+local function drop(q, id)
+  for i = #q, 1, -1 do
+    if q[i][2] == id then table.remove(q, i) return true end
+  end
+  return false
+end
 `
+
+// releaseBody is the standard compare-and-delete: other Redlock clients release with the
+// same "get == token then del" semantics, so the holders of different libraries exclude
+// each other. Then, when the key's wait queue has a live waiter, the lock is handed to
+// the first one by ticket, in the same atomic step: the key is set to the waiter's token
+// with its TTL (a logged write, like every acquisition), the fencing register is raised
+// strictly (to max(register, the releaser's fence) + 1, when the releaser has a fence and
+// the register is a number), the waiter leaves the queue, and "<token> <fence> <attempt>"
+// is published on the key's grant channel of the waiter's Client (attempt: the
+// waiter's attempt that last renewed its entry, which ran before the hand-off; fence is
+// the raised register, or "r" and the register as read when it was not raised). Without a hand-off, the
+// released token is published on the key's release channel (ARGV[2]; empty: no
+// notification) so that waiters wake at once. The message (ARGV[3]) is the token,
+// followed by handedOffMark when the releasing Client has already handed the lock to one
+// of its own waiters.
+//
+// The same script removes a waiter that gives up (ARGV[6] "leave": its entry goes, and a
+// lock it was handed meanwhile is released and handed on) and lets a waiter holding a
+// minority of grants step back (ARGV[6] "yield": its grant is handed to the next waiter,
+// its entry stays).
+//
+// KEYS[1] lock key; KEYS[2] fencing register; KEYS[3] wait queue; ARGV[1] token; ARGV[2]
+// release channel or ""; ARGV[3] message; ARGV[4] the releaser's fence ("0": none);
+// ARGV[5] the caller's waiter id or ""; ARGV[6] "", "leave" or "yield".
+// Returns 0 when the key is not ours, 1 released, 2 released and handed to a waiter.
+const releaseBody = queueLua + `
+local q = readq(KEYS[3])
+local changed = false
+if q and ARGV[6] == "leave" then changed = drop(q, ARGV[5]) end
+if redis.call("get", KEYS[1]) ~= ARGV[1] then
+  if changed then
+    quiet()
+    writeq(KEYS[3], q, nowms())
+  end
+  return 0
+end
+if durable then loud() else quiet() end
+redis.call("del", KEYS[1])
+if q and #q > 0 then
+  local now = nowms()
+  local head
+  for i = #q, 1, -1 do
+    local e = q[i]
+    if e[4] < now then
+      table.remove(q, i)
+      changed = true
+    elseif not (ARGV[6] == "yield" and e[2] == ARGV[5]) and (not head or tonumber(e[1]) < tonumber(head[1])) then
+      head = e
+    end
+  end
+  if head and q.start > 0 and now - q.start >= HANDOFF_RUN then
+    -- Hand-offs ran for HANDOFF_RUN ms in a row: leave the key free for OPEN_WINDOW ms,
+    -- in which this package's queued attempts do not take it, so that a client that
+    -- only polls (another Redlock library) gets its chance too.
+    head = nil
+    q.start, q.window = 0, now + OPEN_WINDOW
+    changed = true
+  end
+  if head then
+    if q.start == 0 then q.start = now end
+    loud()
+    redis.call("set", KEYS[1], head[3], "PX", head[5])
+    local reg = redis.call("get", KEYS[2]) or "0"
+    local g = "r" .. reg
+    if ARGV[4] ~= "0" and string.match(reg, "^%d+$") then
+      local f = math.max(tonumber(reg), tonumber(ARGV[4])) + 1
+      if f < 9007199254740992 then
+        g = string.format("%d", f)
+        redis.call("set", KEYS[2], g)
+      end
+    end
+    quiet()
+    drop(q, head[2])
+    writeq(KEYS[3], q, now)
+    local client = string.match(head[2], "^(.*)/%d+$") or head[2]
+    redis.call("publish", KEYS[1] .. GRANT_CHANNEL .. client, head[3] .. " " .. g .. " " .. head[6])
+    return 2
+  end
+end
+if changed then
+  quiet()
+  writeq(KEYS[3], q, nowms())
+end
+if ARGV[2] ~= "" then
+  redis.call("publish", ARGV[2], ARGV[3])
+end
+return 1
+`
+
+// Hand-offs in a row leave room for clients that only poll: after handOffRun of
+// continuous hand-offs, a release leaves the key free for openWindow (see doc.go).
+const (
+	handOffRun = 100 * time.Millisecond
+	openWindow = 5 * time.Millisecond
+)
+
+// withGrantChannel puts the grant channel's infix and the hand-off constants into a
+// script body.
+func withGrantChannel(src string) string {
+	return strings.NewReplacer("GRANT_CHANNEL", `"`+GrantChannelInfix+`"`,
+		"HANDOFF_RUN", strconv.FormatInt(handOffRun.Milliseconds(), 10),
+		"OPEN_WINDOW", strconv.FormatInt(openWindow.Milliseconds(), 10)).Replace(src)
+}
 
 // releaseScript is the release without durability (the default): the same
 // compare-and-delete, but redis.set_repl(REPL_NONE) keeps the DEL out of the AOF, so the
@@ -60,16 +196,66 @@ return 0
 // never grant one; an acquisition logged later replays as SET ... PXAT without NX and
 // overwrites it. Under the kit's supervisor a crashed master stays down longer than every
 // TTL, so the key has expired before it rejoins, and its clean stops rewrite the AOF from
-// memory first (best effort). See "Releases are not logged" in doc.go.
+// memory first (best effort). See "Releases are not logged" in doc.go. A hand-off is an
+// acquisition: its SET and register write are logged (the DEL before it is not, and the
+// logged SET replays over the released key).
 //
 // set_repl is called through pcall: on a server that cannot leave a script's writes out
 // of the AOF (no set_repl, or Redis < 7 with lua-replicate-commands off) the release still
 // runs, logged, instead of failing.
-var releaseScript = newScript("release", "pcall(redis.set_repl, redis.REPL_NONE)"+releaseBody, allowOOM)
+var releaseScript = newScript("release", withGrantChannel("local durable = false"+releaseBody), allowOOM)
 
 // durableReleaseScript is the release logged to the AOF (Options.DurableRelease): the
 // master fsyncs the DEL before it answers, as with every other Redlock client.
-var durableReleaseScript = newScript("release_durable", releaseBody, allowOOM)
+var durableReleaseScript = newScript("release_durable", withGrantChannel("local durable = true"+releaseBody), allowOOM)
+
+// acquireQueuedScript is an attempt by a waiter of the wait queue (Acquire after its
+// first attempt was refused). Where the key is free it is the acquire script (SET key
+// token PX ttl, the fence raised to the proposal where the register held less) and the
+// waiter leaves the queue; where it is already the waiter's (handed over by a release) it
+// says so; where another token holds it, the waiter joins the queue with its ticket, or
+// renews its lease (unlogged), and the holder is named by the first 8 hex digits of the
+// SHA-1 of its token (waiters holding a minority each can tell a split from a holder).
+//
+// KEYS[1] lock key; KEYS[2] fencing register; KEYS[3] wait queue; ARGV[1] token; ARGV[2]
+// ttl in ms; ARGV[3] proposed fence ("0": no fencing); ARGV[4] waiter id ("<client>/<n>");
+// ARGV[5] ticket (decimal); ARGV[6] lease in ms; ARGV[7] attempt number (decimal).
+// Returns {1, register before} set now; {2, register} already ours; {0, PTTL, register,
+// holder} held by another token.
+var acquireQueuedScript = newScript("acquire_queued", withGrantChannel(queueLua+`
+local reg = redis.call("get", KEYS[2]) or "0"
+local v = redis.call("get", KEYS[1])
+if v == ARGV[1] then
+  return {2, reg}
+end
+local q = readq(KEYS[3])
+if not v and q and q.window > 0 then
+  local left = q.window - nowms()
+  if left > 0 then
+    return {0, left, reg, "window"}
+  end
+end
+if not v then
+  redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2])
+  if ARGV[3] ~= "0" and string.match(reg, "^%d+$") and tonumber(reg) < tonumber(ARGV[3]) then
+    redis.call("set", KEYS[2], ARGV[3])
+  end
+  if q and (drop(q, ARGV[4]) or q.start > 0 or q.window > 0) then
+    q.start, q.window = 0, 0 -- the key was free: a new run of hand-offs starts with it
+    quiet()
+    writeq(KEYS[3], q, nowms())
+  end
+  return {1, reg}
+end
+if q then
+  quiet()
+  local now = nowms()
+  drop(q, ARGV[4])
+  q[#q + 1] = {ARGV[5], ARGV[4], ARGV[1], now + tonumber(ARGV[6]), ARGV[2], ARGV[7]}
+  writeq(KEYS[3], q, now)
+end
+return {0, redis.call("pttl", KEYS[1]), reg, string.sub(redis.sha1hex(v), 1, 8)}
+`))
 
 // extendScript extends the key when it is still ours, and sets it again (NX) on a master
 // that lost it (restart after the delay, eviction by an operator) so that a long-held lock
@@ -133,4 +319,4 @@ end
 return cur
 `)
 
-var allScripts = []*script{acquireScript, releaseScript, durableReleaseScript, extendScript, fenceScript}
+var allScripts = []*script{acquireScript, acquireQueuedScript, releaseScript, durableReleaseScript, extendScript, fenceScript}

@@ -1,0 +1,460 @@
+package redlock
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// queueing reports whether Acquire waits in the masters' wait queues.
+func (c *Client) queueing() bool { return !c.opts.NoWaitQueue && !c.opts.NoNotifications }
+
+// queueLease is how long a waiter's queue entry outlives its last renewal: a waiter that
+// died is skipped by releases after at most this long.
+func (c *Client) queueLease() time.Duration { return 3*c.opts.RetryDelayMax + time.Second }
+
+// grantState is what a queued waiter knows about one master.
+type grantState struct {
+	ours bool
+	// since: the key was set to our token there no earlier than this (monotonic), so it
+	// holds it until since + ttl at least (less the drift allowance).
+	since time.Time
+	// raised: setting the key raised the register strictly, to fence; otherwise reg is the
+	// register as read there (regOK).
+	raised bool
+	fence  uint64
+	reg    uint64
+	regOK  bool
+}
+
+// queuedWait is one Acquire waiting in the masters' wait queues.
+type queuedWait struct {
+	c       *Client
+	key     string
+	ttl     time.Duration
+	token   string
+	tag     string // how the masters name our token (acquireQueuedScript)
+	id      string // waiter id: "<client id>/<n>"
+	ticket  string // place in line: wall-clock microseconds of the first queued attempt
+	w       *waiter
+	grants  []grantState
+	queued  []time.Time // per master: send time of the last attempt it answered "queued"
+	sent    map[uint64]time.Time
+	seq     uint64 // attempts sent
+	lastErr error
+}
+
+// acquireQueued waits for key in the masters' wait queues after a refused attempt (see
+// "Waiting across processes" in doc.go). attempt counts the attempts made so far.
+func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duration, cfg lockConfig, attempt int, lastErr error) (*Lock, int, error) {
+	ttl = ttl.Truncate(time.Millisecond)
+	token := newToken()
+	sum := sha1.Sum([]byte(token))
+	n := len(c.masters)
+	qw := &queuedWait{c: c, key: key, ttl: ttl, token: token, tag: hex.EncodeToString(sum[:4]),
+		id:     c.id + "/" + strconv.FormatUint(c.seq.Add(1), 10),
+		ticket: strconv.FormatInt(time.Now().UnixMicro(), 10),
+		grants: make([]grantState, n), queued: make([]time.Time, n), sent: map[uint64]time.Time{}, lastErr: lastErr}
+	nodeTimeout := c.opts.nodeTimeout(ttl)
+	w, confirmed := c.notify.joinQueued(key, token)
+	qw.w = w
+	acquired := false
+	defer func() {
+		c.notify.leave(w)
+		if !acquired {
+			qw.leave()
+		}
+	}()
+	// A release that hands us the lock before we hear of it is found by the next attempt.
+	c.awaitConfirm(ctx, confirmed, nodeTimeout)
+	first := time.Now()
+	for i := range qw.queued {
+		qw.queued[i] = first // no entry of ours can be older than the first queued attempt
+	}
+	giveUp := func(cause error) (*Lock, int, error) {
+		if qw.lastErr == nil {
+			return nil, attempt, cause
+		}
+		return nil, attempt, fmt.Errorf("redlock: acquire %q: %w (last attempt: %w)", key, cause, qw.lastErr)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var (
+		split   <-chan time.Time // armed while we hold a minority of grants
+		splitAt *time.Timer
+	)
+	defer func() {
+		if splitAt != nil {
+			splitAt.Stop()
+		}
+	}()
+	attemptNow, splitCheck := true, false
+	for {
+		if attemptNow {
+			attempt++
+			qw.drain() // notices that came before the attempt are older than its replies
+			holders, unknown, freeIn, err := qw.attempt(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return giveUp(ctx.Err())
+				}
+				if !retryable(err) {
+					return nil, attempt, err
+				}
+				qw.lastErr = err
+			}
+			if l, err := qw.tryLock(ctx, cfg); l != nil || err != nil {
+				if err != nil && !retryable(err) {
+					return nil, attempt, err
+				}
+				if l != nil {
+					acquired = true
+					return l, attempt, nil
+				}
+				qw.lastErr = err
+			}
+			if splitCheck && qw.isSplit(holders, unknown) {
+				qw.yield()
+			}
+			splitCheck = false
+			if c.opts.MaxRetries > 0 && attempt > c.opts.MaxRetries {
+				return nil, attempt, qw.lastErr
+			}
+			if cfg.onRetry != nil && qw.lastErr != nil {
+				cfg.onRetry(attempt, qw.lastErr)
+			}
+			// The entry's lease is renewed by the next attempt; the wait also bounds how
+			// late a release by a client that publishes nothing is noticed.
+			wait := c.opts.RetryDelayMax/2 + rand.N(c.opts.RetryDelayMax/2+1)
+			if freeIn > 0 && freeIn < wait {
+				wait = freeIn + time.Millisecond
+			}
+			timer.Reset(wait)
+			attemptNow = false
+		}
+		if split == nil && qw.live(time.Now()) > 0 {
+			// A minority of grants: the rest usually follow within the release round. If
+			// they do not, the next attempt looks at who holds the others.
+			splitAt = time.NewTimer(nodeTimeout + rand.N(nodeTimeout+1))
+			split = splitAt.C
+		}
+		select {
+		case g := <-w.grants:
+			qw.granted(g)
+			qw.drain()
+			l, err := qw.tryLock(ctx, cfg)
+			if l != nil {
+				acquired = true
+				return l, attempt, nil
+			}
+			if err != nil {
+				if !retryable(err) {
+					return nil, attempt, err
+				}
+				qw.lastErr = err
+			}
+		case <-w.wake:
+			// Released without a hand-off (the queue was empty or unreadable there, or the
+			// holder's client does not hand off): try now.
+			attemptNow = true
+		case <-timer.C:
+			attemptNow = true
+		case <-split:
+			split, splitAt = nil, nil
+			attemptNow, splitCheck = true, true
+		case <-ctx.Done():
+			return giveUp(ctx.Err())
+		case <-c.closing:
+			return giveUp(ErrClosed)
+		}
+	}
+}
+
+// attempt runs acquireQueuedScript on every master and records what each said. It
+// returns how many masters each other holder has (by tag), how many did not answer, and
+// when the key expires on enough masters to make a majority possible.
+func (qw *queuedWait) attempt(ctx context.Context) (holders map[string]int, unknown int, wait time.Duration, err error) {
+	c := qw.c
+	fencing := !c.opts.NoFencing
+	proposed := uint64(0)
+	if fencing {
+		proposed = c.fences.get(qw.key) + 1
+	}
+	nodeTimeout := c.opts.nodeTimeout(qw.ttl)
+	qw.seq++
+	t1 := time.Now()
+	qw.sent[qw.seq] = t1
+	delete(qw.sent, qw.seq-sentKept)
+	rd := c.broadcast(OpAcquire, qw.key, t1.Add(nodeTimeout), scriptCall(acquireQueuedScript,
+		[]string{qw.key, qw.key + FenceSuffix, qw.key + QueueSuffix}, qw.token, qw.ttl.Milliseconds(),
+		strconv.FormatUint(proposed, 10), qw.id, qw.ticket, c.queueLease().Milliseconds(), qw.seq))
+	holders = map[string]int{}
+	var (
+		refused []int
+		pttls   []time.Duration
+		errs    []MasterError
+		seenMax uint64
+	)
+	ctxErr := rd.gather(ctx, &c.timers, t1.Add(nodeTimeout), func(req *request) bool {
+		i := req.master.index
+		rep, holder := parseQueuedReply(req)
+		c.masterEvent(OpAcquire, qw.key, req, rep.ok, rep.err)
+		switch {
+		case rep.err != nil:
+			errs = append(errs, masterError(req, rep.err))
+		case rep.ok && holder == "new":
+			g := grantState{ours: true, since: t1, reg: rep.register, regOK: rep.registerErr == nil}
+			if fencing && g.regOK && rep.register < proposed {
+				g.raised, g.fence = true, proposed
+			}
+			qw.grants[i] = g
+			seenMax = max(seenMax, rep.register)
+		case rep.ok:
+			// Handed to us by a release after the last attempt this master answered
+			// "queued" (or after our first attempt).
+			if !qw.grants[i].ours {
+				qw.grants[i] = grantState{ours: true, since: qw.queued[i], reg: rep.register, regOK: rep.registerErr == nil}
+			}
+			seenMax = max(seenMax, rep.register)
+		default:
+			qw.queued[i] = t1
+			qw.grants[i] = grantState{} // ours no more (expired), if it was
+			refused = append(refused, i)
+			pttls = append(pttls, rep.pttl)
+			holders[holder]++
+			seenMax = max(seenMax, rep.register)
+		}
+		return false
+	})
+	if fencing {
+		c.fences.see(qw.key, seenMax)
+	}
+	unknown = rd.pending
+	c.straggle(rd, c.reportAcquireReply(qw.key, fencing))
+	if ctxErr != nil {
+		return holders, unknown, 0, ctxErr
+	}
+	live := qw.live(time.Now())
+	if live >= c.quorum {
+		return holders, unknown, 0, nil
+	}
+	if len(errs) == 0 && unknown == 0 || len(refused) > len(c.masters)-c.quorum {
+		wait = freeIn(pttls, c.quorum-live, nodeTimeout)
+		return holders, unknown, wait, &TakenError{Key: qw.key, Refused: refused, Votes: live, Quorum: c.quorum, FreeIn: wait}
+	}
+	return holders, unknown, 0, c.unavailable(OpAcquire, qw.key, live, len(refused), errs, rd)
+}
+
+// sentKept is how many attempts' send times a waiter remembers: a hand-off notice names
+// the attempt that last renewed the entry, one of the latest few.
+const sentKept = 64
+
+// drain records the hand-off notices already delivered.
+func (qw *queuedWait) drain() {
+	for {
+		select {
+		case g := <-qw.w.grants:
+			qw.granted(g)
+		default:
+			return
+		}
+	}
+}
+
+// parseQueuedReply reads {1, reg} (holder "new"), {2, reg} (holder "ours") or
+// {0, pttl, reg, holder}.
+func parseQueuedReply(req *request) (acquireReply, string) {
+	if req.err != nil {
+		return acquireReply{err: req.err}, ""
+	}
+	vals, err := req.cmds[0].Slice()
+	if err != nil {
+		return acquireReply{err: err}, ""
+	}
+	var flag int64 = -1
+	if len(vals) > 0 {
+		flag, _ = vals[0].(int64)
+	}
+	switch {
+	case len(vals) == 2 && (flag == 1 || flag == 2):
+		rep := acquireReply{ok: true}
+		rep.register, rep.registerErr = parseRegister(vals[1])
+		if flag == 1 {
+			return rep, "new"
+		}
+		return rep, "ours"
+	case len(vals) == 4 && flag == 0:
+		rep := acquireReply{pttl: -1}
+		if ms, ok := vals[1].(int64); ok {
+			rep.pttl = time.Duration(ms) * time.Millisecond
+		}
+		rep.register, _ = parseRegister(vals[2])
+		holder, _ := vals[3].(string)
+		return rep, holder
+	default:
+		return acquireReply{err: fmt.Errorf("unexpected queued acquire reply %v", vals)}, ""
+	}
+}
+
+// granted records a hand-off notice. The release that sent it ran after the attempt it
+// names (that attempt had renewed our entry there): the key has been ours there since
+// that attempt was sent at least. A notice naming an attempt we no longer remember is
+// dropped (the next attempt finds the key).
+func (qw *queuedWait) granted(g grantMsg) {
+	if g.master < 0 || g.master >= len(qw.grants) {
+		return
+	}
+	n, err := strconv.ParseUint(g.attempt, 10, 64)
+	since, ok := qw.sent[n]
+	if err != nil || !ok {
+		return
+	}
+	st := grantState{ours: true, since: since}
+	if read, ok := strings.CutPrefix(g.fence, "r"); ok {
+		if f, err := parseRegister(read); err == nil {
+			st.reg, st.regOK = f, true
+		}
+	} else if f, err := parseRegister(g.fence); err == nil {
+		st.raised, st.fence, st.reg, st.regOK = true, f, f, true
+	}
+	if cur := qw.grants[g.master]; cur.ours && (cur.raised || !st.raised) {
+		return // already known, with as much information
+	}
+	qw.grants[g.master] = st
+}
+
+// live counts the grants whose key cannot have expired yet.
+func (qw *queuedWait) live(now time.Time) int {
+	c := qw.c
+	validFor := qw.ttl - c.opts.drift(qw.ttl)
+	k := 0
+	for _, g := range qw.grants {
+		if g.ours && g.since.Add(validFor).After(now) {
+			k++
+		}
+	}
+	return k
+}
+
+// tryLock turns a majority of live grants into a Lock: the deadline is when fewer than a
+// majority of them can still hold; the fence is the value a majority of them raised the
+// register to, when they agree, else one fence round above every register read.
+func (qw *queuedWait) tryLock(ctx context.Context, cfg lockConfig) (*Lock, error) {
+	c := qw.c
+	now := time.Now()
+	validFor := qw.ttl - c.opts.drift(qw.ttl)
+	var since []time.Time
+	raised := map[uint64]int{}
+	var readMax uint64
+	reads := 0
+	for _, g := range qw.grants {
+		if !g.ours || !g.since.Add(validFor).After(now) {
+			continue
+		}
+		since = append(since, g.since)
+		if g.raised {
+			raised[g.fence]++
+		}
+		if g.regOK {
+			reads++
+			readMax = max(readMax, g.reg)
+		}
+	}
+	if len(since) < c.quorum {
+		return nil, nil
+	}
+	slices.SortFunc(since, func(a, b time.Time) int { return b.Compare(a) })
+	deadline := since[c.quorum-1].Add(validFor)
+	var fence uint64
+	if !c.opts.NoFencing {
+		for f, k := range raised {
+			if k >= c.quorum && f > fence {
+				fence = f
+			}
+		}
+		if fence == 0 {
+			if reads < c.quorum {
+				return nil, nil // wait for better information (the next attempt reads them)
+			}
+			var err error
+			fence, err = c.fence(ctx, qw.key, qw.token, readMax+1, c.opts.nodeTimeout(qw.ttl), deadline)
+			if err != nil {
+				if errors.Is(err, ErrLost) {
+					qw.grants = make([]grantState, len(qw.grants)) // look again
+					return nil, fmt.Errorf("%w: acquire %q: %w", ErrTaken, qw.key, err)
+				}
+				return nil, err
+			}
+		}
+		if fence >= fenceLimit {
+			return nil, fmt.Errorf("%w: acquire %q: the fencing register reached the limit 2^53: fences are exhausted for this lock name; use another name", ErrInvalid, qw.key)
+		}
+		c.fences.see(qw.key, fence)
+	}
+	if !time.Now().Before(deadline) {
+		return nil, nil
+	}
+	l := c.newHold(qw.key, qw.token, qw.ttl, fence, len(since), deadline, cfg)
+	l.h.waiter = qw.id // read by Release only, after this returns
+	return l, nil
+}
+
+// isSplit reports whether we hold a minority of grants while no other holder can hold a
+// majority either (releases handed the key to different waiters on different masters):
+// then all but one of them step back, the one whose token's tag sorts first keeping its
+// grants.
+func (qw *queuedWait) isSplit(holders map[string]int, unknown int) bool {
+	c := qw.c
+	if live := qw.live(time.Now()); live == 0 || live >= c.quorum {
+		return false
+	}
+	top := 0
+	first := qw.tag
+	for tag, k := range holders {
+		top = max(top, k)
+		if tag < first {
+			first = tag
+		}
+	}
+	if top+unknown >= c.quorum {
+		return false // someone may hold it: its release will come
+	}
+	return first != qw.tag
+}
+
+// yield hands our grants to the next waiters: we leave the queue and come back at the
+// next attempt with a new token and the same ticket, so our place in line is kept and no
+// notice of a grant we gave back can be mistaken for a new one.
+func (qw *queuedWait) yield() {
+	qw.send(OpCleanup, "leave")
+	qw.token = newToken()
+	sum := sha1.Sum([]byte(qw.token))
+	qw.tag = hex.EncodeToString(sum[:4])
+	qw.c.notify.retoken(qw.w, qw.token)
+	qw.grants = make([]grantState, len(qw.grants))
+	now := time.Now()
+	for i := range qw.queued {
+		qw.queued[i] = now
+	}
+}
+
+// leave takes us out of the queue on every master, releasing (and handing on) a lock a
+// release gave us meanwhile.
+func (qw *queuedWait) leave() { qw.send(OpCleanup, "leave") }
+
+func (qw *queuedWait) send(op Op, mode string) {
+	c := qw.c
+	channel := qw.key + ReleaseChannelSuffix // a lock we give back without a hand-off wakes the others
+	rd := c.broadcast(op, qw.key, time.Now().Add(c.opts.CleanupTimeout), c.releaseCall(qw.key, qw.token, channel, qw.token, 0, qw.id, mode))
+	c.straggle(rd, func(req *request) {
+		ok, err := parseRelease(req)
+		c.masterEvent(op, qw.key, req, ok, err)
+	})
+}
