@@ -163,6 +163,15 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageError(stderr, "bench", err)
 	}
+	if len(procs) > 0 && !bench.CrossSupported {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "processes" })
+		if set {
+			return usageError(stderr, "bench", fmt.Errorf("--processes %s: the cross-process scenario needs Linux (one CLOCK_MONOTONIC for all processes); use --processes 0", o.processes))
+		}
+		fmt.Fprintln(stderr, "lockagent bench: skipping the cross-process scenario: it needs Linux (one CLOCK_MONOTONIC for all processes)")
+		procs = nil
+	}
 
 	// Ctrl-C cancels the run; signals stay caught until the spawned masters are stopped
 	// (the deferred Close runs before stop), so a second Ctrl-C cannot orphan them.

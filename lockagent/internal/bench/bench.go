@@ -227,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.NewClients == nil {
 		return nil, errors.New("bench: Config.NewClients is required")
 	}
-	if cfg.SpawnWorker != nil && !crossSupported {
+	if cfg.SpawnWorker != nil && !CrossSupported {
 		_, err := monoNow()
 		return nil, err
 	}

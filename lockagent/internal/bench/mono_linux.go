@@ -14,4 +14,5 @@ func monoNow() (int64, error) {
 	return ts.Nano(), nil
 }
 
-const crossSupported = true
+// CrossSupported says whether the cross-process scenario can run here.
+const CrossSupported = true

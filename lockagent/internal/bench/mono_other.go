@@ -10,4 +10,5 @@ func monoNow() (int64, error) {
 	return 0, errors.New("bench: the cross-process scenario needs Linux (a system-wide CLOCK_MONOTONIC)")
 }
 
-const crossSupported = false
+// CrossSupported says whether the cross-process scenario can run here.
+const CrossSupported = false
