@@ -92,3 +92,31 @@ func BenchmarkOneKeyContended(b *testing.B) {
 }
 
 func testingProcs() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// BenchmarkDistinctKeysOneMasterPaused: as BenchmarkAcquireReleaseDistinctKeys (with
+// fencing), with one of the five masters stopped (SIGSTOP) for the whole run: every
+// round must return at the majority of the four others, so ns/op beside the unpaused
+// benchmark is what a stuck master costs a pair.
+func BenchmarkDistinctKeysOneMasterPaused(b *testing.B) {
+	cl := redistest.Start(b, redistest.Options{Masters: 5})
+	c := benchClient(b, cl, redlock.Options{})
+	if err := cl.Masters[0].Pause(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cl.Masters[0].Resume() })
+	var next atomic.Int64
+	parallel64(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		key := "bench-paused-" + strconv.FormatInt(next.Add(1), 10)
+		ctx := context.Background()
+		for pb.Next() {
+			l, err := c.TryAcquire(ctx, key, 10*time.Second)
+			if err != nil {
+				b.Error(err)
+				continue
+			}
+			_ = l.Release(ctx)
+		}
+	})
+}

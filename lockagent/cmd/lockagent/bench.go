@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,9 +51,21 @@ Scenarios:
   sequential   one goroutine, --iterations acquire+release pairs: p50/p99 latency, and
                allocations and bytes per pair (runtime.MemStats deltas)
   throughput   --goroutines goroutines on distinct keys for --duration: pairs/s
-  contention   --contenders goroutines on one key for --duration, each holding it for
-               --hold: acquisitions/s, wait from first attempt to acquisition (p50/p99/max),
-               fairness (Jain's index and min/max acquisitions per goroutine)
+  in-process contention
+               --contenders goroutines sharing one client on one key for --duration,
+               each holding it for --hold: acquisitions/s, wait from first attempt to
+               acquisition (p50/p99/max), fairness (Jain's index and min/max
+               acquisitions per goroutine)
+  cross-process contention (lockagent and redsync)
+               for each count in --processes, that many worker processes per
+               implementation (this binary, re-executed; the deployment and its
+               password are passed on stdin, never on the command line), each with
+               its own client, compete for one key for --duration, holding it for
+               --hold: acquisitions/s, wait p50/p99/max, Jain's index across
+               processes, min/max per process; every hold is checked against every
+               other on CLOCK_MONOTONIC (one clock for all processes; Linux only) and
+               fences must strictly increase in acquisition order. redsync's workers
+               use the EVAL user with --spawn, as redsync does in-process
 Then the ratios of FCALL vs EVALSHA, of the library vs redsync and vs the floor, and
 the issue's targets.
 Numbers depend on the machine and its disk (appendfsync always fsyncs every write).
@@ -71,7 +87,9 @@ Benchmark:
   --rounds N           split sequential and throughput into N blocks per implementation,
                        interleaved, so that background load hits all alike (default 5)
   --goroutines N       throughput goroutines (default 64)
-  --contenders N       contention goroutines (default 16)
+  --contenders N       in-process contention goroutines (default 16)
+  --processes L        comma-separated worker process counts of the cross-process
+                       scenario (default 4,8,16; 0 skips it)
   --hold D             how long a contender holds the lock (default 1ms)
   --ttl D              TTL of every lock, the same for all (default 10s)
   --cpuprofile FILE    write a CPU profile of the whole run (go tool pprof FILE)
@@ -82,7 +100,7 @@ Exit codes:
   0   the table was printed (targets missed are reported, not failed)
   1   the benchmark could not run (masters could not start, errors)
   64  usage or configuration error
-  130 interrupted (Ctrl-C); spawned masters were stopped
+  130 interrupted (Ctrl-C); spawned masters and worker processes were stopped
 `
 
 // benchMain is `lockagent bench`. It returns the process exit code.
@@ -90,6 +108,7 @@ Exit codes:
 type benchOptions struct {
 	spawn      int
 	impls      string
+	processes  string
 	cpuprofile string
 	memprofile string
 	cfg        bench.Config
@@ -108,6 +127,7 @@ func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
 	fs.IntVar(&o.cfg.Rounds, "rounds", 5, "interleaved rounds")
 	fs.IntVar(&o.cfg.Goroutines, "goroutines", 64, "throughput goroutines")
 	fs.IntVar(&o.cfg.Contenders, "contenders", 16, "contention goroutines")
+	fs.StringVar(&o.processes, "processes", "4,8,16", "cross-process worker counts")
 	fs.DurationVar(&o.cfg.Hold, "hold", time.Millisecond, "hold time under contention")
 	fs.DurationVar(&o.cfg.TTL, "ttl", 10*time.Second, "lock TTL")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "CPU profile file")
@@ -138,6 +158,19 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if err := checkBenchConfig(spawn, *cfg); err != nil {
 		return usageError(stderr, "bench", err)
+	}
+	procs, err := parseProcesses(o.processes)
+	if err != nil {
+		return usageError(stderr, "bench", err)
+	}
+	if len(procs) > 0 && !bench.CrossSupported {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "processes" })
+		if set {
+			return usageError(stderr, "bench", fmt.Errorf("--processes %s: the cross-process scenario needs Linux (one CLOCK_MONOTONIC for all processes); use --processes 0", o.processes))
+		}
+		fmt.Fprintln(stderr, "lockagent bench: skipping the cross-process scenario: it needs Linux (one CLOCK_MONOTONIC for all processes)")
+		procs = nil
 	}
 
 	// Ctrl-C cancels the run; signals stay caught until the spawned masters are stopped
@@ -179,6 +212,12 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if evalDeployment != nil {
 		cfg.NewEvalClients = func() []*redis.Client { return lockClients(evalDeployment) }
 	}
+	if len(procs) > 0 {
+		if err := crossProcessConfig(cfg, procs, deployment, evalDeployment); err != nil {
+			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
+			return 1
+		}
+	}
 	// A fixed set of names: the library's fence registers have no TTL, so a random
 	// prefix per run would leave new keys on a real deployment every time.
 	cfg.KeyPrefix = "lockagent-bench:"
@@ -214,6 +253,83 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "lockagent bench: --memprofile: %v\n", err)
 			return 1
 		}
+	}
+	return exitOK
+}
+
+// parseProcesses reads --processes: counts of at least 2, or "0" for none.
+func parseProcesses(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "0" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range agentconfig.SplitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 2 {
+			return nil, fmt.Errorf("--processes %q: want comma-separated counts of at least 2, such as 4,8,16 (or 0 to skip the cross-process scenario)", s)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--processes %q: want comma-separated counts such as 4,8,16 (or 0 to skip the cross-process scenario)", s)
+	}
+	return out, nil
+}
+
+// crossProcessConfig sets up the cross-process scenario: worker processes are this
+// binary with the hidden bench-worker command, and get the deployment (the lock user's,
+// and the EVAL user's for redsync when there is one, as in-process) on their stdin.
+func crossProcessConfig(cfg *bench.Config, procs []int, deployment, evalDeployment *agentconfig.Config) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find this binary to start the cross-process scenario's workers: %w", err)
+	}
+	if cfg.WorkerDeployment, err = workerDeployment(deployment); err != nil {
+		return err
+	}
+	if evalDeployment != nil {
+		if cfg.WorkerEvalDeployment, err = workerDeployment(evalDeployment); err != nil {
+			return err
+		}
+	}
+	cfg.Processes = procs
+	cfg.SpawnWorker = func() (*exec.Cmd, error) {
+		cmd := exec.Command(exe, benchWorkerCommand)
+		cmd.Env = os.Environ()
+		return cmd, nil
+	}
+	return nil
+}
+
+// workerDeployment is what a worker needs of a deployment: no admin credentials.
+func workerDeployment(d *agentconfig.Config) (json.RawMessage, error) {
+	w := *d
+	w.AdminUsername, w.AdminPassword = "", ""
+	return json.Marshal(&w)
+}
+
+// benchWorkerCommand is the hidden command that runs one worker process of bench's
+// cross-process scenario.
+const benchWorkerCommand = "bench-worker"
+
+// benchWorkerMain runs one worker: its spec (with the deployment, password included)
+// comes on stdin from the bench that started it, its result goes to stdout.
+func benchWorkerMain(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := bench.ServeWorker(ctx, stdin, stdout, func(raw json.RawMessage) ([]*redis.Client, error) {
+		var d agentconfig.Config
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, fmt.Errorf("deployment: %w", err)
+		}
+		if len(d.Endpoints) == 0 {
+			return nil, errors.New("deployment: no endpoints (bench-worker is started by lockagent bench, not by hand)")
+		}
+		return lockClients(&d), nil
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "lockagent %s: %v\n", benchWorkerCommand, err)
+		return 1
 	}
 	return exitOK
 }

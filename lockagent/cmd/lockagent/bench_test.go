@@ -13,7 +13,7 @@ import (
 
 // tinyBench keeps the CLI tests short; the numbers are irrelevant here.
 var tinyBench = []string{"bench", "--spawn", "3", "--iterations", "5", "--rounds", "1", "--duration", "100ms",
-	"--goroutines", "2", "--contenders", "2"}
+	"--goroutines", "2", "--contenders", "2", "--processes", "2"}
 
 var endpointRE = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 
@@ -86,6 +86,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"even spawn", []string{"--spawn", "4"}, "--spawn 4"},
 		{"unknown implementation", []string{"--spawn", "3", "--implementations", "lockagent,zookeeper"}, "zookeeper"},
 		{"one contender", []string{"--spawn", "3", "--contenders", "1"}, "--contenders"},
+		{"one process", []string{"--spawn", "3", "--processes", "4,1"}, "--processes"},
+		{"processes not a number", []string{"--spawn", "3", "--processes", "many"}, "--processes"},
 		{"rounds above iterations", []string{"--spawn", "3", "--iterations", "3", "--rounds", "4"}, "--rounds"},
 		{"positional argument", []string{"--spawn", "3", "extra"}, "extra"},
 		{"no deployment", []string{"--password", "p"}, "endpoints"},
@@ -101,5 +103,63 @@ func TestBenchUsageErrors(t *testing.T) {
 				t.Errorf("stderr does not name %q:\n%s", tt.want, stderr.String())
 			}
 		})
+	}
+}
+
+// TestBenchCrossProcess: the cross-process scenario starts its worker processes (this
+// binary, re-executed with the hidden bench-worker command), and every row reports
+// acquisitions by every process, no overlapping holds, and, for lockagent, fences in
+// acquisition order. redsync's workers succeed only on the EVAL user --spawn creates
+// (the lock user may not EVAL). Behaviour only: the numbers are not judged.
+func TestBenchCrossProcess(t *testing.T) {
+	code, stdout, stderr := runAgent(t, nil, "bench", "--spawn", "3", "--implementations", "lockagent,redsync",
+		"--iterations", "5", "--rounds", "1", "--goroutines", "2", "--contenders", "2",
+		"--processes", "3", "--duration", "500ms")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rows := map[string][]string{}
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 11 && (f[0] == "lockagent" || f[0] == "redsync") && f[1] == "3" {
+			rows[f[0]] = f
+		}
+	}
+	for _, impl := range []string{"lockagent", "redsync"} {
+		f := rows[impl]
+		if f == nil {
+			t.Fatalf("no cross-process row for %s:\n%s", impl, stdout)
+		}
+		// impl processes acq/s p50 p99 max Jain min/max gave-up overlaps fence...
+		if minMax := strings.SplitN(f[7], "/", 2); len(minMax) != 2 || minMax[1] == "0" {
+			t.Errorf("%s: no worker process got the lock (min/max %s):\n%s", impl, f[7], stdout)
+		}
+		if f[9] != "0" {
+			t.Errorf("%s: %s overlapping holds:\n%s", impl, f[9], stdout)
+		}
+	}
+	if f := rows["lockagent"]; f[10] != "ok" {
+		t.Errorf("lockagent fence order %q, want ok:\n%s", f[10], stdout)
+	}
+	if f := rows["redsync"]; f[10] != "n/a" {
+		t.Errorf("redsync fence order %q, want n/a (no fences):\n%s", f[10], stdout)
+	}
+	for _, want := range []string{"in-process contention", "cross-process: overlapping holds == 0", "cross-process: fence order violations == 0"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	assertStopped(t, spawnedEndpoints(t, stderr))
+}
+
+// TestBenchWorkerRefusesBadSpec: the hidden worker command fails clearly when it is not
+// given a spec on stdin (it is started by lockagent bench, not by hand).
+func TestBenchWorkerRefusesBadSpec(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := benchWorkerMain(context.Background(), strings.NewReader("not json\n"), &stdout, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(stderr.String(), "spec") {
+		t.Errorf("stderr does not name the spec:\n%s", stderr.String())
 	}
 }

@@ -67,6 +67,9 @@ func lockagent(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return validateMain(ctx, rest, stdout, stderr)
 	case "bench":
 		return benchMain(ctx, rest, stdout, stderr)
+	case benchWorkerCommand:
+		// Hidden: a worker process of bench's cross-process scenario.
+		return benchWorkerMain(ctx, os.Stdin, stdout, stderr)
 	case "functions":
 		return functionsMain(rest, stdout, stderr)
 	case "version", "-version", "--version":

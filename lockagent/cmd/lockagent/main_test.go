@@ -273,7 +273,7 @@ func TestHelpIsComplete(t *testing.T) {
 			"LOCKAGENT_KEY", "LOCKAGENT_FENCE", "LOCKAGENT_DEADLINE", "LOCKAGENT_TTL", "prefer the environment",
 			"Exit codes", "64", "69", "70", "75", "77", "124", "126", "127", "128+S", "SIGINT, SIGTERM and SIGHUP"}},
 		{"bench", []string{"--spawn", "--implementations", "--iterations", "--rounds", "--duration", "--goroutines", "--contenders",
-			"--hold", "--ttl", "--cpuprofile", "--memprofile", "lockagent-nofence", "lockagent-durable", "-c, --config", "--endpoints", "LOCKAGENT_PASSWORD", "DEFAULT retry settings",
+			"--hold", "--ttl", "--processes", "cross-process", "CLOCK_MONOTONIC", "in-process", "--cpuprofile", "--memprofile", "lockagent-nofence", "lockagent-durable", "-c, --config", "--endpoints", "LOCKAGENT_PASSWORD", "DEFAULT retry settings",
 			"Exit codes", "130"}},
 	}
 	for _, tt := range tests {

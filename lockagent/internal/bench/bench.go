@@ -2,16 +2,23 @@
 // this project's library (lockagent/redlock), go-redsync/redsync v4 with its default
 // settings, and a bare go-redis fan-out that is the floor any implementation pays.
 //
+// Its cross-process scenario runs worker processes (ServeWorker), each with its own
+// client, on one key, and checks every hold against every other on CLOCK_MONOTONIC and
+// the fences' order.
+//
 // It is what `lockagent bench` (and `make bench`) runs. Numbers are printed, never
-// asserted: the tests only check that every implementation produced results.
+// asserted: the tests check behaviour only (every implementation produced results; no
+// two holds of the worker processes overlapped; fences increased).
 package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"os/exec"
 	"runtime"
 	"slices"
 	"sync"
@@ -85,6 +92,18 @@ type Config struct {
 	KeyPrefix string
 	// Log receives progress; nothing is logged when nil.
 	Log *slog.Logger
+	// SpawnWorker returns a new, unstarted worker process for the cross-process scenario
+	// (for `lockagent bench`: this binary with the hidden bench-worker command, which
+	// calls ServeWorker); the scenario is skipped when nil.
+	SpawnWorker func() (*exec.Cmd, error)
+	// WorkerDeployment is handed to each worker on its stdin (it holds the password:
+	// never on the command line), for the worker to build its own clients from;
+	// WorkerEvalDeployment, when set, is the one for the implementations that send their
+	// own Lua (redsync), as NewEvalClients is.
+	WorkerDeployment, WorkerEvalDeployment json.RawMessage
+	// Processes are the worker process counts of the cross-process scenario
+	// (DefaultProcesses: 4, 8, 16).
+	Processes []int
 }
 
 func (c *Config) defaults() {
@@ -121,6 +140,9 @@ func (c *Config) defaults() {
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if len(c.Processes) == 0 {
+		c.Processes = DefaultProcesses
 	}
 }
 
@@ -169,7 +191,10 @@ type Result struct {
 	Name       string
 	Sequential *Sequential
 	Throughput *Throughput
-	Contention *Contention
+	Contention *Contention // in-process: goroutines sharing one client
+	// Cross is the cross-process scenario, one cell per process count (ascending); nil
+	// when it did not run (no SpawnWorker, or an implementation it does not cover).
+	Cross []*CrossProcess
 }
 
 // Report is a whole run.
@@ -194,11 +219,17 @@ func (r *Report) Result(name string) *Result {
 // landing on whichever implementation happened to run at the time. Contention runs one
 // window per implementation (each boundary adds a tail of waits that must finish). In
 // every window, an operation started before the end runs to completion and is counted
-// (with its time). Run stops early (returning ctx's error) when ctx ends.
+// (with its time). With Config.SpawnWorker, the cross-process scenario then runs for
+// each of CrossImplementations selected, one window per process count each, in worker
+// processes. Run stops early (returning ctx's error) when ctx ends.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	if cfg.NewClients == nil {
 		return nil, errors.New("bench: Config.NewClients is required")
+	}
+	if cfg.SpawnWorker != nil && !CrossSupported {
+		_, err := monoNow()
+		return nil, err
 	}
 	if err := preflight(ctx, cfg); err != nil {
 		return nil, err
@@ -289,6 +320,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return rep, err
 		}
 		s.res.Contention = c
+	}
+
+	if cfg.SpawnWorker != nil {
+		if err := runCrossAll(ctx, cfg, subjects); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
 }

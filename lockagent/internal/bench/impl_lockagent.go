@@ -15,6 +15,7 @@ import (
 type lockagentLocker struct {
 	clients []*redis.Client
 	c       *redlock.Client
+	fenced  bool
 }
 
 func newLockagent(clients []*redis.Client, opts redlock.Options) (*lockagentLocker, error) {
@@ -26,7 +27,7 @@ func newLockagent(clients []*redis.Client, opts redlock.Options) (*lockagentLock
 	if err != nil {
 		return nil, err
 	}
-	return &lockagentLocker{clients: clients, c: c}, nil
+	return &lockagentLocker{clients: clients, c: c, fenced: !opts.NoFencing}, nil
 }
 
 func (l *lockagentLocker) lock(ctx context.Context, key string, ttl time.Duration) (unlockFunc, error) {
@@ -37,6 +38,17 @@ func (l *lockagentLocker) lock(ctx context.Context, key string, ttl time.Duratio
 	return lk.Release, nil
 }
 
+// lockFenced is lock plus the acquisition's fencing token (the cross-process scenario
+// checks their order).
+func (l *lockagentLocker) lockFenced(ctx context.Context, key string, ttl time.Duration) (uint64, unlockFunc, error) {
+	lk, err := l.c.Acquire(ctx, key, ttl)
+	if err != nil {
+		return 0, nil, err
+	}
+	return lk.Fence(), lk.Release, nil
+}
+
+func (l *lockagentLocker) fences() bool  { return l.fenced }
 func (l *lockagentLocker) retries() bool { return true }
 
 func (l *lockagentLocker) close() error {

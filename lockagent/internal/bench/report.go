@@ -15,6 +15,7 @@ type Target struct {
 	Limit   float64
 	AtLeast bool // true: Ratio >= Limit passes; false: Ratio <= Limit passes
 	Known   bool // both sides were measured
+	Value   bool // Ratio is a plain value (a count, an index), not a ratio
 }
 
 // Met reports whether the target was reached.
@@ -93,7 +94,7 @@ func (r *Report) metrics() []metric {
 		{"allocs per acquire+release", seq(func(s *Sequential) float64 { return s.AllocsPerOp }), num},
 		{"bytes per acquire+release", seq(func(s *Sequential) float64 { return s.BytesPerOp }), num},
 		{fmt.Sprintf("throughput, %d goroutines (pairs/s)", c.Goroutines), tp(func(t *Throughput) float64 { return t.PerSecond }), num},
-		{fmt.Sprintf("contention, %d on one key (acq/s)", c.Contenders), ct(func(x *Contention) float64 { return x.PerSecond }), num},
+		{fmt.Sprintf("in-process contention, %d goroutines, one client (acq/s)", c.Contenders), ct(func(x *Contention) float64 { return x.PerSecond }), num},
 		{"contention wait p50", ct(func(x *Contention) float64 { return float64(x.P50Wait) }), dur},
 		{"contention wait p99", ct(func(x *Contention) float64 { return float64(x.P99Wait) }), dur},
 		{"contention wait max", ct(func(x *Contention) float64 { return float64(x.MaxWait) }), dur},
@@ -156,7 +157,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Result(LockagentTLS) != nil {
 		fmt.Fprintln(w, "lockagent-tls: default options over TLS (TLS 1.3, ECDSA P-256), on as many TLS-only masters with the same config: lockagent-tls/lockagent is the cost of TLS.")
 	}
-	if ts := r.Targets(); len(ts) > 0 {
+	if err := r.writeCross(w); err != nil {
+		return err
+	}
+	if ts := append(r.Targets(), r.CrossTargets()...); len(ts) > 0 {
 		fmt.Fprintln(w, "\ntargets (lockagent with default options vs redsync):")
 		for _, t := range ts {
 			status := "not measured"
@@ -165,7 +169,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 				if t.Met() {
 					status = "met"
 				}
-				status = fmt.Sprintf("%.2fx  %s", t.Ratio, status)
+				if t.Value {
+					status = fmt.Sprintf("%.3g  %s", t.Ratio, status)
+				} else {
+					status = fmt.Sprintf("%.2fx  %s", t.Ratio, status)
+				}
 			}
 			fmt.Fprintf(w, "  %-62s %s\n", t.Name, status)
 		}
@@ -201,6 +209,11 @@ func errorLines(res *Result) []string {
 	if c := res.Contention; c != nil && len(c.ErrorExamples) > 0 {
 		out = append(out, fmt.Sprintf("contention: %d gave up, e.g. %s", c.Failed, strings.Join(c.ErrorExamples, " | ")))
 	}
+	for _, c := range res.Cross {
+		if len(c.ErrorExamples) > 0 {
+			out = append(out, fmt.Sprintf("cross-process (%d processes): %d gave up, e.g. %s", c.Processes, c.Failed, strings.Join(c.ErrorExamples, " | ")))
+		}
+	}
 	return out
 }
 
@@ -214,4 +227,98 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// writeCross prints the cross-process scenario: one row per implementation and process
+// count, each against redsync at the same count, and the safety checks.
+func (r *Report) writeCross(w io.Writer) error {
+	var rows []*Result
+	for _, res := range r.Results {
+		if len(res.Cross) > 0 {
+			rows = append(rows, res)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	rs := r.Result(Redsync)
+	fmt.Fprintf(w, "\ncross-process contention: P worker processes per implementation, each with its own client, one key, hold %v, TTL %v, one %v window each:\n",
+		r.Config.Hold, r.Config.TTL, r.Config.Duration)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "impl\tprocesses\tacq/s\twait p50\twait p99\twait max\tJain\tmin/max per process\tgave up\toverlaps\tfence order\tacq/s vs redsync\tp99 vs redsync\t")
+	for _, res := range rows {
+		for _, c := range res.Cross {
+			fence := "n/a"
+			if c.Fenced {
+				fence = "ok"
+				if c.FenceViolations > 0 {
+					fence = fmt.Sprintf("%d VIOLATIONS", c.FenceViolations)
+				}
+			}
+			vsAcq, vsP99 := "", ""
+			if res != rs && rs != nil {
+				if o := rs.CrossAt(c.Processes); o != nil {
+					if o.PerSecond > 0 {
+						vsAcq = fmt.Sprintf("%.2fx", c.PerSecond/o.PerSecond)
+					}
+					if o.P99Wait > 0 {
+						vsP99 = fmt.Sprintf("%.2fx", float64(c.P99Wait)/float64(o.P99Wait))
+					}
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%.3f\t%d/%d\t%d\t%d\t%s\t%s\t%s\t\n", res.Name, c.Processes, c.PerSecond,
+				fmtDuration(c.P50Wait), fmtDuration(c.P99Wait), fmtDuration(c.MaxWait), c.Jain, c.MinPer, c.MaxPer, c.Failed, c.Overlaps, fence, vsAcq, vsP99)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "overlaps: every hold (from the lock call's return to the unlock call) checked against every other on CLOCK_MONOTONIC, one clock for all processes; fence order: fences strictly increase in acquisition order (n/a: no fencing tokens).")
+	return nil
+}
+
+// CrossTargets are the goals for the cross-process scenario: at 8 and 16 processes
+// acq/s >= 1.3x redsync, p99 wait <= 0.5x redsync and Jain >= 0.95 (lockagent with
+// default options); lockagent's acq/s at 16 processes >= 0.9x its acq/s at 8; no
+// overlapping holds and no fence order violations in any row.
+func (r *Report) CrossTargets() []Target {
+	la, rs := r.Result(Lockagent), r.Result(Redsync)
+	if la == nil || len(la.Cross) == 0 {
+		return nil
+	}
+	var ts []Target
+	for _, p := range []int{8, 16} {
+		c := la.CrossAt(p)
+		if c == nil {
+			continue
+		}
+		acq := Target{Name: fmt.Sprintf("cross-process, %d processes: acq/s >= 1.3x redsync", p), Limit: 1.3, AtLeast: true}
+		p99 := Target{Name: fmt.Sprintf("cross-process, %d processes: p99 wait <= 0.5x redsync", p), Limit: 0.5}
+		if rs != nil {
+			if o := rs.CrossAt(p); o != nil {
+				if o.PerSecond > 0 {
+					acq.Ratio, acq.Known = c.PerSecond/o.PerSecond, true
+				}
+				if o.P99Wait > 0 {
+					p99.Ratio, p99.Known = float64(c.P99Wait)/float64(o.P99Wait), true
+				}
+			}
+		}
+		ts = append(ts, acq, p99,
+			Target{Name: fmt.Sprintf("cross-process, %d processes: Jain >= 0.95", p), Limit: 0.95, AtLeast: true, Ratio: c.Jain, Known: true, Value: true})
+	}
+	if c8, c16 := la.CrossAt(8), la.CrossAt(16); c8 != nil && c16 != nil && c8.PerSecond > 0 {
+		ts = append(ts, Target{Name: "cross-process: acq/s at 16 >= 0.9x acq/s at 8", Limit: 0.9, AtLeast: true,
+			Ratio: c16.PerSecond / c8.PerSecond, Known: true})
+	}
+	overlaps, violations := 0, 0
+	for _, res := range r.Results {
+		for _, c := range res.Cross {
+			overlaps += c.Overlaps
+			violations += c.FenceViolations
+		}
+	}
+	return append(ts,
+		Target{Name: "cross-process: overlapping holds == 0", Limit: 0, Ratio: float64(overlaps), Known: true, Value: true},
+		Target{Name: "cross-process: fence order violations == 0", Limit: 0, Ratio: float64(violations), Known: true, Value: true})
 }

@@ -1,0 +1,500 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// CrossImplementations are the implementations the cross-process scenario covers, in
+// table order: this project's library with default options, and redsync with its
+// defaults. It runs for every selected implementation listed here; a library variant
+// joins it by being added here (and to newLocker, as for every scenario).
+var CrossImplementations = []string{Lockagent, Redsync}
+
+// DefaultProcesses are the worker process counts of the cross-process scenario.
+var DefaultProcesses = []int{4, 8, 16}
+
+// CrossProcess is the cross-process scenario for one implementation and one process
+// count: Processes worker processes, each with its own client (its own connections,
+// and for the library its own Client), compete for one key, each holding it for Hold
+// once acquired. Holds are recorded on CLOCK_MONOTONIC, which on Linux is one clock for
+// every process of the machine, and checked against each other.
+type CrossProcess struct {
+	Processes    int // worker processes that reported
+	Acquisitions int
+	PerSecond    float64
+	P50Wait      time.Duration // from the start of the lock call to the acquisition
+	P99Wait      time.Duration
+	MaxWait      time.Duration
+	// Jain is Jain's fairness index over acquisitions per process; MinPer/MaxPer the
+	// extremes.
+	Jain           float64
+	MinPer, MaxPer int
+	// Failed counts lock calls that gave up (retry limit).
+	Failed int
+	// Overlaps counts holds that began before an earlier hold (by start) had ended: two
+	// processes relying on the lock at once. Must be 0.
+	Overlaps int
+	// Fenced says the implementation hands out fencing tokens; FenceViolations then
+	// counts holds whose fence was not larger than the previous hold's (by start).
+	Fenced          bool
+	FenceViolations int
+	ErrorExamples   []string
+}
+
+// workerSpec is what the bench sends a worker process on its stdin (one JSON line); the
+// worker answers "ready", waits for the start time (one line: CLOCK_MONOTONIC ns), runs,
+// and writes its workerResult (one JSON line) on its stdout. The deployment (with its
+// password) only ever travels on stdin, never on the command line.
+type workerSpec struct {
+	Impl       string          `json:"impl"`
+	Key        string          `json:"key"`
+	TTL        time.Duration   `json:"ttl"`
+	Hold       time.Duration   `json:"hold"`
+	Duration   time.Duration   `json:"duration"`
+	Deployment json.RawMessage `json:"deployment"` // opaque to the bench: for the worker's newClients
+}
+
+// crossHold is one hold on CLOCK_MONOTONIC (ns): from the lock call's return to the
+// unlock call; the fence (0: none) and the wait before it (ns).
+type crossHold struct {
+	Start, End int64
+	Fence      uint64
+	Wait       int64
+}
+
+// workerResult is a worker's report. Each hold is four numbers, kept compact: the start
+// as ns after the common start time, the hold's length, the fence and the wait (ns).
+type workerResult struct {
+	Holds  [][4]int64 `json:"holds"`
+	Fenced bool       `json:"fenced,omitempty"`
+	Failed int        `json:"failed,omitempty"`
+	Errors []string   `json:"errors,omitempty"`
+	Err    string     `json:"err,omitempty"`
+}
+
+// ServeWorker is the worker side of the cross-process scenario (the hidden
+// `lockagent bench-worker` command): it reads its spec from in, builds its own clients
+// with newClients(spec.Deployment), and reports on out. It stops early when ctx ends or
+// in is closed (the bench is gone).
+func ServeWorker(ctx context.Context, in io.Reader, out io.Writer, newClients func(json.RawMessage) ([]*redis.Client, error)) error {
+	r := bufio.NewReader(in)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("bench worker: reading the spec: %w", err)
+	}
+	var spec workerSpec
+	if err := json.Unmarshal(line, &spec); err != nil {
+		return fmt.Errorf("bench worker: spec: %w", err)
+	}
+	report := func(res workerResult) error {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	}
+	clients, err := newClients(spec.Deployment)
+	if err != nil {
+		return report(workerResult{Err: err.Error()})
+	}
+	l, err := newLocker(ctx, spec.Impl, clients)
+	if err != nil {
+		_ = closeAll(clients)
+		return report(workerResult{Err: err.Error()})
+	}
+	defer l.close()
+	// Dial and load scripts before the clock starts; bounded, since the library's Acquire
+	// retries unavailable masters until its context ends.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = lockUnlock(wctx, l, spec.Key+":warm", spec.TTL)
+	cancel()
+	if err != nil {
+		return report(workerResult{Err: "warm-up: " + err.Error()})
+	}
+	if _, err := fmt.Fprintln(out, "ready"); err != nil {
+		return err
+	}
+	line, err = r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("bench worker: reading the start time: %w", err)
+	}
+	startAt, err := strconv.ParseInt(strings.TrimSpace(string(line)), 10, 64)
+	if err != nil {
+		return fmt.Errorf("bench worker: start time: %w", err)
+	}
+	// The bench closes stdin once it has the result, or by exiting: then stop.
+	ctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, r)
+		cancel()
+	}()
+	res, err := crossWork(ctx, spec, l, startAt)
+	if err != nil {
+		return report(workerResult{Err: err.Error()})
+	}
+	return report(res)
+}
+
+// crossWork competes for the key from startAt for spec.Duration; a lock call started
+// inside the window runs to its end, so no wait is censored.
+func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (workerResult, error) {
+	res := workerResult{Holds: [][4]int64{}, Fenced: fences(l)}
+	now, err := monoNow()
+	if err != nil {
+		return res, err
+	}
+	if d := time.Duration(startAt - now); d > 0 {
+		time.Sleep(d)
+	}
+	end := startAt + int64(spec.Duration)
+	var errs errorSamples
+	for {
+		t0, _ := monoNow()
+		if t0 >= end || ctx.Err() != nil {
+			break
+		}
+		fence, unlock, err := lockFenced(ctx, l, spec.Key, spec.TTL)
+		t1, _ := monoNow()
+		if err != nil {
+			if ctx.Err() == nil {
+				res.Failed++
+				errs.add(err)
+			}
+			continue
+		}
+		time.Sleep(spec.Hold)
+		t2, _ := monoNow()
+		res.Holds = append(res.Holds, [4]int64{t1 - startAt, t2 - t1, int64(fence), t1 - t0})
+		rctx, cancel := releaseCtx()
+		if err := unlock(rctx); err != nil {
+			errs.add(err)
+		}
+		cancel()
+	}
+	res.Errors = errs.examples
+	return res, nil
+}
+
+// fencedLocker is a locker that can hand out fencing tokens.
+type fencedLocker interface {
+	lockFenced(ctx context.Context, key string, ttl time.Duration) (uint64, unlockFunc, error)
+	fences() bool // false: fencing is switched off (its fences are 0)
+}
+
+func fences(l locker) bool {
+	f, ok := l.(fencedLocker)
+	return ok && f.fences()
+}
+
+// lockFenced is lock, plus the fence for implementations that hand one out.
+func lockFenced(ctx context.Context, l locker, key string, ttl time.Duration) (uint64, unlockFunc, error) {
+	if f, ok := l.(fencedLocker); ok {
+		return f.lockFenced(ctx, key, ttl)
+	}
+	unlock, err := l.lock(ctx, key, ttl)
+	return 0, unlock, err
+}
+
+// lockedBuffer is a worker's stderr: written by exec's copier, read for error messages.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.TrimSpace(l.b.String())
+}
+
+// crossWorker is one started worker process.
+type crossWorker struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	lines  chan lineOrErr // stdout, line by line, until EOF
+	stderr lockedBuffer
+	waited bool
+}
+
+type lineOrErr struct {
+	b   []byte
+	err error
+}
+
+func (w *crossWorker) pid() int { return w.cmd.Process.Pid }
+
+// wait reaps the process (once).
+func (w *crossWorker) wait() error {
+	if w.waited {
+		return nil
+	}
+	w.waited = true
+	return w.cmd.Wait()
+}
+
+// stop kills the process by its pid, if it is still running, and reaps it.
+func (w *crossWorker) stop() {
+	if !w.waited {
+		_ = w.cmd.Process.Kill()
+		_ = w.wait()
+	}
+}
+
+// runCross runs one cell of the cross-process scenario. Every worker it started is
+// stopped by its pid and reaped before it returns, whatever the outcome (an error, ctx
+// cancelled by Ctrl-C).
+func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossProcess, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	deployment := cfg.WorkerDeployment
+	if sendsOwnLua[impl] && cfg.WorkerEvalDeployment != nil {
+		deployment = cfg.WorkerEvalDeployment
+	}
+	spec, err := json.Marshal(workerSpec{Impl: impl, Key: cfg.KeyPrefix + impl + ":cross", TTL: cfg.TTL, Hold: cfg.Hold,
+		Duration: cfg.Duration, Deployment: deployment})
+	if err != nil {
+		return nil, err
+	}
+	workers := make([]*crossWorker, 0, procs)
+	defer func() {
+		for _, w := range workers {
+			w.stop()
+		}
+	}()
+	for range procs {
+		cmd, err := cfg.SpawnWorker()
+		if err != nil {
+			return nil, fmt.Errorf("bench: a worker process: %w", err)
+		}
+		w := &crossWorker{cmd: cmd, lines: make(chan lineOrErr, 3)} // ready, result, EOF: never blocks
+		cmd.Stderr = &w.stderr
+		if w.in, err = cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("bench: starting a worker process: %w", err)
+		}
+		workers = append(workers, w)
+		go func() {
+			r := bufio.NewReader(stdout)
+			for {
+				b, err := r.ReadBytes('\n')
+				if err != nil {
+					w.lines <- lineOrErr{nil, err}
+					close(w.lines)
+					return
+				}
+				w.lines <- lineOrErr{b, nil}
+			}
+		}()
+		if _, err := fmt.Fprintf(w.in, "%s\n", spec); err != nil {
+			return nil, fmt.Errorf("bench: worker %d: sending its spec: %w; its stderr: %s", w.pid(), err, w.stderr.String())
+		}
+	}
+	await := func(w *crossWorker, bound time.Duration) ([]byte, error) {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		select {
+		case r := <-w.lines:
+			if r.err != nil {
+				werr := w.wait()
+				return nil, fmt.Errorf("bench: worker %d ended without an answer (%v); its stderr: %s", w.pid(), werr, w.stderr.String())
+			}
+			return r.b, nil
+		case <-t.C:
+			return nil, fmt.Errorf("bench: worker %d did not answer within %v; its stderr: %s", w.pid(), bound, w.stderr.String())
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	for _, w := range workers {
+		b, err := await(w, 30*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		if s := strings.TrimSpace(string(b)); s != "ready" {
+			return nil, fmt.Errorf("bench: worker %d: %s", w.pid(), workerFailure(b))
+		}
+	}
+	now, err := monoNow()
+	if err != nil {
+		return nil, err
+	}
+	// Every worker sleeps until the same instant on the shared clock.
+	startAt := now + int64(20*time.Millisecond)
+	for _, w := range workers {
+		if _, err := fmt.Fprintf(w.in, "%d\n", startAt); err != nil {
+			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, w.stderr.String())
+		}
+	}
+	results := make([]workerResult, len(workers))
+	// A lock call that started in the window may wait up to the implementation's own
+	// limit (redsync: 32 tries) or, for the library, until it gets the lock.
+	bound := cfg.Duration + cfg.TTL + time.Minute
+	for i, w := range workers {
+		b, err := await(w, bound)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &results[i]); err != nil {
+			return nil, fmt.Errorf("bench: worker %d: %s", w.pid(), workerFailure(b))
+		}
+		if results[i].Err != "" {
+			return nil, fmt.Errorf("bench: worker %d: %s", w.pid(), results[i].Err)
+		}
+		_ = w.in.Close()
+		if err := w.wait(); err != nil {
+			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, w.stderr.String())
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // cut short (Ctrl-C reaches the workers too): not a measurement
+	}
+	fenced := len(results) > 0
+	for _, r := range results {
+		fenced = fenced && r.Fenced
+	}
+	return summarizeCross(results, fenced), nil
+}
+
+func workerFailure(b []byte) string {
+	var r workerResult
+	if json.Unmarshal(b, &r) == nil && r.Err != "" {
+		return r.Err
+	}
+	return fmt.Sprintf("unexpected output %q", strings.TrimSpace(string(b)))
+}
+
+// summarizeCross computes a cell's numbers from the workers' reports (times relative
+// to the common start) and checks every hold against every other.
+func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
+	c := &CrossProcess{Processes: len(results), Fenced: fenced}
+	var holds []crossHold
+	per := make([]int, len(results))
+	var waits []time.Duration
+	var errs errorSamples
+	var lastEnd int64
+	for i, r := range results {
+		per[i] = len(r.Holds)
+		c.Failed += r.Failed
+		for _, e := range r.Errors {
+			errs.add(errors.New(e))
+		}
+		for _, h := range r.Holds {
+			end := h[0] + h[1]
+			holds = append(holds, crossHold{Start: h[0], End: end, Fence: uint64(h[2]), Wait: h[3]})
+			waits = append(waits, time.Duration(h[3]))
+			lastEnd = max(lastEnd, end)
+		}
+	}
+	c.ErrorExamples = errs.examples
+	c.Acquisitions = len(holds)
+	if elapsed := time.Duration(lastEnd); elapsed > 0 {
+		c.PerSecond = float64(c.Acquisitions) / elapsed.Seconds()
+	}
+	c.P50Wait, c.P99Wait = percentile(waits, 0.50), percentile(waits, 0.99)
+	if len(waits) > 0 {
+		c.MaxWait = slices.Max(waits)
+	}
+	c.Jain, c.MinPer, c.MaxPer = fairness(per)
+	c.Overlaps, c.FenceViolations = checkHolds(holds, fenced)
+	return c
+}
+
+// checkHolds checks every hold against every other: sorted by start, a hold that begins
+// before the latest end so far overlaps an earlier one (not only its neighbour), and
+// with fencing each hold's fence must be larger than the previous one's. Holds that
+// touch, one ending where the next starts, do not overlap.
+func checkHolds(holds []crossHold, fenced bool) (overlaps, fenceViolations int) {
+	slices.SortFunc(holds, func(a, b crossHold) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	var maxEnd int64
+	for i, h := range holds {
+		if i > 0 {
+			if h.Start < maxEnd {
+				overlaps++
+			}
+			if fenced && h.Fence <= holds[i-1].Fence {
+				fenceViolations++
+			}
+		}
+		maxEnd = max(maxEnd, h.End)
+	}
+	return overlaps, fenceViolations
+}
+
+// crossSubjects are the selected implementations the cross-process scenario covers.
+func crossSubjects(subjects []*subject) []*subject {
+	var out []*subject
+	for _, s := range subjects {
+		if slices.Contains(CrossImplementations, s.name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// runCrossAll runs every cell: for each process count, each covered implementation, in
+// an order that rotates with the process count.
+func runCrossAll(ctx context.Context, cfg Config, subjects []*subject) error {
+	cross := crossSubjects(subjects)
+	for round, p := range cfg.Processes {
+		for j := range cross {
+			s := cross[(j+round)%len(cross)]
+			cfg.Log.Info("bench: cross-process contention", "impl", s.name, "processes", p, "duration", cfg.Duration)
+			c, err := runCross(ctx, cfg, s.name, p)
+			if err != nil {
+				return fmt.Errorf("%w (cross-process, %s, %d processes)", err, s.name, p)
+			}
+			s.res.Cross = append(s.res.Cross, c)
+		}
+	}
+	for _, s := range cross {
+		slices.SortFunc(s.res.Cross, func(a, b *CrossProcess) int { return a.Processes - b.Processes })
+	}
+	return nil
+}
+
+// CrossAt returns the result's cross-process cell for procs processes, or nil.
+func (r *Result) CrossAt(procs int) *CrossProcess {
+	for _, c := range r.Cross {
+		if c.Processes == procs {
+			return c
+		}
+	}
+	return nil
+}

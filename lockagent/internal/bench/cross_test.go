@@ -1,0 +1,336 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// testWorkerEnv makes the test binary a worker of the cross-process scenario (as the
+// hidden `lockagent bench-worker` command is for lockagent bench).
+const testWorkerEnv = "BENCH_TEST_CROSS_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(testWorkerEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := ServeWorker(ctx, os.Stdin, os.Stdout, testWorkerClients)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// testDeployment is the tests' deployment for a worker: the masters and a user.
+type testDeployment struct {
+	Addrs              []string
+	Username, Password string
+}
+
+func testWorkerClients(raw json.RawMessage) ([]*redis.Client, error) {
+	var d testDeployment
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, err
+	}
+	clients := make([]*redis.Client, len(d.Addrs))
+	for i, a := range d.Addrs {
+		clients[i] = redis.NewClient(&redis.Options{Addr: a, Username: d.Username, Password: d.Password, ContextTimeoutEnabled: true})
+	}
+	return clients, nil
+}
+
+// crossConfig is a Config for the cross-process scenario on cluster, with worker
+// processes of this test binary; every started worker is recorded in *started.
+func crossConfig(t *testing.T, cluster *redistest.Cluster, started *[]*exec.Cmd) Config {
+	t.Helper()
+	mk := func(user, password string) json.RawMessage {
+		b, err := json.Marshal(testDeployment{Addrs: cluster.Addrs(), Username: user, Password: password})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var mu sync.Mutex
+	cfg := Config{
+		NewClients:           func() []*redis.Client { return cluster.LockClients() },
+		NewEvalClients:       func() []*redis.Client { return cluster.EvalClients() },
+		WorkerDeployment:     mk(redistest.LockUser, redistest.LockPassword),
+		WorkerEvalDeployment: mk(redistest.EvalUser, redistest.EvalPassword),
+		Duration:             500 * time.Millisecond,
+		TTL:                  5 * time.Second,
+		KeyPrefix:            "cross:",
+		SpawnWorker: func() (*exec.Cmd, error) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), testWorkerEnv+"=1")
+			mu.Lock()
+			*started = append(*started, cmd)
+			mu.Unlock()
+			return cmd, nil
+		},
+	}
+	cfg.defaults()
+	return cfg
+}
+
+// assertReaped: every worker process started was waited for (so none is left running).
+func assertReaped(t *testing.T, started []*exec.Cmd) {
+	t.Helper()
+	for _, cmd := range started {
+		if cmd.Process != nil && cmd.ProcessState == nil {
+			t.Errorf("worker %d was not stopped and reaped", cmd.Process.Pid)
+		}
+	}
+}
+
+// TestCrossProcessWorkers: the scenario runs real worker processes, each with its own
+// client, on real masters, for the library (on the lock user, FCALL only) and redsync
+// (on the EVAL user): every process reports, no two holds overlap, the library's fences
+// increase in acquisition order (redsync has none), every worker is reaped and no lock
+// is left behind. Behaviour only: the numbers are not judged.
+func TestCrossProcessWorkers(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	var started []*exec.Cmd
+	cfg := crossConfig(t, cluster, &started)
+	const procs = 3
+	for _, impl := range CrossImplementations {
+		t.Run(impl, func(t *testing.T) {
+			c, err := runCross(context.Background(), cfg, impl, procs)
+			if err != nil {
+				t.Fatalf("runCross: %v", err)
+			}
+			if c.Processes != procs || c.Acquisitions == 0 || c.MaxPer == 0 || c.PerSecond <= 0 || c.P99Wait < c.P50Wait {
+				t.Errorf("cell %+v, want acquisitions by %d processes", c, procs)
+			}
+			if c.Overlaps != 0 {
+				t.Errorf("%d overlapping holds", c.Overlaps)
+			}
+			if wantFenced := impl != Redsync; c.Fenced != wantFenced || c.FenceViolations != 0 {
+				t.Errorf("fenced %v with %d violations, want fenced %v and none", c.Fenced, c.FenceViolations, wantFenced)
+			}
+			if c.Failed != 0 {
+				t.Errorf("%d lock calls gave up: %v", c.Failed, c.ErrorExamples)
+			}
+			keys := []string{cfg.KeyPrefix + impl + ":cross", cfg.KeyPrefix + impl + ":cross:warm"}
+			for _, m := range cluster.Masters {
+				if n, err := m.Admin().Exists(context.Background(), keys...).Result(); err != nil || n != 0 {
+					t.Errorf("master %s: %d of %v left (err %v)", m.Addr, n, keys, err)
+				}
+			}
+		})
+	}
+	if len(started) != procs*len(CrossImplementations) {
+		t.Errorf("%d worker processes started, want %d", len(started), procs*len(CrossImplementations))
+	}
+	assertReaped(t, started)
+}
+
+// TestCrossProcessRedsyncNeedsEvalUser: redsync's workers must get the EVAL user's
+// deployment (TestCrossProcessWorkers passes only because they do): on the lock user,
+// which may not EVAL, a worker's warm-up fails (its release is refused with NOPERM, or
+// the unreleased key stops the next worker), and every worker is stopped by pid.
+func TestCrossProcessRedsyncNeedsEvalUser(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	var started []*exec.Cmd
+	cfg := crossConfig(t, cluster, &started)
+	cfg.WorkerEvalDeployment = nil // redsync gets the lock user
+	_, err := runCross(context.Background(), cfg, Redsync, 2)
+	if err == nil || !strings.Contains(err.Error(), "warm-up") {
+		t.Errorf("runCross with redsync on the lock user: %v, want a worker's warm-up to fail", err)
+	}
+	assertReaped(t, started)
+}
+
+// TestCrossProcessStopsWorkers: when the run is cancelled (Ctrl-C) or a worker cannot be
+// started, every worker already running is stopped by its pid and reaped.
+func TestCrossProcessStopsWorkers(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	t.Run("cancelled", func(t *testing.T) {
+		var started []*exec.Cmd
+		cfg := crossConfig(t, cluster, &started)
+		cfg.Duration = time.Minute
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(2*time.Second, cancel)
+		_, err := runCross(ctx, cfg, Lockagent, 3)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("runCross: %v, want context.Canceled", err)
+		}
+		if len(started) != 3 {
+			t.Errorf("%d workers started, want 3", len(started))
+		}
+		assertReaped(t, started)
+	})
+	t.Run("spawn fails", func(t *testing.T) {
+		var started []*exec.Cmd
+		cfg := crossConfig(t, cluster, &started)
+		spawn := cfg.SpawnWorker
+		cfg.SpawnWorker = func() (*exec.Cmd, error) {
+			if len(started) == 2 {
+				return nil, errors.New("no more processes")
+			}
+			return spawn()
+		}
+		if _, err := runCross(context.Background(), cfg, Lockagent, 3); err == nil || !strings.Contains(err.Error(), "no more processes") {
+			t.Errorf("runCross: %v, want the spawn error", err)
+		}
+		if len(started) != 2 {
+			t.Errorf("%d workers started, want 2", len(started))
+		}
+		assertReaped(t, started)
+	})
+}
+
+// TestCheckHolds: the cross-process checker finds a hold that starts before an earlier
+// one ended (even one that is not its neighbour in start order) and fences that do not
+// increase; holds that touch end to start are not overlaps.
+func TestCheckHolds(t *testing.T) {
+	tests := []struct {
+		name             string
+		holds            []crossHold
+		overlaps, fences int
+	}{
+		{"disjoint, fences up", []crossHold{{Start: 30, End: 40, Fence: 3}, {Start: 0, End: 10, Fence: 1}, {Start: 10, End: 20, Fence: 2}}, 0, 0},
+		{"second inside a long first", []crossHold{{Start: 0, End: 100, Fence: 1}, {Start: 10, End: 20, Fence: 2}, {Start: 50, End: 60, Fence: 3}}, 2, 0},
+		{"a short hold inside a long one, given out of order", []crossHold{{Start: 0, End: 100, Fence: 1}, {Start: 101, End: 102, Fence: 2}, {Start: 5, End: 6, Fence: 3}}, 1, 1},
+		{"fence goes down", []crossHold{{Start: 0, End: 10, Fence: 5}, {Start: 20, End: 30, Fence: 4}}, 0, 1},
+		{"fence repeats", []crossHold{{Start: 0, End: 10, Fence: 5}, {Start: 20, End: 30, Fence: 5}}, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, f := checkHolds(tt.holds, true)
+			if o != tt.overlaps || f != tt.fences {
+				t.Errorf("checkHolds = %d overlaps, %d fence violations; want %d, %d", o, f, tt.overlaps, tt.fences)
+			}
+		})
+	}
+	if _, f := checkHolds([]crossHold{{Start: 0, End: 1}, {Start: 2, End: 3}}, false); f != 0 {
+		t.Errorf("without fences, %d fence violations", f)
+	}
+}
+
+// TestSummarizeCross: workers' compact records (start after the common start, length,
+// fence, wait) become counts, fairness across processes, the rate over the window, and
+// the checks: an overlap and a fence regression between two processes are found.
+func TestSummarizeCross(t *testing.T) {
+	const ms = int64(1e6)
+	res := []workerResult{
+		{Holds: [][4]int64{{0, 1 * ms, 1, 5 * ms}, {4 * ms, 1 * ms, 3, 1 * ms}}, Fenced: true},
+		{Holds: [][4]int64{{2 * ms, 1 * ms, 2, 2 * ms}}, Failed: 1, Errors: []string{"gave up"}, Fenced: true},
+	}
+	c := summarizeCross(res, true)
+	if c.Processes != 2 || c.Acquisitions != 3 || c.Failed != 1 || c.MinPer != 1 || c.MaxPer != 2 || c.Overlaps != 0 || c.FenceViolations != 0 {
+		t.Errorf("summary %+v", c)
+	}
+	if want := 9.0 / 10; c.Jain < want-1e-9 || c.Jain > want+1e-9 { // (1+2)^2 / (2*(1+4))
+		t.Errorf("Jain %v, want %v", c.Jain, want)
+	}
+	if c.PerSecond != 600 { // 3 acquisitions in 5ms
+		t.Errorf("PerSecond %v, want 600", c.PerSecond)
+	}
+	if c.MaxWait.Milliseconds() != 5 || c.ErrorExamples[0] != "gave up" {
+		t.Errorf("MaxWait %v, errors %v", c.MaxWait, c.ErrorExamples)
+	}
+
+	// The second process starts while the first still holds (0..3ms), with a lower fence.
+	bad := []workerResult{
+		{Holds: [][4]int64{{0, 3 * ms, 7, 0}}},
+		{Holds: [][4]int64{{2 * ms, 1 * ms, 6, 0}}},
+	}
+	if c := summarizeCross(bad, true); c.Overlaps != 1 || c.FenceViolations != 1 {
+		t.Errorf("overlapping holds with a fence regression: %d overlaps, %d fence violations; want 1, 1", c.Overlaps, c.FenceViolations)
+	}
+}
+
+// TestCrossReport: the table prints a row per implementation and process count with its
+// ratios to redsync, and the targets say met or MISSED with the value.
+func TestCrossReport(t *testing.T) {
+	cell := func(procs int, perSec float64, p99 time.Duration, overlaps int) *CrossProcess {
+		return &CrossProcess{Processes: procs, Acquisitions: 10, PerSecond: perSec, P99Wait: p99, Jain: 1, MinPer: 5, MaxPer: 5,
+			Fenced: true, Overlaps: overlaps}
+	}
+	rep := &Report{Config: Config{Hold: time.Millisecond, TTL: time.Second, Duration: time.Second}, Results: []*Result{
+		{Name: Lockagent, Cross: []*CrossProcess{cell(8, 260, 10*time.Millisecond, 0), cell(16, 200, 20*time.Millisecond, 0)}},
+		{Name: Redsync, Cross: []*CrossProcess{{Processes: 8, PerSecond: 200, P99Wait: 100 * time.Millisecond, Jain: 0.8}, {Processes: 16, PerSecond: 200, P99Wait: 100 * time.Millisecond, Overlaps: 1}}},
+	}}
+	var b strings.Builder
+	if err := rep.writeCross(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"1.30x", "0.10x", "1.00x", "0.20x", "n/a", "ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("cross table lacks %q:\n%s", want, out)
+		}
+	}
+	met := map[string]bool{}
+	for _, tg := range rep.CrossTargets() {
+		met[tg.Name] = tg.Met()
+	}
+	want := map[string]bool{
+		"cross-process, 8 processes: acq/s >= 1.3x redsync":    true,
+		"cross-process, 16 processes: acq/s >= 1.3x redsync":   false,
+		"cross-process, 8 processes: p99 wait <= 0.5x redsync": true,
+		"cross-process, 16 processes: Jain >= 0.95":            true,
+		"cross-process: acq/s at 16 >= 0.9x acq/s at 8":        false, // 200/260
+		"cross-process: overlapping holds == 0":                false, // redsync's
+		"cross-process: fence order violations == 0":           true,
+	}
+	for name, w := range want {
+		if got, ok := met[name]; !ok || got != w {
+			t.Errorf("target %q: met %v (present %v), want %v", name, got, ok, w)
+		}
+	}
+}
+
+// TestRunCrossProcess: Run adds the cross-process scenario for the selected
+// implementations it covers (not for the others), and the table prints it beside the
+// in-process contention row, with its targets.
+func TestRunCrossProcess(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	var started []*exec.Cmd
+	cfg := crossConfig(t, cluster, &started)
+	cfg.Implementations = []string{Lockagent, LockagentNoFence, Redsync}
+	cfg.Iterations, cfg.Rounds, cfg.Duration, cfg.Goroutines, cfg.Contenders = 5, 1, 300*time.Millisecond, 2, 2
+	cfg.Processes = []int{2, 3}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, res := range rep.Results {
+		covered := res.Name != LockagentNoFence
+		if got := len(res.Cross); covered && got != 2 || !covered && got != 0 {
+			t.Errorf("%s: %d cross-process cells", res.Name, got)
+		}
+		for i, c := range res.Cross {
+			if c.Processes != cfg.Processes[i] || c.Acquisitions == 0 || c.Overlaps != 0 || c.FenceViolations != 0 {
+				t.Errorf("%s: cell %+v", res.Name, c)
+			}
+		}
+	}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"in-process contention, 2 goroutines, one client", "cross-process contention: P worker processes",
+		"cross-process: overlapping holds == 0", "cross-process: fence order violations == 0"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	assertReaped(t, started)
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package bench
+
+import "errors"
+
+// monoNow: the cross-process scenario compares holds of different processes on one
+// system-wide monotonic clock, which only Linux guarantees for CLOCK_MONOTONIC.
+func monoNow() (int64, error) {
+	return 0, errors.New("bench: the cross-process scenario needs Linux (a system-wide CLOCK_MONOTONIC)")
+}
+
+// CrossSupported says whether the cross-process scenario can run here.
+const CrossSupported = false
