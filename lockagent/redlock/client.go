@@ -50,8 +50,8 @@ type Client struct {
 	notify *notifier
 	id     string        // names this Client's waiters in the wait queues and its grant channels
 	seq    atomic.Uint64 // numbers its waiters
-	fences *fenceCache // largest fence seen per key: the optimistic proposal
-	timers sync.Pool   // *time.Timer for the rounds' waits
+	fences *fenceCache   // largest fence seen per key: the optimistic proposal
+	timers sync.Pool     // *time.Timer for the rounds' waits
 
 	beforeExtendSend func() // tests only: runs in extend just before the broadcast
 }

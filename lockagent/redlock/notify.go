@@ -46,8 +46,8 @@ type keyQueue struct {
 	key       string
 	waiters   []*waiter          // arrival order
 	byToken   map[string]*waiter // waiters in the masters' wait queue, by their token
-	pending   bool      // a notification found no idle waiter: the next one to go idle takes it
-	pendLocal bool      // ... and it came from this Client
+	pending   bool               // a notification found no idle waiter: the next one to go idle takes it
+	pendLocal bool               // ... and it came from this Client
 	confirmed chan struct{}
 	confirmOk bool
 	recent    [8]string // tokens already delivered: each release arrives once per master

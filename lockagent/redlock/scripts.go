@@ -210,9 +210,10 @@ var releaseScript = newScript("release", withGrantChannel("local durable = false
 var durableReleaseScript = newScript("release_durable", withGrantChannel("local durable = true"+releaseBody), allowOOM)
 
 // acquireQueuedScript is an attempt by a waiter of the wait queue (Acquire after its
-// first attempt was refused). Where the key is free it is the acquire script (SET key
-// token PX ttl, the fence raised to the proposal where the register held less) and the
-// waiter leaves the queue; where it is already the waiter's (handed over by a release) it
+// first attempt was refused). Where the key is free and no live waiter with an earlier
+// ticket is in line (nor a window open, see releaseBody) it is the acquire script (SET
+// key token PX ttl, the fence raised to the proposal where the register held less) and
+// the waiter leaves the queue; where it is already the waiter's (handed over by a release) it
 // says so; where another token holds it, the waiter joins the queue with its ticket, or
 // renews its lease (unlogged), and the holder is named by the first 8 hex digits of the
 // SHA-1 of its token (waiters holding a minority each can tell a split from a holder).
@@ -221,7 +222,8 @@ var durableReleaseScript = newScript("release_durable", withGrantChannel("local 
 // ttl in ms; ARGV[3] proposed fence ("0": no fencing); ARGV[4] waiter id ("<client>/<n>");
 // ARGV[5] ticket (decimal); ARGV[6] lease in ms; ARGV[7] attempt number (decimal).
 // Returns {1, register before} set now; {2, register} already ours; {0, PTTL, register,
-// holder} held by another token.
+// holder} held by another token; {0, ms left, register, "window"} in a window; {0, -2,
+// register, "turn"} free but an earlier waiter's turn.
 var acquireQueuedScript = newScript("acquire_queued", withGrantChannel(queueLua+`
 local reg = redis.call("get", KEYS[2]) or "0"
 local v = redis.call("get", KEYS[1])
@@ -229,13 +231,23 @@ if v == ARGV[1] then
   return {2, reg}
 end
 local q = readq(KEYS[3])
-if not v and q and q.window > 0 then
-  local left = q.window - nowms()
-  if left > 0 then
-    return {0, left, reg, "window"}
+local turn = false
+if not v and q then
+  local now = nowms()
+  if q.window > now then
+    return {0, q.window - now, reg, "window"}
+  end
+  -- A free key goes to the first live waiter in line: the others queue, so that waiters
+  -- woken together (after a window, an expiry, a release by a client that hands off
+  -- nothing) do not split the masters' votes between them.
+  for _, e in ipairs(q) do
+    if e[4] >= now and e[2] ~= ARGV[4] and tonumber(e[1]) < tonumber(ARGV[5]) then
+      turn = true
+      break
+    end
   end
 end
-if not v then
+if not v and not turn then
   redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2])
   if ARGV[3] ~= "0" and string.match(reg, "^%d+$") and tonumber(reg) < tonumber(ARGV[3]) then
     redis.call("set", KEYS[2], ARGV[3])
@@ -253,6 +265,9 @@ if q then
   drop(q, ARGV[4])
   q[#q + 1] = {ARGV[5], ARGV[4], ARGV[1], now + tonumber(ARGV[6]), ARGV[2], ARGV[7]}
   writeq(KEYS[3], q, now)
+end
+if not v then
+  return {0, -2, reg, "turn"}
 end
 return {0, redis.call("pttl", KEYS[1]), reg, string.sub(redis.sha1hex(v), 1, 8)}
 `))

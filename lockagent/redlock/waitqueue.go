@@ -16,9 +16,15 @@ import (
 // queueing reports whether Acquire waits in the masters' wait queues.
 func (c *Client) queueing() bool { return !c.opts.NoWaitQueue && !c.opts.NoNotifications }
 
+// queueRenewal bounds the wait between a queued waiter's attempts: each renews its
+// entry, and finds a hand-off whose notice was lost or a release by a client that
+// publishes nothing. Attempts cost the masters a script run each (no fsync): waiters
+// that only wait make them rarely.
+func (c *Client) queueRenewal() time.Duration { return 2 * c.opts.RetryDelayMax }
+
 // queueLease is how long a waiter's queue entry outlives its last renewal: a waiter that
 // died is skipped by releases after at most this long.
-func (c *Client) queueLease() time.Duration { return 3*c.opts.RetryDelayMax + time.Second }
+func (c *Client) queueLease() time.Duration { return 3*c.queueRenewal() + time.Second }
 
 // grantState is what a queued waiter knows about one master.
 type grantState struct {
@@ -132,7 +138,7 @@ func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duratio
 			}
 			// The entry's lease is renewed by the next attempt; the wait also bounds how
 			// late a release by a client that publishes nothing is noticed.
-			wait := c.opts.RetryDelayMax/2 + rand.N(c.opts.RetryDelayMax/2+1)
+			wait := c.queueRenewal()/2 + rand.N(c.queueRenewal()/2+1)
 			if freeIn > 0 && freeIn < wait {
 				wait = freeIn + time.Millisecond
 			}
@@ -145,6 +151,7 @@ func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duratio
 			splitAt = time.NewTimer(nodeTimeout + rand.N(nodeTimeout+1))
 			split = splitAt.C
 		}
+		c.notify.idle(w) // release notifications may wake it now
 		select {
 		case g := <-w.grants:
 			qw.granted(g)

@@ -81,7 +81,10 @@ Masters:
 Benchmark:
   --implementations L  comma-separated subset of lockagent,lockagent-evalsha,
                        lockagent-durable,lockagent-nofence,redsync,floor,lockagent-tls
-                       (default all; lockagent-evalsha and lockagent-tls with --spawn only)
+                       (default all; lockagent-evalsha and lockagent-tls with --spawn only),
+                       plus lockagent-noqueue on request: the library without its wait
+                       queue (Options.NoWaitQueue), every waiting process competing for
+                       each release as before the queue
   --iterations N       sequential pairs per implementation (default 1000)
   --duration D         length of each concurrent scenario per implementation (default 5s)
   --rounds N           split sequential and throughput into N blocks per implementation,
@@ -355,7 +358,7 @@ func checkBenchConfig(spawn int, cfg bench.Config) error {
 	}
 	for _, name := range cfg.Implementations {
 		known := false
-		for _, k := range append([]string{bench.LockagentTLS}, bench.AllImplementations...) {
+		for _, k := range append([]string{bench.LockagentTLS, bench.LockagentNoQueue}, bench.AllImplementations...) {
 			known = known || name == k
 		}
 		if !known {

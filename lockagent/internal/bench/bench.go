@@ -47,6 +47,10 @@ const (
 	LockagentEvalsha = "lockagent-evalsha"
 	Redsync          = "redsync"
 	Floor            = "floor"
+	// LockagentNoQueue is the library without its wait queue (Options.NoWaitQueue): every
+	// waiting process wakes on a release and competes, as before the queue. Not in
+	// AllImplementations; ask for it with Config.Implementations (--implementations).
+	LockagentNoQueue = "lockagent-noqueue"
 	// LockagentTLS is the library with its defaults over TLS (Config.NewTLSClients): beside
 	// Lockagent it shows what TLS costs.
 	LockagentTLS = "lockagent-tls"
@@ -421,12 +425,14 @@ func newLocker(ctx context.Context, name string, clients []*redis.Client) (locke
 		return newLockagent(clients, redlock.Options{NoFencing: true})
 	case LockagentDurable:
 		return newLockagent(clients, redlock.Options{DurableRelease: true})
+	case LockagentNoQueue:
+		return newLockagent(clients, redlock.Options{NoWaitQueue: true})
 	case Redsync:
 		return newRedsync(clients), nil
 	case Floor:
 		return newFloor(ctx, clients)
 	}
-	return nil, fmt.Errorf("bench: unknown implementation %q; want one of %v", name, AllImplementations)
+	return nil, fmt.Errorf("bench: unknown implementation %q; want one of %v, or %s", name, AllImplementations, LockagentNoQueue)
 }
 
 // releaseCtx bounds a release so that the end of a measuring window never leaves a lock

@@ -22,7 +22,7 @@ import (
 // table order: this project's library with default options, and redsync with its
 // defaults. It runs for every selected implementation listed here; a library variant
 // joins it by being added here (and to newLocker, as for every scenario).
-var CrossImplementations = []string{Lockagent, Redsync}
+var CrossImplementations = []string{Lockagent, LockagentNoQueue, Redsync}
 
 // DefaultProcesses are the worker process counts of the cross-process scenario.
 var DefaultProcesses = []int{4, 8, 16}

@@ -1,0 +1,416 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/overlap"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// queueLines returns the waiter lines of key's wait queue on m (the first line of the
+// value is the queue's header).
+func queueLines(t *testing.T, m *redistest.Master, key string) []string {
+	t.Helper()
+	v := valueOn(t, m, key+redlock.QueueSuffix)
+	if v == "" {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSuffix(v, "\n"), "\n")
+	return lines[1:]
+}
+
+// queuedEverywhere waits until key's queue has n waiters on every running master.
+func queuedEverywhere(t *testing.T, cl *redistest.Cluster, key string, n int) {
+	t.Helper()
+	waitUntil(t, fmt.Sprintf("%d waiters queued for %s on every master", n, key), func() bool {
+		for _, m := range cl.Masters {
+			if m.Running() && len(queueLines(t, m, key)) != n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// masterMillis is a master's clock in milliseconds (TIME), the clock of queue leases.
+func masterMillis(t *testing.T, m *redistest.Master) int64 {
+	t.Helper()
+	now, err := m.Admin().Time(adminCtx(t)).Result()
+	if err != nil {
+		t.Fatalf("TIME on %s: %v", m.Addr, err)
+	}
+	return now.UnixMilli()
+}
+
+// TestWaitQueueHandsOffInOrder: waiters in different Clients (as in different processes)
+// get a released lock first come, first served, each by a hand-off (the release sets the
+// key to the first waiter's token on every master), with fences that keep increasing.
+func TestWaitQueueHandsOffInOrder(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const key = "queue-order"
+	holder := newClient(t, cl, redlock.Options{})
+	first := mustAcquire(t, holder, key, 10*time.Second)
+
+	type result struct {
+		who  int
+		lock *redlock.Lock
+		err  error
+	}
+	got := make(chan result, 3)
+	for i := range 3 {
+		c := newClient(t, cl, redlock.Options{})
+		go func() {
+			l, err := c.Acquire(context.Background(), key, 10*time.Second)
+			got <- result{i, l, err}
+		}()
+		queuedEverywhere(t, cl, key, i+1) // the next one comes after this one is in line
+	}
+	if err := first.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	prev := first.Fence()
+	for want := range 3 {
+		r := <-got
+		if r.err != nil {
+			t.Fatalf("waiter %d: Acquire: %v", r.who, r.err)
+		}
+		if r.who != want {
+			t.Errorf("waiter %d got the lock in turn %d, want waiter %d first", r.who, want, want)
+		}
+		if r.lock.Fence() <= prev {
+			t.Errorf("waiter %d got fence %d after fence %d: fences must increase", r.who, r.lock.Fence(), prev)
+		}
+		prev = r.lock.Fence()
+		if n := holders(t, cl, key, r.lock.Token()); n < len(cl.Masters)/2+1 {
+			t.Errorf("waiter %d holds the key on %d masters, want a majority", r.who, n)
+		}
+		if err := r.lock.Release(context.Background()); err != nil {
+			t.Fatalf("waiter %d: Release: %v", r.who, err)
+		}
+	}
+	waitUntil(t, "the queue and the key gone from every master", func() bool {
+		return keysOn(t, cl, key) == 0 && keysOn(t, cl, key+redlock.QueueSuffix) == 0
+	})
+}
+
+// TestWaitQueueDeadWaiters: a waiter that died stays in line until its lease runs out.
+// One whose lease has run out is skipped; one still leased is handed the lock, which then
+// frees up at that acquisition's TTL, like a lock whose holder died. Neither makes the
+// live waiter behind it wait forever.
+func TestWaitQueueDeadWaiters(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	for _, tc := range []struct {
+		name  string
+		lease time.Duration // of the dead waiter's entry, from now (negative: run out)
+	}{
+		{"lease run out: skipped", -time.Second},
+		{"lease still running: handed the lock, which expires", 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "queue-dead-" + strings.Fields(tc.name)[1]
+			holder := newClient(t, cl, redlock.Options{})
+			first := mustAcquire(t, holder, key, 10*time.Second)
+			// A dead waiter from another Client, first in line everywhere, asking for a
+			// 300ms TTL.
+			const deadToken = "dead-waiter-token"
+			for _, m := range cl.Masters {
+				lease := masterMillis(t, m) + tc.lease.Milliseconds()
+				entry := fmt.Sprintf("0 0\n1 deadclient/1 %s %d 300 1\n", deadToken, lease)
+				if err := m.Admin().Set(adminCtx(t), key+redlock.QueueSuffix, entry, 30*time.Second).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			live := newClient(t, cl, redlock.Options{})
+			done := make(chan error, 1)
+			var got *redlock.Lock
+			go func() {
+				var err error
+				got, err = live.Acquire(context.Background(), key, 10*time.Second)
+				done <- err
+			}()
+			queuedEverywhere(t, cl, key, 2)
+			if err := first.Release(context.Background()); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			if tc.lease > 0 {
+				// The dead waiter was handed the lock: its token holds the key.
+				if n := holders(t, cl, key, deadToken); n < len(cl.Masters)/2+1 {
+					t.Errorf("the dead waiter's token holds the key on %d masters, want a majority (it was first in line)", n)
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("the live waiter: Acquire: %v", err)
+			}
+			if n := holders(t, cl, key, got.Token()); n < len(cl.Masters)/2+1 {
+				t.Errorf("the live waiter holds the key on %d masters, want a majority", n)
+			}
+			_ = got.Release(context.Background())
+		})
+	}
+}
+
+// TestWaitQueueLeaveOnCancel: a waiter that gives up leaves the queue on every master,
+// so the next release does not hand the lock to it.
+func TestWaitQueueLeaveOnCancel(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const key = "queue-cancel"
+	holder := newClient(t, cl, redlock.Options{})
+	first := mustAcquire(t, holder, key, 10*time.Second)
+	w := newClient(t, cl, redlock.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Acquire(ctx, key, 10*time.Second)
+		done <- err
+	}()
+	queuedEverywhere(t, cl, key, 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire after cancel: %v, want context.Canceled", err)
+	}
+	queuedEverywhere(t, cl, key, 0)
+	if err := first.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if n := keysOn(t, cl, key); n != 0 {
+		t.Errorf("the key is on %d masters after the release, want none (nobody is waiting)", n)
+	}
+}
+
+// contend runs workers that each take key in a loop until stop, recording every hold in
+// checker; it returns each worker's count.
+func contend(t *testing.T, clients []*redlock.Client, key string, stop time.Time, checker *overlap.Checker) []int64 {
+	t.Helper()
+	counts := make([]int64, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				ctx, cancel := context.WithDeadline(context.Background(), stop)
+				l, err := c.Acquire(ctx, key, 5*time.Second)
+				cancel()
+				if err != nil {
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("worker %d: Acquire: %v", i, err)
+					}
+					return
+				}
+				start := time.Now()
+				time.Sleep(time.Millisecond)
+				end := time.Now()
+				if d := l.Deadline(); d.Before(end) {
+					end = d
+				}
+				checker.Record(key, l.Token(), start, end, l.Fence())
+				counts[i]++
+				if err := l.Release(context.Background()); err != nil {
+					t.Errorf("worker %d: Release: %v", i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return counts
+}
+
+// TestWaitQueueDegrades: with a master stopped, and with queues lost or garbled on some
+// masters, waiters still get the lock, in turn, and no two hold it at once: the queue
+// only orders waiters, the SET of the key decides.
+func TestWaitQueueDegrades(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	clients := func() []*redlock.Client {
+		var cs []*redlock.Client
+		for range 4 {
+			cs = append(cs, newClient(t, cl, redlock.Options{NodeTimeout: 50 * time.Millisecond}))
+		}
+		return cs
+	}
+	t.Run("one master stopped", func(t *testing.T) {
+		if err := cl.Masters[4].Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cl.Masters[4].Resume() })
+		checker := overlap.New()
+		counts := contend(t, clients(), "queue-paused", time.Now().Add(1500*time.Millisecond), checker)
+		for _, v := range checker.Violations() {
+			t.Errorf("violation: %v", v)
+		}
+		for i, n := range counts {
+			if n == 0 {
+				t.Errorf("worker %d never got the lock", i)
+			}
+		}
+	})
+	t.Run("queues lost and garbled", func(t *testing.T) {
+		const key = "queue-garbled"
+		checker := overlap.New()
+		stop := time.Now().Add(1500 * time.Millisecond)
+		var vandal sync.WaitGroup
+		vandal.Add(1)
+		go func() {
+			defer vandal.Done()
+			for time.Now().Before(stop) {
+				ctx := context.Background()
+				_ = cl.Masters[0].Admin().Del(ctx, key+redlock.QueueSuffix).Err()               // lost (a restart)
+				_ = cl.Masters[1].Admin().Set(ctx, key+redlock.QueueSuffix, "garbage", 0).Err() // not a queue
+				_ = cl.Masters[2].Admin().Del(ctx, key+redlock.QueueSuffix).Err()
+				_ = cl.Masters[2].Admin().HSet(ctx, key+redlock.QueueSuffix, "x", "y").Err() // another type
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		counts := contend(t, clients(), key, stop, checker)
+		vandal.Wait()
+		for _, v := range checker.Violations() {
+			t.Errorf("violation: %v", v)
+		}
+		for i, n := range counts {
+			if n == 0 {
+				t.Errorf("worker %d never got the lock", i)
+			}
+		}
+	})
+}
+
+// TestWaitQueueWithRedsync: redsync on the same key, polling with its own retry loop,
+// excludes and is excluded by queued lockagent waiters, and is not starved by them: after
+// a run of hand-offs a release leaves the key free for a moment, which redsync's polling
+// finds.
+func TestWaitQueueWithRedsync(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const key = "queue-redsync"
+	var pools []redsyncredis.Pool
+	for _, r := range evalClients(t, cl) {
+		pools = append(pools, goredis.NewPool(r))
+	}
+	rs := redsync.New(pools...)
+	checker := overlap.New()
+	stop := time.Now().Add(3 * time.Second)
+	var redsyncCount atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for time.Now().Before(stop) {
+			m := rs.NewMutex(key, redsync.WithExpiry(5*time.Second), redsync.WithTries(1000),
+				redsync.WithRetryDelay(10*time.Millisecond))
+			ctx, cancel := context.WithDeadline(context.Background(), stop)
+			err := m.LockContext(ctx)
+			cancel()
+			if err != nil {
+				continue
+			}
+			start := time.Now()
+			time.Sleep(time.Millisecond)
+			checker.Record(key, m.Value(), start, time.Now(), 0)
+			redsyncCount.Add(1)
+			_, _ = m.UnlockContext(context.Background())
+		}
+	}()
+	var cs []*redlock.Client
+	for range 3 {
+		cs = append(cs, newClient(t, cl, redlock.Options{}))
+	}
+	counts := contend(t, cs, key, stop, checker)
+	wg.Wait()
+	for _, v := range checker.Violations() {
+		t.Errorf("violation: %v", v)
+	}
+	t.Logf("lockagent workers: %v; redsync: %d", counts, redsyncCount.Load())
+	if redsyncCount.Load() == 0 {
+		t.Errorf("redsync never got the lock in 3s while lockagent waiters queued: starved")
+	}
+	for i, n := range counts {
+		if n == 0 {
+			t.Errorf("lockagent worker %d never got the lock", i)
+		}
+	}
+}
+
+// TestWaitQueueSplitVotes: releases that hand the key to different waiters on different
+// masters (their queues disagree) leave no waiter with a majority; all but one step back,
+// and every waiter still gets the lock, one at a time.
+func TestWaitQueueSplitVotes(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const key = "queue-split"
+	holder := newClient(t, cl, redlock.Options{})
+	first := mustAcquire(t, holder, key, 10*time.Second)
+	type result struct {
+		lock *redlock.Lock
+		err  error
+	}
+	got := make(chan result, 3)
+	for i := range 3 {
+		c := newClient(t, cl, redlock.Options{})
+		go func() {
+			l, err := c.Acquire(context.Background(), key, 10*time.Second)
+			got <- result{l, err}
+		}()
+		queuedEverywhere(t, cl, key, i+1)
+	}
+	// Rewrite each master's queue so that its first waiter differs: masters 0-1 put
+	// waiter 0 first, 2-3 waiter 1, 4 waiter 2. The release then hands out 2, 2 and 1.
+	for mi, m := range cl.Masters {
+		lines := queueLines(t, m, key)
+		lead := []int{0, 0, 1, 1, 2}[mi]
+		var b strings.Builder
+		b.WriteString("0 0\n")
+		for i, line := range lines {
+			f := strings.Fields(line)
+			ticket := 100 + i
+			if i == lead {
+				ticket = 1
+			}
+			f[0] = fmt.Sprint(ticket)
+			b.WriteString(strings.Join(f, " ") + "\n")
+		}
+		if err := m.Admin().Set(adminCtx(t), key+redlock.QueueSuffix, b.String(), 30*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	checker := overlap.New()
+	for i := range 3 {
+		r := <-got
+		if r.err != nil {
+			t.Fatalf("Acquire %d: %v", i, r.err)
+		}
+		start := time.Now()
+		if n := holders(t, cl, key, r.lock.Token()); n < len(cl.Masters)/2+1 {
+			t.Errorf("a waiter holds the key on %d masters, want a majority", n)
+		}
+		checker.Record(key, r.lock.Token(), start, time.Now(), r.lock.Fence())
+		if err := r.lock.Release(context.Background()); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	for _, v := range checker.Violations() {
+		t.Errorf("violation: %v", v)
+	}
+}
+
+// TestWaitQueueReservedName: a lock name ending in QueueSuffix would be another lock's
+// wait queue: refused.
+func TestWaitQueueReservedName(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	c := newClient(t, cl, redlock.Options{})
+	_, err := c.TryAcquire(context.Background(), "jobs"+redlock.QueueSuffix, time.Second)
+	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "wait queue") {
+		t.Fatalf("TryAcquire of a name ending in %q: %v, want ErrInvalid naming wait queues", redlock.QueueSuffix, err)
+	}
+}
