@@ -95,23 +95,98 @@
 // NoFencing; with fencing, the same command inside the acquire script, which adds a
 // write of the sibling fencing register only) and release the standard
 // compare-and-delete, so a lock held through this package and one held through another
-// Redlock library (for example redsync) under the same name exclude each other. Two sibling names are reserved:
-// key+FenceSuffix (the fencing register) and the pub/sub channel key+ReleaseChannelSuffix.
+// Redlock library (for example redsync) under the same name exclude each other. Sibling
+// names are reserved: key+FenceSuffix (the fencing register), key+QueueSuffix (the wait
+// queue), and the pub/sub channels key+ReleaseChannelSuffix and
+// key+GrantChannelInfix+<Client id>. They all start with the key, so a lock user confined
+// to a key prefix can use every feature.
 //
 // # Waiting
 //
 // TryAcquire makes one attempt. Acquire retries until it gets the lock, ctx ends, or
-// Options.MaxRetries retries failed. Between attempts a waiter sleeps until the first of:
-// a release notification (the waiter subscribes to the key's release channel; one shared
-// pub/sub connection per master per Client), the moment the key expires on enough masters
-// (from the PTTL replies of the refused attempt), or a random delay in
-// [RetryDelayMin, RetryDelayMax] (in its upper half once the subscription is confirmed,
-// since notifications then do the work). Waiters of one Client queue first come, first
-// served: a release wakes the oldest, and a release by the same Client wakes it at once
-// without jitter. Waiters in other processes wake after a jitter of about a millisecond
-// that doubles after each collision. Notifications are an optimisation only: a lost
-// notification, or a holder using a library that publishes nothing, costs latency, never
-// correctness.
+// Options.MaxRetries retries failed. By default, once an attempt is refused, the waiter
+// joins the key's wait queue on the masters (next section) and the lock is handed to it
+// in turn. With Options.NoWaitQueue (or NoNotifications), between attempts a waiter
+// sleeps until the first of: a release notification (the waiter subscribes to the key's
+// release channel; one shared pub/sub connection per master per Client), the moment the
+// key expires on enough masters (from the PTTL replies of the refused attempt), or a
+// random delay in [RetryDelayMin, RetryDelayMax] (in its upper half once the
+// subscription is confirmed, since notifications then do the work). Waiters of one Client
+// then queue first come, first served: a release wakes the oldest, and a release by the
+// same Client wakes it at once without jitter; waiters in other processes wake after a
+// jitter of about a millisecond that doubles after each collision, and, however small,
+// they collide: the more processes wait, the fewer acquisitions succeed. Notifications
+// are an optimisation only: a lost notification, or a holder using a library that
+// publishes nothing, costs latency, never correctness.
+//
+// # Waiting across processes: the wait queue
+//
+// Locks are contended by many processes, each with its own Client. If every waiting
+// process woke on a release, they would all send SET NX at once, split the masters'
+// votes, and back off. Instead each master keeps, beside the lock, a queue of waiters
+// (key+QueueSuffix), and a release hands the lock to the first of them directly:
+//
+//   - A refused Acquire puts an entry in every master's queue: its ticket (the wall-clock
+//     microsecond of its first queued attempt, the same on every master, so masters that
+//     have the same waiters order them alike), its Client's id, the token it will hold
+//     the key with, its TTL and a lease. It renews the entry (and the lease) with an
+//     attempt every 2*RetryDelayMax or so; queue writes are never logged to the AOF (a
+//     hint, like releases).
+//   - The release script deletes the key as always (compare-and-delete) and, when the
+//     queue has a live entry, sets the key to the first one's token with its TTL, in the
+//     same atomic step: a logged, fsynced write, like every acquisition. It raises the
+//     fencing register strictly (max(register, the releaser's fence) + 1) and publishes
+//     the hand-off on that waiter's Client's grant channel. Each master does this on its
+//     own; a release that hands the lock over costs the waiter no round trip, and wakes
+//     nobody else.
+//   - The waiter holds the lock once a majority of masters handed it over (or its own
+//     attempts set the key where it was free), with the usual validity: each key was set
+//     after the waiter's attempt that last renewed its entry there (the notice names that
+//     attempt), so validity counts from that attempt's send time, minus the drift. Its
+//     fence is the value a majority of those masters raised the register to; when they
+//     disagree, the fallback fence round runs, as after an ordinary attempt.
+//   - A free key goes to the first live waiter in line: other queued attempts wait their
+//     turn rather than split the votes. After 100 ms of hand-offs in a row, a release
+//     leaves the key free for 5 ms instead, in which queued attempts do not take it, so
+//     that clients that only poll (other Redlock libraries) get their chance.
+//   - A waiter that gives up leaves every queue (and releases, handing on, a key it was
+//     handed meanwhile); a holder's release removes entries its acquisition left on
+//     masters it did not need.
+//
+// Why this keeps the guarantees:
+//
+//   - Mutual exclusion is untouched. A key is still only set where it was free: by SET NX
+//     PX or by the release script in the very step that deleted the previous holder's
+//     key. A lock is still held only with a majority of such keys, counted from a moment
+//     before each was set. The queue only decides whose token goes in; it can only make
+//     a master refuse, never grant.
+//   - Fencing: the argument of "Fencing tokens" holds for hand-offs too. A hand-off raises
+//     the register strictly, in the same step that sets the waiter's key, and the waiter
+//     uses a raised value only when a majority of masters raised to that same value; the
+//     master it shares with the previous holder's majority raised it above what that
+//     holder had written there. Otherwise it reads the registers and runs the fence
+//     round.
+//   - Nothing waits forever on a dead waiter. An entry lives until its lease (three
+//     renewal periods plus a second, 2.2 s by default) runs out. A waiter that died
+//     after its last renewal may be handed the lock within that time; the lock then
+//     frees up at that acquisition's TTL, as when a holder dies.
+//   - It degrades to the behaviour without the queue. A master that is down, slow or
+//     restarted (its queue lost: queue writes are not logged) has no say or no queue; a
+//     queue key holding anything else is ignored and never overwritten. Queues that
+//     disagree (an entry missing on some master) can hand the key to different waiters
+//     on different masters; a waiter holding a minority while no one can hold a majority
+//     gives its keys back and comes back with a new token and the same ticket (all but
+//     the one whose token sorts first do so). Waiters keep their timers: a release by a
+//     client that hands nothing over (another Redlock library) is noticed within a
+//     renewal period.
+//   - It stays wire-compatible. Other Redlock clients never read the queue: their SET NX
+//     excludes and is excluded as before, and they get the key in the windows left after
+//     runs of hand-offs, or when their polling finds it free. They are not starved,
+//     though a client that retries fast takes more than its share (releases by them hand
+//     nothing over, and queued waiters notice within a renewal period).
+//   - Fairness is by ticket, so it depends on the hosts' wall clocks agreeing roughly: a
+//     host whose clock is behind by d queues ahead of waiters that arrived up to d before
+//     it. Never more than a place in line.
 //
 // # Validity, renewal and the lock's context
 //
@@ -214,7 +289,7 @@
 // NOAUTH, NOPERM; the *DeniedError carries the server's message, and Acquire returns it
 // at once instead of retrying), ErrLost, ErrExpired, ErrTTLTooLong, ErrExtensionLimit,
 // ErrReleased, ErrClosed, ErrInvalid (bad arguments, such as a name ending in
-// FenceSuffix). errors.Is(err, syscall.ECONNREFUSED) and the like work through the
+// FenceSuffix or QueueSuffix). errors.Is(err, syscall.ECONNREFUSED) and the like work through the
 // per-master errors. The caller's context errors pass through (Acquire wraps them
 // together with the last attempt's error). WithRetryHook shows each failed attempt of
 // Acquire while it waits.

@@ -294,6 +294,8 @@ func (o *runOptions) check() error {
 		return fmt.Errorf("--ttl %v: must be positive, such as 30s", o.ttl)
 	case strings.HasSuffix(o.key, redlock.FenceSuffix):
 		return fmt.Errorf("--key %q: a name ending in %q names a lock's fencing register; choose another name", o.key, redlock.FenceSuffix)
+	case strings.HasSuffix(o.key, redlock.QueueSuffix):
+		return fmt.Errorf("--key %q: a name ending in %q names a lock's wait queue; choose another name", o.key, redlock.QueueSuffix)
 	case o.wait.d < 0:
 		return fmt.Errorf("--wait %v: must be 0 (one attempt), positive, or forever", o.wait.d)
 	case o.conflictCode < 0 || o.conflictCode > 255:
