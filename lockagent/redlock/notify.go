@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,7 @@ type grantMsg struct {
 	master  int
 	fence   string
 	attempt string
+	turnIn  time.Duration // not a grant: the key is free for everyone in turnIn, try then
 }
 
 func newNotifier(c *Client) *notifier {
@@ -140,6 +142,21 @@ func (n *notifier) joinQueued(key, token string) (*waiter, <-chan struct{}) {
 	return w, confirmed
 }
 
+func newGrantMsg(i int, fence, attempt string) grantMsg {
+	g := grantMsg{master: i, fence: fence, attempt: attempt}
+	if ms, ok := strings.CutPrefix(fence, "w"); ok {
+		n, err := strconv.Atoi(ms)
+		if err != nil || n < 0 {
+			n = 0
+		}
+		g.turnIn = time.Duration(n)*time.Millisecond + time.Millisecond
+		if g.turnIn <= 0 {
+			g.turnIn = time.Millisecond
+		}
+	}
+	return g
+}
+
 // retoken moves w to a new token: hand-offs to the old one are no longer delivered.
 func (n *notifier) retoken(w *waiter, token string) {
 	n.mu.Lock()
@@ -171,7 +188,7 @@ func (n *notifier) deliverGrant(key string, i int, payload string) {
 	}
 	if w := q.byToken[token]; w != nil {
 		select {
-		case w.grants <- grantMsg{master: i, fence: fence, attempt: attempt}:
+		case w.grants <- newGrantMsg(i, fence, attempt):
 		default:
 		}
 	}

@@ -82,90 +82,111 @@ local function drop(q, id)
   end
   return false
 end
+local function headof(q, now, skip)
+  local head, dropped = nil, false
+  for i = #q, 1, -1 do
+    local e = q[i]
+    if e[4] < now then
+      table.remove(q, i)
+      dropped = true
+    elseif e[2] ~= skip and (not head or tonumber(e[1]) < tonumber(head[1])) then
+      head = e
+    end
+  end
+  return head, dropped
+end
+local function tell(key, e, what)
+  local client = string.match(e[2], "^(.*)/%d+$") or e[2]
+  redis.call("publish", key .. GRANT_CHANNEL .. client, e[3] .. " " .. what .. " " .. e[6])
+end
+local function handto(keys, q, e, f, now)
+  loud()
+  redis.call("set", keys[1], e[3], "PX", e[5])
+  local reg = redis.call("get", keys[2]) or "0"
+  local g = "r" .. reg
+  if string.match(reg, "^%d+$") then
+    local n = math.max(tonumber(reg), f) + 1
+    if n < 9007199254740992 then
+      g = string.format("%d", n)
+      redis.call("set", keys[2], g)
+    end
+  end
+  quiet()
+  drop(q, e[2])
+  if q.start == 0 then q.start = now end
+  writeq(keys[3], q, now)
+  tell(keys[1], e, g)
+end
 `
 
 // releaseBody is the standard compare-and-delete: other Redlock clients release with the
 // same "get == token then del" semantics, so the holders of different libraries exclude
-// each other. Then, when the key's wait queue has a live waiter, the lock is handed to
-// the first one by ticket, in the same atomic step: the key is set to the waiter's token
-// with its TTL (a logged write, like every acquisition), the fencing register is raised
-// strictly (to max(register, the releaser's fence) + 1, when the releaser has a fence and
+// each other. Then, when the key is free and its wait queue has a live waiter, the lock
+// is handed to the first one by ticket, in the same atomic step (handto): the key is set
+// to the waiter's token with its TTL (a logged write, like every acquisition), the
+// fencing register is raised strictly (to max(register, the releaser's fence) + 1, when
 // the register is a number), the waiter leaves the queue, and "<token> <fence> <attempt>"
-// is published on the key's grant channel of the waiter's Client (attempt: the
-// waiter's attempt that last renewed its entry, which ran before the hand-off; fence is
-// the raised register, or "r" and the register as read when it was not raised). Without a hand-off, the
-// released token is published on the key's release channel (ARGV[2]; empty: no
-// notification) so that waiters wake at once. The message (ARGV[3]) is the token,
-// followed by handedOffMark when the releasing Client has already handed the lock to one
-// of its own waiters.
+// is published on the key's grant channel of the waiter's Client (attempt: the waiter's
+// attempt that last renewed its entry, which ran before the hand-off; fence is the raised
+// register, or "r" and the register as read when it could not be raised). After
+// handOffRun of hand-offs in a row, a release opens a window instead and tells the first
+// waiter "<token> w<ms> <attempt>": try in ms. Without a hand-off, the released token is
+// published on the key's release channel (ARGV[2]; empty: no notification) so that
+// waiters wake at once. The message (ARGV[3]) is the token, followed by handedOffMark
+// when the releasing Client has already handed the lock to one of its own waiters.
 //
-// The same script removes a waiter that gives up (ARGV[6] "leave": its entry goes, and a
-// lock it was handed meanwhile is released and handed on) and lets a waiter holding a
-// minority of grants step back (ARGV[6] "yield": its grant is handed to the next waiter,
-// its entry stays).
+// The same script takes out a waiter that gives up or a holder's leftover entries
+// (ARGV[6] "leave": the entry of ARGV[5] goes, and a lock it was handed meanwhile is
+// released and handed on). A key found free (expired, or released by a client that hands
+// nothing over) is handed to the first waiter too.
 //
 // KEYS[1] lock key; KEYS[2] fencing register; KEYS[3] wait queue; ARGV[1] token; ARGV[2]
 // release channel or ""; ARGV[3] message; ARGV[4] the releaser's fence ("0": none);
-// ARGV[5] the caller's waiter id or ""; ARGV[6] "", "leave" or "yield".
+// ARGV[5] the caller's waiter id or ""; ARGV[6] "" or "leave".
 // Returns 0 when the key is not ours, 1 released, 2 released and handed to a waiter.
 const releaseBody = queueLua + `
 local q = readq(KEYS[3])
 local changed = false
 if q and ARGV[6] == "leave" then changed = drop(q, ARGV[5]) end
-if redis.call("get", KEYS[1]) ~= ARGV[1] then
+local v = redis.call("get", KEYS[1])
+local ours = v == ARGV[1]
+if v and not ours then
   if changed then
     quiet()
     writeq(KEYS[3], q, nowms())
   end
   return 0
 end
-if durable then loud() else quiet() end
-redis.call("del", KEYS[1])
+if ours then
+  if durable then loud() else quiet() end
+  redis.call("del", KEYS[1])
+end
 if q and #q > 0 then
   local now = nowms()
-  local head
-  for i = #q, 1, -1 do
-    local e = q[i]
-    if e[4] < now then
-      table.remove(q, i)
-      changed = true
-    elseif not (ARGV[6] == "yield" and e[2] == ARGV[5]) and (not head or tonumber(e[1]) < tonumber(head[1])) then
-      head = e
+  local head, dropped = headof(q, now, "")
+  changed = changed or dropped
+  if head and q.window <= now then
+    if ours and q.start > 0 and now - q.start >= HANDOFF_RUN then
+      -- Hand-offs ran for HANDOFF_RUN ms in a row: leave the key free for OPEN_WINDOW
+      -- ms, in which this package's queued attempts do not take it, so that a client
+      -- that only polls (another Redlock library) gets its chance too. Only the first
+      -- waiter is told, to try when the window closes; nobody else wakes.
+      q.start, q.window = 0, now + OPEN_WINDOW
+      quiet()
+      writeq(KEYS[3], q, now)
+      tell(KEYS[1], head, "w" .. OPEN_WINDOW)
+      return 1
     end
-  end
-  if head and q.start > 0 and now - q.start >= HANDOFF_RUN then
-    -- Hand-offs ran for HANDOFF_RUN ms in a row: leave the key free for OPEN_WINDOW ms,
-    -- in which this package's queued attempts do not take it, so that a client that
-    -- only polls (another Redlock library) gets its chance too.
-    head = nil
-    q.start, q.window = 0, now + OPEN_WINDOW
-    changed = true
-  end
-  if head then
-    if q.start == 0 then q.start = now end
-    loud()
-    redis.call("set", KEYS[1], head[3], "PX", head[5])
-    local reg = redis.call("get", KEYS[2]) or "0"
-    local g = "r" .. reg
-    if ARGV[4] ~= "0" and string.match(reg, "^%d+$") then
-      local f = math.max(tonumber(reg), tonumber(ARGV[4])) + 1
-      if f < 9007199254740992 then
-        g = string.format("%d", f)
-        redis.call("set", KEYS[2], g)
-      end
-    end
-    quiet()
-    drop(q, head[2])
-    writeq(KEYS[3], q, now)
-    local client = string.match(head[2], "^(.*)/%d+$") or head[2]
-    redis.call("publish", KEYS[1] .. GRANT_CHANNEL .. client, head[3] .. " " .. g .. " " .. head[6])
-    return 2
+    handto(KEYS, q, head, tonumber(ARGV[4]), now)
+    if ours then return 2 end
+    return 0
   end
 end
 if changed then
   quiet()
   writeq(KEYS[3], q, nowms())
 end
+if not ours then return 0 end
 if ARGV[2] ~= "" then
   redis.call("publish", ARGV[2], ARGV[3])
 end
@@ -213,7 +234,9 @@ var durableReleaseScript = newScript("release_durable", withGrantChannel("local 
 // first attempt was refused). Where the key is free and no live waiter with an earlier
 // ticket is in line (nor a window open, see releaseBody) it is the acquire script (SET
 // key token PX ttl, the fence raised to the proposal where the register held less) and
-// the waiter leaves the queue; where it is already the waiter's (handed over by a release) it
+// the waiter leaves the queue; where it is free but an earlier waiter is in line, it is
+// handed to that waiter as a release would (handto) and the caller queues; where it is
+// already the waiter's (handed over by a release) it
 // says so; where another token holds it, the waiter joins the queue with its ticket, or
 // renews its lease (unlogged), and the holder is named by the first 8 hex digits of the
 // SHA-1 of its token (waiters holding a minority each can tell a split from a holder).
@@ -222,8 +245,8 @@ var durableReleaseScript = newScript("release_durable", withGrantChannel("local 
 // ttl in ms; ARGV[3] proposed fence ("0": no fencing); ARGV[4] waiter id ("<client>/<n>");
 // ARGV[5] ticket (decimal); ARGV[6] lease in ms; ARGV[7] attempt number (decimal).
 // Returns {1, register before} set now; {2, register} already ours; {0, PTTL, register,
-// holder} held by another token; {0, ms left, register, "window"} in a window; {0, -2,
-// register, "turn"} free but an earlier waiter's turn.
+// holder} held by another token (also when it was just handed to an earlier waiter);
+// {0, ms left, register, "window"} in a window.
 var acquireQueuedScript = newScript("acquire_queued", withGrantChannel(queueLua+`
 local reg = redis.call("get", KEYS[2]) or "0"
 local v = redis.call("get", KEYS[1])
@@ -231,23 +254,23 @@ if v == ARGV[1] then
   return {2, reg}
 end
 local q = readq(KEYS[3])
-local turn = false
 if not v and q then
   local now = nowms()
   if q.window > now then
     return {0, q.window - now, reg, "window"}
   end
-  -- A free key goes to the first live waiter in line: the others queue, so that waiters
-  -- woken together (after a window, an expiry, a release by a client that hands off
-  -- nothing) do not split the masters' votes between them.
-  for _, e in ipairs(q) do
-    if e[4] >= now and e[2] ~= ARGV[4] and tonumber(e[1]) < tonumber(ARGV[5]) then
-      turn = true
-      break
-    end
+  -- A free key goes to the first live waiter in line, handed over as by a release; the
+  -- others queue. Waiters woken together (after a window, an expiry, a release by a
+  -- client that hands nothing over) then do not split the masters' votes between them.
+  local head = headof(q, now, ARGV[4])
+  if head and tonumber(head[1]) < tonumber(ARGV[5]) then
+    drop(q, ARGV[4])
+    q[#q + 1] = {ARGV[5], ARGV[4], ARGV[1], now + tonumber(ARGV[6]), ARGV[2], ARGV[7]}
+    handto(KEYS, q, head, 0, now)
+    return {0, tonumber(head[5]), reg, string.sub(redis.sha1hex(head[3]), 1, 8)}
   end
 end
-if not v and not turn then
+if not v then
   redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2])
   if ARGV[3] ~= "0" and string.match(reg, "^%d+$") and tonumber(reg) < tonumber(ARGV[3]) then
     redis.call("set", KEYS[2], ARGV[3])
@@ -265,9 +288,6 @@ if q then
   drop(q, ARGV[4])
   q[#q + 1] = {ARGV[5], ARGV[4], ARGV[1], now + tonumber(ARGV[6]), ARGV[2], ARGV[7]}
   writeq(KEYS[3], q, now)
-end
-if not v then
-  return {0, -2, reg, "turn"}
 end
 return {0, redis.call("pttl", KEYS[1]), reg, string.sub(redis.sha1hex(v), 1, 8)}
 `))

@@ -154,6 +154,11 @@ func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duratio
 		c.notify.idle(w) // release notifications may wake it now
 		select {
 		case g := <-w.grants:
+			if g.turnIn > 0 {
+				// A window for other clients: ours is the first turn after it.
+				timer.Reset(g.turnIn)
+				break
+			}
 			qw.granted(g)
 			qw.drain()
 			l, err := qw.tryLock(ctx, cfg)
@@ -315,7 +320,7 @@ func parseQueuedReply(req *request) (acquireReply, string) {
 // that attempt was sent at least. A notice naming an attempt we no longer remember is
 // dropped (the next attempt finds the key).
 func (qw *queuedWait) granted(g grantMsg) {
-	if g.master < 0 || g.master >= len(qw.grants) {
+	if g.master < 0 || g.master >= len(qw.grants) || g.turnIn > 0 {
 		return
 	}
 	n, err := strconv.ParseUint(g.attempt, 10, 64)
