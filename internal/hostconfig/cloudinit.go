@@ -24,7 +24,30 @@ type cloudConfigDoc struct {
 type cloudInitFile struct {
 	Path        string `yaml:"path"`
 	Permissions string `yaml:"permissions"`
+	Encoding    string `yaml:"encoding,omitempty"`
 	Content     string `yaml:"content"`
+}
+
+// gzipFilesOver is the size above which a file goes into write_files gzipped and
+// base64-encoded (cloud-init's encoding gz+b64): the function library, mostly, which
+// would otherwise take most of the 16 KiB. Smaller files stay readable.
+const gzipFilesOver = 2048
+
+// contentOf returns the file as written in write_files: its content, or for a large file
+// its gzip+base64 form and the encoding that tells cloud-init so.
+func contentOf(f File) (content, encoding string, err error) {
+	if len(f.Content) <= gzipFilesOver {
+		return f.Content, "", nil
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if _, err := zw.Write([]byte(f.Content)); err != nil {
+		return "", "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", "", err
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), "gz+b64", nil
 }
 
 // cloudConfig renders the bundle as #cloud-config: write_files, then runcmd runs the
@@ -36,7 +59,11 @@ func cloudConfig(b *Bundle, installPackages bool) (string, error) {
 		doc.Packages = []string{b.Server.Package}
 	}
 	for _, f := range b.Files {
-		doc.WriteFiles = append(doc.WriteFiles, cloudInitFile{Path: f.Path, Permissions: f.Permissions, Content: f.Content})
+		content, encoding, err := contentOf(f)
+		if err != nil {
+			return "", fmt.Errorf("hostconfig: render cloud-config: %s: %w", f.Path, err)
+		}
+		doc.WriteFiles = append(doc.WriteFiles, cloudInitFile{Path: f.Path, Permissions: f.Permissions, Encoding: encoding, Content: content})
 	}
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "#cloud-config\n# redlock-kit: Redlock master %q (%s) on %s\n", b.Spec.Name, b.Server.Package, b.Spec.Addr())
