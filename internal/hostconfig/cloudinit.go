@@ -30,8 +30,9 @@ type cloudInitFile struct {
 
 // gzipFilesOver is the size above which a file goes into write_files gzipped and
 // base64-encoded (cloud-init's encoding gz+b64): the function library, mostly, which
-// would otherwise take most of the 16 KiB. Smaller files stay readable.
-const gzipFilesOver = 2048
+// would otherwise take most of the 16 KiB, and the host script. Smaller files (the configs)
+// stay readable.
+const gzipFilesOver = 4096
 
 // contentOf returns the file as written in write_files: its content, or for a large file
 // its gzip+base64 form and the encoding that tells cloud-init so.

@@ -228,6 +228,19 @@ func contend(t *testing.T, clients []*redlock.Client, key string, stop time.Time
 	return counts
 }
 
+// checkContended fails the test when two holds overlapped or a worker never got the lock.
+func checkContended(t *testing.T, checker *overlap.Checker, counts []int64) {
+	t.Helper()
+	for _, v := range checker.Violations() {
+		t.Errorf("violation: %v", v)
+	}
+	for i, n := range counts {
+		if n == 0 {
+			t.Errorf("worker %d never got the lock", i)
+		}
+	}
+}
+
 // TestWaitQueueDegrades: with a master stopped, and with queues lost or garbled on some
 // masters, waiters still get the lock, in turn, and no two hold it at once: the queue
 // only orders waiters, the SET of the key decides.
@@ -247,14 +260,7 @@ func TestWaitQueueDegrades(t *testing.T) {
 		t.Cleanup(func() { _ = cl.Masters[4].Resume() })
 		checker := overlap.New()
 		counts := contend(t, clients(), "queue-paused", time.Now().Add(1500*time.Millisecond), checker)
-		for _, v := range checker.Violations() {
-			t.Errorf("violation: %v", v)
-		}
-		for i, n := range counts {
-			if n == 0 {
-				t.Errorf("worker %d never got the lock", i)
-			}
-		}
+		checkContended(t, checker, counts)
 	})
 	t.Run("queues lost and garbled", func(t *testing.T) {
 		const key = "queue-garbled"
@@ -275,14 +281,7 @@ func TestWaitQueueDegrades(t *testing.T) {
 		}()
 		counts := contend(t, clients(), key, stop, checker)
 		vandal.Wait()
-		for _, v := range checker.Violations() {
-			t.Errorf("violation: %v", v)
-		}
-		for i, n := range counts {
-			if n == 0 {
-				t.Errorf("worker %d never got the lock", i)
-			}
-		}
+		checkContended(t, checker, counts)
 	})
 }
 
@@ -327,17 +326,10 @@ func TestWaitQueueWithRedsync(t *testing.T) {
 	}
 	counts := contend(t, cs, key, stop, checker)
 	wg.Wait()
-	for _, v := range checker.Violations() {
-		t.Errorf("violation: %v", v)
-	}
 	t.Logf("lockagent workers: %v; redsync: %d", counts, redsyncCount.Load())
+	checkContended(t, checker, counts)
 	if redsyncCount.Load() == 0 {
 		t.Errorf("redsync never got the lock in 3s while lockagent waiters queued: starved")
-	}
-	for i, n := range counts {
-		if n == 0 {
-			t.Errorf("lockagent worker %d never got the lock", i)
-		}
 	}
 }
 
