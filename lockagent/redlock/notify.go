@@ -29,6 +29,13 @@ import (
 // widen their jitter window). A process with one waiter against another with many thus
 // gets about one lock in 2*(maxLocalHandOffs+1) releases.
 //
+// With the wait queue (the default, see doc.go) none of the local hand-off applies: the
+// masters hand a released lock to the first waiter in their queue, whatever its Client,
+// and tell it on its Client's grant channel (key+GrantChannelInfix+id), which this
+// notifier also subscribes and routes to the waiter by token (deliverGrant). A key's
+// channels stay subscribed for subscriptionLinger after its last waiter left, so that a
+// Client that locks it again soon is listening before its first queued attempt.
+//
 // Waiters of a key queue in arrival order: a notification wakes the oldest waiter (or
 // waits for it to finish its current attempt), so local waiters get the lock first come, first served, and one
 // release costs one attempt instead of a stampede. Notifications are an optimisation
@@ -75,8 +82,8 @@ type waiter struct {
 
 // grantMsg is one master's notice that a release handed the lock to a waiter: fence is
 // the register the hand-off raised, or "r" and the register as read when it did not raise
-// it; attempt is the waiter's
-// attempt that last renewed its entry there (the hand-off ran after it).
+// it; attempt is the waiter's attempt that last renewed its entry there (the hand-off ran
+// after it).
 type grantMsg struct {
 	master  int
 	fence   string
@@ -142,6 +149,7 @@ func (n *notifier) joinQueued(key, token string) (*waiter, <-chan struct{}) {
 	return w, confirmed
 }
 
+// newGrantMsg reads a notice's fields; a fence of "w<ms>" is a window notice (turnIn).
 func newGrantMsg(i int, fence, attempt string) grantMsg {
 	g := grantMsg{master: i, fence: fence, attempt: attempt}
 	if ms, ok := strings.CutPrefix(fence, "w"); ok {
@@ -149,10 +157,7 @@ func newGrantMsg(i int, fence, attempt string) grantMsg {
 		if err != nil || n < 0 {
 			n = 0
 		}
-		g.turnIn = time.Duration(n)*time.Millisecond + time.Millisecond
-		if g.turnIn <= 0 {
-			g.turnIn = time.Millisecond
-		}
+		g.turnIn = time.Duration(n+1) * time.Millisecond // the window's end, rounded up
 	}
 	return g
 }
@@ -164,13 +169,8 @@ func (n *notifier) retoken(w *waiter, token string) {
 	delete(w.q.byToken, w.token)
 	w.token = token
 	w.q.byToken[token] = w
-	for {
-		select {
-		case <-w.grants:
-			continue
-		default:
-		}
-		return
+	for len(w.grants) > 0 { // notices for the old token (only this waiter receives)
+		<-w.grants
 	}
 }
 
