@@ -105,6 +105,54 @@ func TestWaitQueueHandsOffInOrder(t *testing.T) {
 	})
 }
 
+// TestWaitQueueFreeKeyGoesToTheFirstInLine: a key that frees up without a hand-off (it
+// expired, or its holder's client hands nothing over) goes to the first waiter in line,
+// whichever waiter's attempt finds it free first.
+func TestWaitQueueFreeKeyGoesToTheFirstInLine(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const key = "queue-free"
+	holder := newClient(t, cl, redlock.Options{})
+	mustAcquire(t, holder, key, 10*time.Second)
+	type result struct {
+		who  int
+		lock *redlock.Lock
+		err  error
+	}
+	got := make(chan result, 2)
+	for i := range 2 {
+		c := newClient(t, cl, redlock.Options{})
+		go func() {
+			l, err := c.Acquire(context.Background(), key, 10*time.Second)
+			got <- result{i, l, err}
+		}()
+		queuedEverywhere(t, cl, key, i+1)
+	}
+	// The holder vanishes without a release (as if its key expired): nobody is told.
+	for _, m := range cl.Masters {
+		if err := m.Admin().Del(adminCtx(t), key).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := <-got
+	if first.err != nil {
+		t.Fatalf("waiter %d: Acquire: %v", first.who, first.err)
+	}
+	if first.who != 0 {
+		t.Errorf("waiter %d got the free key first, want waiter 0 (first in line)", first.who)
+	}
+	if err := first.lock.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	second := <-got
+	if second.err != nil {
+		t.Fatalf("waiter %d: Acquire: %v", second.who, second.err)
+	}
+	if second.lock.Fence() <= first.lock.Fence() {
+		t.Errorf("fences %d then %d: must increase", first.lock.Fence(), second.lock.Fence())
+	}
+	_ = second.lock.Release(context.Background())
+}
+
 // TestWaitQueueDeadWaiters: a waiter that died stays in line until its lease runs out.
 // One whose lease has run out is skipped; one still leased is handed the lock, which then
 // frees up at that acquisition's TTL, like a lock whose holder died. Neither makes the
