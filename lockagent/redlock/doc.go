@@ -146,9 +146,11 @@
 //     fence is the value a majority of those masters raised the register to; when they
 //     disagree, the fallback fence round runs, as after an ordinary attempt.
 //   - A free key goes to the first live waiter in line: other queued attempts wait their
-//     turn rather than split the votes. After 100 ms of hand-offs in a row, a release
-//     leaves the key free for 5 ms instead, in which queued attempts do not take it, so
-//     that clients that only poll (other Redlock libraries) get their chance.
+//     turn rather than split the votes. A release in the first 5 ms of every 100 ms of
+//     the master's clock leaves the key free until those 5 ms end, and queued attempts do
+//     not take it then, so that clients that only poll (other Redlock libraries) get
+//     their chance. The masters' clocks put their windows together, so such a client can
+//     win a majority in one; clocks further apart than the window make that rarer.
 //   - A waiter that gives up leaves every queue (and releases, handing on, a key it was
 //     handed meanwhile); a holder's release removes entries its acquisition left on
 //     masters it did not need.

@@ -380,9 +380,9 @@ func (n *notifier) wanted() map[string]struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	set := make(map[string]struct{}, 2*len(n.keys))
-	for k, q := range n.keys {
+	for k := range n.keys {
 		set[k+ReleaseChannelSuffix] = struct{}{}
-		if len(q.byToken) > 0 || n.c.queueing() {
+		if n.c.queueing() {
 			set[k+n.grantSuffix()] = struct{}{}
 		}
 	}

@@ -36,7 +36,7 @@ func newScript(name, src string, flags ...string) *script {
 
 // queueLua are the wait queue's helpers, shared by the scripts that read or write it
 // (see "Waiting across processes" in doc.go). The queue is a string key: a first line
-// "<start of the current run of hand-offs> <end of the open window>" (master ms, 0: none),
+// "<end of the open window>" (master ms, 0: none),
 // then one line per waiter: "<ticket> <waiter id> <token> <lease end, master ms> <ttl ms>
 // <attempt>\n", where attempt numbers the waiter's attempt that last renewed the entry.
 // It is written
@@ -54,10 +54,10 @@ end
 local function readq(k)
   local ok, s = pcall(redis.call, "get", k)
   if not ok then return nil end
-  local q = {start = 0, window = 0}
+  local q = {window = 0}
   if s then
-    local a, b = string.match(s, "^(%d+) (%d+)\n")
-    if a then q.start, q.window = tonumber(a), tonumber(b) end
+    local w = string.match(s, "^(%d+)\n")
+    if w then q.window = tonumber(w) end
     for tk, id, tok, lease, ttl, n in string.gmatch(s, "(%d+) (%S+) (%S+) (%d+) (%d+) (%d+)\n") do
       q[#q + 1] = {tk, id, tok, tonumber(lease), ttl, n}
     end
@@ -69,7 +69,7 @@ local function writeq(k, q, now)
     redis.call("del", k)
     return
   end
-  local parts, last = {string.format("%d %d\n", q.start, q.window)}, math.max(now, q.window)
+  local parts, last = {string.format("%d\n", q.window)}, math.max(now, q.window)
   for i, e in ipairs(q) do
     parts[i + 1] = e[1] .. " " .. e[2] .. " " .. e[3] .. " " .. string.format("%d", e[4]) .. " " .. e[5] .. " " .. e[6] .. "\n"
     if e[4] > last then last = e[4] end
@@ -113,7 +113,6 @@ local function handto(keys, q, e, f, now)
   end
   quiet()
   drop(q, e[2])
-  if q.start == 0 then q.start = now end
   writeq(keys[3], q, now)
   tell(keys[1], e, g)
 end
@@ -128,9 +127,10 @@ end
 // the register is a number), the waiter leaves the queue, and "<token> <fence> <attempt>"
 // is published on the key's grant channel of the waiter's Client (attempt: the waiter's
 // attempt that last renewed its entry, which ran before the hand-off; fence is the raised
-// register, or "r" and the register as read when it could not be raised). After
-// handOffRun of hand-offs in a row, a release opens a window instead and tells the first
-// waiter "<token> w<ms> <attempt>": try in ms. Without a hand-off, the released token is
+// register, or "r" and the register as read when it could not be raised). A release in
+// the first openWindow of a handOffPeriod (by the master's clock) opens a window instead:
+// the key stays free until the window's end, and the first waiter is told "<token> w<ms>
+// <attempt>": try in ms. Without a hand-off, the released token is
 // published on the key's release channel (ARGV[2]; empty: no notification) so that
 // waiters wake at once. The message (ARGV[3]) is the token, followed by handedOffMark
 // when the releasing Client has already handed the lock to one of its own waiters.
@@ -166,15 +166,16 @@ if q and #q > 0 then
   local head, dropped = headof(q, now, "")
   changed = changed or dropped
   if head and q.window <= now then
-    if ours and q.start > 0 and now - q.start >= HANDOFF_RUN then
-      -- Hand-offs ran for HANDOFF_RUN ms in a row: leave the key free for OPEN_WINDOW
-      -- ms, in which this package's queued attempts do not take it, so that a client
-      -- that only polls (another Redlock library) gets its chance too. Only the first
-      -- waiter is told, to try when the window closes; nobody else wakes.
-      q.start, q.window = 0, now + OPEN_WINDOW
+    if ours and now % HANDOFF_PERIOD < OPEN_WINDOW then
+      -- A window: the key stays free until its end, and this package's queued attempts
+      -- do not take it, so that a client that only polls (another Redlock library) gets
+      -- its chance too. Windows are slots of the masters' clocks, so the masters open
+      -- theirs together and such a client can win a majority. Only the first waiter is
+      -- told, to try when the window closes; nobody else wakes.
+      q.window = now - now % HANDOFF_PERIOD + OPEN_WINDOW
       quiet()
       writeq(KEYS[3], q, now)
-      tell(KEYS[1], head, "w" .. OPEN_WINDOW)
+      tell(KEYS[1], head, "w" .. string.format("%d", q.window - now))
       return 1
     end
     handto(KEYS, q, head, tonumber(ARGV[4]), now)
@@ -193,18 +194,19 @@ end
 return 1
 `
 
-// Hand-offs in a row leave room for clients that only poll: after handOffRun of
-// continuous hand-offs, a release leaves the key free for openWindow (see doc.go).
+// Hand-offs leave room for clients that only poll: a release in the first openWindow of
+// every handOffPeriod, by the master's clock, leaves the key free until the window ends
+// (see doc.go).
 const (
-	handOffRun = 100 * time.Millisecond
-	openWindow = 5 * time.Millisecond
+	handOffPeriod = 100 * time.Millisecond
+	openWindow    = 5 * time.Millisecond
 )
 
 // withGrantChannel puts the grant channel's infix and the hand-off constants into a
 // script body.
 func withGrantChannel(src string) string {
 	return strings.NewReplacer("GRANT_CHANNEL", `"`+GrantChannelInfix+`"`,
-		"HANDOFF_RUN", strconv.FormatInt(handOffRun.Milliseconds(), 10),
+		"HANDOFF_PERIOD", strconv.FormatInt(handOffPeriod.Milliseconds(), 10),
 		"OPEN_WINDOW", strconv.FormatInt(openWindow.Milliseconds(), 10)).Replace(src)
 }
 
@@ -275,8 +277,8 @@ if not v then
   if ARGV[3] ~= "0" and string.match(reg, "^%d+$") and tonumber(reg) < tonumber(ARGV[3]) then
     redis.call("set", KEYS[2], ARGV[3])
   end
-  if q and (drop(q, ARGV[4]) or q.start > 0 or q.window > 0) then
-    q.start, q.window = 0, 0 -- the key was free: a new run of hand-offs starts with it
+  if q and (drop(q, ARGV[4]) or q.window > 0) then
+    q.window = 0 -- over (a window refuses above)
     quiet()
     writeq(KEYS[3], q, nowms())
   end

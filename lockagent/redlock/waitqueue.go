@@ -62,9 +62,8 @@ type queuedWait struct {
 func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duration, cfg lockConfig, attempt int, lastErr error) (*Lock, int, error) {
 	ttl = ttl.Truncate(time.Millisecond)
 	token := newToken()
-	sum := sha1.Sum([]byte(token))
 	n := len(c.masters)
-	qw := &queuedWait{c: c, key: key, ttl: ttl, token: token, tag: hex.EncodeToString(sum[:4]),
+	qw := &queuedWait{c: c, key: key, ttl: ttl, token: token, tag: tokenTag(token),
 		id:     c.id + "/" + strconv.FormatUint(c.seq.Add(1), 10),
 		ticket: strconv.FormatInt(time.Now().UnixMicro(), 10),
 		grants: make([]grantState, n), queued: make([]time.Time, n), sent: map[uint64]time.Time{}, lastErr: lastErr}
@@ -445,10 +444,9 @@ func (qw *queuedWait) isSplit(holders map[string]int, unknown int) bool {
 // next attempt with a new token and the same ticket, so our place in line is kept and no
 // notice of a grant we gave back can be mistaken for a new one.
 func (qw *queuedWait) yield() {
-	qw.send(OpCleanup, "leave")
+	qw.leave()
 	qw.token = newToken()
-	sum := sha1.Sum([]byte(qw.token))
-	qw.tag = hex.EncodeToString(sum[:4])
+	qw.tag = tokenTag(qw.token)
 	qw.c.notify.retoken(qw.w, qw.token)
 	qw.grants = make([]grantState, len(qw.grants))
 	now := time.Now()
@@ -458,15 +456,17 @@ func (qw *queuedWait) yield() {
 }
 
 // leave takes us out of the queue on every master, releasing (and handing on) a lock a
-// release gave us meanwhile.
-func (qw *queuedWait) leave() { qw.send(OpCleanup, "leave") }
-
-func (qw *queuedWait) send(op Op, mode string) {
+// release gave us meanwhile; a lock given back without a hand-off wakes the others.
+func (qw *queuedWait) leave() {
 	c := qw.c
-	channel := qw.key + ReleaseChannelSuffix // a lock we give back without a hand-off wakes the others
-	rd := c.broadcast(op, qw.key, time.Now().Add(c.opts.CleanupTimeout), c.releaseCall(qw.key, qw.token, channel, qw.token, 0, qw.id, mode))
-	c.straggle(rd, func(req *request) {
-		ok, err := parseRelease(req)
-		c.masterEvent(op, qw.key, req, ok, err)
-	})
+	rd := c.broadcast(OpCleanup, qw.key, time.Now().Add(c.opts.CleanupTimeout),
+		c.releaseCall(qw.key, qw.token, qw.key+ReleaseChannelSuffix, qw.token, 0, qw.id, "leave"))
+	c.straggleVotes(rd, OpCleanup, qw.key, parseRelease)
+}
+
+// tokenTag is how the masters name a holder's token in refusals: the first 8 hex digits
+// of its SHA-1 (acquireQueuedScript).
+func tokenTag(token string) string {
+	sum := sha1.Sum([]byte(token))
+	return hex.EncodeToString(sum[:4])
 }

@@ -54,6 +54,29 @@ func masterMillis(t *testing.T, m *redistest.Master) int64 {
 	return now.UnixMilli()
 }
 
+// waited is the outcome of one queued Acquire (startWaiters).
+type waited struct {
+	who  int
+	lock *redlock.Lock
+	err  error
+}
+
+// startWaiters starts n Acquires of key, each from its own Client (as from its own
+// process), each starting once the previous one is in line on every master.
+func startWaiters(t *testing.T, cl *redistest.Cluster, key string, n int) <-chan waited {
+	t.Helper()
+	got := make(chan waited, n)
+	for i := range n {
+		c := newClient(t, cl, redlock.Options{})
+		go func() {
+			l, err := c.Acquire(context.Background(), key, 10*time.Second)
+			got <- waited{i, l, err}
+		}()
+		queuedEverywhere(t, cl, key, i+1)
+	}
+	return got
+}
+
 // TestWaitQueueHandsOffInOrder: waiters in different Clients (as in different processes)
 // get a released lock first come, first served, each by a hand-off (the release sets the
 // key to the first waiter's token on every master), with fences that keep increasing.
@@ -62,21 +85,7 @@ func TestWaitQueueHandsOffInOrder(t *testing.T) {
 	const key = "queue-order"
 	holder := newClient(t, cl, redlock.Options{})
 	first := mustAcquire(t, holder, key, 10*time.Second)
-
-	type result struct {
-		who  int
-		lock *redlock.Lock
-		err  error
-	}
-	got := make(chan result, 3)
-	for i := range 3 {
-		c := newClient(t, cl, redlock.Options{})
-		go func() {
-			l, err := c.Acquire(context.Background(), key, 10*time.Second)
-			got <- result{i, l, err}
-		}()
-		queuedEverywhere(t, cl, key, i+1) // the next one comes after this one is in line
-	}
+	got := startWaiters(t, cl, key, 3)
 	if err := first.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -113,20 +122,7 @@ func TestWaitQueueFreeKeyGoesToTheFirstInLine(t *testing.T) {
 	const key = "queue-free"
 	holder := newClient(t, cl, redlock.Options{})
 	mustAcquire(t, holder, key, 10*time.Second)
-	type result struct {
-		who  int
-		lock *redlock.Lock
-		err  error
-	}
-	got := make(chan result, 2)
-	for i := range 2 {
-		c := newClient(t, cl, redlock.Options{})
-		go func() {
-			l, err := c.Acquire(context.Background(), key, 10*time.Second)
-			got <- result{i, l, err}
-		}()
-		queuedEverywhere(t, cl, key, i+1)
-	}
+	got := startWaiters(t, cl, key, 2)
 	// The holder vanishes without a release (as if its key expired): nobody is told.
 	for _, m := range cl.Masters {
 		if err := m.Admin().Del(adminCtx(t), key).Err(); err != nil {
@@ -175,7 +171,7 @@ func TestWaitQueueDeadWaiters(t *testing.T) {
 			const deadToken = "dead-waiter-token"
 			for _, m := range cl.Masters {
 				lease := masterMillis(t, m) + tc.lease.Milliseconds()
-				entry := fmt.Sprintf("0 0\n1 deadclient/1 %s %d 300 1\n", deadToken, lease)
+				entry := fmt.Sprintf("0\n1 deadclient/1 %s %d 300 1\n", deadToken, lease)
 				if err := m.Admin().Set(adminCtx(t), key+redlock.QueueSuffix, entry, 30*time.Second).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -334,8 +330,8 @@ func TestWaitQueueDegrades(t *testing.T) {
 }
 
 // TestWaitQueueWithRedsync: redsync on the same key, polling with its own retry loop,
-// excludes and is excluded by queued lockagent waiters, and is not starved by them: after
-// a run of hand-offs a release leaves the key free for a moment, which redsync's polling
+// excludes and is excluded by queued lockagent waiters, and is not starved by them:
+// the masters leave the key free in windows of their clocks, which redsync's polling
 // finds.
 func TestWaitQueueWithRedsync(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 5})
@@ -389,26 +385,14 @@ func TestWaitQueueSplitVotes(t *testing.T) {
 	const key = "queue-split"
 	holder := newClient(t, cl, redlock.Options{})
 	first := mustAcquire(t, holder, key, 10*time.Second)
-	type result struct {
-		lock *redlock.Lock
-		err  error
-	}
-	got := make(chan result, 3)
-	for i := range 3 {
-		c := newClient(t, cl, redlock.Options{})
-		go func() {
-			l, err := c.Acquire(context.Background(), key, 10*time.Second)
-			got <- result{l, err}
-		}()
-		queuedEverywhere(t, cl, key, i+1)
-	}
+	got := startWaiters(t, cl, key, 3)
 	// Rewrite each master's queue so that its first waiter differs: masters 0-1 put
 	// waiter 0 first, 2-3 waiter 1, 4 waiter 2. The release then hands out 2, 2 and 1.
 	for mi, m := range cl.Masters {
 		lines := queueLines(t, m, key)
 		lead := []int{0, 0, 1, 1, 2}[mi]
 		var b strings.Builder
-		b.WriteString("0 0\n")
+		b.WriteString("0\n")
 		for i, line := range lines {
 			f := strings.Fields(line)
 			ticket := 100 + i
