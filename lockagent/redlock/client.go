@@ -603,7 +603,7 @@ func (c *Client) releaseRound(op Op, key, token string, fence uint64, waiter str
 	}
 	mode := ""
 	if waiter != "" {
-		mode = "leave"
+		mode = "drop" // the entries the acquisition left on masters it did not need
 	}
 	return c.broadcast(op, key, sendBy, c.releaseCall(key, token, channel, msg, fence, waiter, mode))
 }

@@ -177,8 +177,12 @@
 //     queue key holding anything else is ignored and never overwritten. Queues that
 //     disagree (an entry missing on some master) can hand the key to different waiters
 //     on different masters; a waiter holding a minority while no one can hold a majority
-//     gives its keys back and comes back with a new token and the same ticket (all but
-//     the one whose token sorts first do so). Waiters keep their timers: a release by a
+//     gives its keys back and comes back with a new token and a new ticket, at the back
+//     of the line (all but the one whose token sorts first do so; had they kept their
+//     places, those ahead of that one could pass the keys among themselves). A master that does not answer can hide
+//     such a split (two waiters with two of five masters each, the fifth stopped: each
+//     might be looking at a holder of three); when the picture stays the same for a
+//     renewal period, the same rule applies. Waiters keep their timers: a release by a
 //     client that hands nothing over (another Redlock library) is noticed within a
 //     renewal period.
 //   - It stays wire-compatible. Other Redlock clients never read the queue: their SET NX

@@ -1,8 +1,11 @@
 package redlock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -171,5 +174,124 @@ func TestDurableReleaseSurvivesACrash(t *testing.T) {
 	}
 	if n := keysOn(t, cl, key); n != 0 {
 		t.Fatalf("a durable release came back on %d masters after a crash", n)
+	}
+}
+
+// aofHas reports whether any of the master's AOF files holds s.
+func aofHas(t *testing.T, m *redistest.Master, s string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(m.DataDir, "appendonlydir", "*.aof"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no AOF files in %s (%v)", m.DataDir, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPreparedHandOffSurvivesACrash: a holder that got the lock from the wait queue, with
+// another waiter in line, prepares its release's hand-off while it holds (the key's
+// expiry pushed to the waiter's TTL plus a slack, the fencing register raised, both
+// logged), so the release hands the lock over without writing to the AOF: no fsync before
+// the waiter is told. Nothing is lost by it: every master killed right after and
+// restarted at once (without the supervisor's delay, the worst case) replays a key that
+// refuses everyone until the new holder's lock would have expired anyway, and a register
+// at or above its fence.
+func TestPreparedHandOffSurvivesACrash(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const key = "prepared"
+	const ttl = 10 * time.Second
+	a := newClient(t, cl, redlock.Options{})
+	first := mustAcquire(t, a, key, ttl)
+	// Two waiters that renew their entries every 20-40ms, so the second one's validity
+	// counts from just before the hand-off to it.
+	got := make(chan waited, 2)
+	for i := range 2 {
+		c := newClient(t, cl, redlock.Options{RetryDelayMin: 10 * time.Millisecond, RetryDelayMax: 20 * time.Millisecond})
+		go func() {
+			l, err := c.Acquire(context.Background(), key, ttl)
+			got <- waited{i, l, err}
+		}()
+		queuedEverywhere(t, cl, key, i+1)
+	}
+	if err := first.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	b := <-got
+	if b.err != nil || b.who != 0 {
+		t.Fatalf("first waiter: waiter %d, %v; want waiter 0 holding the lock", b.who, b.err)
+	}
+	waitUntil(t, "the hand-off to the next waiter prepared on every master (key expiry beyond its TTL)", func() bool {
+		for _, m := range cl.Masters {
+			if pttl, err := m.Admin().PTTL(adminCtx(t), key).Result(); err != nil || pttl <= ttl {
+				return false
+			}
+		}
+		return true
+	})
+	// Hold it long enough that the next holder's lock outlives the key the previous
+	// hand-off logged (had the hand-off not been prepared, the check after the crash
+	// fails), and well within the slack of the preparation (1s at this TTL).
+	time.Sleep(400 * time.Millisecond)
+	// A release in the first 5ms of every 100ms of the masters' clocks leaves the key free
+	// for other clients instead of handing it over: release in the middle of a slot.
+	if ms := masterMillis(t, cl.Masters[0]) % 100; ms < 20 || ms > 70 {
+		time.Sleep(time.Duration((145-ms)%100) * time.Millisecond)
+	}
+	if err := b.lock.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	c := <-got
+	if c.err != nil {
+		t.Fatalf("second waiter: Acquire: %v", c.err)
+	}
+	if c.lock.Fence() <= b.lock.Fence() {
+		t.Fatalf("fence of the prepared hand-off %d <= the previous holder's %d", c.lock.Fence(), b.lock.Fence())
+	}
+	waitUntil(t, "the second waiter's key on every master", func() bool { return holders(t, cl, key, c.lock.Token()) == 5 })
+	for i, m := range cl.Masters {
+		// The first hand-off (from a holder that took the lock without the queue, so had
+		// nothing prepared) was logged: the check below can see a logged hand-off.
+		if !aofHas(t, m, b.lock.Token()) {
+			t.Errorf("master %d: the AOF lacks the first waiter's token, handed over by a logged write", i)
+		}
+		if aofHas(t, m, c.lock.Token()) {
+			t.Errorf("master %d: the prepared hand-off was logged (the AOF has the new holder's token): it paid an fsync", i)
+		}
+	}
+
+	for i, m := range cl.Masters {
+		if err := m.Kill(); err != nil {
+			t.Fatalf("kill -9 master %d: %v", i, err)
+		}
+	}
+	for i, m := range cl.Masters {
+		if err := m.Restart(); err != nil {
+			t.Fatalf("restart master %d: %v", i, err)
+		}
+	}
+	for i, m := range cl.Masters {
+		if valueOn(t, m, key) == "" {
+			t.Fatalf("master %d: no key after the crash: the prepared hand-off was lost", i)
+		}
+		pttl, err := m.Admin().PTTL(adminCtx(t), key).Result()
+		if left := time.Until(c.lock.Deadline()); err != nil || pttl < left {
+			t.Errorf("master %d: restored key expires in %v (%v); the holder's lock is valid %v more: others could take it", i, pttl, err, left)
+		}
+		reg, err := strconv.ParseUint(valueOn(t, m, key+redlock.FenceSuffix), 10, 64)
+		if err != nil || reg < c.lock.Fence() {
+			t.Errorf("master %d: restored fencing register %d (%v) < the holder's fence %d", i, reg, err, c.lock.Fence())
+		}
+	}
+	d := newClient(t, cl, redlock.Options{MaxRetries: 0})
+	if _, err := d.TryAcquire(context.Background(), key, ttl); !errors.Is(err, redlock.ErrTaken) {
+		t.Fatalf("another client's TryAcquire after the crash = %v; want ErrTaken", err)
 	}
 }

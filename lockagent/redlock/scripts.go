@@ -36,14 +36,16 @@ func newScript(name, src string, flags ...string) *script {
 
 // queueLua are the wait queue's helpers, shared by the scripts that read or write it
 // (see "Waiting across processes" in doc.go). The queue is a string key: a first line
-// "<end of the open window>" (master ms, 0: none),
-// then one line per waiter: "<ticket> <waiter id> <token> <lease end, master ms> <ttl ms>
-// <attempt>\n", where attempt numbers the waiter's attempt that last renewed the entry.
-// It is written
-// with redis.set_repl(REPL_NONE): never logged, never fsynced, a hint only. A queue key
-// that holds anything else (another type, a foreign value) is left alone and treated as
-// empty. Tickets stay strings (Lua prints large numbers in exponent form) and are
-// compared as numbers.
+// "<end of the open window>" (master ms, 0: none), then one line per waiter, in ticket
+// order: "<waiter id> <ticket> <token> <lease end, master ms> <ttl ms> <attempt>\n",
+// where attempt numbers the waiter's attempt that last renewed the entry. It is written
+// with redis.set_repl(REPL_NONE): never logged, never fsynced, a hint only. A value of
+// another type is left alone and treated as no queue; a string that is not a queue is
+// treated as an empty one, and an unreadable line ends the queue. The scripts run on
+// every attempt and release of a contended lock, so they work on the string (plain
+// finds and substrings, the first live entry is the head) and never parse the whole
+// queue into tables. Tickets stay strings (Lua prints large numbers in exponent form)
+// and compare as numbers: a longer decimal is larger.
 const queueLua = `
 local function quiet() pcall(redis.set_repl, redis.REPL_NONE) end
 local function loud() pcall(redis.set_repl, redis.REPL_ALL) end
@@ -54,54 +56,83 @@ end
 local function readq(k)
   local ok, s = pcall(redis.call, "get", k)
   if not ok then return nil end
-  local q = {window = 0}
-  if s then
-    local w = string.match(s, "^(%d+)\n")
-    if w then q.window = tonumber(w) end
-    for tk, id, tok, lease, ttl, n in string.gmatch(s, "(%d+) (%S+) (%S+) (%d+) (%d+) (%d+)\n") do
-      q[#q + 1] = {tk, id, tok, tonumber(lease), ttl, n}
+  if not s or not string.find(s, "^%d+\n") then return "0\n" end
+  return s
+end
+local function window(s) return tonumber(string.match(s, "^(%d+)\n")) end
+local function body(s) return string.find(s, "\n", 1, true) + 1 end
+local function empty(s) return body(s) > #s end
+local function setwindow(s, w) return string.format("%d\n", w) .. string.sub(s, body(s)) end
+local function entry(s, p)
+  local id, tk, tok, lease, ttl, n, e = string.match(s, "^(%S+) (%d+) (%S+) (%d+) (%d+) (%d+)\n()", p)
+  if id then return {id = id, tk = tk, tok = tok, lease = tonumber(lease), ttl = ttl, n = n, from = p, to = e} end
+end
+local function cut(s, e) return string.sub(s, 1, e.from - 1) .. string.sub(s, e.to) end
+local function later(a, b) return #a > #b or (#a == #b and a > b) end
+local function find(s, id)
+  local a = string.find(s, "\n" .. id .. " ", 1, true)
+  if a then return entry(s, a + 1) end
+end
+local function drop(s, id)
+  local e = find(s, id)
+  if e then return cut(s, e) end
+  return s
+end
+local function first(s, now, skip)
+  local p = body(s)
+  while true do
+    local e = entry(s, p)
+    if not e then return nil, string.sub(s, 1, p - 1) end
+    if e.lease < now then
+      s = cut(s, e)
+    elseif e.id ~= skip then
+      return e, s
+    else
+      p = e.to
     end
   end
-  return q
 end
-local function writeq(k, q, now)
-  if #q == 0 and q.window <= now then
+local function bytag(s, now, tag)
+  local p = body(s)
+  while true do
+    local e = entry(s, p)
+    if not e then return nil end
+    if e.lease >= now and string.sub(redis.sha1hex(e.tok), 1, 8) == tag then return e end
+    p = e.to
+  end
+end
+local function put(s, id, tk, tok, lease, ttl, n)
+  local line = id .. " " .. tk .. " " .. tok .. " " .. lease .. " " .. ttl .. " " .. n .. "\n"
+  local old = find(s, id)
+  if old and old.tk == tk then
+    return string.sub(s, 1, old.from - 1) .. line .. string.sub(s, old.to)
+  end
+  if old then s = cut(s, old) end
+  local p = body(s)
+  while true do
+    local t = string.match(s, "^%S+ (%d+) ", p)
+    if not t or later(t, tk) then break end
+    p = string.find(s, "\n", p, true) + 1
+  end
+  return string.sub(s, 1, p - 1) .. line .. string.sub(s, p)
+end
+local function writeq(k, s, now, keep)
+  if empty(s) and window(s) <= now then
     redis.call("del", k)
     return
   end
-  local parts, last = {string.format("%d\n", q.window)}, math.max(now, q.window)
-  for i, e in ipairs(q) do
-    parts[i + 1] = e[1] .. " " .. e[2] .. " " .. e[3] .. " " .. string.format("%d", e[4]) .. " " .. e[5] .. " " .. e[6] .. "\n"
-    if e[4] > last then last = e[4] end
-  end
-  redis.call("set", k, table.concat(parts), "PX", string.format("%d", last - now + 1))
-end
-local function drop(q, id)
-  for i = #q, 1, -1 do
-    if q[i][2] == id then table.remove(q, i) return true end
-  end
-  return false
-end
-local function headof(q, now, skip)
-  local head, dropped = nil, false
-  for i = #q, 1, -1 do
-    local e = q[i]
-    if e[4] < now then
-      table.remove(q, i)
-      dropped = true
-    elseif e[2] ~= skip and (not head or tonumber(e[1]) < tonumber(head[1])) then
-      head = e
-    end
-  end
-  return head, dropped
+  local ms = redis.call("pttl", k)
+  if ms < keep then ms = keep end
+  if ms < 1 then ms = 1 end
+  redis.call("set", k, s, "PX", string.format("%d", ms))
 end
 local function tell(key, e, what)
-  local client = string.match(e[2], "^(.*)/%d+$") or e[2]
-  redis.call("publish", key .. GRANT_CHANNEL .. client, e[3] .. " " .. what .. " " .. e[6])
+  local client = string.match(e.id, "^(.*)/%d+$") or e.id
+  redis.call("publish", key .. GRANT_CHANNEL .. client, e.tok .. " " .. what .. " " .. e.n)
 end
-local function handto(keys, q, e, f, now)
+local function handto(keys, s, e, f, now, keep)
   loud()
-  redis.call("set", keys[1], e[3], "PX", e[5])
+  redis.call("set", keys[1], e.tok, "PX", e.ttl)
   local reg = redis.call("get", keys[2]) or "0"
   local g = "r" .. reg
   if string.match(reg, "^%d+$") then
@@ -112,8 +143,7 @@ local function handto(keys, q, e, f, now)
     end
   end
   quiet()
-  drop(q, e[2])
-  writeq(keys[3], q, now)
+  writeq(keys[3], drop(s, e.id), now, keep)
   tell(keys[1], e, g)
 end
 `
@@ -135,57 +165,86 @@ end
 // waiters wake at once. The message (ARGV[3]) is the token, followed by handedOffMark
 // when the releasing Client has already handed the lock to one of its own waiters.
 //
-// The same script takes out a waiter that gives up or a holder's leftover entries
-// (ARGV[6] "leave": the entry of ARGV[5] goes, and a lock it was handed meanwhile is
-// released and handed on). A key found free (expired, or released by a client that hands
-// nothing over) is handed to the first waiter too.
+// A release by a holder whose next hand-off was prepared (reserveScript) hands the key
+// over without a log write: the same key, register value and notice, with no fsync
+// before the waiter is told.
+//
+// A holder's release with ARGV[6] "drop" also takes out the entry its acquisition left
+// (ARGV[5]) on a master it did not need. The same script takes out a waiter that gives
+// up (ARGV[6] "leave": the entry of ARGV[5] goes, and a lock it was handed meanwhile is
+// released and handed on, never with a window, and always logged). "leave <tag>" is a waiter stepping back
+// from a split (isSplit): the lock goes to the waiter whose token has that tag when it
+// is in line, else to the first. A key found free (expired, or released by a client
+// that hands nothing over) is handed to the first waiter too.
 //
 // KEYS[1] lock key; KEYS[2] fencing register; KEYS[3] wait queue; ARGV[1] token; ARGV[2]
 // release channel or ""; ARGV[3] message; ARGV[4] the releaser's fence ("0": none);
-// ARGV[5] the caller's waiter id or ""; ARGV[6] "" or "leave".
+// ARGV[5] the caller's waiter id or ""; ARGV[6] "", "drop", "leave" or "leave <tag>".
 // Returns 0 when the key is not ours, 1 released, 2 released and handed to a waiter.
 const releaseBody = queueLua + `
-local q = readq(KEYS[3])
-local changed = false
-if q and ARGV[6] == "leave" then changed = drop(q, ARGV[5]) end
+local s = readq(KEYS[3])
+local read = s
+local leaving = string.sub(ARGV[6], 1, 5) == "leave"
+if s and (leaving or ARGV[6] == "drop") then s = drop(s, ARGV[5]) end
 local v = redis.call("get", KEYS[1])
 local ours = v == ARGV[1]
 if v and not ours then
-  if changed then
+  if s ~= read then
     quiet()
-    writeq(KEYS[3], q, nowms())
+    writeq(KEYS[3], s, nowms(), 0)
   end
   return 0
 end
+local left = 0
 if ours then
+  left = redis.call("pttl", KEYS[1])
   if durable then loud() else quiet() end
   redis.call("del", KEYS[1])
 end
-if q and #q > 0 then
+if s and not empty(s) then
   local now = nowms()
-  local head, dropped = headof(q, now, "")
-  changed = changed or dropped
-  if head and q.window <= now then
-    if ours and now % HANDOFF_PERIOD < OPEN_WINDOW then
+  local head
+  head, s = first(s, now, "")
+  local to = string.match(ARGV[6], "^leave (%x+)$")
+  if head and to then
+    head = bytag(s, now, to) or head
+  end
+  if head and window(s) <= now then
+    if ours and not leaving and now % HANDOFF_PERIOD < OPEN_WINDOW then
       -- A window: the key stays free until its end, and this package's queued attempts
       -- do not take it, so that a client that only polls (another Redlock library) gets
       -- its chance too. Windows are slots of the masters' clocks, so the masters open
       -- theirs together and such a client can win a majority. Only the first waiter is
       -- told, to try when the window closes; nobody else wakes.
-      q.window = now - now % HANDOFF_PERIOD + OPEN_WINDOW
+      local w = now - now % HANDOFF_PERIOD + OPEN_WINDOW
       quiet()
-      writeq(KEYS[3], q, now)
-      tell(KEYS[1], head, "w" .. string.format("%d", q.window - now))
+      writeq(KEYS[3], setwindow(s, w), now, w - now)
+      tell(KEYS[1], head, "w" .. string.format("%d", w - now))
       return 1
     end
-    handto(KEYS, q, head, tonumber(ARGV[4]), now)
+    local f = tonumber(ARGV[4])
+    if ours and not leaving and not durable and f > 0 and left >= tonumber(head.ttl) then
+      -- Covered (see reserveScript): the released key's expiry, in memory and so in
+      -- the AOF, is no earlier than the waiter's, and the register was raised above
+      -- the releaser's fence by a logged write. The hand-off needs no log write, so
+      -- no fsync before the waiter is told.
+      local reg = redis.call("get", KEYS[2]) or "0"
+      if string.match(reg, "^%d+$") and tonumber(reg) > f then
+        quiet()
+        redis.call("set", KEYS[1], head.tok, "PX", head.ttl)
+        writeq(KEYS[3], drop(s, head.id), now, 0)
+        tell(KEYS[1], head, reg)
+        return 2
+      end
+    end
+    handto(KEYS, s, head, f, now, 0)
     if ours then return 2 end
     return 0
   end
 end
-if changed then
+if s and s ~= read then
   quiet()
-  writeq(KEYS[3], q, nowms())
+  writeq(KEYS[3], s, nowms(), 0)
 end
 if not ours then return 0 end
 if ARGV[2] ~= "" then
@@ -255,21 +314,23 @@ local v = redis.call("get", KEYS[1])
 if v == ARGV[1] then
   return {2, reg}
 end
-local q = readq(KEYS[3])
-if not v and q then
+local s = readq(KEYS[3])
+local leasems = tonumber(ARGV[6])
+if not v and s then
   local now = nowms()
-  if q.window > now then
-    return {0, q.window - now, reg, "window"}
+  local w = window(s)
+  if w > now then
+    return {0, w - now, reg, "window"}
   end
   -- A free key goes to the first live waiter in line, handed over as by a release; the
   -- others queue. Waiters woken together (after a window, an expiry, a release by a
   -- client that hands nothing over) then do not split the masters' votes between them.
-  local head = headof(q, now, ARGV[4])
-  if head and tonumber(head[1]) < tonumber(ARGV[5]) then
-    drop(q, ARGV[4])
-    q[#q + 1] = {ARGV[5], ARGV[4], ARGV[1], now + tonumber(ARGV[6]), ARGV[2], ARGV[7]}
-    handto(KEYS, q, head, 0, now)
-    return {0, tonumber(head[5]), reg, string.sub(redis.sha1hex(head[3]), 1, 8)}
+  local head
+  head, s = first(s, now, ARGV[4])
+  if head and later(ARGV[5], head.tk) then
+    s = put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7])
+    handto(KEYS, s, head, 0, now, leasems)
+    return {0, tonumber(head.ttl), reg, string.sub(redis.sha1hex(head.tok), 1, 8)}
   end
 end
 if not v then
@@ -277,21 +338,60 @@ if not v then
   if ARGV[3] ~= "0" and string.match(reg, "^%d+$") and tonumber(reg) < tonumber(ARGV[3]) then
     redis.call("set", KEYS[2], ARGV[3])
   end
-  if q and (drop(q, ARGV[4]) or q.window > 0) then
-    q.window = 0 -- over (a window refuses above)
-    quiet()
-    writeq(KEYS[3], q, nowms())
+  if s then
+    local left = drop(s, ARGV[4])
+    if left ~= s or window(s) > 0 then
+      quiet() -- the window is over (a window refuses above)
+      writeq(KEYS[3], setwindow(left, 0), nowms(), 0)
+    end
   end
   return {1, reg}
 end
-if q then
+if s then
   quiet()
   local now = nowms()
-  drop(q, ARGV[4])
-  q[#q + 1] = {ARGV[5], ARGV[4], ARGV[1], now + tonumber(ARGV[6]), ARGV[2], ARGV[7]}
-  writeq(KEYS[3], q, now)
+  writeq(KEYS[3], put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7]), now, leasems)
 end
 return {0, redis.call("pttl", KEYS[1]), reg, string.sub(redis.sha1hex(v), 1, 8)}
+`))
+
+// reserveScript prepares the next hand-off while the lock is held, so that the release
+// can hand the key over without a log write (releaseBody: "covered"). Where the key is
+// still the holder's and a live waiter is first in line asking for no longer a TTL than
+// the holder's, it makes two logged writes: the key's expiry is pushed to at least the
+// waiter's TTL plus ARGV[4] from now (never shortened), and the fencing register, when it
+// is not above the holder's fence, is raised to that fence + 1, the waiter's fence.
+//
+// Why a hand-off without a log write then loses nothing: every write that moves the
+// lock key's expiry is logged (acquisitions, extensions, this script) except such a
+// hand-off, which only sets the waiter's key where the released key's expiry was no
+// earlier than the waiter's, and an unlogged release, which only removes it from
+// memory. So the expiry a master would restore from its AOF (after a crash, even with no
+// restart delay) is never earlier than the one in memory, and that restored key refuses
+// every other client until the waiter's key would have expired. The register is only
+// ever written by logged writes, and with appendfsync always the master fsyncs them
+// before it sends any later reply or notice. A holder that dies while others wait keeps
+// the lock blocked for up to ARGV[4] longer than its TTL.
+//
+// KEYS[1] lock key; KEYS[2] fencing register; KEYS[3] wait queue; ARGV[1] holder's token;
+// ARGV[2] holder's fence; ARGV[3] holder's TTL in ms; ARGV[4] slack in ms.
+// Returns 1 when it reserved, 0 otherwise.
+var reserveScript = newScript("reserve", withGrantChannel(queueLua+`
+if redis.call("get", KEYS[1]) ~= ARGV[1] then return 0 end
+local s = readq(KEYS[3])
+if not s or empty(s) then return 0 end
+local head = first(s, nowms(), "")
+if not head or tonumber(head.ttl) > tonumber(ARGV[3]) then return 0 end
+local want = tonumber(head.ttl) + tonumber(ARGV[4])
+if redis.call("pttl", KEYS[1]) < want then
+  redis.call("pexpire", KEYS[1], want)
+end
+local reg = redis.call("get", KEYS[2]) or "0"
+local f = tonumber(ARGV[2])
+if string.match(reg, "^%d+$") and tonumber(reg) <= f and f + 1 < 9007199254740992 then
+  redis.call("set", KEYS[2], string.format("%d", f + 1))
+end
+return 1
 `))
 
 // extendScript extends the key when it is still ours, and sets it again (NX) on a master
@@ -356,4 +456,4 @@ end
 return cur
 `)
 
-var allScripts = []*script{acquireScript, acquireQueuedScript, releaseScript, durableReleaseScript, extendScript, fenceScript}
+var allScripts = []*script{acquireScript, acquireQueuedScript, releaseScript, durableReleaseScript, extendScript, fenceScript, reserveScript}

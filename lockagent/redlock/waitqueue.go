@@ -55,6 +55,9 @@ type queuedWait struct {
 	sent    map[uint64]time.Time
 	seq     uint64 // attempts sent
 	lastErr error
+	// unclear: since when we have held a minority of grants while another holder might
+	// hold a majority only with the votes of masters that did not answer (zero: not so).
+	unclear time.Time
 }
 
 // acquireQueued waits for key in the masters' wait queues after a refused attempt (see
@@ -121,12 +124,15 @@ func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duratio
 				}
 				if l != nil {
 					acquired = true
+					c.reserve(l)
 					return l, attempt, nil
 				}
 				qw.lastErr = err
 			}
-			if splitCheck && qw.isSplit(holders, unknown) {
-				qw.yield()
+			if splitCheck {
+				if keeper, split := qw.isSplit(holders, unknown); split {
+					qw.yield(keeper)
+				}
 			}
 			splitCheck = false
 			if c.opts.MaxRetries > 0 && attempt > c.opts.MaxRetries {
@@ -163,6 +169,7 @@ func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duratio
 			l, err := qw.tryLock(ctx, cfg)
 			if l != nil {
 				acquired = true
+				c.reserve(l)
 				return l, attempt, nil
 			}
 			if err != nil {
@@ -419,12 +426,21 @@ func (qw *queuedWait) tryLock(ctx context.Context, cfg lockConfig) (*Lock, error
 
 // isSplit reports whether we hold a minority of grants while no other holder can hold a
 // majority either (releases handed the key to different waiters on different masters):
-// then all but one of them step back, the one whose token's tag sorts first keeping its
-// grants.
-func (qw *queuedWait) isSplit(holders map[string]int, unknown int) bool {
+// then all but one of them step back, the one whose token's tag sorts first (keeper)
+// keeping its grants; the others hand theirs to it.
+//
+// Masters that do not answer (stopped, partitioned) can hide a split: two waiters that
+// hold two masters each while the fifth is stopped each see that the other might hold
+// three. A holder that does hold a majority releases it in time; when the picture has
+// not changed for a renewal period, the same rule applies, so such waiters do not wait
+// for their keys to expire. A waiter that steps back from a real holder only loses its
+// place to the next in line.
+func (qw *queuedWait) isSplit(holders map[string]int, unknown int) (keeper string, split bool) {
 	c := qw.c
-	if live := qw.live(time.Now()); live == 0 || live >= c.quorum {
-		return false
+	now := time.Now()
+	if live := qw.live(now); live == 0 || live >= c.quorum {
+		qw.unclear = time.Time{}
+		return "", false
 	}
 	top := 0
 	first := qw.tag
@@ -434,17 +450,33 @@ func (qw *queuedWait) isSplit(holders map[string]int, unknown int) bool {
 			first = tag
 		}
 	}
-	if top+unknown >= c.quorum {
-		return false // someone may hold it: its release will come
+	switch {
+	case top >= c.quorum:
+		qw.unclear = time.Time{}
+		return "", false // someone holds it: its release will come
+	case top+unknown >= c.quorum:
+		if qw.unclear.IsZero() {
+			qw.unclear = now
+		}
+		if now.Sub(qw.unclear) < c.queueRenewal() {
+			return "", false // someone may hold it
+		}
+	default:
+		qw.unclear = time.Time{}
 	}
-	return first != qw.tag
+	return first, first != qw.tag
 }
 
-// yield hands our grants to the next waiters: we leave the queue and come back at the
-// next attempt with a new token and the same ticket, so our place in line is kept and no
-// notice of a grant we gave back can be mistaken for a new one.
-func (qw *queuedWait) yield() {
-	qw.leave()
+// yield hands our grants to the keeper of a split (the waiter whose token has that tag;
+// to the next in line where it is not queued): we leave the queue and come back at the
+// next attempt with a new token (no notice of a grant we gave back can be mistaken for a
+// new one) and a new ticket, at the back of the line. Keeping our place would let the
+// waiters ahead of the keeper in line pass the keys given back among themselves, each
+// stepping back in turn, where the keeper is not queued.
+func (qw *queuedWait) yield(keeper string) {
+	qw.unclear = time.Time{}
+	qw.leaveTo(keeper)
+	qw.ticket = strconv.FormatInt(time.Now().UnixMicro(), 10)
 	qw.token = newToken()
 	qw.tag = tokenTag(qw.token)
 	qw.c.notify.retoken(qw.w, qw.token)
@@ -455,12 +487,40 @@ func (qw *queuedWait) yield() {
 	}
 }
 
+// reserve prepares, while l is held, the hand-off of its release to the next waiter
+// (reserveScript), so that the release need not wait for an fsync. It is sent after the
+// acquisition and before any release of l (each master's requests go out in order), and
+// nobody waits for it: where it did not run, the hand-off is logged as before.
+func (c *Client) reserve(l *Lock) {
+	h := l.h
+	if c.opts.DurableRelease || c.opts.NoFencing || h.fence == 0 {
+		return
+	}
+	rd := c.broadcast(OpCleanup, h.key, time.Now().Add(c.opts.CleanupTimeout), scriptCall(reserveScript,
+		[]string{h.key, h.key + FenceSuffix, h.key + QueueSuffix}, h.token, strconv.FormatUint(h.fence, 10),
+		h.ttl.Milliseconds(), reserveSlack(h.ttl).Milliseconds()))
+	c.straggle(rd, func(*request) {})
+}
+
+// reserveSlack is how long after a reservation the release can still hand the lock over
+// without a log write; a holder that dies while others wait blocks the lock that much
+// longer than its TTL.
+func reserveSlack(ttl time.Duration) time.Duration { return min(ttl/4, time.Second) }
+
 // leave takes us out of the queue on every master, releasing (and handing on) a lock a
 // release gave us meanwhile; a lock given back without a hand-off wakes the others.
-func (qw *queuedWait) leave() {
+func (qw *queuedWait) leave() { qw.leaveTo("") }
+
+// leaveTo is leave, handing a lock we were handed to the waiter whose token has the tag
+// keeper when it is in line ("": the first).
+func (qw *queuedWait) leaveTo(keeper string) {
 	c := qw.c
+	mode := "leave"
+	if keeper != "" {
+		mode += " " + keeper
+	}
 	rd := c.broadcast(OpCleanup, qw.key, time.Now().Add(c.opts.CleanupTimeout),
-		c.releaseCall(qw.key, qw.token, qw.key+ReleaseChannelSuffix, qw.token, 0, qw.id, "leave"))
+		c.releaseCall(qw.key, qw.token, qw.key+ReleaseChannelSuffix, qw.token, 0, qw.id, mode))
 	c.straggleVotes(rd, OpCleanup, qw.key, parseRelease)
 }
 

@@ -34,13 +34,24 @@ func queueLines(t *testing.T, m *redistest.Master, key string) []string {
 // queuedEverywhere waits until key's queue has n waiters on every running master.
 func queuedEverywhere(t *testing.T, cl *redistest.Cluster, key string, n int) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%d waiters queued for %s on every master", n, key), func() bool {
-		for _, m := range cl.Masters {
-			if m.Running() && len(queueLines(t, m, key)) != n {
-				return false
-			}
+	var seen []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last seen queues of %s: %q", key, seen)
 		}
-		return true
+	}()
+	waitUntil(t, fmt.Sprintf("%d waiters queued for %s on every master", n, key), func() bool {
+		seen = seen[:0]
+		ok := true
+		for _, m := range cl.Masters {
+			if !m.Running() {
+				continue
+			}
+			lines := queueLines(t, m, key)
+			seen = append(seen, strings.Join(lines, "|"))
+			ok = ok && len(lines) == n
+		}
+		return ok
 	})
 }
 
@@ -171,7 +182,7 @@ func TestWaitQueueDeadWaiters(t *testing.T) {
 			const deadToken = "dead-waiter-token"
 			for _, m := range cl.Masters {
 				lease := masterMillis(t, m) + tc.lease.Milliseconds()
-				entry := fmt.Sprintf("0\n1 deadclient/1 %s %d 300 1\n", deadToken, lease)
+				entry := fmt.Sprintf("0\ndeadclient/1 1 %s %d 300 1\n", deadToken, lease)
 				if err := m.Admin().Set(adminCtx(t), key+redlock.QueueSuffix, entry, 30*time.Second).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -393,14 +404,16 @@ func TestWaitQueueSplitVotes(t *testing.T) {
 		lead := []int{0, 0, 1, 1, 2}[mi]
 		var b strings.Builder
 		b.WriteString("0\n")
-		for i, line := range lines {
-			f := strings.Fields(line)
-			ticket := 100 + i
-			if i == lead {
-				ticket = 1
-			}
-			f[0] = fmt.Sprint(ticket)
+		write := func(i int, ticket int) {
+			f := strings.Fields(lines[i])
+			f[1] = fmt.Sprint(ticket)
 			b.WriteString(strings.Join(f, " ") + "\n")
+		}
+		write(lead, 1) // the queue is in ticket order
+		for i := range lines {
+			if i != lead {
+				write(i, 100+i)
+			}
 		}
 		if err := m.Admin().Set(adminCtx(t), key+redlock.QueueSuffix, b.String(), 30*time.Second).Err(); err != nil {
 			t.Fatal(err)
