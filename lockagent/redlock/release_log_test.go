@@ -219,7 +219,7 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 			l, err := c.Acquire(context.Background(), key, ttl)
 			got <- waited{i, l, err}
 		}()
-		queuedEverywhere(t, cl, key, i+1)
+		queuedWhileWaiting(t, cl, key, i+1, got)
 	}
 	if err := first.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)

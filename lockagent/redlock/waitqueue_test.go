@@ -34,6 +34,13 @@ func queueLines(t *testing.T, m *redistest.Master, key string) []string {
 // queuedEverywhere waits until key's queue has n waiters on every running master.
 func queuedEverywhere(t *testing.T, cl *redistest.Cluster, key string, n int) {
 	t.Helper()
+	queuedWhileWaiting(t, cl, key, n, nil)
+}
+
+// queuedWhileWaiting is queuedEverywhere that fails at once when one of the waiters
+// reports on got (its Acquire returned instead of queueing).
+func queuedWhileWaiting(t *testing.T, cl *redistest.Cluster, key string, n int, got <-chan waited) {
+	t.Helper()
 	var seen []string
 	defer func() {
 		if t.Failed() {
@@ -41,6 +48,11 @@ func queuedEverywhere(t *testing.T, cl *redistest.Cluster, key string, n int) {
 		}
 	}()
 	waitUntil(t, fmt.Sprintf("%d waiters queued for %s on every master", n, key), func() bool {
+		select {
+		case r := <-got:
+			t.Fatalf("waiter %d returned instead of queueing for %s: lock %v, err %v", r.who, key, r.lock != nil, r.err)
+		default:
+		}
 		seen = seen[:0]
 		ok := true
 		for _, m := range cl.Masters {
@@ -83,7 +95,7 @@ func startWaiters(t *testing.T, cl *redistest.Cluster, key string, n int) <-chan
 			l, err := c.Acquire(context.Background(), key, 10*time.Second)
 			got <- waited{i, l, err}
 		}()
-		queuedEverywhere(t, cl, key, i+1)
+		queuedWhileWaiting(t, cl, key, i+1, got)
 	}
 	return got
 }
