@@ -55,7 +55,9 @@
 // release without an fsync (unless the same pipeline or event-loop pass also carries a
 // logged write), and a sequential acquire+release pays one fsync instead of two.
 // Acquisitions, extensions and fence registers are logged and fsynced before the master
-// answers, as the safety model requires. Why this is safe:
+// answers, as the safety model requires (a prepared hand-off of the wait queue is
+// covered by writes logged before it: see "Prepared hand-offs" under "Waiting across
+// processes"). Why this is safe:
 //
 //   - A release that did not reach the AOF can come back only when the master replays its
 //     AOF (a restart), and it comes back as the key it was, with its original absolute
@@ -67,7 +69,8 @@
 //     needs a majority of grants, so a key that came back cannot admit a second holder.
 //   - Every SET that granted a key is logged, and replays without NX (SET key token PXAT t),
 //     so after a restart each master holds the key of the last SET it logged, over any
-//     released key, exactly as it did before for every live holder.
+//     released key, exactly as it did before for every live holder. (A prepared hand-off
+//     is not logged; the key it replaced is, with an expiry no earlier than its own.)
 //   - Fencing registers are only raised by logged writes; releases never touch them.
 //
 // What it costs: a key that comes back makes its master refuse that lock name until the
@@ -154,6 +157,17 @@
 //   - A waiter that gives up leaves every queue (and releases, handing on, a key it was
 //     handed meanwhile); a holder's release removes entries its acquisition left on
 //     masters it did not need.
+//   - Prepared hand-offs. A holder that got the lock from the queue prepares its
+//     release's hand-off while it holds: where its key is still there and a live waiter
+//     is first in line asking for no longer a TTL than its own, each master pushes the
+//     key's expiry to the waiter's TTL plus a slack from now (a quarter of the TTL, at
+//     most a second; never shortened) and raises the fencing register above the
+//     holder's fence, both logged. The release then finds that key's expiry no earlier
+//     than the waiter's would be and the register above the releaser's fence, and hands
+//     the key over without a log write: the waiter is told without waiting for an fsync,
+//     which moves from the critical path (after the release) into the hold. Where it was
+//     not prepared (held longer than the slack, the waiter asks for more, a release
+//     before the preparation ran), the hand-off is logged as above.
 //
 // Why this keeps the guarantees:
 //
@@ -163,11 +177,25 @@
 //     before each was set. The queue only decides whose token goes in; it can only make
 //     a master refuse, never grant.
 //   - Fencing: the argument of "Fencing tokens" holds for hand-offs too. A hand-off raises
-//     the register strictly, in the same step that sets the waiter's key, and the waiter
+//     the register strictly, in the same step that sets the waiter's key (a prepared one
+//     uses the value the preparation raised it to, above the releaser's fence, while
+//     only the releaser's key was there), and the waiter
 //     uses a raised value only when a majority of masters raised to that same value; the
 //     master it shares with the previous holder's majority raised it above what that
 //     holder had written there. Otherwise it reads the registers and runs the fence
 //     round.
+//   - A prepared hand-off loses nothing in a crash. Every write that moves a lock key's
+//     expiry is logged (acquisitions, extensions, preparations) except such a hand-off,
+//     which only sets the waiter's key where the released key's expiry was no earlier,
+//     and an unlogged release, which only deletes. So the expiry a master restores from
+//     its AOF (even restarted at once, without the supervisor's delay) is never earlier
+//     than the one in memory: the restored key, with the previous holder's token, refuses
+//     everyone until the waiter's key would have expired. The register is only written by
+//     logged writes, and with appendfsync always a master fsyncs them before it sends any
+//     later reply or notice. Cost: a holder that dies while others wait blocks the lock
+//     for up to the slack longer than its TTL; after a restart without the delay, the
+//     new holder cannot release or extend the restored key (it has the previous token),
+//     which then blocks the name until it expires, like a released key that came back.
 //   - Nothing waits forever on a dead waiter. An entry lives until its lease (three
 //     renewal periods plus a second, 2.2 s by default) runs out. A waiter that died
 //     after its last renewal may be handed the lock within that time; the lock then
