@@ -249,6 +249,27 @@ func (m *Master) Pid() int {
 	return m.cmd.Process.Pid
 }
 
+// AOF returns what the master's append-only files hold (every file of its appendonlydir,
+// base and increments, one after the other).
+func (m *Master) AOF() ([]byte, error) {
+	files, err := filepath.Glob(filepath.Join(m.DataDir, "appendonlydir", "*.aof"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no AOF files in %s (is appendonly on?)", m.DataDir)
+	}
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, b...)
+	}
+	return all, nil
+}
+
 // Running reports whether the process is alive (it may be paused).
 func (m *Master) Running() bool { return m.Pid() != 0 }
 

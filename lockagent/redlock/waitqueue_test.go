@@ -31,7 +31,10 @@ func queueLines(t *testing.T, m *redistest.Master, key string) []string {
 	return lines[1:]
 }
 
-// queuedEverywhere waits until key's queue has n waiters on every running master.
+// queuedEverywhere waits until key's queue has n waiters (n > 0) on a majority of the
+// masters, or no waiter (n == 0) on every running master. Not every master: the holder's
+// Acquire returned at its majority, and where its SET came too late (dropped, by design)
+// a waiter takes the free key instead of queueing.
 func queuedEverywhere(t *testing.T, cl *redistest.Cluster, key string, n int) {
 	t.Helper()
 	queuedWhileWaiting(t, cl, key, n, nil)
@@ -47,23 +50,32 @@ func queuedWhileWaiting(t *testing.T, cl *redistest.Cluster, key string, n int, 
 			t.Logf("last seen queues of %s: %q", key, seen)
 		}
 	}()
-	waitUntil(t, fmt.Sprintf("%d waiters queued for %s on every master", n, key), func() bool {
+	want := len(cl.Masters)/2 + 1
+	if n == 0 {
+		want = len(cl.Masters)
+	}
+	waitUntil(t, fmt.Sprintf("%d waiters queued for %s on %d masters", n, key, want), func() bool {
 		select {
 		case r := <-got:
 			t.Fatalf("waiter %d returned instead of queueing for %s: lock %v, err %v", r.who, key, r.lock != nil, r.err)
 		default:
 		}
 		seen = seen[:0]
-		ok := true
+		k := 0
 		for _, m := range cl.Masters {
 			if !m.Running() {
+				if n == 0 {
+					k++
+				}
 				continue
 			}
 			lines := queueLines(t, m, key)
 			seen = append(seen, strings.Join(lines, "|"))
-			ok = ok && len(lines) == n
+			if len(lines) == n {
+				k++
+			}
 		}
-		return ok
+		return k >= want
 	})
 }
 
@@ -411,9 +423,14 @@ func TestWaitQueueSplitVotes(t *testing.T) {
 	got := startWaiters(t, cl, key, 3)
 	// Rewrite each master's queue so that its first waiter differs: masters 0-1 put
 	// waiter 0 first, 2-3 waiter 1, 4 waiter 2. The release then hands out 2, 2 and 1.
+	// (A master where the holder's SET came too late has a waiter's key instead of all
+	// three in line: it splits the votes its own way.)
 	for mi, m := range cl.Masters {
 		lines := queueLines(t, m, key)
-		lead := []int{0, 0, 1, 1, 2}[mi]
+		if len(lines) == 0 {
+			continue
+		}
+		lead := min([]int{0, 0, 1, 1, 2}[mi], len(lines)-1)
 		var b strings.Builder
 		b.WriteString("0\n")
 		write := func(i int, ticket int) {
