@@ -184,8 +184,9 @@ end
 const releaseBody = queueLua + `
 local s = readq(KEYS[3])
 local read = s
-local leaving = string.sub(ARGV[6], 1, 5) == "leave"
-if s and (leaving or ARGV[6] == "drop") then s = drop(s, ARGV[5]) end
+local mode = ARGV[6] or "" -- callers of the bare release pass only ARGV[1-3]
+local leaving = string.sub(mode, 1, 5) == "leave"
+if s and (leaving or mode == "drop") then s = drop(s, ARGV[5]) end
 local v = redis.call("get", KEYS[1])
 local ours = v == ARGV[1]
 if v and not ours then
@@ -205,7 +206,7 @@ if s and not empty(s) then
   local now = nowms()
   local head
   head, s = first(s, now, "")
-  local to = string.match(ARGV[6], "^leave (%x+)$")
+  local to = string.match(mode, "^leave (%x+)$")
   if head and to then
     head = bytag(s, now, to) or head
   end
@@ -222,7 +223,7 @@ if s and not empty(s) then
       tell(KEYS[1], head, "w" .. string.format("%d", w - now))
       return 1
     end
-    local f = tonumber(ARGV[4])
+    local f = tonumber(ARGV[4]) or 0
     if ours and not leaving and not durable and f > 0 and left >= tonumber(head.ttl) then
       -- Covered (see reserveScript): the released key's expiry, in memory and so in
       -- the AOF, is no earlier than the waiter's, and the register was raised above
