@@ -130,16 +130,23 @@ local function tell(key, e, what)
   local client = string.match(e.id, "^(.*)/%d+$") or e.id
   redis.call("publish", key .. GRANT_CHANNEL .. client, e.tok .. " " .. what .. " " .. e.n)
 end
-local function handto(keys, s, e, f, now, keep)
-  loud()
-  redis.call("set", keys[1], e.tok, "PX", e.ttl)
+local function handto(keys, s, e, f, now, keep, prepared)
   local reg = redis.call("get", keys[2]) or "0"
   local g = "r" .. reg
-  if string.match(reg, "^%d+$") then
-    local n = math.max(tonumber(reg), f) + 1
-    if n < 9007199254740992 then
-      g = string.format("%d", n)
-      redis.call("set", keys[2], g)
+  if prepared and string.match(reg, "^%d+$") and tonumber(reg) > f then
+    -- See reserveScript: no log write, so no fsync before the waiter is told.
+    quiet()
+    g = reg
+    redis.call("set", keys[1], e.tok, "PX", e.ttl)
+  else
+    loud()
+    redis.call("set", keys[1], e.tok, "PX", e.ttl)
+    if string.match(reg, "^%d+$") then
+      local n = math.max(tonumber(reg), f) + 1
+      if n < 9007199254740992 then
+        g = string.format("%d", n)
+        redis.call("set", keys[2], g)
+      end
     end
   end
   quiet()
@@ -223,22 +230,12 @@ if s and not empty(s) then
       tell(KEYS[1], head, "w" .. string.format("%d", w - now))
       return 1
     end
+    -- Prepared (see reserveScript) when the released key's expiry, in memory and so in
+    -- the AOF, is no earlier than the waiter's would be; handto also checks that the
+    -- register was raised above the releaser's fence.
     local f = tonumber(ARGV[4]) or 0
-    if ours and not leaving and not durable and f > 0 and left >= tonumber(head.ttl) then
-      -- Covered (see reserveScript): the released key's expiry, in memory and so in
-      -- the AOF, is no earlier than the waiter's, and the register was raised above
-      -- the releaser's fence by a logged write. The hand-off needs no log write, so
-      -- no fsync before the waiter is told.
-      local reg = redis.call("get", KEYS[2]) or "0"
-      if string.match(reg, "^%d+$") and tonumber(reg) > f then
-        quiet()
-        redis.call("set", KEYS[1], head.tok, "PX", head.ttl)
-        writeq(KEYS[3], drop(s, head.id), now, 0)
-        tell(KEYS[1], head, reg)
-        return 2
-      end
-    end
-    handto(KEYS, s, head, f, now, 0)
+    local prepared = ours and not leaving and not durable and f > 0 and left >= tonumber(head.ttl)
+    handto(KEYS, s, head, f, now, 0, prepared)
     if ours then return 2 end
     return 0
   end
@@ -330,7 +327,7 @@ if not v and s then
   head, s = first(s, now, ARGV[4])
   if head and later(ARGV[5], head.tk) then
     s = put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7])
-    handto(KEYS, s, head, 0, now, leasems)
+    handto(KEYS, s, head, 0, now, leasems, false)
     return {0, tonumber(head.ttl), reg, string.sub(redis.sha1hex(head.tok), 1, 8)}
   end
 end
