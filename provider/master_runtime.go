@@ -99,7 +99,8 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 // longer exists (no data dir, no supervisor): Terraform should plan to create it again.
 func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.Diagnostics) {
 	lm, diags := localMaster(ctx, m, listenPort(m))
-	obs, warnings := local.Refresh(ctx, lm.Spec, local.Processes{Supervisor: int(m.SupervisorPID.ValueInt64())})
+	obs, warnings := local.Refresh(ctx, lm.Spec, local.Processes{Supervisor: int(m.SupervisorPID.ValueInt64()),
+		Redis: int(m.PID.ValueInt64())})
 	addWarnings(&diags, warnings)
 	switch {
 	case obs.Gone:

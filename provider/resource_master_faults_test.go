@@ -220,50 +220,96 @@ func TestAccMaster_unsafeAppendfsyncOptOut(t *testing.T) {
 	})
 }
 
-// TestAccMaster_dataDirRemovedWhileRunning: removing the data dir under a running master
-// does not leave it running beside a new one: the plan replaces it, and apply stops the old
-// processes by pid before it creates the master again.
+// TestAccMaster_dataDirRemovedWhileRunning: removing the data dir, or only the supervisor's
+// files in it, under a running master does not leave it running beside a new one: the plan
+// replaces it, and apply stops the old processes by their recorded pids before it creates
+// the master again. The delete timeout is short so that a destroy that cannot reach the
+// master fails the test at once instead of waiting 10 minutes for the port.
 func TestAccMaster_dataDirRemovedWhileRunning(t *testing.T) {
-	m := newTestMaster(t)
-	var oldPID, oldSupervisor int
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProviderFactories,
-		CheckDestroy:             m.checkGone(false),
-		Steps: []resource.TestStep{
-			{Config: masterConfig(m, ""), Check: m.capture()},
-			{
-				PreConfig: func() {
-					oldPID, oldSupervisor = m.pid, m.supervisorPID
-					t.Cleanup(func() {
-						for _, pid := range []int{oldPID, oldSupervisor} {
-							if local.ProcessAlive(pid) && (local.CmdlineHas(pid, m.dir) || cwdIs(pid, m.dir+" (deleted)")) {
-								_ = syscall.Kill(pid, syscall.SIGKILL)
+	for _, tc := range []struct {
+		name   string
+		remove func(t *testing.T, m *testMaster) error
+	}{
+		{"whole dir", func(_ *testing.T, m *testMaster) error { return removeAll(m.dir) }},
+		{"supervisor files", func(_ *testing.T, m *testMaster) error {
+			return removeFiles(m.dir, supervisor.ConfigFileName, supervisor.StateFileName)
+		}},
+		{"supervisor config", func(_ *testing.T, m *testMaster) error {
+			return removeFiles(m.dir, supervisor.ConfigFileName)
+		}},
+		{"supervisor killed, config removed", func(t *testing.T, m *testMaster) error {
+			// redis-server serves on alone, and nothing in data_dir proves it is the master's.
+			mustKill(t, m.supervisorPID)
+			return removeFiles(m.dir, supervisor.ConfigFileName)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMaster(t)
+			conf := masterConfig(m, "  timeouts = { delete = \"30s\" }\n")
+			var oldPID, oldSupervisor int
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProviderFactories,
+				CheckDestroy:             m.checkGone(false),
+				Steps: []resource.TestStep{
+					{Config: conf, Check: m.capture()},
+					{
+						PreConfig: func() {
+							oldPID, oldSupervisor = m.pid, m.supervisorPID
+							t.Cleanup(func() {
+								for _, pid := range []int{oldPID, oldSupervisor} {
+									if local.ProcessAlive(pid) && (local.CmdlineHas(pid, m.dir) || cwdIs(pid, m.dir) ||
+										cwdIs(pid, m.dir+" (deleted)")) {
+										_ = syscall.Kill(pid, syscall.SIGKILL)
+									}
+								}
+							})
+							if err := tc.remove(t, m); err != nil {
+								t.Fatal(err)
 							}
-						}
-					})
-					if err := os.RemoveAll(m.dir); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: masterConfig(m, ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(testAddr, plancheck.ResourceActionDestroyBeforeCreate),
-				}},
-				Check: resource.ComposeAggregateTestCheckFunc(
-					m.capture(),
-					resource.TestCheckResourceAttr(testAddr, "status", "running"),
-					func(*terraform.State) error {
-						for _, pid := range []int{oldPID, oldSupervisor} {
-							if local.ProcessAlive(pid) && pid != m.pid && pid != m.supervisorPID {
-								return fmt.Errorf("pid %d of the master whose dir was removed still runs", pid)
-							}
-						}
-						return nil
+						},
+						Config: conf,
+						ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+							plancheck.ExpectResourceAction(testAddr, plancheck.ResourceActionDestroyBeforeCreate),
+						}},
+						Check: resource.ComposeAggregateTestCheckFunc(
+							m.capture(),
+							resource.TestCheckResourceAttr(testAddr, "status", "running"),
+							func(*terraform.State) error {
+								for _, pid := range []int{oldPID, oldSupervisor} {
+									if local.ProcessAlive(pid) && pid != m.pid && pid != m.supervisorPID {
+										return fmt.Errorf("pid %d of the master whose files were removed still runs", pid)
+									}
+								}
+								return nil
+							},
+						),
 					},
-				),
-			},
-		},
-	})
+				},
+			})
+		})
+	}
+}
+
+// removeAll removes dir as `rm -rf` run until it succeeds would: the running master creates
+// files in it (the supervisor's metrics, the AOF's), so one pass can find it not empty.
+func removeAll(dir string) error {
+	var err error
+	for range 100 {
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}
+
+func removeFiles(dir string, names ...string) error {
+	for _, n := range names {
+		if err := os.Remove(filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // crashWatch follows a master after a SIGKILL: the last time it was seen answering before

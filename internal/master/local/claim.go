@@ -45,10 +45,16 @@ func claimDataDir(dir, name string) (release func(), err error) {
 // CheckDataDirFree refuses a data dir run by a live supervisor (proven by /proc): another
 // master owns it. The error names that master (from the dir's redlock-master.json) and its
 // supervisor pid. A dir where nothing runs, or only a redis-server left without its
-// supervisor (Start stops it cleanly and takes the dir over), passes.
+// supervisor (Start stops it cleanly and takes the dir over), passes. So does a dir whose
+// supervisor config was removed under a live supervisor: that master is damaged, Refresh
+// plans its replacement, which stops it by pid before the create (Start refuses the dir if
+// it still runs then).
 func CheckDataDirFree(dir string) error {
 	st, err := supervisor.Inspect(dir)
 	if err != nil || !st.SupervisorAlive {
+		return nil
+	}
+	if _, err := supervisor.LoadConfig(dir); err != nil {
 		return nil
 	}
 	who := "another master"

@@ -50,12 +50,18 @@ func Destroy(ctx context.Context, m Master, pids Processes) (warnings []Warning,
 	}
 	if exists(dir) {
 		if err := supervisor.Stop(ctx, dir); err != nil {
+			// The supervisor's files may be gone (data_dir removed in part while it ran):
+			// the pids recorded for the master are then the only way to reach it.
+			byPID := stopByPIDs(ctx, dir, pids.Supervisor, pids.Redis)
 			killed := KillLeftovers(dir)
-			warnings = append(warnings, Warning{"Master did not stop cleanly",
-				fmt.Sprintf("Stopping redlock_master %q cleanly failed (%v); killed pids %v. Its AOF may lack the last "+
-					"writes: if data_dir is kept, the next start waits out restart_delay.", name, err, killed)})
+			detail := fmt.Sprintf("Stopping redlock_master %q cleanly failed (%v); killed pids %v.", name, err, killed)
+			if byPID != nil {
+				detail += fmt.Sprintf(" Stopping it by its recorded pids: %v.", byPID)
+			}
+			warnings = append(warnings, Warning{"Master did not stop cleanly", detail + " Its AOF may lack the last " +
+				"writes: if data_dir is kept, the next start waits out restart_delay."})
 		}
-	} else if err := stopWithoutDir(ctx, dir, pids.Supervisor, pids.Redis); err != nil {
+	} else if err := stopByPIDs(ctx, dir, pids.Supervisor, pids.Redis); err != nil {
 		warnings = append(warnings, Warning{"Master did not stop cleanly", fmt.Sprintf("redlock_master %q: %v.", name, err)})
 	}
 	if err := waitPortFree(ctx, addr); err != nil {
@@ -202,39 +208,48 @@ func lastLocks(ctx context.Context, addr, password string, users []master.LockUs
 	return longest, nil
 }
 
-// stopWithoutDir stops a master whose data dir was removed under it, by the pids recorded
-// for it: SIGTERM to the supervisor (it shuts redis-server down), SIGKILL for whatever is
-// left after a grace period. Each pid is checked against the dir first, so a recycled pid is
-// left alone.
-func stopWithoutDir(ctx context.Context, dir string, supPID, redisPID int) error {
-	isOurs := func(pid int) bool {
-		if !ProcessAlive(pid) {
-			return false
-		}
-		if CmdlineHas(pid, dir) {
-			return true
-		}
-		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
-		return err == nil && (cwd == dir || cwd == dir+" (deleted)")
+// stopByPIDs stops a master whose data dir (or the supervisor's files in it) was removed
+// under it, by the pids recorded for it: SIGTERM to the supervisor (it shuts redis-server
+// down), or to redis-server itself when its supervisor is gone (a clean shutdown too), and
+// SIGKILL for whatever is left after a grace period. Only pids that ownedBy proves to be the
+// master's are signalled, so a recycled pid is left alone.
+func stopByPIDs(ctx context.Context, dir string, supPID, redisPID int) error {
+	first := redisPID
+	if ownedBy(supPID, dir) {
+		first = supPID
 	}
-	if isOurs(supPID) {
-		_ = syscall.Kill(supPID, syscall.SIGTERM)
+	if ownedBy(first, dir) {
+		_ = syscall.Kill(first, syscall.SIGTERM)
+		_ = syscall.Kill(first, syscall.SIGCONT) // a paused process must wake up to act on it
 	}
 	grace, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for isOurs(supPID) || isOurs(redisPID) {
+	for ownedBy(supPID, dir) || ownedBy(redisPID, dir) {
 		select {
 		case <-grace.Done():
 			var killed []int
 			for _, pid := range []int{supPID, redisPID} {
-				if isOurs(pid) {
+				if ownedBy(pid, dir) {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 					killed = append(killed, pid)
 				}
 			}
-			return fmt.Errorf("the data dir was gone and pids %v did not stop on SIGTERM: killed them", killed)
+			return fmt.Errorf("pids %v did not stop on SIGTERM: killed them", killed)
 		case <-time.After(pollInterval):
 		}
 	}
 	return nil
+}
+
+// ownedBy reports whether pid is alive and belongs to the master in dir: its command line
+// names dir (the supervisor) or it runs in dir, removed or not (redis-server).
+func ownedBy(pid int, dir string) bool {
+	if !ProcessAlive(pid) {
+		return false
+	}
+	if CmdlineHas(pid, dir) {
+		return true
+	}
+	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+	return err == nil && (cwd == dir || cwd == dir+" (deleted)")
 }

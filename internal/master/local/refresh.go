@@ -16,9 +16,9 @@ type Observed struct {
 	// Gone: no data dir, or neither supervisor nor redis-server runs. The master no longer
 	// exists and should be created again (after its restart delay, if it stopped uncleanly).
 	Gone bool
-	// DataDirRemoved: the data dir was removed while the supervisor runs. The master must be
-	// replaced (Destroy stops it by pid), not started a second time beside it. Nothing else
-	// was looked at.
+	// DataDirRemoved: the data dir, or the supervisor's files in it, was removed while the
+	// supervisor runs. The master must be replaced (Destroy stops it by pid), not started a
+	// second time beside it. Nothing else was looked at.
 	DataDirRemoved bool
 	Status         string // a Status* value
 	Processes      Processes
@@ -27,19 +27,30 @@ type Observed struct {
 }
 
 // Refresh reports what runs of the master s describes and what its server says. pids are
-// the processes last recorded for it, used only when its data dir is gone.
+// the processes last recorded for it, used only when its data dir (or the supervisor's files
+// in it) is gone.
 func Refresh(ctx context.Context, s master.Spec, pids Processes) (Observed, []Warning) {
 	dir, name := s.DataDir, s.Name
 	if !exists(dir) {
-		if pid := pids.Supervisor; ProcessAlive(pid) && CmdlineHas(pid, dir) {
+		if pid := runningByPID(dir, pids); pid != 0 {
 			return Observed{DataDirRemoved: true}, []Warning{{"data_dir removed while the master runs",
-				fmt.Sprintf("redlock_master %q: data_dir %s was removed, but its supervisor (pid %d) still runs. "+
+				fmt.Sprintf("redlock_master %q: data_dir %s was removed, but its process (pid %d) still runs. "+
 					"The next apply stops it and creates the master again.", name, dir, pid)}}
 		}
 		return Observed{Gone: true}, []Warning{{"Master is gone",
 			fmt.Sprintf("redlock_master %q: data_dir %s no longer exists; the next apply creates the master again.", name, dir)}}
 	}
 	st, err := supervisor.Inspect(dir)
+	if err == nil {
+		_, err = supervisor.LoadConfig(dir)
+	}
+	if pid := runningByPID(dir, pids); err != nil && pid != 0 {
+		// Part of data_dir was removed (the supervisor's files) while the master runs: the
+		// same as the whole dir, except the dir is still there.
+		return Observed{DataDirRemoved: true}, []Warning{{"data_dir damaged while the master runs",
+			fmt.Sprintf("redlock_master %q: the supervisor's files in data_dir %s cannot be read (%v), but the master's "+
+				"process (pid %d) still runs. The next apply stops it and creates the master again.", name, dir, err, pid)}}
+	}
 	if err == nil && !st.SupervisorAlive && !st.RedisAlive {
 		if until, ok := destroyPending(dir); ok {
 			// Forgetting the master now would let its replacement be created (say at the same
@@ -95,4 +106,15 @@ func destroyPending(dir string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return supervisor.HoldUntil(dir, 0)
+}
+
+// runningByPID returns the first of the recorded pids that still runs as part of the master
+// in dir, or 0.
+func runningByPID(dir string, pids Processes) int {
+	for _, pid := range []int{pids.Supervisor, pids.Redis} {
+		if ownedBy(pid, dir) {
+			return pid
+		}
+	}
+	return 0
 }
