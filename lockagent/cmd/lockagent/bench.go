@@ -93,7 +93,9 @@ Benchmark:
   --contenders N       in-process contention goroutines (default 16)
   --processes L        comma-separated worker process counts of the cross-process
                        scenario (default 4,8,16; 0 skips it)
-  --hold D             how long a contender holds the lock (default 1ms)
+  --hold D             how long a contender holds the lock (default 1ms), slept with
+                       nanosleep(2): Go's timers would round it up to the next
+                       millisecond in a process whose sockets are busy
   --ttl D              TTL of every lock, the same for all (default 10s)
   --cpuprofile FILE    write a CPU profile of the whole run (go tool pprof FILE)
   --memprofile FILE    write an allocation profile at the end

@@ -588,7 +588,7 @@ func runContention(ctx context.Context, cfg Config, l locker, key string) (*Cont
 				}
 				perGoroutine[g]++
 				waits[g] = append(waits[g], wait)
-				time.Sleep(cfg.Hold)
+				hold(cfg.Hold)
 				rctx, cancel := releaseCtx()
 				if err := unlock(rctx); err != nil {
 					errs.add(err)

@@ -178,7 +178,7 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 			}
 			continue
 		}
-		time.Sleep(spec.Hold)
+		hold(spec.Hold)
 		t2, _ := monoNow()
 		res.Holds = append(res.Holds, [4]int64{t1 - startAt, t2 - t1, int64(fence), t1 - t0})
 		rctx, cancel := releaseCtx()

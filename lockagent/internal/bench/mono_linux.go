@@ -2,7 +2,11 @@
 
 package bench
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // monoNow reads CLOCK_MONOTONIC in nanoseconds. On Linux it is one clock for the whole
 // system, so holds recorded by different processes can be compared with each other.
@@ -16,3 +20,16 @@ func monoNow() (int64, error) {
 
 // CrossSupported says whether the cross-process scenario can run here.
 const CrossSupported = true
+
+// hold sleeps for d with the precision of nanosleep(2), as the critical section of every
+// implementation. time.Sleep is not precise enough here: Go's netpoller waits for timers
+// in whole milliseconds, so a sub-millisecond wait is rounded up to 1ms whenever a socket
+// wakes the process during the sleep (a late reply, a notice from another master), and
+// the holds of a Client that still receives anything then last up to 2ms instead of 1ms.
+// That would measure the runtime's timer, not the lock. A blocking syscall only costs
+// this goroutine's thread.
+func hold(d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
+}

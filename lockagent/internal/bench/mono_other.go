@@ -2,7 +2,10 @@
 
 package bench
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // monoNow: the cross-process scenario compares holds of different processes on one
 // system-wide monotonic clock, which only Linux guarantees for CLOCK_MONOTONIC.
@@ -12,3 +15,6 @@ func monoNow() (int64, error) {
 
 // CrossSupported says whether the cross-process scenario can run here.
 const CrossSupported = false
+
+// hold sleeps for d, the critical section of every implementation (see mono_linux.go).
+func hold(d time.Duration) { time.Sleep(d) }
