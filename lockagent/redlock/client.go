@@ -327,7 +327,7 @@ func (c *Client) tryAcquire(ctx context.Context, name string, ttl time.Duration,
 			// Some register was already at or above the proposal (another Client moved the
 			// fence on, or this Client never saw it): propose above every register read
 			// where our SET succeeded, confirmed by a second round.
-			fence, err = c.fence(ctx, key, token, fenceMax+1, nodeTimeout, lockDeadline)
+			fence, err = c.fence(ctx, key, token, fenceMax+1, 0, nodeTimeout, lockDeadline)
 			if err != nil {
 				wait := nodeTimeout
 				if ctx.Err() != nil {
@@ -484,12 +484,13 @@ func freeIn(pttls []time.Duration, need int, fallback time.Duration) time.Durati
 
 // fence runs the fallback fence round: write max(stored, proposed) on every master
 // that still holds our token; the fence is ours when a majority confirmed.
-func (c *Client) fence(ctx context.Context, key, token string, proposed uint64, nodeTimeout time.Duration, lockDeadline time.Time) (uint64, error) {
+func (c *Client) fence(ctx context.Context, key, token string, proposed, reserve uint64, nodeTimeout time.Duration, lockDeadline time.Time) (uint64, error) {
 	deadline := time.Now().Add(nodeTimeout)
 	if lockDeadline.Before(deadline) {
 		deadline = lockDeadline
 	}
-	rd := c.broadcast(OpFence, key, deadline, scriptCall(fenceScript, []string{key, key + FenceSuffix}, token, strconv.FormatUint(proposed, 10)))
+	rd := c.broadcast(OpFence, key, deadline, scriptCall(fenceScript, []string{key, key + FenceSuffix}, token, strconv.FormatUint(proposed, 10),
+		strconv.FormatUint(reserve, 10)))
 	parse := func(req *request) (bool, error) {
 		if req.err != nil {
 			return false, req.err

@@ -70,7 +70,7 @@
 //   - Every SET that granted a key is logged, and replays without NX (SET key token PXAT t),
 //     so after a restart each master holds the key of the last SET it logged, over any
 //     released key, exactly as it did before for every live holder. (A prepared hand-off
-//     is not logged; the key it replaced is, with an expiry no earlier than its own.)
+//     is not logged; a key it replaced is, with an expiry no earlier than its own.)
 //   - Fencing registers are only raised by logged writes; releases never touch them.
 //
 // What it costs: a key that comes back makes its master refuse that lock name until the
@@ -157,17 +157,18 @@
 //   - A waiter that gives up leaves every queue (and releases, handing on, a key it was
 //     handed meanwhile); a holder's release removes entries its acquisition left on
 //     masters it did not need.
-//   - Prepared hand-offs. A holder that got the lock from the queue prepares its
-//     release's hand-off while it holds: where its key is still there and a live waiter
-//     is first in line asking for no longer a TTL than its own, each master pushes the
-//     key's expiry to the waiter's TTL plus a slack from now (a quarter of the TTL, at
-//     most a second; never shortened) and raises the fencing register above the
-//     holder's fence, both logged. The release then finds that key's expiry no earlier
-//     than the waiter's would be and the register above the releaser's fence, and hands
-//     the key over without a log write: the waiter is told without waiting for an fsync,
-//     which moves from the critical path (after the release) into the hold. Where it was
-//     not prepared (held longer than the slack, the waiter asks for more, a release
-//     before the preparation ran), the hand-off is logged as above.
+//   - Prepared hand-offs. A hand-off that is logged prepares the ones after it: it gives
+//     the new holder's key a slack beyond its TTL (a quarter of the TTL, at most a
+//     second) and raises the register 99 past the new holder's fence (a queued waiter's
+//     fallback fence round does the same). A release of a key that was ours, still with
+//     at least the next waiter's TTL left, with the register above the releaser's fence,
+//     then hands over without a log write: the waiter's key keeps the released key's
+//     expiry and its fence is the releaser's + 1, at or below the logged register. The
+//     waiter is told without waiting for an fsync, and a chain of hand-offs pays one
+//     fsync per second of slack (or per 100 hand-offs) instead of one each. A hold longer
+//     than the slack, a waiter asking for a longer TTL, a durable release, a holder
+//     without a fence, or a key the releaser no longer had, make the hand-off logged as
+//     above, which starts a new chain.
 //
 // Why this keeps the guarantees:
 //
@@ -176,26 +177,27 @@
 //     key. A lock is still held only with a majority of such keys, counted from a moment
 //     before each was set. The queue only decides whose token goes in; it can only make
 //     a master refuse, never grant.
-//   - Fencing: the argument of "Fencing tokens" holds for hand-offs too. A hand-off raises
-//     the register strictly, in the same step that sets the waiter's key (a prepared one
-//     uses the value the preparation raised it to, above the releaser's fence, while
-//     only the releaser's key was there), and the waiter
-//     uses a raised value only when a majority of masters raised to that same value; the
-//     master it shares with the previous holder's majority raised it above what that
-//     holder had written there. Otherwise it reads the registers and runs the fence
-//     round.
+//   - Fencing: the argument of "Fencing tokens" holds for hand-offs too. A hand-off
+//     gives the waiter the releaser's fence + 1 where the key was the releaser's until
+//     then (the register + 1 otherwise), and leaves the register at or above it, written
+//     by a logged write in that step or before it. The waiter uses a handed fence only
+//     when a majority of masters handed it the same value; then a majority had the
+//     releaser's key until its release, so nobody acquired between the two, and the
+//     releaser's fence is above every earlier one. Otherwise it reads the registers and
+//     runs the fence round.
 //   - A prepared hand-off loses nothing in a crash. Every write that moves a lock key's
-//     expiry is logged (acquisitions, extensions, preparations) except such a hand-off,
-//     which only sets the waiter's key where the released key's expiry was no earlier,
-//     and an unlogged release, which only deletes. So the expiry a master restores from
-//     its AOF (even restarted at once, without the supervisor's delay) is never earlier
-//     than the one in memory: the restored key, with the previous holder's token, refuses
-//     everyone until the waiter's key would have expired. The register is only written by
-//     logged writes, and with appendfsync always a master fsyncs them before it sends any
-//     later reply or notice. Cost: a holder that dies while others wait blocks the lock
-//     for up to the slack longer than its TTL; after a restart without the delay, the
-//     new holder cannot release or extend the restored key (it has the previous token),
-//     which then blocks the name until it expires, like a released key that came back.
+//     expiry later is logged (acquisitions, extensions, logged hand-offs); a prepared
+//     hand-off keeps the released key's expiry (or shortens it), and an unlogged release
+//     only deletes. So the expiry a master restores from its AOF (even restarted at once,
+//     without the supervisor's delay) is never earlier than the one in memory: the
+//     restored key, with an earlier holder's token, refuses everyone until the last
+//     holder's key would have expired. The register is only written by logged writes,
+//     and with appendfsync always a master fsyncs them before it sends any later reply or
+//     notice. Cost: a holder that dies while others wait blocks the lock for up to the
+//     slack longer than its TTL; after a restart without the delay, the new holder cannot
+//     release or extend the restored key (it has an earlier token), which then blocks the
+//     name until it expires, like a released key that came back. Fences jump by up to 100
+//     where a chain ends early; they still only increase.
 //   - Nothing waits forever on a dead waiter. An entry lives until its lease (three
 //     renewal periods plus a second, 2.2 s by default) runs out. A waiter that died
 //     after its last renewal may be handed the lock within that time; the lock then

@@ -192,24 +192,23 @@ func crashAll(t *testing.T, cl *redistest.Cluster) {
 	}
 }
 
-// TestPreparedHandOffSurvivesACrash: a holder that got the lock from the wait queue, with
-// another waiter in line, prepares its release's hand-off while it holds (the key's
-// expiry pushed to the waiter's TTL plus a slack, the fencing register raised, both
-// logged), so the release hands the lock over without writing to the AOF: no fsync before
-// the waiter is told. Nothing is lost by it: every master killed right after and
-// restarted at once (without the supervisor's delay, the worst case) replays a key that
-// refuses everyone until the new holder's lock would have expired anyway, and a register
-// at or above its fence.
+// TestPreparedHandOffSurvivesACrash: a logged hand-off prepares the next ones (the new
+// holder's key lives a slack beyond its TTL, the fencing register is raised past its
+// fence), so the releases after it hand the lock over without writing to the AOF: no
+// fsync before the waiter is told, twice in a row here. Nothing is lost by it: every
+// master killed right after and restarted at once (without the supervisor's delay, the
+// worst case) replays a key that refuses everyone until the last holder's lock would
+// have expired anyway, and a register at or above its fence.
 func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 5})
 	const key = "prepared"
 	const ttl = 10 * time.Second
 	a := newClient(t, cl, redlock.Options{})
 	first := mustAcquire(t, a, key, ttl)
-	// Two waiters that renew their entries every 20-40ms, so the second one's validity
+	// Three waiters that renew their entries every 20-40ms, so that each one's validity
 	// counts from just before the hand-off to it.
-	got := make(chan waited, 2)
-	for i := range 2 {
+	got := make(chan waited, 3)
+	for i := range 3 {
 		c := newClient(t, cl, redlock.Options{RetryDelayMin: 10 * time.Millisecond, RetryDelayMax: 20 * time.Millisecond})
 		go func() {
 			l, err := c.Acquire(context.Background(), key, ttl)
@@ -217,18 +216,28 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 		}()
 		queuedWhileWaiting(t, cl, key, i+1, got)
 	}
-	if err := first.Release(context.Background()); err != nil {
-		t.Fatalf("Release: %v", err)
+	// A release in the first 5ms of every 100ms of the masters' clocks leaves the key free
+	// for other clients instead of handing it over: release in the middle of a slot.
+	release := func(l *redlock.Lock) {
+		t.Helper()
+		if ms := masterMillis(t, cl.Masters[0]) % 100; ms < 20 || ms > 70 {
+			time.Sleep(time.Duration((145-ms)%100) * time.Millisecond)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
 	}
+	release(first)
 	b := <-got
 	if b.err != nil || b.who != 0 {
 		t.Fatalf("first waiter: waiter %d, %v; want waiter 0 holding the lock", b.who, b.err)
 	}
-	// The preparation goes out when the waiter has its majority; a master where the
-	// previous release had not arrived yet refuses it (the key is not the waiter's yet),
-	// and hands the lock on with a logged write. A majority is prepared.
+	// The hand-off from a holder that took the lock without the queue (its key had less
+	// than a TTL left) was logged, and prepared the next ones: the key lives beyond the
+	// TTL. A master where the waiter took the free key itself (the holder's SET came too
+	// late) is not prepared. A majority is.
 	prepared := map[int]bool{}
-	waitUntil(t, "the hand-off to the next waiter prepared on a majority (key expiry beyond its TTL)", func() bool {
+	waitUntil(t, "the next hand-offs prepared on a majority (key expiry beyond the TTL)", func() bool {
 		if holders(t, cl, key, b.lock.Token()) != len(cl.Masters) {
 			return false
 		}
@@ -240,34 +249,34 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 		}
 		return len(prepared) >= 3
 	})
-	// Hold it long enough that the next holder's lock outlives the key the previous
-	// hand-off logged (had the hand-off not been prepared, the check after the crash
-	// fails), and well within the slack of the preparation (1s at this TTL).
-	time.Sleep(400 * time.Millisecond)
-	// A release in the first 5ms of every 100ms of the masters' clocks leaves the key free
-	// for other clients instead of handing it over: release in the middle of a slot.
-	if ms := masterMillis(t, cl.Masters[0]) % 100; ms < 20 || ms > 70 {
-		time.Sleep(time.Duration((145-ms)%100) * time.Millisecond)
-	}
-	if err := b.lock.Release(context.Background()); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
+	// Hold it long enough that the next holder's lock outlives the key a hand-off that
+	// sets the TTL would log (had the hand-offs not been prepared, the check after the
+	// crash fails), and well within the slack (1s at this TTL).
+	time.Sleep(300 * time.Millisecond)
+	release(b.lock)
 	c := <-got
 	if c.err != nil {
 		t.Fatalf("second waiter: Acquire: %v", c.err)
 	}
-	if c.lock.Fence() <= b.lock.Fence() {
-		t.Fatalf("fence of the prepared hand-off %d <= the previous holder's %d", c.lock.Fence(), b.lock.Fence())
+	time.Sleep(300 * time.Millisecond)
+	release(c.lock)
+	d := <-got
+	if d.err != nil {
+		t.Fatalf("third waiter: Acquire: %v", d.err)
 	}
-	waitUntil(t, "the second waiter's key on every master", func() bool { return holders(t, cl, key, c.lock.Token()) == 5 })
+	if c.lock.Fence() <= b.lock.Fence() || d.lock.Fence() <= c.lock.Fence() {
+		t.Fatalf("fences %d, %d, %d: want strictly increasing", b.lock.Fence(), c.lock.Fence(), d.lock.Fence())
+	}
+	waitUntil(t, "the third waiter's key on every master", func() bool { return holders(t, cl, key, d.lock.Token()) == 5 })
 	for i, m := range cl.Masters {
-		// The first hand-off (from a holder that took the lock without the queue, so had
-		// nothing prepared) was logged: the check below can see a logged hand-off.
+		// The first hand-off was logged: the check below can see a logged hand-off.
 		if !aofHas(t, m, b.lock.Token()) {
 			t.Errorf("master %d: the AOF lacks the first waiter's token, handed over by a logged write", i)
 		}
-		if prepared[i] && aofHas(t, m, c.lock.Token()) {
-			t.Errorf("master %d: the prepared hand-off was logged (the AOF has the new holder's token): it paid an fsync", i)
+		for _, w := range []waited{c, d} {
+			if prepared[i] && aofHas(t, m, w.lock.Token()) {
+				t.Errorf("master %d: the prepared hand-off to waiter %d was logged (the AOF has its token): it paid an fsync", i, w.who)
+			}
 		}
 	}
 
@@ -277,16 +286,16 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 			t.Fatalf("master %d: no key after the crash: the prepared hand-off was lost", i)
 		}
 		pttl, err := m.Admin().PTTL(adminCtx(t), key).Result()
-		if left := time.Until(c.lock.Deadline()); err != nil || pttl < left {
+		if left := time.Until(d.lock.Deadline()); err != nil || pttl < left {
 			t.Errorf("master %d: restored key expires in %v (%v); the holder's lock is valid %v more: others could take it", i, pttl, err, left)
 		}
 		reg, err := strconv.ParseUint(valueOn(t, m, key+redlock.FenceSuffix), 10, 64)
-		if err != nil || reg < c.lock.Fence() {
-			t.Errorf("master %d: restored fencing register %d (%v) < the holder's fence %d", i, reg, err, c.lock.Fence())
+		if err != nil || reg < d.lock.Fence() {
+			t.Errorf("master %d: restored fencing register %d (%v) < the holder's fence %d", i, reg, err, d.lock.Fence())
 		}
 	}
-	d := newClient(t, cl, redlock.Options{MaxRetries: 0})
-	if _, err := d.TryAcquire(context.Background(), key, ttl); !errors.Is(err, redlock.ErrTaken) {
+	e := newClient(t, cl, redlock.Options{MaxRetries: 0})
+	if _, err := e.TryAcquire(context.Background(), key, ttl); !errors.Is(err, redlock.ErrTaken) {
 		t.Fatalf("another client's TryAcquire after the crash = %v; want ErrTaken", err)
 	}
 }

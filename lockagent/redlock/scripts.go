@@ -130,22 +130,29 @@ local function tell(key, e, what)
   local client = string.match(e.id, "^(.*)/%d+$") or e.id
   redis.call("publish", key .. GRANT_CHANNEL .. client, e.tok .. " " .. what .. " " .. e.n)
 end
-local function handto(keys, s, e, f, now, keep, prepared)
+-- A hand-off that is logged gives the new holder's key a slack beyond its TTL (a quarter
+-- of it, at most a second) and raises the register CHAIN_FENCES - 1 past the new
+-- holder's fence, so that the next hand-offs can go without a log write (see releaseBody).
+local function slack(ttl) return math.min(math.floor(tonumber(ttl) / 4), 1000) end
+local function handto(keys, s, e, f, now, keep, left)
   local reg = redis.call("get", keys[2]) or "0"
   local g = "r" .. reg
-  if prepared and string.match(reg, "^%d+$") and tonumber(reg) > f then
-    -- See reserveScript: no log write, so no fsync before the waiter is told.
+  local numeric = string.match(reg, "^%d+$") and tonumber(reg) < 9007199254740992 - CHAIN_FENCES
+  if left and numeric and f > 0 and tonumber(reg) > f and left >= tonumber(e.ttl) then
+    -- Unlogged (see releaseBody): the key keeps the released key's expiry, the fence is
+    -- the releaser's plus one, at or below the register.
     quiet()
-    g = reg
-    redis.call("set", keys[1], e.tok, "PX", e.ttl)
+    g = string.format("%d", f + 1)
+    redis.call("set", keys[1], e.tok, "PX", left)
   else
     loud()
-    redis.call("set", keys[1], e.tok, "PX", e.ttl)
-    if string.match(reg, "^%d+$") then
-      local n = math.max(tonumber(reg), f) + 1
-      if n < 9007199254740992 then
-        g = string.format("%d", n)
-        redis.call("set", keys[2], g)
+    redis.call("set", keys[1], e.tok, "PX", tonumber(e.ttl) + slack(e.ttl))
+    if numeric then
+      local n = tonumber(reg) + 1
+      if f > 0 then n = f + 1 end
+      g = string.format("%d", n)
+      if n + CHAIN_FENCES - 1 > tonumber(reg) then
+        redis.call("set", keys[2], string.format("%d", n + CHAIN_FENCES - 1))
       end
     end
   end
@@ -159,12 +166,12 @@ end
 // same "get == token then del" semantics, so the holders of different libraries exclude
 // each other. Then, when the key is free and its wait queue has a live waiter, the lock
 // is handed to the first one by ticket, in the same atomic step (handto): the key is set
-// to the waiter's token with its TTL (a logged write, like every acquisition), the
-// fencing register is raised strictly (to max(register, the releaser's fence) + 1, when
-// the register is a number), the waiter leaves the queue, and "<token> <fence> <attempt>"
-// is published on the key's grant channel of the waiter's Client (attempt: the waiter's
-// attempt that last renewed its entry, which ran before the hand-off; fence is the raised
-// register, or "r" and the register as read when it could not be raised). A release in
+// to the waiter's token, the waiter's fence is the releaser's fence + 1 (the register + 1
+// when the key was not the releaser's or it has no fence), the waiter leaves the queue,
+// and "<token> <fence> <attempt>" is published on the key's grant channel of the
+// waiter's Client (attempt: the waiter's attempt that last renewed its entry, which ran
+// before the hand-off; fence is "r" and the register as read when the register is not a
+// number). A release in
 // the first openWindow of a handOffPeriod (by the master's clock) opens a window instead:
 // the key stays free until the window's end, and the first waiter is told "<token> w<ms>
 // <attempt>": try in ms. Without a hand-off, the released token is
@@ -172,17 +179,38 @@ end
 // waiters wake at once. The message (ARGV[3]) is the token, followed by handedOffMark
 // when the releasing Client has already handed the lock to one of its own waiters.
 //
-// A release by a holder whose next hand-off was prepared (reserveScript) hands the key
-// over without a log write: the same key, register value and notice, with no fsync
-// before the waiter is told.
+// A hand-off is logged (fsynced before the waiter is told), like every acquisition,
+// unless it is prepared. A logged one sets the waiter's key with its TTL plus a slack (a
+// quarter of the TTL, at most a second) and raises the register to at least the waiter's
+// fence + chainFences - 1. That prepares the hand-offs after it: a release of a key that
+// was ours, not durable, with a fence, whose key still had at least the next waiter's
+// TTL left and whose fence is below the register, hands over without a log write. The
+// waiter's key then keeps the released key's expiry (PX of its PTTL, so never later),
+// and its fence (the releaser's + 1) is at or below the register already logged. So a
+// chain of hand-offs pays one fsync per slack or per chainFences hand-offs, whichever
+// ends first, instead of one each.
+//
+// Why an unlogged hand-off loses nothing: every write that moves a lock key's expiry
+// later is logged (acquisitions, extensions, logged hand-offs); an unlogged hand-off
+// keeps the expiry or shortens it, and an unlogged release only removes the key from
+// memory. So the expiry a master restores from its AOF (after a crash, even with no
+// restart delay) is never earlier than the one in memory, and that restored key refuses
+// every other client until the new holder's key would have expired. The register is
+// only ever written by logged writes and is never below a fence handed out, and with
+// appendfsync always the master fsyncs them before it sends any later reply or notice.
+// The waiter's fence is above every earlier one: it takes a handed fence only when a
+// majority of masters handed it the same one, so here a majority had the releaser's key
+// until the release; nobody acquired after the releaser, whose own fence is above every
+// fence before. A holder that dies while others wait keeps the lock blocked for up to the
+// slack longer than its TTL.
 //
 // A holder's release with ARGV[6] "drop" also takes out the entry its acquisition left
 // (ARGV[5]) on a master it did not need. The same script takes out a waiter that gives
 // up (ARGV[6] "leave": the entry of ARGV[5] goes, and a lock it was handed meanwhile is
-// released and handed on, never with a window, and always logged). "leave <tag>" is a waiter stepping back
-// from a split (isSplit): the lock goes to the waiter whose token has that tag when it
-// is in line, else to the first. A key found free (expired, or released by a client
-// that hands nothing over) is handed to the first waiter too.
+// released and handed on, never with a window, and always logged). "leave <tag>" is a
+// waiter stepping back from a split (isSplit): the lock goes to the waiter whose token
+// has that tag when it is in line, else to the first. A key found free (expired, or
+// released by a client that hands nothing over) is handed to the first waiter too.
 //
 // KEYS[1] lock key; KEYS[2] fencing register; KEYS[3] wait queue; ARGV[1] token; ARGV[2]
 // release channel or ""; ARGV[3] message; ARGV[4] the releaser's fence ("0": none);
@@ -230,12 +258,14 @@ if s and not empty(s) then
       tell(KEYS[1], head, "w" .. string.format("%d", w - now))
       return 1
     end
-    -- Prepared (see reserveScript) when the released key's expiry, in memory and so in
-    -- the AOF, is no earlier than the waiter's would be; handto also checks that the
-    -- register was raised above the releaser's fence.
-    local f = tonumber(ARGV[4]) or 0
-    local prepared = ours and not leaving and not durable and f > 0 and left >= tonumber(head.ttl)
-    handto(KEYS, s, head, f, now, 0, prepared)
+    -- The releaser's fence counts only for a key it held until now: a key found free
+    -- may have been held by others since (handto then raises the register as read).
+    local f, chain = 0, nil
+    if ours and not leaving then
+      f = tonumber(ARGV[4]) or 0
+      if not durable then chain = left end
+    end
+    handto(KEYS, s, head, f, now, 0, chain)
     if ours then return 2 end
     return 0
   end
@@ -259,12 +289,18 @@ const (
 	openWindow    = 5 * time.Millisecond
 )
 
+// chainFences is how many fences a logged hand-off reserves: the register goes that far
+// minus one past the new holder's fence, so that up to as many hand-offs after it need no
+// log write for their fence (see releaseBody).
+const chainFences = 100
+
 // withGrantChannel puts the grant channel's infix and the hand-off constants into a
 // script body.
 func withGrantChannel(src string) string {
 	return strings.NewReplacer("GRANT_CHANNEL", `"`+GrantChannelInfix+`"`,
 		"HANDOFF_PERIOD", strconv.FormatInt(handOffPeriod.Milliseconds(), 10),
-		"OPEN_WINDOW", strconv.FormatInt(openWindow.Milliseconds(), 10)).Replace(src)
+		"OPEN_WINDOW", strconv.FormatInt(openWindow.Milliseconds(), 10),
+		"CHAIN_FENCES", strconv.Itoa(chainFences)).Replace(src)
 }
 
 // releaseScript is the release without durability (the default): the same
@@ -327,7 +363,7 @@ if not v and s then
   head, s = first(s, now, ARGV[4])
   if head and later(ARGV[5], head.tk) then
     s = put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7])
-    handto(KEYS, s, head, 0, now, leasems, false)
+    handto(KEYS, s, head, 0, now, leasems, nil)
     return {0, tonumber(head.ttl), reg, string.sub(redis.sha1hex(head.tok), 1, 8)}
   end
 end
@@ -351,45 +387,6 @@ if s then
   writeq(KEYS[3], put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7]), now, leasems)
 end
 return {0, redis.call("pttl", KEYS[1]), reg, string.sub(redis.sha1hex(v), 1, 8)}
-`))
-
-// reserveScript prepares the next hand-off while the lock is held, so that the release
-// can hand the key over without a log write (releaseBody: "covered"). Where the key is
-// still the holder's and a live waiter is first in line asking for no longer a TTL than
-// the holder's, it makes two logged writes: the key's expiry is pushed to at least the
-// waiter's TTL plus ARGV[4] from now (never shortened), and the fencing register, when it
-// is not above the holder's fence, is raised to that fence + 1, the waiter's fence.
-//
-// Why a hand-off without a log write then loses nothing: every write that moves the
-// lock key's expiry is logged (acquisitions, extensions, this script) except such a
-// hand-off, which only sets the waiter's key where the released key's expiry was no
-// earlier than the waiter's, and an unlogged release, which only removes it from
-// memory. So the expiry a master would restore from its AOF (after a crash, even with no
-// restart delay) is never earlier than the one in memory, and that restored key refuses
-// every other client until the waiter's key would have expired. The register is only
-// ever written by logged writes, and with appendfsync always the master fsyncs them
-// before it sends any later reply or notice. A holder that dies while others wait keeps
-// the lock blocked for up to ARGV[4] longer than its TTL.
-//
-// KEYS[1] lock key; KEYS[2] fencing register; KEYS[3] wait queue; ARGV[1] holder's token;
-// ARGV[2] holder's fence; ARGV[3] holder's TTL in ms; ARGV[4] slack in ms.
-// Returns 1 when it reserved, 0 otherwise.
-var reserveScript = newScript("reserve", withGrantChannel(queueLua+`
-if redis.call("get", KEYS[1]) ~= ARGV[1] then return 0 end
-local s = readq(KEYS[3])
-if not s or empty(s) then return 0 end
-local head = first(s, nowms(), "")
-if not head or tonumber(head.ttl) > tonumber(ARGV[3]) then return 0 end
-local want = tonumber(head.ttl) + tonumber(ARGV[4])
-if redis.call("pttl", KEYS[1]) < want then
-  redis.call("pexpire", KEYS[1], want)
-end
-local reg = redis.call("get", KEYS[2]) or "0"
-local f = tonumber(ARGV[2])
-if string.match(reg, "^%d+$") and tonumber(reg) <= f and f + 1 < 9007199254740992 then
-  redis.call("set", KEYS[2], string.format("%d", f + 1))
-end
-return 1
 `))
 
 // extendScript extends the key when it is still ours, and sets it again (NX) on a master
@@ -436,22 +433,24 @@ return {1, reg}
 `)
 
 // fenceScript is the fallback fence round: on a master that still holds our token, raise
-// the fence register to max(stored, proposed); never lower it. The register has no
-// TTL: it must never go backwards.
+// the fence register to max(stored, proposed + reserve); never lower it. The register
+// has no TTL: it must never go backwards. reserve > 0 (a waiter of the wait queue) keeps
+// that many fences above ours for the hand-offs after us (see releaseBody).
 //
-// KEYS[1] lock key; KEYS[2] fence key; ARGV[1] token; ARGV[2] proposed fence.
+// KEYS[1] lock key; KEYS[2] fence key; ARGV[1] token; ARGV[2] proposed fence; ARGV[3]
+// reserve (optional, default 0).
 // Returns the stored value after the write, or -1 when the token is not ours there.
 var fenceScript = newScript("fence", `
 if redis.call("get", KEYS[1]) ~= ARGV[1] then
   return -1
 end
 local cur = tonumber(redis.call("get", KEYS[2]) or "0") or 0
-local p = tonumber(ARGV[2])
+local p = tonumber(ARGV[2]) + (tonumber(ARGV[3] or "0") or 0)
 if p > cur then
-  redis.call("set", KEYS[2], ARGV[2])
+  redis.call("set", KEYS[2], string.format("%d", p))
   cur = p
 end
 return cur
 `)
 
-var allScripts = []*script{acquireScript, acquireQueuedScript, releaseScript, durableReleaseScript, extendScript, fenceScript, reserveScript}
+var allScripts = []*script{acquireScript, acquireQueuedScript, releaseScript, durableReleaseScript, extendScript, fenceScript}

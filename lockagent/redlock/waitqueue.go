@@ -124,7 +124,6 @@ func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duratio
 				}
 				if l != nil {
 					acquired = true
-					c.reserve(l)
 					return l, attempt, nil
 				}
 				qw.lastErr = err
@@ -169,7 +168,6 @@ func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duratio
 			l, err := qw.tryLock(ctx, cfg)
 			if l != nil {
 				acquired = true
-				c.reserve(l)
 				return l, attempt, nil
 			}
 			if err != nil {
@@ -402,7 +400,9 @@ func (qw *queuedWait) tryLock(ctx context.Context, cfg lockConfig) (*Lock, error
 				return nil, nil // wait for better information (the next attempt reads them)
 			}
 			var err error
-			fence, err = c.fence(ctx, qw.key, qw.token, readMax+1, c.opts.nodeTimeout(qw.ttl), deadline)
+			// A waiter holds the lock while others may wait: the round reserves fences
+			// for the hand-offs after it, as a logged hand-off does (chainFences).
+			fence, err = c.fence(ctx, qw.key, qw.token, readMax+1, chainFences-1, c.opts.nodeTimeout(qw.ttl), deadline)
 			if err != nil {
 				if errors.Is(err, ErrLost) {
 					qw.grants = make([]grantState, len(qw.grants)) // look again
@@ -486,26 +486,6 @@ func (qw *queuedWait) yield(keeper string) {
 		qw.queued[i] = now
 	}
 }
-
-// reserve prepares, while l is held, the hand-off of its release to the next waiter
-// (reserveScript), so that the release need not wait for an fsync. It is sent after the
-// acquisition and before any release of l (each master's requests go out in order), and
-// nobody waits for it: where it did not run, the hand-off is logged as before.
-func (c *Client) reserve(l *Lock) {
-	h := l.h
-	if c.opts.DurableRelease || c.opts.NoFencing || h.fence == 0 {
-		return
-	}
-	rd := c.broadcast(OpCleanup, h.key, time.Now().Add(c.opts.CleanupTimeout), scriptCall(reserveScript,
-		[]string{h.key, h.key + FenceSuffix, h.key + QueueSuffix}, h.token, strconv.FormatUint(h.fence, 10),
-		h.ttl.Milliseconds(), reserveSlack(h.ttl).Milliseconds()))
-	c.straggle(rd, func(*request) {})
-}
-
-// reserveSlack is how long after a reservation the release can still hand the lock over
-// without a log write; a holder that dies while others wait blocks the lock that much
-// longer than its TTL.
-func reserveSlack(ttl time.Duration) time.Duration { return min(ttl/4, time.Second) }
 
 // leave takes us out of the queue on every master, releasing (and handing on) a lock a
 // release gave us meanwhile; a lock given back without a hand-off wakes the others.
