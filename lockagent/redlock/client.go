@@ -364,6 +364,7 @@ type acquireReply struct {
 	pttl        time.Duration // refused: the key's remaining TTL (-1ms: none; other negatives: unknown)
 	register    uint64        // fencing only: the register before the optimistic write
 	registerErr error         // the register could not be read (ok stays true)
+	handed      uint64        // queued attempt, key already ours: the fence its hand-off gave (0: unknown)
 	err         error         // no usable answer
 }
 

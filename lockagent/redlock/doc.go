@@ -71,7 +71,8 @@
 //     so after a restart each master holds the key of the last SET it logged, over any
 //     released key, exactly as it did before for every live holder. (A prepared hand-off
 //     is not logged; a key it replaced is, with an expiry no earlier than its own.)
-//   - Fencing registers are only raised by logged writes; releases never touch them.
+//   - Fencing registers are only raised by logged writes; a release only writes one when
+//     it hands the lock to a waiter, logged like an acquisition.
 //
 // What it costs: a key that comes back makes its master refuse that lock name until the
 // key's original expiry (at most the TTL). Under the kit's supervisor a crashed master
@@ -136,12 +137,12 @@
 //     attempt every 2*RetryDelayMax or so; queue writes are never logged to the AOF (a
 //     hint, like releases).
 //   - The release script deletes the key as always (compare-and-delete) and, when the
-//     queue has a live entry, sets the key to the first one's token with its TTL, in the
-//     same atomic step: a logged, fsynced write, like every acquisition. It raises the
-//     fencing register strictly (max(register, the releaser's fence) + 1) and publishes
-//     the hand-off on that waiter's Client's grant channel. Each master does this on its
-//     own; a release that hands the lock over costs the waiter no round trip, and wakes
-//     nobody else.
+//     queue has a live entry, sets the key to the first one's token, in the same atomic
+//     step: a logged, fsynced write, like every acquisition (unless prepared, below). The
+//     waiter's fence is max(register, the releaser's fence) + 1, and the register is
+//     raised past it; the hand-off is published on that waiter's Client's grant channel.
+//     Each master does this on its own; a release that hands the lock over costs the
+//     waiter no round trip, and wakes nobody else.
 //   - The waiter holds the lock once a majority of masters handed it over (or its own
 //     attempts set the key where it was free), with the usual validity: each key was set
 //     after the waiter's attempt that last renewed its entry there (the notice names that
@@ -159,16 +160,21 @@
 //     masters it did not need.
 //   - Prepared hand-offs. A hand-off that is logged prepares the ones after it: it gives
 //     the new holder's key a slack beyond its TTL (a quarter of the TTL, at most a
-//     second) and raises the register 99 past the new holder's fence (a queued waiter's
-//     fallback fence round does the same). A release of a key that was ours, still with
-//     at least the next waiter's TTL left, with the register above the releaser's fence,
-//     then hands over without a log write: the waiter's key keeps the released key's
-//     expiry and its fence is the releaser's + 1, at or below the logged register. The
+//     second), raises the register 99 past the new holder's fence (a queued waiter's
+//     fallback fence round does the same), and leaves a note in the queue (memory only):
+//     the token it set, the fence it gave, and the key's expiry. A release then hands
+//     over without a log write when the note proves that the released key is the one
+//     this master handed over with the releaser's fence and untouched since (same token,
+//     same fence, same expiry to the millisecond: any other SET of the key, even of the
+//     same token by a late extension after it expired, gives it a later expiry), the key
+//     still has at least the next waiter's TTL left, and the register is above that
+//     fence. The waiter's key keeps the released key's expiry and its fence is the
+//     releaser's + 1, at or below the logged register; the new note describes it. The
 //     waiter is told without waiting for an fsync, and a chain of hand-offs pays one
-//     fsync per second of slack (or per 100 hand-offs) instead of one each. A hold longer
-//     than the slack, a waiter asking for a longer TTL, a durable release, a holder
-//     without a fence, or a key the releaser no longer had, make the hand-off logged as
-//     above, which starts a new chain.
+//     fsync per second of slack (or per 100 hand-offs) instead of one each. Otherwise
+//     (a hold longer than the slack, a waiter asking for a longer TTL, a durable release,
+//     a holder without a fence or whose fence came from a fence round, a restarted
+//     master, a lost queue) the hand-off is logged as above, which starts a new chain.
 //
 // Why this keeps the guarantees:
 //
@@ -177,14 +183,18 @@
 //     key. A lock is still held only with a majority of such keys, counted from a moment
 //     before each was set. The queue only decides whose token goes in; it can only make
 //     a master refuse, never grant.
-//   - Fencing: the argument of "Fencing tokens" holds for hand-offs too. A hand-off
-//     gives the waiter the releaser's fence + 1 where the key was the releaser's until
-//     then (the register + 1 otherwise), and leaves the register at or above it, written
-//     by a logged write in that step or before it. The waiter uses a handed fence only
-//     when a majority of masters handed it the same value; then a majority had the
-//     releaser's key until its release, so nobody acquired between the two, and the
-//     releaser's fence is above every earlier one. Otherwise it reads the registers and
-//     runs the fence round.
+//   - Fencing: the argument of "Fencing tokens" holds for hand-offs too. A logged
+//     hand-off gives max(register, releaser's fence) + 1 and writes the register above
+//     it in the same step. A prepared one gives the releaser's fence + 1 only where the
+//     note proves the released key is the one this master handed with that fence and
+//     nobody set it since: the key was present from that hand-off to this release, so
+//     no other client took that master in between. The waiter uses a handed fence only
+//     when a majority of masters handed it the same value. Any client B that acquired
+//     after the releaser left a register at or above B's fence (above the releaser's) on
+//     a majority, which shares a master with the waiter's: there, a logged hand-off gave
+//     more than B's fence, and a prepared one cannot have happened (B held the key in
+//     between). So the waiter's fence is above B's, and above every earlier one.
+//     Otherwise it reads the registers and runs the fence round.
 //   - A prepared hand-off loses nothing in a crash. Every write that moves a lock key's
 //     expiry later is logged (acquisitions, extensions, logged hand-offs); a prepared
 //     hand-off keeps the released key's expiry (or shortens it), and an unlogged release

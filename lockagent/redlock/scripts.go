@@ -56,13 +56,33 @@ end
 local function readq(k)
   local ok, s = pcall(redis.call, "get", k)
   if not ok then return nil end
-  if not s or not string.find(s, "^%d+\n") then return "0\n" end
+  if not s or not string.find(s, "^%d+ ?[%x:%d]*\n") then return "0\n" end
   return s
 end
-local function window(s) return tonumber(string.match(s, "^(%d+)\n")) end
+local function window(s) return tonumber(string.match(s, "^(%d+)")) end
+local function note(s) return string.match(s, "^%d+ ([%x:%d]+)\n") or "" end
 local function body(s) return string.find(s, "\n", 1, true) + 1 end
 local function empty(s) return body(s) > #s end
-local function setwindow(s, w) return string.format("%d\n", w) .. string.sub(s, body(s)) end
+local function header(w, n)
+  if n == "" then return string.format("%d\n", w) end
+  return string.format("%d %s\n", w, n)
+end
+local function setwindow(s, w) return header(w, note(s)) .. string.sub(s, body(s)) end
+local function setnote(s, n) return header(window(s), n) .. string.sub(s, body(s)) end
+-- handed is the note a hand-off leaves: which token it set, with which fence, expiring
+-- when (master ms, from TIME and PTTL: exact to a millisecond). proves says whether the
+-- key is still the one a note describes: any other SET of it (even of the same token, by
+-- an extension after it expired) gives it an expiry later by at least its TTL.
+local function handed(key, tok, g, now)
+  if not string.match(g, "^%d+$") then return "" end
+  return string.sub(redis.sha1hex(tok), 1, 8) .. ":" .. g .. ":" .. string.format("%d", now + redis.call("pttl", key))
+end
+local function proves(n, key, tok, g, now)
+  local tag, f, at = string.match(n, "^(%x+):(%d+):(%d+)$")
+  local ttl = redis.call("pttl", key)
+  return tag ~= nil and ttl > 0 and tag == string.sub(redis.sha1hex(tok), 1, 8) and f == g and
+    math.abs(tonumber(at) - (now + ttl)) <= 1
+end
 local function entry(s, p)
   local id, tk, tok, lease, ttl, n, e = string.match(s, "^(%S+) (%d+) (%S+) (%d+) (%d+) (%d+)\n()", p)
   if id then return {id = id, tk = tk, tok = tok, lease = tonumber(lease), ttl = ttl, n = n, from = p, to = e} end
@@ -117,7 +137,7 @@ local function put(s, id, tk, tok, lease, ttl, n)
   return string.sub(s, 1, p - 1) .. line .. string.sub(s, p)
 end
 local function writeq(k, s, now, keep)
-  if empty(s) and window(s) <= now then
+  if empty(s) and window(s) <= now and note(s) == "" then
     redis.call("del", k)
     return
   end
@@ -133,12 +153,14 @@ end
 -- A hand-off that is logged gives the new holder's key a slack beyond its TTL (a quarter
 -- of it, at most a second) and raises the register CHAIN_FENCES - 1 past the new
 -- holder's fence, so that the next hand-offs can go without a log write (see releaseBody).
+-- proven is true when the release proved (by the note) that the releaser's key is the
+-- one this master handed it with fence f, untouched since; left is its PTTL.
 local function slack(ttl) return math.min(math.floor(tonumber(ttl) / 4), 1000) end
-local function handto(keys, s, e, f, now, keep, left)
+local function handto(keys, s, e, f, now, keep, proven, left)
   local reg = redis.call("get", keys[2]) or "0"
   local g = "r" .. reg
   local numeric = string.match(reg, "^%d+$") and tonumber(reg) < 9007199254740992 - CHAIN_FENCES
-  if left and numeric and f > 0 and tonumber(reg) > f and left >= tonumber(e.ttl) then
+  if proven and numeric and tonumber(reg) > f and left >= tonumber(e.ttl) then
     -- Unlogged (see releaseBody): the key keeps the released key's expiry, the fence is
     -- the releaser's plus one, at or below the register.
     quiet()
@@ -148,16 +170,13 @@ local function handto(keys, s, e, f, now, keep, left)
     loud()
     redis.call("set", keys[1], e.tok, "PX", tonumber(e.ttl) + slack(e.ttl))
     if numeric then
-      local n = tonumber(reg) + 1
-      if f > 0 then n = f + 1 end
+      local n = math.max(tonumber(reg), f) + 1
       g = string.format("%d", n)
-      if n + CHAIN_FENCES - 1 > tonumber(reg) then
-        redis.call("set", keys[2], string.format("%d", n + CHAIN_FENCES - 1))
-      end
+      redis.call("set", keys[2], string.format("%d", n + CHAIN_FENCES - 1))
     end
   end
   quiet()
-  writeq(keys[3], drop(s, e.id), now, keep)
+  writeq(keys[3], setnote(drop(s, e.id), handed(keys[1], e.tok, g, now)), now, keep)
   tell(keys[1], e, g)
 end
 `
@@ -180,29 +199,30 @@ end
 // when the releasing Client has already handed the lock to one of its own waiters.
 //
 // A hand-off is logged (fsynced before the waiter is told), like every acquisition,
-// unless it is prepared. A logged one sets the waiter's key with its TTL plus a slack (a
-// quarter of the TTL, at most a second) and raises the register to at least the waiter's
-// fence + chainFences - 1. That prepares the hand-offs after it: a release of a key that
-// was ours, not durable, with a fence, whose key still had at least the next waiter's
-// TTL left and whose fence is below the register, hands over without a log write. The
-// waiter's key then keeps the released key's expiry (PX of its PTTL, so never later),
-// and its fence (the releaser's + 1) is at or below the register already logged. So a
-// chain of hand-offs pays one fsync per slack or per chainFences hand-offs, whichever
-// ends first, instead of one each.
+// unless it is prepared. A logged one gives max(register, releaser's fence) + 1, sets the
+// waiter's key with its TTL plus a slack (a quarter of the TTL, at most a second), raises
+// the register to the waiter's fence + chainFences - 1, and leaves a note in the queue's
+// first line (memory only): the token's tag, the fence and the key's expiry. That
+// prepares the hand-offs after it: a release, not durable, whose key the note proves to
+// be the one this master handed it with the fence it names, untouched since (same
+// expiry to the millisecond), that still has at least the next waiter's TTL left and a
+// register above that fence, hands over without a log write. The waiter's key keeps the
+// released key's expiry (PX of its PTTL, so never later), its fence is the releaser's
+// + 1, at or below the register already logged, and a new note describes it. So a chain
+// of hand-offs pays one fsync per slack or per chainFences hand-offs, whichever ends
+// first, instead of one each.
 //
 // Why an unlogged hand-off loses nothing: every write that moves a lock key's expiry
 // later is logged (acquisitions, extensions, logged hand-offs); an unlogged hand-off
-// keeps the expiry or shortens it, and an unlogged release only removes the key from
-// memory. So the expiry a master restores from its AOF (after a crash, even with no
-// restart delay) is never earlier than the one in memory, and that restored key refuses
-// every other client until the new holder's key would have expired. The register is
-// only ever written by logged writes and is never below a fence handed out, and with
-// appendfsync always the master fsyncs them before it sends any later reply or notice.
-// The waiter's fence is above every earlier one: it takes a handed fence only when a
-// majority of masters handed it the same one, so here a majority had the releaser's key
-// until the release; nobody acquired after the releaser, whose own fence is above every
-// fence before. A holder that dies while others wait keeps the lock blocked for up to the
-// slack longer than its TTL.
+// keeps the expiry, and an unlogged release only removes the key from memory. So the
+// expiry a master restores from its AOF (after a crash, even with no restart delay) is
+// never earlier than the one in memory, and that restored key refuses every other client
+// until the new holder's key would have expired (the note, in memory, is gone: the next
+// hand-off is logged). The register is only ever written by logged writes and is never
+// below a fence handed out, and with appendfsync always the master fsyncs them before it
+// sends any later reply or notice. Why the fence is right: see "Waiting across
+// processes" in doc.go. A holder that dies while others wait keeps the lock blocked for
+// up to the slack longer than its TTL.
 //
 // A holder's release with ARGV[6] "drop" also takes out the entry its acquisition left
 // (ARGV[5]) on a master it did not need. The same script takes out a waiter that gives
@@ -231,9 +251,13 @@ if v and not ours then
   end
   return 0
 end
-local left = 0
+local left, proven = 0, false
 if ours then
   left = redis.call("pttl", KEYS[1])
+  -- The key is the one this master's last hand-off set, with the fence the releaser
+  -- names, untouched since (any other SET of it, even of the same token by an extension
+  -- after it expired, gives it another expiry time).
+  proven = s ~= nil and not durable and proves(note(s), KEYS[1], ARGV[1], ARGV[4] or "", nowms())
   if durable then loud() else quiet() end
   redis.call("del", KEYS[1])
 end
@@ -258,14 +282,11 @@ if s and not empty(s) then
       tell(KEYS[1], head, "w" .. string.format("%d", w - now))
       return 1
     end
-    -- The releaser's fence counts only for a key it held until now: a key found free
-    -- may have been held by others since (handto then raises the register as read).
-    local f, chain = 0, nil
-    if ours and not leaving then
-      f = tonumber(ARGV[4]) or 0
-      if not durable then chain = left end
-    end
-    handto(KEYS, s, head, f, now, 0, chain)
+    -- The releaser's fence counts only for a key it held until now (handto raises the
+    -- register above it and above the register as read).
+    local f = 0
+    if ours and not leaving then f = tonumber(ARGV[4]) or 0 end
+    handto(KEYS, s, head, f, now, 0, proven and not leaving, left)
     if ours then return 2 end
     return 0
   end
@@ -339,16 +360,20 @@ var durableReleaseScript = newScript("release_durable", withGrantChannel("local 
 // KEYS[1] lock key; KEYS[2] fencing register; KEYS[3] wait queue; ARGV[1] token; ARGV[2]
 // ttl in ms; ARGV[3] proposed fence ("0": no fencing); ARGV[4] waiter id ("<client>/<n>");
 // ARGV[5] ticket (decimal); ARGV[6] lease in ms; ARGV[7] attempt number (decimal).
-// Returns {1, register before} set now; {2, register} already ours; {0, PTTL, register,
+// Returns {1, register before} set now; {2, register[, fence handed]} already ours (the
+// fence from the hand-off's note, when there is one for our token); {0, PTTL, register,
 // holder} held by another token (also when it was just handed to an earlier waiter);
 // {0, ms left, register, "window"} in a window.
 var acquireQueuedScript = newScript("acquire_queued", withGrantChannel(queueLua+`
 local reg = redis.call("get", KEYS[2]) or "0"
 local v = redis.call("get", KEYS[1])
+local s = readq(KEYS[3])
 if v == ARGV[1] then
+  -- Handed to us: the fence the hand-off gave, from its note, when it is ours.
+  local tag, g = string.match(s and note(s) or "", "^(%x+):(%d+):")
+  if tag and tag == string.sub(redis.sha1hex(ARGV[1]), 1, 8) then return {2, reg, g} end
   return {2, reg}
 end
-local s = readq(KEYS[3])
 local leasems = tonumber(ARGV[6])
 if not v and s then
   local now = nowms()
@@ -363,7 +388,7 @@ if not v and s then
   head, s = first(s, now, ARGV[4])
   if head and later(ARGV[5], head.tk) then
     s = put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7])
-    handto(KEYS, s, head, 0, now, leasems, nil)
+    handto(KEYS, s, head, 0, now, leasems, false, 0)
     return {0, tonumber(head.ttl), reg, string.sub(redis.sha1hex(head.tok), 1, 8)}
   end
 end
@@ -373,10 +398,12 @@ if not v then
     redis.call("set", KEYS[2], ARGV[3])
   end
   if s then
-    local left = drop(s, ARGV[4])
-    if left ~= s or window(s) > 0 then
-      quiet() -- the window is over (a window refuses above)
-      writeq(KEYS[3], setwindow(left, 0), nowms(), 0)
+    -- The window is over (a window refuses above), and the note of the last hand-off no
+    -- longer describes the key (it may name this very token, handed earlier).
+    local left = setnote(setwindow(drop(s, ARGV[4]), 0), "")
+    if left ~= s then
+      quiet()
+      writeq(KEYS[3], left, nowms(), 0)
     end
   end
   return {1, reg}

@@ -238,6 +238,10 @@ func (qw *queuedWait) attempt(ctx context.Context) (holders map[string]int, unkn
 			if !qw.grants[i].ours {
 				qw.grants[i] = grantState{ours: true, since: qw.queued[i], reg: rep.register, regOK: rep.registerErr == nil}
 			}
+			if fencing && rep.handed > 0 && !qw.grants[i].raised {
+				// The fence the hand-off's notice carries, from the master's note of it.
+				qw.grants[i].raised, qw.grants[i].fence = true, rep.handed
+			}
 			seenMax = max(seenMax, rep.register)
 		default:
 			qw.queued[i] = t1
@@ -299,11 +303,14 @@ func parseQueuedReply(req *request) (acquireReply, string) {
 		flag, _ = vals[0].(int64)
 	}
 	switch {
-	case len(vals) == 2 && (flag == 1 || flag == 2):
+	case (len(vals) == 2 || len(vals) == 3 && flag == 2) && (flag == 1 || flag == 2):
 		rep := acquireReply{ok: true}
 		rep.register, rep.registerErr = parseRegister(vals[1])
 		if flag == 1 {
 			return rep, "new"
+		}
+		if len(vals) == 3 {
+			rep.handed, _ = parseRegister(vals[2])
 		}
 		return rep, "ours"
 	case len(vals) == 4 && flag == 0:

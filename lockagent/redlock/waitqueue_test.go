@@ -484,3 +484,53 @@ func TestWaitQueueReservedName(t *testing.T) {
 		t.Fatalf("TryAcquire of a name ending in %q: %v, want ErrInvalid naming wait queues", redlock.QueueSuffix, err)
 	}
 }
+
+// TestWaitQueueStaleReleaseFence: a holder whose lock expired, whose keys came back (its
+// late extension set them again after another client held and released the lock), and
+// which then releases, hands the lock to the waiter with a fence above the other
+// client's, not its own fence + 1: only a key this master handed over itself, untouched
+// since, lets a hand-off use the releaser's fence.
+func TestWaitQueueStaleReleaseFence(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			cl := redistest.Start(t, redistest.Options{Masters: 5})
+			ctx := context.Background()
+			const key = "stale-release"
+			r := newClient(t, cl, redlock.Options{DurableRelease: durable})
+			lr := mustAcquire(t, r, key, 300*time.Millisecond)
+			waitUntil(t, "the first holder's keys expired", func() bool { return holders(t, cl, key, lr.Token()) == 0 })
+			z := newClient(t, cl, redlock.Options{})
+			lz := mustAcquire(t, z, key, 300*time.Millisecond)
+			if err := lz.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The first holder's extension, sent before its deadline, arrives now: the
+			// extend script sets its token again where the key is free.
+			for _, m := range cl.Masters {
+				if err := m.Admin().Eval(ctx, `if not redis.call("get", KEYS[1]) then redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2]) end return 1`,
+					[]string{key}, lr.Token(), 3000).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := newClient(t, cl, redlock.Options{})
+			got := make(chan waited, 1)
+			go func() {
+				l, err := w.Acquire(ctx, key, time.Second)
+				got <- waited{0, l, err}
+			}()
+			queuedWhileWaiting(t, cl, key, 1, got)
+			if ms := masterMillis(t, cl.Masters[0]) % 100; ms < 20 || ms > 70 {
+				time.Sleep(time.Duration((145-ms)%100) * time.Millisecond) // not in a window
+			}
+			_ = lr.Release(ctx) // expired: an error, but the keys are deleted and handed on
+			lw := <-got
+			if lw.err != nil {
+				t.Fatalf("waiter: %v", lw.err)
+			}
+			if lw.lock.Fence() <= lz.Fence() {
+				t.Errorf("the waiter acquired after %d was released and got fence %d", lz.Fence(), lw.lock.Fence())
+			}
+			_ = lw.lock.Release(ctx)
+		})
+	}
+}
