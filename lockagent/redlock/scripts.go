@@ -69,18 +69,20 @@ local function header(w, n)
 end
 local function setwindow(s, w) return header(w, note(s)) .. string.sub(s, body(s)) end
 local function setnote(s, n) return header(window(s), n) .. string.sub(s, body(s)) end
+-- tagof names a token as the masters report it: the first 8 hex digits of its SHA-1.
+local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
 -- handed is the note a hand-off leaves: which token it set, with which fence, expiring
 -- when (master ms, from TIME and PTTL: exact to a millisecond). proves says whether the
 -- key is still the one a note describes: any other SET of it (even of the same token, by
 -- an extension after it expired) gives it an expiry later by at least its TTL.
 local function handed(key, tok, g, now)
   if not string.match(g, "^%d+$") then return "" end
-  return string.sub(redis.sha1hex(tok), 1, 8) .. ":" .. g .. ":" .. string.format("%d", now + redis.call("pttl", key))
+  return tagof(tok) .. ":" .. g .. ":" .. string.format("%d", now + redis.call("pttl", key))
 end
 local function proves(n, key, tok, g, now)
   local tag, f, at = string.match(n, "^(%x+):(%d+):(%d+)$")
   local ttl = redis.call("pttl", key)
-  return tag ~= nil and ttl > 0 and tag == string.sub(redis.sha1hex(tok), 1, 8) and f == g and
+  return tag ~= nil and ttl > 0 and tag == tagof(tok) and f == g and
     math.abs(tonumber(at) - (now + ttl)) <= 1
 end
 local function entry(s, p)
@@ -117,7 +119,7 @@ local function bytag(s, now, tag)
   while true do
     local e = entry(s, p)
     if not e then return nil end
-    if e.lease >= now and string.sub(redis.sha1hex(e.tok), 1, 8) == tag then return e end
+    if e.lease >= now and tagof(e.tok) == tag then return e end
     p = e.to
   end
 end
@@ -371,7 +373,7 @@ local s = readq(KEYS[3])
 if v == ARGV[1] then
   -- Handed to us: the fence the hand-off gave, from its note, when it is ours.
   local tag, g = string.match(s and note(s) or "", "^(%x+):(%d+):")
-  if tag and tag == string.sub(redis.sha1hex(ARGV[1]), 1, 8) then return {2, reg, g} end
+  if tag and tag == tagof(ARGV[1]) then return {2, reg, g} end
   return {2, reg}
 end
 local leasems = tonumber(ARGV[6])
@@ -389,7 +391,7 @@ if not v and s then
   if head and later(ARGV[5], head.tk) then
     s = put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7])
     handto(KEYS, s, head, 0, now, leasems, false, 0)
-    return {0, tonumber(head.ttl), reg, string.sub(redis.sha1hex(head.tok), 1, 8)}
+    return {0, tonumber(head.ttl), reg, tagof(head.tok)}
   end
 end
 if not v then
@@ -413,7 +415,7 @@ if s then
   local now = nowms()
   writeq(KEYS[3], put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7]), now, leasems)
 end
-return {0, redis.call("pttl", KEYS[1]), reg, string.sub(redis.sha1hex(v), 1, 8)}
+return {0, redis.call("pttl", KEYS[1]), reg, tagof(v)}
 `))
 
 // extendScript extends the key when it is still ours, and sets it again (NX) on a master
