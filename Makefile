@@ -11,7 +11,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 LIB_DIRS := lockagent/redlock lockagent/redlockprom
 in_lib_dirs = for d in $(LIB_DIRS); do (cd $$d && $(1)) || exit 1; done
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs check-parts cross release-check bench demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -98,6 +98,18 @@ check-docs: docs module-docs ## fails when docs/ or modules/*/README.md is not w
 	@test -z "$$(git status --porcelain -- docs)" || { echo "docs/ has files the schema does not generate, or new ones not committed: run make docs and commit" >&2; git status --porcelain -- docs >&2; exit 1; }
 	@git diff --exit-code -- 'modules/*/README.md' || { echo "modules/*/README.md is out of date: run make module-docs and commit it" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- 'modules/*/README.md')" || { echo "a module README.md is not committed: run make module-docs and commit it" >&2; git status --porcelain -- 'modules/*/README.md' >&2; exit 1; }
+	@$(MAKE) --no-print-directory check-parts
+
+# The names come from docs/ (checked against the provider's schema above) and modules/.
+check-parts: ## fails when README.md's parts table misses a resource, data source, ephemeral resource, function or module
+	@missing=0; \
+	row() { grep -q -- "^| \`$$1" README.md || { echo "README.md: the parts table has no row starting | \`$$1 (for $$2): add one" >&2; missing=1; }; }; \
+	for f in docs/resources/*.md; do row "redlock_$$(basename $$f .md)\` (resource)" $$f; done; \
+	for f in docs/data-sources/*.md; do row "redlock_$$(basename $$f .md)\` (data source)" $$f; done; \
+	for f in docs/ephemeral-resources/*.md; do row "redlock_$$(basename $$f .md)\` (ephemeral resource)" $$f; done; \
+	for f in docs/functions/*.md; do row "provider::redlock::$$(basename $$f .md)(" $$f; done; \
+	for d in modules/*/; do row "modules/$$(basename $$d)\`" $$d; done; \
+	exit $$missing
 
 clean:
 	rm -rf build bin/lockagent
