@@ -1,6 +1,6 @@
 # Five Redlock masters on five hosts you run, one master per host. This configuration
 # renders each host's cloud-init user-data; give it to your cloud's instance resource (see
-# the README, "Deploying to real hosts"), boot the hosts, then prove the result:
+# docs/guides/production-hosts.md), boot the hosts, then prove the result:
 #   terraform output -raw agent_config > agent.json && lockagent validate -c agent.json
 
 terraform {
