@@ -11,7 +11,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 LIB_DIRS := lockagent/redlock lockagent/redlockprom
 in_lib_dirs = for d in $(LIB_DIRS); do (cd $$d && $(1)) || exit 1; done
 
-.PHONY: monitoring-check all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -55,6 +55,7 @@ test-unit: ## library and harness tests only (no terraform)
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
 	@$(call in_lib_dirs,go test -race $(GO_TEST_FLAGS) ./...)
 
+.PHONY: monitoring-check
 monitoring-check: ## Prometheus rules in monitoring/: promtool check + unit tests (installs Debian's prometheus when missing)
 	@scripts/monitoring-check.sh
 
