@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Checks the Prometheus rules in monitoring/: syntax (promtool check rules), behaviour
 # (promtool test rules), that every alert has a test where it fires and one where it does
-# not, and a negative control: the same tests against no rules at all must fail.
-# promtool comes from Debian's `prometheus` package, installed here when missing.
+# not, a negative control (the same tests against no rules at all must fail), and that every
+# metric they name exists in real scrapes (go test ./monitoring/). promtool and the exporters
+# come from Debian's packages, installed here when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v promtool >/dev/null; then
-  echo "monitoring-check: installing promtool (Debian package prometheus)"
+# promtool (package prometheus) and the two exporters whose real scrapes the Go test reads.
+need=()
+command -v promtool >/dev/null || need+=(prometheus)
+command -v prometheus-redis-exporter >/dev/null || need+=(prometheus-redis-exporter)
+command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "monitoring-check: installing ${need[*]} (Debian packages)"
   if [ "$(id -u)" -ne 0 ]; then
-    echo "monitoring-check: promtool is missing and installing it needs root: apt-get install prometheus" >&2
+    echo "monitoring-check: installing ${need[*]} needs root: apt-get install ${need[*]}" >&2
     exit 1
   fi
   # Install only: a policy-rc.d that refuses keeps the package from starting its server here.
@@ -18,7 +24,7 @@ if ! command -v promtool >/dev/null; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy"
     trap 'rm -f "$policy"' EXIT
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
 fi
 promtool --version | head -1
 
@@ -54,3 +60,8 @@ if promtool test rules "$control/$(basename "$tests")" >"$control/out" 2>&1; the
   exit 1
 fi
 echo "monitoring-check: negative control ok (the tests fail without the rules: $(grep -c 'alertname:' "$control/out") expectations unmet)"
+
+# Every metric the rules and the dashboard name exists: real scrapes of redis_exporter (as the
+# monitoring user, with the hosts' flags) and node_exporter (the host's state file), and
+# redlockprom's registry (monitoring/*_test.go).
+REDLOCK_REQUIRE_EXPORTERS=1 go test -count=1 ./monitoring/
