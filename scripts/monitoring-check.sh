@@ -31,6 +31,7 @@ promtool --version | head -1
 rules=monitoring/redlock.rules.yml
 tests=monitoring/redlock.rules.test.yml
 promtool check rules "$rules"
+promtool check config monitoring/prometheus.example.yml
 promtool test rules "$tests"
 
 # Every alert needs a firing test (an exp_alerts list with entries after its alertname) and a
