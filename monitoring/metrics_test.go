@@ -297,19 +297,29 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	return exported
 }
 
-// TestRuleMetricsExist: every metric the rules select is exported by the deployment, with
-// the labels the rules match on. Then a name nothing exports is reported (the control).
-func TestRuleMetricsExist(t *testing.T) {
+// TestNamedMetricsExist: every metric the rules and the dashboard select is exported by the
+// deployment, with the labels the rules match on; a name nothing exports is reported (the
+// control).
+func TestNamedMetricsExist(t *testing.T) {
 	exported := exportedMetrics(t)
-	names := ruleMetrics(t, "redlock.rules.yml")
-	if len(names) < 20 {
-		t.Fatalf("found only %d metric names in the rules: %v", len(names), names)
+	for _, tc := range []struct {
+		source string
+		names  []string
+	}{
+		{"redlock.rules.yml", ruleMetrics(t, "redlock.rules.yml")},
+		{"redlock.dashboard.json", namesIn(dashboardExprs(t))},
+	} {
+		t.Run(tc.source, func(t *testing.T) {
+			if len(tc.names) < 5 {
+				t.Fatalf("found only %d metric names: %v", len(tc.names), tc.names)
+			}
+			if gone := missing(tc.names, exported); len(gone) > 0 {
+				t.Errorf("%s uses metrics nothing exports: %v", tc.source, gone)
+			}
+			t.Logf("%d metric names, all exported: %s", len(tc.names), strings.Join(tc.names, " "))
+		})
 	}
-	if gone := missing(names, exported); len(gone) > 0 {
-		t.Errorf("the rules use metrics nothing exports: %v", gone)
-	}
-	t.Logf("%d metric names in the rules, all exported: %s", len(names), strings.Join(names, " "))
-	if gone := missing(append(names, "redis_not_a_metric"), exported); fmt.Sprint(gone) != "[redis_not_a_metric]" {
+	if gone := missing([]string{"redis_up", "redis_not_a_metric"}, exported); fmt.Sprint(gone) != "[redis_not_a_metric]" {
 		t.Errorf("control: missing(...) = %v, want [redis_not_a_metric]", gone)
 	}
 }
