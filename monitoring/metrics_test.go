@@ -219,7 +219,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 
 	env := []string{"REDIS_ADDR=redis://" + m.Addr, "REDIS_USER=" + redistest.MonitorUser, "REDIS_PASSWORD=" + redistest.MonitorPassword}
-	redisFams := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env, hostconfig.RedisExporterArgs...))
+	redisFams := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env, hostconfig.RedisExporterArgs("")...))
 	if v, ok := value(redisFams["redis_up"], nil); !ok || v != 1 {
 		t.Fatalf("redis_exporter as the monitoring user: redis_up = %v (present %v), want 1", v, ok)
 	}
@@ -321,5 +321,34 @@ func TestNamedMetricsExist(t *testing.T) {
 	}
 	if gone := missing([]string{"redis_up", "redis_not_a_metric"}, exported); fmt.Sprint(gone) != "[redis_not_a_metric]" {
 		t.Errorf("control: missing(...) = %v, want [redis_not_a_metric]", gone)
+	}
+}
+
+// TestRedisExporterOverTLS: with TLS the hosts' exporter reaches a TLS-only master with
+// rediss:// and the deployment's CA (hostconfig's flags); without the CA it cannot (the
+// control: the server's certificate is verified).
+func TestRedisExporterOverTLS(t *testing.T) {
+	redisExporter := exporterBinary(t, "prometheus-redis-exporter")
+	c := redistest.Start(t, redistest.Options{Masters: 1, Monitor: true, TLS: true})
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, []byte(c.CACertPEM), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"REDIS_ADDR=rediss://" + c.Masters[0].Addr, "REDIS_USER=" + redistest.MonitorUser,
+		"REDIS_PASSWORD=" + redistest.MonitorPassword}
+	for _, tc := range []struct {
+		name string
+		args []string
+		up   float64
+	}{
+		{"with the CA", hostconfig.RedisExporterArgs(caFile), 1},
+		{"without the CA", hostconfig.RedisExporterArgs(""), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fams := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env, tc.args...))
+			if v, _ := value(fams["redis_up"], nil); v != tc.up {
+				t.Errorf("redis_up = %v, want %v", v, tc.up)
+			}
+		})
 	}
 }

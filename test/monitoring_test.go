@@ -54,7 +54,7 @@ func TestMonitoringAlertsFireAndClear(t *testing.T) {
 		names[i] = filepath.Base(dir) // the master's name (name_prefix-i) is its data dir's name
 		addr := startProcess(t, bins["prometheus-redis-exporter"], "-web.listen-address",
 			[]string{"REDIS_ADDR=redis://" + d.endpoints[i], "REDIS_USER=" + user, "REDIS_PASSWORD=" + password},
-			hostconfig.RedisExporterArgs...)
+			hostconfig.RedisExporterArgs("")...)
 		redisTargets = append(redisTargets, fmt.Sprintf("{targets: [%q], labels: {master: %q}}", addr, names[i]))
 		if err := os.Symlink(filepath.Join(dir, "metrics.prom"), filepath.Join(textfiles, names[i]+".prom")); err != nil {
 			t.Fatal(err)

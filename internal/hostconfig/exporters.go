@@ -29,7 +29,14 @@ const (
 
 // RedisExporterArgs are the flags the redis exporter runs with: the monitoring user may not
 // CLIENT SETNAME or CONFIG GET, and each refused attempt would count as an error on the master.
-var RedisExporterArgs = []string{"-set-client-name=false", "-config-command=-"}
+// With TLS (caFile not "") it verifies the server against the deployment's CA.
+func RedisExporterArgs(caFile string) []string {
+	args := []string{"-set-client-name=false", "-config-command=-"}
+	if caFile != "" {
+		args = append(args, "-tls-ca-cert-file="+caFile)
+	}
+	return args
+}
 
 // redisExporterDropInPath is the drop-in that gives the package's unit its environment file.
 const redisExporterDropInPath = "/etc/systemd/system/" + RedisExporterPackage + ".service.d/redlock.conf"
@@ -43,10 +50,10 @@ func exporterFiles(spec master.Spec) ([]File, error) {
 			Detail: "exporters are on but monitor_password is not set: give the monitoring user's password (redlock_credentials " +
 				"generates one), or turn the exporters off."}
 	}
-	scheme, args := "redis", RedisExporterArgs
+	scheme, args := "redis", RedisExporterArgs("")
 	if files := spec.TLSFiles(ConfDir); files != nil {
 		// The server certificate names the host's address; the exporter verifies it against the CA.
-		scheme, args = "rediss", append(append([]string{}, args...), "-tls-ca-cert-file="+files.CACertFile)
+		scheme, args = "rediss", RedisExporterArgs(files.CACertFile)
 	}
 	addr := (&url.URL{Scheme: scheme, Host: spec.Addr()}).String()
 	env := fmt.Sprintf("# Written by redlock-kit: redis_exporter logs in to master %q as the monitoring user.\n"+
