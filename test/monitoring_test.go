@@ -80,17 +80,18 @@ scrape_configs:
 	if err := os.WriteFile(filepath.Join(promDir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	prom := "http://" + startProcess(t, bins["prometheus"], "--web.listen-address", nil,
+	prom := promAPI{http: http.DefaultClient}
+	prom.base = "http://" + startProcess(t, bins["prometheus"], "--web.listen-address", nil,
 		"--config.file="+filepath.Join(promDir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(promDir, "data"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	waitFor(ctx, t, "Prometheus sees five masters serving and holding none", func() (bool, string) {
-		serving := query(ctx, t, prom, `redlock:masters_serving:sum`)
-		held := query(ctx, t, prom, `count(redlock_master_holding == 0)`)
+		serving := prom.query(ctx, `redlock:masters_serving:sum`)
+		held := prom.query(ctx, `count(redlock_master_holding == 0)`)
 		return serving == "5" && held == "5", "serving " + serving + ", not holding " + held
 	})
-	if firing := firingAlerts(ctx, t, prom); len(firing) > 0 {
+	if firing := prom.firing(ctx); len(firing) > 0 {
 		t.Fatalf("healthy cluster: alerts firing: %v", firing)
 	}
 
@@ -108,7 +109,7 @@ scrape_configs:
 	}
 	var heldAfter, atRiskAfter time.Duration
 	waitFor(ctx, t, "RedlockMasterHeld for both killed masters", func() (bool, string) {
-		firing := firingAlerts(ctx, t, prom)
+		firing := prom.firing(ctx)
 		never(firing)
 		n := 0
 		for _, a := range firing {
@@ -120,13 +121,13 @@ scrape_configs:
 		return n == 2, fmt.Sprint(firing)
 	})
 	waitFor(ctx, t, "RedlockMajorityAtRisk", func() (bool, string) {
-		firing := firingAlerts(ctx, t, prom)
+		firing := prom.firing(ctx)
 		never(firing)
 		atRiskAfter = time.Since(killed)
 		return slices.Contains(firing, "RedlockMajorityAtRisk"), fmt.Sprint(firing)
 	})
 	waitFor(ctx, t, "every alert clears once the masters serve again", func() (bool, string) {
-		firing := firingAlerts(ctx, t, prom)
+		firing := prom.firing(ctx)
 		never(firing)
 		return len(firing) == 0, fmt.Sprint(firing)
 	})
@@ -172,10 +173,17 @@ func tailOf(s string, n int) string {
 	return s
 }
 
-// getJSON GETs a Prometheus API URL into v; false while Prometheus does not answer yet.
-func getJSON(ctx context.Context, url string, v any) bool {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+// promAPI talks to a Prometheus server's HTTP API (through a lab client's namespace when
+// the client's transport dials there).
+type promAPI struct {
+	base string
+	http *http.Client
+}
+
+// getJSON GETs an API path into v; false while Prometheus does not answer yet.
+func (p promAPI) getJSON(ctx context.Context, path string, v any) bool {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
+	resp, err := p.http.Do(req)
 	if err != nil {
 		return false
 	}
@@ -184,8 +192,7 @@ func getJSON(ctx context.Context, url string, v any) bool {
 }
 
 // query returns the value of a one-sample instant query, or "" when there is none.
-func query(ctx context.Context, t *testing.T, prom, expr string) string {
-	t.Helper()
+func (p promAPI) query(ctx context.Context, expr string) string {
 	var r struct {
 		Data struct {
 			Result []struct {
@@ -193,15 +200,14 @@ func query(ctx context.Context, t *testing.T, prom, expr string) string {
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if !getJSON(ctx, prom+"/api/v1/query?query="+url.QueryEscape(expr), &r) || len(r.Data.Result) != 1 {
+	if !p.getJSON(ctx, "/api/v1/query?query="+url.QueryEscape(expr), &r) || len(r.Data.Result) != 1 {
 		return ""
 	}
 	return fmt.Sprint(r.Data.Result[0].Value[1])
 }
 
-// firingAlerts lists the firing alerts as "Name master=x" (or "Name" without a master), sorted.
-func firingAlerts(ctx context.Context, t *testing.T, prom string) []string {
-	t.Helper()
+// firing lists the firing alerts as "Name master=x" (or "Name" without a master), sorted.
+func (p promAPI) firing(ctx context.Context) []string {
 	var r struct {
 		Data struct {
 			Alerts []struct {
@@ -210,7 +216,7 @@ func firingAlerts(ctx context.Context, t *testing.T, prom string) []string {
 			} `json:"alerts"`
 		} `json:"data"`
 	}
-	if !getJSON(ctx, prom+"/api/v1/alerts", &r) {
+	if !p.getJSON(ctx, "/api/v1/alerts", &r) {
 		return nil
 	}
 	var out []string
