@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,8 @@ import (
 // exporters on by default): every host's redis_exporter answers as the monitoring user and
 // node_exporter runs; a real Prometheus (Debian's package) in the client namespace scrapes
 // the module's scrape_targets and evaluates monitoring/redlock.rules.yml. Healthy: no
-// alert. Two hosts partitioned away: RedlockMajorityAtRisk fires (never RedlockNoMajority);
+// alert. A master killed -9 is reported held, by name, and clears (once hosts publish their
+// state file). Two hosts partitioned away: RedlockMajorityAtRisk fires (never RedlockNoMajority);
 // healed: every alert clears.
 func TestHostsMonitoring(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
@@ -104,6 +106,33 @@ scrape_configs:
 	}
 
 	hosts := lab.Hosts()
+	t.Run("kill -9 of a master: held, by name, then clear", func(t *testing.T) {
+		// The host's restart policy publishes the hold in its state file (docs/monitoring.md);
+		// without that file the hold is invisible to Prometheus and this step has nothing to check.
+		if prom.query(ctx, `count(node_textfile_mtime_seconds{master="h1",file=~".*/redlock.prom"})`) != "1" {
+			t.Skip("h1 publishes no /var/lib/prometheus/node-exporter/redlock.prom yet: the held alert needs the state file (docs/monitoring.md)")
+		}
+		killed := time.Now()
+		if err := hosts[0].Kill(ctx, d.units[0], syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		var heldAfter time.Duration
+		waitFor(ctx, t, "RedlockMasterHeld master=h1", func() (bool, string) {
+			firing := prom.firing(ctx)
+			heldAfter = time.Since(killed)
+			return slices.Contains(firing, "RedlockMasterHeld master=h1"), fmt.Sprint(firing)
+		})
+		waitFor(ctx, t, "every alert clears once h1 serves again", func() (bool, string) {
+			firing := prom.firing(ctx)
+			if slices.Contains(firing, "RedlockMasterDown master=h1") {
+				t.Fatalf("a held master was reported down: %v", firing)
+			}
+			return len(firing) == 0, fmt.Sprint(firing)
+		})
+		t.Logf("kill -9 of h1 (restart delay %v): RedlockMasterHeld firing after %v, all clear after %v",
+			d.restartDelay, heldAfter.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+	})
+
 	cut := time.Now()
 	for _, h := range hosts[3:] {
 		if err := lab.Isolate(h); err != nil {
