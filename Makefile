@@ -55,6 +55,10 @@ test-unit: ## library and harness tests only (no terraform)
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
 	@$(call in_lib_dirs,go test -race $(GO_TEST_FLAGS) ./...)
 
+.PHONY: monitoring-check
+monitoring-check: ## Prometheus rules in monitoring/: promtool check + unit tests (installs Debian's prometheus when missing)
+	@scripts/monitoring-check.sh
+
 bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
 	go run ./lockagent/cmd/lockagent bench --spawn 5
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/hostconfig"
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
 )
 
@@ -48,6 +49,9 @@ type hostConfigModel struct {
 	LockUser         types.String         `tfsdk:"lock_user"`
 	LockPassword     types.String         `tfsdk:"lock_password"`
 	LockUsers        types.Map            `tfsdk:"lock_users"`
+	MonitorUser      types.String         `tfsdk:"monitor_user"`
+	MonitorPassword  types.String         `tfsdk:"monitor_password"`
+	Exporters        types.Bool           `tfsdk:"exporters"`
 	Hooks            types.Object         `tfsdk:"hooks"`
 	InstallPackages  types.Bool           `tfsdk:"install_packages"`
 	// TLS (data_source_host_config_tls.go).
@@ -127,6 +131,21 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 			"lock_password": schema.StringAttribute{Optional: true, Sensitive: true,
 				MarkdownDescription: "Password of `lock_user`. Required unless `lock_users` is set.",
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
+			"monitor_user": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "ACL user exporters log in as (default `redlock-monitor`): server state only (PING, INFO, " +
+					"CLIENT LIST/INFO, SLOWLOG GET/LEN, LATENCY, MEMORY STATS, COMMAND), no key, no channel, no CONFIG. " +
+					"Defined only when `monitor_password` is set.",
+				Validators: []validator.String{stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
+					stringvalidator.NoneOf("default")}},
+			"monitor_password": schema.StringAttribute{Optional: true, Sensitive: true,
+				MarkdownDescription: "Password of `monitor_user`, its own (e.g. from a `redlock_credentials`). No monitoring " +
+					"user when null. Required with `exporters`.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
+			"exporters": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Install and start Debian's `prometheus-redis-exporter` (logged in as `monitor_user`, " +
+					"TLS when on, port 9121) and `prometheus-node-exporter` (port 9100, textfile collector in " +
+					"`/var/lib/prometheus/node-exporter`, where the host publishes the master's state as `redlock.prom`). " +
+					"Default false; the `redlock-hosts` module turns it on."},
 			"lock_users": schema.MapNestedAttribute{
 				Optional: true, MarkdownDescription: lockUsersDescription, Validators: lockUsersValidators(),
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -255,6 +274,7 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	users, _, ds := lockUsersFromModel(ctx, m.LockUsers)
 	resp.Diagnostics.Append(ds...)
 	spec.LockUsers = users
+	spec.MonitorUser, spec.MonitorPassword = ifSet(m.MonitorPassword, m.MonitorUser.ValueString()), m.MonitorPassword.ValueString()
 	spec.TLS = hostTLS(&m)
 	if !m.Hooks.IsNull() {
 		var h hooksModel
@@ -267,7 +287,7 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	tflog.Debug(ctx, "redlock_host_config read: rendering the host's files", map[string]any{
 		"name": spec.Name, "address": spec.Bind, "server": m.Server.ValueString()})
 	b, err := hostconfig.Render(hostconfig.Host{Spec: spec, Server: m.Server.ValueString(),
-		InstallPackages: m.InstallPackages.IsNull() || m.InstallPackages.ValueBool()})
+		InstallPackages: m.InstallPackages.IsNull() || m.InstallPackages.ValueBool(), Exporters: m.Exporters.ValueBool()})
 	if err != nil {
 		tflog.Debug(ctx, "redlock_host_config read failed", map[string]any{"name": spec.Name, "error": err.Error()})
 		addFieldErrors(err, &resp.Diagnostics)
@@ -277,6 +297,7 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	if len(s.LockUsers) > 0 {
 		s.LockUser = "" // tenants replace the single lock user
 	}
+	m.MonitorUser = types.StringValue(or(s.MonitorUser, redisconf.DefaultMonitorUser))
 	m.Port, m.Server, m.LockUser, m.MaxMemory = types.Int64Value(int64(s.Port)), types.StringValue(b.Server.Package),
 		types.StringValue(s.LockUser), types.StringValue(s.MaxMemory)
 	m.MaxLockTTL, m.ClockDriftMargin, m.RestartDelay = keepOr(m.MaxLockTTL, s.MaxLockTTL), keepOr(m.ClockDriftMargin, s.ClockDriftMargin),

@@ -44,7 +44,35 @@ func TestAccHostConfigDataSource(t *testing.T) {
 						regexp.MustCompile(`ExecStartPre=\+/usr/local/lib/redlock/redlock-master gate`)),
 					resource.TestMatchResourceAttr(ds, "files./etc/redlock/master.conf",
 						regexp.MustCompile(`hook_on_crash\(\) \{ '/usr/bin/logger' 'redlock master down'; \}`)),
+					resource.TestCheckResourceAttr(ds, "monitor_user", "redlock-monitor"),
+					resource.TestCheckNoResourceAttr(ds, "files./etc/redlock/redis-exporter.env"),
 				),
+			},
+			{
+				// The exporters log in as the monitoring user, from a root-only file.
+				Config: `data "redlock_host_config" "m" {
+  name             = "m1"
+  address          = "10.20.0.11"
+  monitor_password = "monitor-password-0123456789"
+  exporters        = true
+` + hostConfigPasswords + `}`,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(ds, "monitor_user", "redlock-monitor"),
+					resource.TestCheckResourceAttr(ds, "file_permissions./etc/redlock/redis-exporter.env", "0600"),
+					resource.TestMatchResourceAttr(ds, "files./etc/redlock/redis-exporter.env",
+						regexp.MustCompile(`REDIS_USER="redlock-monitor"\nREDIS_PASSWORD="monitor-password-0123456789"\n`)),
+					resource.TestMatchResourceAttr(ds, "files./etc/redlock/redis-server.conf",
+						regexp.MustCompile(`user redlock-monitor on ">monitor-password-0123456789" resetkeys resetchannels -@all \+ping \+info `)),
+					resource.TestMatchResourceAttr(ds, "user_data", regexp.MustCompile(`- prometheus-redis-exporter\n\s+- prometheus-node-exporter\n`)),
+				),
+			},
+			{
+				Config: `data "redlock_host_config" "m" {
+  name      = "m1"
+  address   = "10.20.0.11"
+  exporters = true
+` + hostConfigPasswords + `}`,
+				ExpectError: regexp.MustCompile(`monitor_password`),
 			},
 		},
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
 )
 
@@ -43,6 +44,8 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 			AllowUnsafeAppendFsync: m.AllowUnsafeAppendFsync.ValueBool(), AllowNonLoopbackBind: m.AllowNonLoopbackBind.ValueBool(),
 			AdminPassword: adminPassword, LockUser: m.LockUser.ValueString(),
 			LockPassword: lockPassword, LockUsers: users, Hooks: hooks, TLS: masterTLS(m),
+			// monitor_user has a default; the user exists only with a password.
+			MonitorUser: ifSet(m.MonitorPassword, m.MonitorUser.ValueString()), MonitorPassword: m.MonitorPassword.ValueString(),
 		},
 		ZeroPort: known(m.Port) && m.Port.ValueInt64() == 0,
 		Written: local.Written{MaxLockTTL: m.MaxLockTTL.ValueString(), ClockDriftMargin: m.ClockDriftMargin.ValueString(),
@@ -206,6 +209,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 		MaxMemoryPolicy: types.StringValue(l.Startup.MaxMemoryPolicy), ReplicaOf: types.StringValue(l.Startup.ReplicaOf),
 		AdminPassword: types.StringValue(s.AdminPassword), LockUser: types.StringValue(s.LockUser),
 		LockPassword: types.StringValue(s.LockPassword), LockUsers: lockUsersToModel(s.LockUsers), Hooks: hooksToModel(s.Hooks),
+		MonitorUser: types.StringValue(or(s.MonitorUser, redisconf.DefaultMonitorUser)), MonitorPassword: stringOrNull(s.MonitorPassword),
 		AdminPasswordWO: types.StringNull(), LockPasswordWO: types.StringNull(), PasswordWOVersion: types.Int64Null(),
 		KeepDataOnDestroy: types.BoolValue(l.Master.KeepDataOnDestroy),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
@@ -223,4 +227,20 @@ func or(v, def string) string {
 		return v
 	}
 	return def
+}
+
+// stringOrNull is v, or null for "" (an optional attribute that was not set).
+func stringOrNull(v string) types.String {
+	if v == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(v)
+}
+
+// ifSet is v when the attribute is set (not null, not ""), else "".
+func ifSet(attribute types.String, v string) string {
+	if attribute.ValueString() == "" {
+		return ""
+	}
+	return v
 }

@@ -74,6 +74,8 @@ type masterModel struct {
 	LockUser               types.String         `tfsdk:"lock_user"`
 	LockPassword           types.String         `tfsdk:"lock_password"`
 	LockUsers              types.Map            `tfsdk:"lock_users"`
+	MonitorUser            types.String         `tfsdk:"monitor_user"`
+	MonitorPassword        types.String         `tfsdk:"monitor_password"`
 	AdminPasswordWO        types.String         `tfsdk:"admin_password_wo"`
 	LockPasswordWO         types.String         `tfsdk:"lock_password_wo"`
 	PasswordWOVersion      types.Int64          `tfsdk:"password_wo_version"`

@@ -197,6 +197,22 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"password (null here).",
 				Validators: passwordValidators,
 			},
+			"monitor_user": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(redisconf.DefaultMonitorUser),
+				MarkdownDescription: "ACL user exporters (redis_exporter) log in as, when `monitor_password` is set: server " +
+					"state only (PING, INFO, CLIENT LIST/INFO, SLOWLOG GET/LEN, LATENCY, MEMORY STATS, COMMAND), no key, no " +
+					"channel, no CONFIG. Changed in place.",
+				Validators: []validator.String{
+					stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
+					stringvalidator.NoneOf("default"),
+				},
+			},
+			"monitor_password": schema.StringAttribute{
+				Optional: true, Sensitive: true,
+				MarkdownDescription: "Password of `monitor_user`, at least 16 characters without whitespace, its own " +
+					"(not the admin's or a lock user's). No monitoring user when null. Changed in place (`ACL SETUSER`).",
+				Validators: passwordValidators,
+			},
 			"lock_users": schema.MapNestedAttribute{
 				Optional: true, MarkdownDescription: lockUsersDescription, Validators: lockUsersValidators(),
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{

@@ -26,4 +26,5 @@ module "hosts" {
   install_packages            = var.install_packages
   hooks                       = var.hooks
   tls                         = var.tls
+  exporters                   = var.exporters
 }

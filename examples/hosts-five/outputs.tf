@@ -46,3 +46,19 @@ output "ca_cert_pem" {
   description = "The deployment's CA certificate (tls = true), for `lockagent --cacert`."
   value       = module.hosts.ca_cert_pem
 }
+
+output "monitor_user" {
+  description = "ACL user the hosts' redis_exporter logs in as (server state only, no key)."
+  value       = module.hosts.monitor_user
+}
+
+output "monitor_password" {
+  description = "Password of monitor_user."
+  value       = module.hosts.monitor_password
+  sensitive   = true
+}
+
+output "scrape_targets" {
+  description = "Prometheus file_sd target groups for the hosts' exporters (redis, node), labelled with each master's name: see docs/monitoring.md."
+  value       = module.hosts.scrape_targets
+}

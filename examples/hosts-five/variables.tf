@@ -47,3 +47,9 @@ variable "tls" {
   type        = bool
   default     = false
 }
+
+variable "exporters" {
+  description = "Run Debian's redis and node exporters on every host (see docs/monitoring.md)."
+  type        = bool
+  default     = true
+}

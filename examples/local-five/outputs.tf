@@ -77,3 +77,14 @@ output "ca_cert_pem" {
   description = "The deployment's CA certificate (tls = true), for `lockagent --cacert`."
   value       = module.cluster.ca_cert_pem
 }
+
+output "monitor_user" {
+  description = "ACL user for redis_exporter (server state only, no key)."
+  value       = module.cluster.monitor_user
+}
+
+output "monitor_password" {
+  description = "Password of monitor_user."
+  value       = module.cluster.monitor_password
+  sensitive   = true
+}

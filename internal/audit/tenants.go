@@ -68,6 +68,9 @@ func (m *Master) checkTenants(ctx context.Context, c *redis.Client, t Target) {
 		fields := replyMap(reply)
 		u.Keys = patterns(fields["keys"], "~")
 		u.Channels = patterns(fields["channels"], "&")
+		if len(u.Keys) == 0 && len(u.Channels) == 0 {
+			continue // no key, no channel: it cannot touch a lock (the monitoring user)
+		}
 		users = append(users, u)
 	}
 	m.LockUsers, m.TenantsChecked = users, true

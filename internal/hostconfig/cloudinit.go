@@ -57,7 +57,7 @@ func cloudConfig(b *Bundle, installPackages bool) (string, error) {
 	doc := cloudConfigDoc{RunCmd: b.Commands}
 	if installPackages {
 		doc.PackageUpdate = true
-		doc.Packages = []string{b.Server.Package}
+		doc.Packages = b.Packages
 	}
 	for _, f := range b.Files {
 		content, encoding, err := contentOf(f)

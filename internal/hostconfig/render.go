@@ -50,6 +50,9 @@ type Host struct {
 	// InstallPackages adds the package to the user-data's packages (cloud-init installs it);
 	// leave it false for images that already have it.
 	InstallPackages bool
+	// Exporters adds redis_exporter (logged in as the monitoring user: Spec.MonitorPassword is
+	// required) and node_exporter with its textfile collector (exporters.go).
+	Exporters bool
 }
 
 // File is one file the host needs.
@@ -63,6 +66,7 @@ type File struct {
 type Bundle struct {
 	Server   Server
 	Spec     master.Spec // the defaulted Spec the files were rendered from
+	Packages []string    // the Debian packages the host needs
 	Files    []File      // in the order to write them
 	Commands [][]string  // run in order, as root, after the files are written
 	// UserData is #cloud-config for any cloud's instance user_data.
@@ -125,6 +129,16 @@ func Render(h Host) (*Bundle, error) {
 			File{Path: files.CACertFile, Content: spec.TLS.CACertPEM, Permissions: "0644"})
 	}
 	b.Commands = [][]string{{ScriptPath, "setup"}}
+	b.Packages = []string{srv.Package}
+	if h.Exporters {
+		files, err := exporterFiles(spec)
+		if err != nil {
+			return nil, err
+		}
+		b.Files = append(b.Files, files...)
+		b.Commands = append(b.Commands, exporterCommands()...)
+		b.Packages = append(b.Packages, RedisExporterPackage, NodeExporterPackage)
+	}
 	if b.UserData, err = cloudConfig(b, h.InstallPackages); err != nil {
 		return nil, err
 	}

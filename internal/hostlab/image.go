@@ -33,6 +33,8 @@ const (
 var imagePackages = []string{
 	"systemd", "systemd-sysv", "dbus", "python3-cffi-backend", "cloud-init",
 	"redis-server", "redis-tools", "iproute2", "procps",
+	// The hosts module runs Debian's exporters by default (docs/monitoring.md).
+	"prometheus-redis-exporter", "prometheus-node-exporter",
 }
 
 // backportPackages come from <suite>-backports, installed with apt-get in a chroot.

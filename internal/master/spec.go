@@ -88,6 +88,12 @@ type Spec struct {
 	// user per application, each confined to its own key prefix.
 	LockUsers []LockUser
 
+	// MonitorUser/MonitorPassword add the monitoring user exporters log in as (server
+	// state only: redisconf.MonitorUserCommands); none when MonitorPassword is empty.
+	// MonitorUser defaults to redisconf.DefaultMonitorUser.
+	MonitorUser     string
+	MonitorPassword string
+
 	Hooks Hooks
 
 	// TLS, when set, makes the master serve TLS only (see TLS).
@@ -126,6 +132,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.AppendFsync == "" {
 		s.AppendFsync = redisconf.AppendFsync
+	}
+	if s.MonitorPassword != "" && s.MonitorUser == "" {
+		s.MonitorUser = redisconf.DefaultMonitorUser
 	}
 	return s
 }
@@ -248,6 +257,7 @@ func (s Spec) Check() error {
 			"admin_password: lock clients must not be able to act as the admin.")
 	}
 	errs = append(errs, CheckLockUsers(s.LockUsers, s.AdminPassword)...)
+	errs = append(errs, s.checkMonitorUser()...)
 	s.Hooks.Each(func(name string, argv []string) {
 		if len(argv) > 0 && argv[0] == "" {
 			add("hooks", "Hook program is empty", fmt.Sprintf("hooks.%s has an empty program name: give argv, e.g. "+
@@ -302,6 +312,47 @@ func CheckLockUsers(users []LockUser, adminPassword string) []error {
 	return errs
 }
 
+// checkMonitorUser checks the monitoring user, when there is one: a valid name of its own
+// and a password of its own (an exporter's password sits in its config: it must not open
+// the admin or a lock user).
+func (s Spec) checkMonitorUser() []error {
+	if s.MonitorPassword == "" {
+		return nil
+	}
+	var errs []error
+	add := func(field, summary, detail string) {
+		errs = append(errs, &FieldError{Field: field, Summary: summary, Detail: detail})
+	}
+	name := s.MonitorUser
+	if name == "" {
+		name = redisconf.DefaultMonitorUser
+	}
+	if !ValidUserName(name) {
+		add("monitor_user", "Invalid monitoring user name", fmt.Sprintf("monitor_user = %q: use 1-64 letters, digits, "+
+			"'_' or '-', and not \"default\" (the admin).", name))
+	}
+	for _, u := range s.RedisConfig("").Users() {
+		if u.Name == name {
+			add("monitor_user", "Monitoring user is a lock user", fmt.Sprintf("monitor_user = %q is also a lock user's "+
+				"name: give the monitoring user a name of its own (default %q).", name, redisconf.DefaultMonitorUser))
+		}
+		if u.Password == s.MonitorPassword {
+			add("monitor_password", "Monitoring password equals a lock password", fmt.Sprintf("monitor_password equals "+
+				"the password of lock user %q: an exporter's config must not open a lock user. Give it its own "+
+				"(redlock_credentials generates one).", u.Name))
+		}
+	}
+	switch {
+	case len(s.MonitorPassword) < MinPasswordLength:
+		add("monitor_password", "Password too short", fmt.Sprintf("monitor_password has %d characters: use at least %d "+
+			"(redlock_credentials generates 64).", len(s.MonitorPassword), MinPasswordLength))
+	case s.MonitorPassword == s.AdminPassword:
+		add("monitor_password", "Monitoring password equals the admin password", "monitor_password must differ from "+
+			"admin_password: an exporter's config must not open the admin.")
+	}
+	return errs
+}
+
 // UserNamePattern is what a lock user's name may be: 1-64 letters, digits, '_' or '-' (an
 // ACL user name). The provider's attribute validators use it too.
 var UserNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -316,6 +367,7 @@ func (s Spec) RedisConfig(tlsDir string) redisconf.Config {
 	return redisconf.Config{
 		Bind: s.Bind, Port: s.Port, DataDir: s.DataDir,
 		AdminPassword: s.AdminPassword, LockUser: s.LockUser, LockPassword: s.LockPassword, LockUsers: s.LockUsers,
+		MonitorUser: s.MonitorUser, MonitorPassword: s.MonitorPassword,
 		MaxMemory: s.MaxMemory, AppendFsync: s.AppendFsync, TLS: s.TLSFiles(tlsDir),
 	}
 }

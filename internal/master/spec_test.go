@@ -36,3 +36,41 @@ func TestLongHold(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckMonitorUser: the monitoring user needs a valid name and a password of its own;
+// none at all is fine.
+func TestCheckMonitorUser(t *testing.T) {
+	good := Spec{Bind: "127.0.0.1", Port: 6379, DataDir: "/d", AdminPassword: "admin-password-0123456789",
+		LockPassword: "lock-password-0123456789"}.WithDefaults()
+	for _, tc := range []struct {
+		name, user, password, wantField string
+	}{
+		{"no monitoring user", "", "", ""},
+		{"default name", "", "monitor-password-0123456789", ""},
+		{"own name", "prom", "monitor-password-0123456789", ""},
+		{"short password", "", "short", "monitor_password"},
+		{"admin's password", "", "admin-password-0123456789", "monitor_password"},
+		{"lock user's password", "", "lock-password-0123456789", "monitor_password"},
+		{"lock user's name", "redlock", "monitor-password-0123456789", "monitor_user"},
+		{"admin's name", "default", "monitor-password-0123456789", "monitor_user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := good
+			s.MonitorUser, s.MonitorPassword = tc.user, tc.password
+			s = s.WithDefaults()
+			var fields []string
+			for _, fe := range FieldErrors(s.Check()) {
+				fields = append(fields, fe.Field)
+			}
+			switch {
+			case tc.wantField == "" && len(fields) > 0:
+				t.Errorf("Check: %v, want no error", s.Check())
+			case tc.wantField != "" && (len(fields) != 1 || fields[0] != tc.wantField):
+				t.Errorf("Check: fields %v (%v), want exactly %s", fields, s.Check(), tc.wantField)
+			}
+			if tc.password != "" && s.MonitorUser == "" {
+				t.Error("WithDefaults left the monitoring user unnamed")
+			}
+		})
+	}
+}

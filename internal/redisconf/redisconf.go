@@ -17,7 +17,14 @@ const (
 	DefaultMaxMemory       = "64mb"
 	DefaultLockUser        = "redlock"
 	DefaultEvalUser        = "redlock-eval"
+	DefaultMonitorUser     = "redlock-monitor"
 )
+
+// LatencyMonitorThreshold is the master's latency-monitor-threshold in milliseconds: events
+// that take longer (an fsync of the AOF above all) are recorded for LATENCY LATEST, which
+// the monitoring user reads (redis_exporter's redis_latency_spike_* metrics). 0, Redis's
+// default, records nothing.
+const LatencyMonitorThreshold = 10
 
 // BusyReplyThreshold is the master's busy-reply-threshold (lua-time-limit before Redis
 // 7), in milliseconds: a script or function that runs longer makes the server answer
@@ -111,6 +118,20 @@ func EvalUserCommands() []string {
 	return append(out, EvalCommands...)
 }
 
+// MonitorUserCommands are the rights of the monitoring user (an exporter such as
+// redis_exporter): server state only. No key, no channel, no write, and no CONFIG GET,
+// which would reveal the passwords in requirepass and masterauth.
+var MonitorUserCommands = []string{
+	"+ping", "+info", "+client|list", "+client|info", "+slowlog|get", "+slowlog|len",
+	"+latency|latest", "+latency|history", "+latency|doctor", "+memory|stats", "+command",
+}
+
+// MonitorUserRules are the ACL SETUSER rules that define the monitoring user from scratch:
+// on, its password, no keys, no channels, MonitorUserCommands only.
+func MonitorUserRules(password string) []string {
+	return append([]string{"reset", "on", ">" + password, "resetkeys", "resetchannels", "-@all"}, MonitorUserCommands...)
+}
+
 // UserRules are the ACL rules of a restricted user (a lock user, an EVAL user), after its
 // name, in the order ACL SETUSER takes them: password, keys, channels (the same pattern as
 // the keys: a lock's release channel starts with its key), commands.
@@ -136,7 +157,12 @@ type Config struct {
 	// LockUsers it reaches every tenant's keys (the audit reports it).
 	EvalUser     string
 	EvalPassword string
-	MaxMemory    string // explicit maxmemory; DefaultMaxMemory when empty
+	// MonitorUser/MonitorPassword add the monitoring user (MonitorUserCommands: server
+	// state, no key); none when MonitorPassword is empty. MonitorUser is DefaultMonitorUser
+	// when empty.
+	MonitorUser     string
+	MonitorPassword string
+	MaxMemory       string // explicit maxmemory; DefaultMaxMemory when empty
 	// AppendFsync is "always" unless a caller explicitly opted out of safety.
 	AppendFsync string
 	PidFile     string // optional
@@ -179,6 +205,9 @@ func (c Config) Render() (string, error) {
 	}
 	if c.EvalUser != "" && c.EvalPassword == "" {
 		return "", fmt.Errorf("redisconf: eval user %q has no password: set EvalPassword", c.EvalUser)
+	}
+	if c.MonitorUser != "" && c.MonitorPassword == "" {
+		return "", fmt.Errorf("redisconf: monitoring user %q has no password: set MonitorPassword", c.MonitorUser)
 	}
 	if c.DataDir == "" {
 		return "", fmt.Errorf("redisconf: data dir is required")
@@ -235,6 +264,13 @@ func (c Config) Render() (string, error) {
 		line("# Clients that send their own Lua (EVAL) get their own user.")
 		line("user %s", userLine(or(c.EvalUser, DefaultEvalUser), c.EvalPassword, "*", EvalUserCommands()))
 	}
+	if c.MonitorPassword != "" {
+		line("# Exporters log in as the monitoring user: server state, no key, no CONFIG.")
+		line("user %s on %s resetkeys resetchannels -@all %s", or(c.MonitorUser, DefaultMonitorUser),
+			quote(">"+c.MonitorPassword), strings.Join(MonitorUserCommands, " "))
+	}
+	line("# Slow events (an fsync above all) are recorded for LATENCY LATEST, which monitoring reads.")
+	line("latency-monitor-threshold %d", LatencyMonitorThreshold)
 	line("# Scripts: lock users run the kit's function library (FCALL; the admin loads it at every")
 	line("# start). A script running longer than this makes the server answer BUSY and accept SCRIPT KILL.")
 	line("busy-reply-threshold %d", BusyReplyThreshold)

@@ -43,6 +43,8 @@ type Options struct {
 	// LockUsers, when set, replace the single lock user: one user per tenant, each
 	// confined to its key prefix (see redisconf.LockUser). Such a cluster has no EVAL user.
 	LockUsers []redisconf.LockUser
+	// Monitor adds the monitoring user (MonitorUser, MonitorPassword; redisconf.MonitorUserCommands).
+	Monitor bool
 	// TLS makes every master serve TLS only, with a server certificate for Host signed by
 	// the cluster's own CA (Cluster.CACertPEM; Master.TLSConfig trusts it).
 	TLS bool
@@ -57,6 +59,9 @@ const (
 	LockPassword  = "lock-secret-for-tests"
 	EvalUser      = redisconf.DefaultEvalUser
 	EvalPassword  = "eval-secret-for-tests"
+	// The monitoring user of a cluster started with Options.Monitor.
+	MonitorUser     = redisconf.DefaultMonitorUser
+	MonitorPassword = "monitor-secret-for-tests"
 )
 
 // Cluster is a set of independent masters.
@@ -211,6 +216,9 @@ func startMaster(bin string, opts Options, dataDir string, tm *tlsMaterial) (*Ma
 		if len(opts.LockUsers) == 0 {
 			// The EVAL user (for redsync and the like) reaches every key: tenants get none.
 			rc.EvalUser, rc.EvalPassword = EvalUser, EvalPassword
+		}
+		if opts.Monitor {
+			rc.MonitorUser, rc.MonitorPassword = MonitorUser, MonitorPassword
 		}
 		if tm != nil {
 			rc.TLS, m.TLSConfig = &tm.files, tm.client

@@ -20,6 +20,11 @@ resource "redlock_credentials" "this" {
   lock_user = "redlock"
 }
 
+# The monitoring user's password: its own, so an exporter's config opens nothing else.
+resource "redlock_credentials" "monitor" {
+  lock_user = var.monitor_user
+}
+
 # With lock_users, one user per application, each with its own password and key prefix.
 resource "redlock_credentials" "tenant" {
   for_each  = var.lock_users
@@ -54,6 +59,9 @@ resource "redlock_master" "this" {
   lock_user      = local.tenants ? null : redlock_credentials.this.lock_user
   lock_password  = local.tenants ? null : redlock_credentials.this.lock_password
   lock_users     = local.lock_users
+
+  monitor_user     = var.monitor_user
+  monitor_password = redlock_credentials.monitor.lock_password
 
   tls             = var.tls
   tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null

@@ -108,3 +108,14 @@ output "client_configs" {
   sensitive   = true
   value       = { for name, c in local.client_configs : name => jsonencode(c) }
 }
+
+output "monitor_user" {
+  description = "The ACL user Prometheus exporters log in as (server state only, no key)."
+  value       = var.monitor_user
+}
+
+output "monitor_password" {
+  description = "Password of monitor_user, for redis_exporter (REDIS_USER/REDIS_PASSWORD)."
+  value       = redlock_credentials.monitor.lock_password
+  sensitive   = true
+}

@@ -15,6 +15,12 @@ resource "redlock_credentials" "this" {
   keepers   = var.credentials_keepers
 }
 
+# The monitoring user's password: its own, so an exporter's config opens nothing else.
+resource "redlock_credentials" "monitor" {
+  lock_user = var.monitor_user
+  keepers   = var.credentials_keepers
+}
+
 # With lock_users, one user per application, each with its own password and key prefix.
 resource "redlock_credentials" "tenant" {
   for_each  = var.lock_users
@@ -48,6 +54,9 @@ data "redlock_host_config" "this" {
   lock_password    = local.tenants ? null : redlock_credentials.this.lock_password
   lock_users       = local.lock_users
   hooks            = var.hooks
+  monitor_user     = var.monitor_user
+  monitor_password = redlock_credentials.monitor.lock_password
+  exporters        = var.exporters
 
   tls             = var.tls
   tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null

@@ -88,3 +88,22 @@ output "client_configs" {
   sensitive   = true
   value       = { for name, c in local.client_configs : name => jsonencode(c) }
 }
+
+output "monitor_user" {
+  description = "The ACL user Prometheus exporters log in as (server state only, no key)."
+  value       = var.monitor_user
+}
+
+output "monitor_password" {
+  description = "Password of monitor_user, for an exporter you run yourself (with exporters = true each host's redis_exporter already has it)."
+  value       = redlock_credentials.monitor.lock_password
+  sensitive   = true
+}
+
+output "scrape_targets" {
+  description = "Prometheus file_sd target groups for the hosts' exporters: redis (redis_exporter, :9121) and node (node_exporter, :9100), each target labelled with its master's name, which the rules in monitoring/ join on. Write each list to a file_sd JSON file (jsonencode) of its own scrape job. Empty lists with exporters = false."
+  value = {
+    redis = var.exporters ? [for h in var.hosts : { targets = ["${h.address}:9121"], labels = { master = h.name } }] : []
+    node  = var.exporters ? [for h in var.hosts : { targets = ["${h.address}:9100"], labels = { master = h.name } }] : []
+  }
+}

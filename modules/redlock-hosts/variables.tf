@@ -120,3 +120,22 @@ variable "tls" {
   default     = false
   nullable    = false
 }
+
+variable "monitor_user" {
+  description = "ACL user Prometheus exporters log in as on every master: server state only (PING, INFO, CLIENT LIST/INFO, SLOWLOG GET/LEN, LATENCY, MEMORY STATS, COMMAND), no key, no channel, no CONFIG. Its password is generated (output monitor_password)."
+  type        = string
+  default     = "redlock-monitor"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,64}$", var.monitor_user)) && var.monitor_user != "default"
+    error_message = "monitor_user is an ACL user name: use 1-64 letters, digits, '_' or '-', and not \"default\" (the admin)."
+  }
+}
+
+variable "exporters" {
+  description = "Install and start Debian's prometheus-redis-exporter (port 9121, logged in as monitor_user, TLS when on) and prometheus-node-exporter (port 9100, with the textfile collector where each host publishes its master's state) on every host. Set false to run your own."
+  type        = bool
+  default     = true
+  nullable    = false
+}

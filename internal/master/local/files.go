@@ -30,6 +30,8 @@ type record struct {
 	LockUser               string       `json:"lock_user"`
 	LockPassword           string       `json:"lock_password"`
 	LockUsers              []recordUser `json:"lock_users,omitempty"`
+	MonitorUser            string       `json:"monitor_user,omitempty"`
+	MonitorPassword        string       `json:"monitor_password,omitempty"`
 	KeepDataOnDestroy      bool         `json:"keep_data_on_destroy"`
 	// TLS: the master serves TLS only, with the files master.TLSFileContents names in the
 	// data dir (Load reads the PEMs back from them).
@@ -55,7 +57,8 @@ func newRecord(m Master) record {
 		ClockDriftMargin: or(m.Written.ClockDriftMargin, s.ClockDriftMargin.String()),
 		RestartDelay:     or(m.Written.RestartDelay, s.RestartDelay.String()), MaxMemory: s.MaxMemory,
 		AppendFsync: s.AppendFsync, AllowUnsafeAppendFsync: s.AllowUnsafeAppendFsync, LockUser: s.LockUser,
-		LockPassword: s.LockPassword, LockUsers: recordUsers(s.LockUsers), KeepDataOnDestroy: m.KeepDataOnDestroy, TLS: s.TLS != nil,
+		LockPassword: s.LockPassword, LockUsers: recordUsers(s.LockUsers),
+		MonitorUser: s.MonitorUser, MonitorPassword: s.MonitorPassword, KeepDataOnDestroy: m.KeepDataOnDestroy, TLS: s.TLS != nil,
 	}
 }
 

@@ -65,6 +65,7 @@ func Load(dir string) (Loaded, error) {
 				MaxMemory: r.MaxMemory, AppendFsync: r.AppendFsync,
 				AllowUnsafeAppendFsync: r.AllowUnsafeAppendFsync, AllowNonLoopbackBind: r.AllowNonLoopbackBind,
 				AdminPassword: sc.AdminPassword, LockUser: r.LockUser, LockPassword: r.LockPassword, LockUsers: r.lockUsers(), Hooks: sc.Hooks,
+				MonitorUser: r.MonitorUser, MonitorPassword: r.MonitorPassword,
 				TLS: tlsMaterial,
 			},
 			ZeroPort:          r.Port == 0,

@@ -117,6 +117,7 @@ func applyRuntime(ctx context.Context, from, to Master, trust *tls.Config) error
 		{"maxmemory", to.Spec.MaxMemory},
 		{"maxmemory-policy", redisconf.MaxmemoryPolicy},
 		{"busy-reply-threshold", strconv.Itoa(redisconf.BusyReplyThreshold)},
+		{"latency-monitor-threshold", strconv.Itoa(redisconf.LatencyMonitorThreshold)},
 	} {
 		if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
 			return fmt.Errorf("%s: CONFIG SET %s %s: %w", strings.ReplaceAll(kv[0], "-", "_"), kv[0], kv[1], err)
@@ -130,7 +131,30 @@ func applyRuntime(ctx context.Context, from, to Master, trust *tls.Config) error
 	if err := funclib.Load(ctx, c); err != nil {
 		return fmt.Errorf("function library: %w", err)
 	}
-	return updateLockUsers(ctx, c, from.Spec.Users(), to.Spec.Users())
+	if err := updateLockUsers(ctx, c, from.Spec.Users(), to.Spec.Users()); err != nil {
+		return err
+	}
+	return updateMonitorUser(ctx, c, from.Spec, to.Spec)
+}
+
+// updateMonitorUser defines the monitoring user from scratch when it is new or changed, and
+// removes it when it is gone or renamed.
+func updateMonitorUser(ctx context.Context, c *redis.Client, from, to master.Spec) error {
+	if from.MonitorUser == to.MonitorUser && from.MonitorPassword == to.MonitorPassword {
+		return nil
+	}
+	if from.MonitorPassword != "" && from.MonitorUser != to.MonitorUser {
+		if err := c.Do(ctx, "ACL", "DELUSER", from.MonitorUser).Err(); err != nil {
+			return fmt.Errorf("monitor_user: ACL DELUSER %s: %w", from.MonitorUser, err)
+		}
+	}
+	if to.MonitorPassword == "" {
+		return nil
+	}
+	if err := c.ACLSetUser(ctx, to.MonitorUser, redisconf.MonitorUserRules(to.MonitorPassword)...).Err(); err != nil {
+		return fmt.Errorf("monitor_password: ACL SETUSER %s: %w", to.MonitorUser, err)
+	}
+	return nil
 }
 
 // updateLockUsers redefines the lock users that changed (ACL SETUSER from scratch) and

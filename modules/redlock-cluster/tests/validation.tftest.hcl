@@ -124,3 +124,12 @@ run "tls_plan" {
     error_message = "each certificate covers its master's bind address"
   }
 }
+
+run "monitoring_plan" {
+  command = plan
+
+  assert {
+    condition     = output.monitor_user == "redlock-monitor" && alltrue([for m in redlock_master.this : m.monitor_user == "redlock-monitor"])
+    error_message = "every master gets the monitoring user"
+  }
+}

@@ -226,3 +226,40 @@ run "tls_hosts" {
     error_message = "every host serves TLS on port 6379 with its key under /etc/redlock, within the user-data limit"
   }
 }
+
+run "monitoring_outputs" {
+  command = apply
+
+  expect_failures = [check.redlock_deployment]
+
+  assert {
+    condition     = output.monitor_user == "redlock-monitor" && length(nonsensitive(output.monitor_password)) >= 16
+    error_message = "every host gets the monitoring user with a generated password"
+  }
+  assert {
+    condition     = nonsensitive(output.monitor_password) != nonsensitive(output.admin_password) && !strcontains(nonsensitive(output.client_config), nonsensitive(output.monitor_password))
+    error_message = "the monitoring password is its own, and never in a lock client's config"
+  }
+  assert {
+    condition     = output.scrape_targets.redis[0].targets == ["127.66.0.11:9121"] && output.scrape_targets.node[4].labels.master == "e"
+    error_message = "scrape_targets name each host's exporters with its master's name"
+  }
+  assert {
+    condition     = alltrue([for u in output.user_data : strcontains(u, "- prometheus-redis-exporter") && strcontains(u, "path: /etc/redlock/redis-exporter.env") && length(u) < 16384])
+    error_message = "exporters are on by default, within the user-data limit"
+  }
+}
+
+run "exporters_off" {
+  command = apply
+  variables {
+    exporters = false
+  }
+
+  expect_failures = [check.redlock_deployment]
+
+  assert {
+    condition     = alltrue([for u in output.user_data : !strcontains(u, "exporter")]) && length(output.scrape_targets.redis) == 0
+    error_message = "exporters = false installs no exporter and lists no target"
+  }
+}

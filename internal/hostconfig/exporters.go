@@ -1,0 +1,84 @@
+package hostconfig
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redlock-kit/redlock-kit/internal/master"
+)
+
+// The Prometheus exporters a host runs, from Debian's packages, each under the package's own
+// unit (User=prometheus), extended by a drop-in.
+const (
+	RedisExporterPackage = "prometheus-redis-exporter"
+	NodeExporterPackage  = "prometheus-node-exporter"
+	// RedisExporterEnvPath holds the exporter's address, user and password (root-only: systemd
+	// reads it before the unit drops to the prometheus user). The monitoring user's password
+	// is the one secret of the exporters: it reads server state and nothing else.
+	RedisExporterEnvPath = ConfDir + "/redis-exporter.env"
+	// TextfileDir is node_exporter's textfile collector directory (Debian's default).
+	TextfileDir = "/var/lib/prometheus/node-exporter"
+	// StateMetricsPath is where the host's restart policy publishes the master's state for the
+	// textfile collector (docs/monitoring.md lists the metrics).
+	StateMetricsPath = TextfileDir + "/redlock.prom"
+	// RedisExporterPort and NodeExporterPort are the packages' default listen ports.
+	RedisExporterPort = 9121
+	NodeExporterPort  = 9100
+)
+
+// RedisExporterArgs are the flags the redis exporter runs with: the monitoring user may not
+// CLIENT SETNAME or CONFIG GET, and each refused attempt would count as an error on the master.
+// With TLS (caFile not "") it verifies the server against the deployment's CA.
+func RedisExporterArgs(caFile string) []string {
+	args := []string{"-set-client-name=false", "-config-command=-"}
+	if caFile != "" {
+		args = append(args, "-tls-ca-cert-file="+caFile)
+	}
+	return args
+}
+
+// redisExporterDropInPath is the drop-in that gives the package's unit its environment file.
+const redisExporterDropInPath = "/etc/systemd/system/" + RedisExporterPackage + ".service.d/redlock.conf"
+
+// exporterFiles are the files the exporters need: the redis exporter's environment (its
+// address, TLS when on, the monitoring user) and the drop-in that loads it. node_exporter
+// needs none: Debian's unit reads the textfile directory by default.
+func exporterFiles(spec master.Spec) ([]File, error) {
+	if spec.MonitorPassword == "" {
+		return nil, &master.FieldError{Field: "monitor_password", Summary: "Exporters need the monitoring user",
+			Detail: "exporters are on but monitor_password is not set: give the monitoring user's password (redlock_credentials " +
+				"generates one), or turn the exporters off."}
+	}
+	scheme, args := "redis", RedisExporterArgs("")
+	if files := spec.TLSFiles(ConfDir); files != nil {
+		// The server certificate names the host's address; the exporter verifies it against the CA.
+		scheme, args = "rediss", RedisExporterArgs(files.CACertFile)
+	}
+	addr := (&url.URL{Scheme: scheme, Host: spec.Addr()}).String()
+	env := fmt.Sprintf("# Written by redlock-kit: redis_exporter logs in to master %q as the monitoring user.\n"+
+		"REDIS_ADDR=%s\nREDIS_USER=%s\nREDIS_PASSWORD=%s\nARGS=%s\n",
+		spec.Name, systemdQuote(addr), systemdQuote(spec.MonitorUser), systemdQuote(spec.MonitorPassword),
+		systemdQuote(strings.Join(args, " ")))
+	dropIn := "# Written by redlock-kit: the monitoring user's credentials (root-only file).\n" +
+		"[Service]\nEnvironmentFile=" + RedisExporterEnvPath + "\n"
+	return []File{
+		{Path: RedisExporterEnvPath, Content: env, Permissions: "0600"},
+		{Path: redisExporterDropInPath, Content: dropIn, Permissions: "0644"},
+	}, nil
+}
+
+// exporterCommands start both exporters with the files above (restart: an image may run them
+// already, with the package's defaults).
+func exporterCommands() [][]string {
+	return [][]string{
+		{"systemctl", "daemon-reload"},
+		{"systemctl", "enable", RedisExporterPackage, NodeExporterPackage},
+		{"systemctl", "restart", RedisExporterPackage, NodeExporterPackage},
+	}
+}
+
+// systemdQuote quotes s for an EnvironmentFile= line (double quotes, backslash escapes).
+func systemdQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "\n", `\n`).Replace(s) + `"`
+}

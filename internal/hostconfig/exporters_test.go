@@ -1,0 +1,116 @@
+package hostconfig
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/pki"
+)
+
+func exporterHost() Host {
+	h := testHost()
+	h.Spec.MonitorPassword = strings.Repeat("c", 64)
+	h.Exporters = true
+	h.InstallPackages = true
+	return h
+}
+
+// TestRenderExporters: with exporters on, the host installs both exporter packages, the redis
+// exporter logs in as the monitoring user from a root-only environment file (never CLIENT
+// SETNAME or CONFIG GET, which the user may not run), and both units are restarted after the
+// master's setup. Off, none of it is there.
+func TestRenderExporters(t *testing.T) {
+	b, err := Render(exporterHost())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.UserData) > MaxUserDataBytes {
+		t.Errorf("user-data with exporters is %d bytes, over %d", len(b.UserData), MaxUserDataBytes)
+	}
+	t.Logf("user-data with exporters: %d bytes, gzip+base64 %d bytes", len(b.UserData), len(b.UserDataGzipBase64))
+	env := file(t, b, RedisExporterEnvPath)
+	for _, want := range []string{`REDIS_ADDR="redis://10.0.0.11:6379"`, `REDIS_USER="redlock-monitor"`,
+		`REDIS_PASSWORD="` + strings.Repeat("c", 64) + `"`, `ARGS="-set-client-name=false -config-command=-"`} {
+		if !strings.Contains(env.Content, want+"\n") {
+			t.Errorf("%s lacks %s:\n%s", env.Path, want, env.Content)
+		}
+	}
+	if env.Permissions != "0600" {
+		t.Errorf("%s holds the monitoring password with permissions %s, want 0600", env.Path, env.Permissions)
+	}
+	if d := file(t, b, redisExporterDropInPath); !strings.Contains(d.Content, "EnvironmentFile="+RedisExporterEnvPath+"\n") {
+		t.Errorf("the exporter's drop-in does not load %s:\n%s", RedisExporterEnvPath, d.Content)
+	}
+	if conf := file(t, b, ConfDir+"/redis-server.conf"); !strings.Contains(conf.Content, "\nuser redlock-monitor on ") {
+		t.Errorf("the server config lacks the monitoring user:\n%s", conf.Content)
+	}
+	var doc cloudConfigDoc
+	if err := yaml.Unmarshal([]byte(b.UserData), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(doc.Packages, " ") != "redis-server "+RedisExporterPackage+" "+NodeExporterPackage {
+		t.Errorf("packages: %v", doc.Packages)
+	}
+	var cmds []string
+	for _, c := range doc.RunCmd {
+		cmds = append(cmds, strings.Join(c, " "))
+	}
+	if len(cmds) < 2 || cmds[0] != ScriptPath+" setup" ||
+		cmds[len(cmds)-1] != "systemctl restart "+RedisExporterPackage+" "+NodeExporterPackage {
+		t.Errorf("runcmd: %q, want the master's setup first and the exporters restarted last", cmds)
+	}
+
+	off := exporterHost()
+	off.Exporters = false
+	if b, err = Render(off); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.UserData, "exporter") {
+		t.Errorf("exporters off, yet the user-data mentions an exporter:\n%s", b.UserData)
+	}
+}
+
+// TestRenderExportersTLS: with TLS the exporter connects with rediss:// and verifies the
+// server against the CA file the master's config names.
+func TestRenderExportersTLS(t *testing.T) {
+	h := exporterHost()
+	ca, err := pki.NewCA(pki.CAOptions{Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pki.NewServer(ca, pki.ServerOptions{IPAddresses: []net.IP{net.ParseIP(h.Spec.Bind)}, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Spec.TLS = &master.TLS{CertPEM: cert.CertPEM, KeyPEM: cert.KeyPEM, CACertPEM: ca.CertPEM}
+	b, err := Render(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := file(t, b, RedisExporterEnvPath).Content
+	caFile := h.Spec.TLSFiles(ConfDir).CACertFile
+	if !strings.Contains(env, `REDIS_ADDR="rediss://10.0.0.11:6379"`) || !strings.Contains(env, "-tls-ca-cert-file="+caFile) {
+		t.Errorf("TLS exporter environment:\n%s", env)
+	}
+	if len(b.UserDataGzipBase64) == 0 {
+		t.Error("no gzip form")
+	}
+}
+
+// TestRenderExportersNeedMonitorPassword: exporters without the monitoring user's password
+// fail, naming monitor_password.
+func TestRenderExportersNeedMonitorPassword(t *testing.T) {
+	h := exporterHost()
+	h.Spec.MonitorPassword = ""
+	_, err := Render(h)
+	var fe *master.FieldError
+	if !errors.As(err, &fe) || fe.Field != "monitor_password" {
+		t.Fatalf("Render: %v, want a FieldError on monitor_password", err)
+	}
+}

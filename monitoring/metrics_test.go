@@ -1,0 +1,354 @@
+package monitoring
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/redlock-kit/redlock-kit/internal/hostconfig"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlockprom"
+)
+
+// madeElsewhere are metrics the rules use that no kit component exports: Prometheus's own
+// up, and the blackbox exporter's TLS probe (an alternative source of certificate expiry).
+var madeElsewhere = map[string]bool{"up": true, "probe_ssl_earliest_cert_expiry": true}
+
+// metricName matches the series names the rules select: exporters' and the kit's, not
+// recording rules (they contain ':') nor functions or labels.
+var metricName = regexp.MustCompile(`\b(?:redis|node|redlock|probe)_[a-zA-Z0-9_]*\b|\bup\b`)
+
+// ruleMetrics returns every metric name the expressions of the rules file use.
+func ruleMetrics(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Groups []struct {
+			Rules []struct {
+				Expr string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var exprs []string
+	for _, g := range doc.Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	return namesIn(exprs)
+}
+
+// namesIn returns the metric names used in exprs, sorted, without duplicates.
+func namesIn(exprs []string) []string {
+	seen := map[string]bool{}
+	for _, e := range exprs {
+		// Label matchers ({job="x"}) and strings hold no metric name.
+		e = regexp.MustCompile(`"[^"]*"`).ReplaceAllString(e, `""`)
+		for _, n := range metricName.FindAllString(e, -1) {
+			seen[n] = true
+		}
+	}
+	var out []string
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// missing returns the names no source exports. A histogram's _bucket, _sum and _count series
+// belong to its family.
+func missing(names []string, exported map[string]bool) []string {
+	var out []string
+	for _, n := range names {
+		family := regexp.MustCompile(`_(bucket|sum|count)$`).ReplaceAllString(n, "")
+		if !exported[n] && !exported[family] && !madeElsewhere[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// exporterBinary finds a Debian exporter: without it the test skips, unless
+// REDLOCK_REQUIRE_EXPORTERS=1 (scripts/monitoring-check.sh sets it after installing them).
+func exporterBinary(t *testing.T, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("REDLOCK_REQUIRE_EXPORTERS") == "1" {
+			t.Fatalf("%s not found: apt-get install %s (scripts/monitoring-check.sh does)", name, name)
+		}
+		t.Skipf("%s not installed (apt-get install %s; REDLOCK_REQUIRE_EXPORTERS=1 makes this a failure)", name, name)
+	}
+	return bin
+}
+
+// startExporter runs bin with args and env on a free loopback port (flag gives the listen
+// address) and returns its metrics URL; it is stopped by pid when the test ends.
+func startExporter(t *testing.T, bin, listenFlag string, env []string, args ...string) string {
+	t.Helper()
+	port, err := redistest.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(bin, append([]string{listenFlag + "=" + addr}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	logFile, err := os.Create(filepath.Join(t.TempDir(), filepath.Base(bin)+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		_ = logFile.Close()
+	})
+	return "http://" + addr + "/metrics"
+}
+
+// scrape GETs url until it answers and returns the parsed families.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			parser := expfmt.NewTextParser(model.LegacyValidation)
+			families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+			if err != nil {
+				t.Fatalf("%s: not the Prometheus text format: %v", url, err)
+			}
+			return families
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never answered: %v", url, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// value is the value of the family's series whose labels include want ("" for any).
+func value(fam *dto.MetricFamily, want map[string]string) (float64, bool) {
+	if fam == nil {
+		return 0, false
+	}
+next:
+	for _, m := range fam.GetMetric() {
+		for k, v := range want {
+			found := false
+			for _, l := range m.GetLabel() {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// exportedMetrics gathers every metric name the kit's deployment exports, from real
+// processes: redis_exporter logged in as the monitoring user with the hosts' flags,
+// node_exporter reading the host's state file, and redlockprom's registry.
+func exportedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	redisExporter := exporterBinary(t, "prometheus-redis-exporter")
+	nodeExporter := exporterBinary(t, "prometheus-node-exporter")
+	c := redistest.Start(t, redistest.Options{Masters: 1, Monitor: true})
+	m := c.Masters[0]
+	ctx := context.Background()
+	admin := m.Admin()
+	// A slow command (over latency-monitor-threshold) and an OOM refusal, so that the series
+	// that only exist after such events are in the scrape.
+	if err := admin.Eval(ctx, "local i = 0 while i < 20000000 do i = i + 1 end return i", nil).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Set(ctx, "oom", "x", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
+		t.Fatalf("SET at maxmemory 1: %v, want OOM", err)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "64mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	env := []string{"REDIS_ADDR=redis://" + m.Addr, "REDIS_USER=" + redistest.MonitorUser, "REDIS_PASSWORD=" + redistest.MonitorPassword}
+	redisFams := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env, hostconfig.RedisExporterArgs("")...))
+	if v, ok := value(redisFams["redis_up"], nil); !ok || v != 1 {
+		t.Fatalf("redis_exporter as the monitoring user: redis_up = %v (present %v), want 1", v, ok)
+	}
+	if v, ok := value(redisFams["redis_errors_total"], map[string]string{"err": "NOPERM"}); ok {
+		t.Errorf("redis_exporter with the hosts' flags made %v NOPERM errors on the master: it runs a command the monitoring user may not", v)
+	}
+	for _, want := range []struct {
+		family string
+		labels map[string]string
+	}{
+		{"redis_instance_info", map[string]string{"maxmemory_policy": "noeviction", "role": "master"}},
+		{"redis_latency_spike_duration_seconds", map[string]string{"event_name": "command"}},
+		{"redis_latency_spike_last", map[string]string{"event_name": "command"}},
+		{"redis_errors_total", map[string]string{"err": "OOM"}},
+	} {
+		if _, ok := value(redisFams[want.family], want.labels); !ok {
+			t.Errorf("redis_exporter: no %s%v, which the rules select", want.family, want.labels)
+		}
+	}
+	// Negative control: the exporter's default flags (CLIENT SETNAME, CONFIG GET) are refused
+	// to the monitoring user, and the check above sees it.
+	defaults := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env))
+	if _, ok := value(defaults["redis_errors_total"], map[string]string{"err": "NOPERM"}); !ok {
+		t.Error("control: redis_exporter with its default flags made no NOPERM error: the check above cannot fail")
+	}
+
+	textfiles := t.TempDir()
+	contract, err := os.ReadFile("testdata/redlock.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(textfiles, "redlock.prom"), contract, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodeFams := scrape(t, startExporter(t, nodeExporter, "--web.listen-address", nil,
+		"--collector.textfile.directory="+textfiles))
+	if v, ok := value(nodeFams["node_textfile_scrape_error"], nil); !ok || v != 0 {
+		t.Errorf("node_exporter: node_textfile_scrape_error = %v (present %v): it does not accept the host's state file", v, ok)
+	}
+	if _, ok := value(nodeFams["node_textfile_mtime_seconds"], map[string]string{"file": filepath.Join(textfiles, "redlock.prom")}); !ok {
+		t.Error("node_exporter: no node_textfile_mtime_seconds for redlock.prom")
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	contractFams, err := parser.TextToMetricFamilies(strings.NewReader(string(contract)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range contractFams {
+		if _, ok := nodeFams[name]; !ok {
+			t.Errorf("node_exporter does not publish %s from the host's state file", name)
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	metrics, err := redlockprom.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics.Operation(redlock.OperationEvent{Op: redlock.OpAcquire, Attempts: 1, Validity: time.Second})
+	metrics.MasterReply(redlock.MasterEvent{Op: redlock.OpAcquire, Addr: m.Addr, Vote: true})
+	clientFams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	exported := map[string]bool{}
+	for _, fams := range []map[string]*dto.MetricFamily{redisFams, nodeFams} {
+		for name := range fams {
+			exported[name] = true
+		}
+	}
+	for _, f := range clientFams {
+		exported[f.GetName()] = true
+	}
+	return exported
+}
+
+// TestNamedMetricsExist: every metric the rules and the dashboard select is exported by the
+// deployment, with the labels the rules match on; a name nothing exports is reported (the
+// control).
+func TestNamedMetricsExist(t *testing.T) {
+	exported := exportedMetrics(t)
+	for _, tc := range []struct {
+		source string
+		names  []string
+	}{
+		{"redlock.rules.yml", ruleMetrics(t, "redlock.rules.yml")},
+		{"redlock.dashboard.json", namesIn(dashboardExprs(t))},
+	} {
+		t.Run(tc.source, func(t *testing.T) {
+			if len(tc.names) < 5 {
+				t.Fatalf("found only %d metric names: %v", len(tc.names), tc.names)
+			}
+			if gone := missing(tc.names, exported); len(gone) > 0 {
+				t.Errorf("%s uses metrics nothing exports: %v", tc.source, gone)
+			}
+			t.Logf("%d metric names, all exported: %s", len(tc.names), strings.Join(tc.names, " "))
+		})
+	}
+	if gone := missing([]string{"redis_up", "redis_not_a_metric"}, exported); fmt.Sprint(gone) != "[redis_not_a_metric]" {
+		t.Errorf("control: missing(...) = %v, want [redis_not_a_metric]", gone)
+	}
+}
+
+// TestRedisExporterOverTLS: with TLS the hosts' exporter reaches a TLS-only master with
+// rediss:// and the deployment's CA (hostconfig's flags); without the CA it cannot (the
+// control: the server's certificate is verified).
+func TestRedisExporterOverTLS(t *testing.T) {
+	redisExporter := exporterBinary(t, "prometheus-redis-exporter")
+	c := redistest.Start(t, redistest.Options{Masters: 1, Monitor: true, TLS: true})
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, []byte(c.CACertPEM), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"REDIS_ADDR=rediss://" + c.Masters[0].Addr, "REDIS_USER=" + redistest.MonitorUser,
+		"REDIS_PASSWORD=" + redistest.MonitorPassword}
+	for _, tc := range []struct {
+		name string
+		args []string
+		up   float64
+	}{
+		{"with the CA", hostconfig.RedisExporterArgs(caFile), 1},
+		{"without the CA", hostconfig.RedisExporterArgs(""), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fams := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env, tc.args...))
+			if v, _ := value(fams["redis_up"], nil); v != tc.up {
+				t.Errorf("redis_up = %v, want %v", v, tc.up)
+			}
+		})
+	}
+}
