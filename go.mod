@@ -15,6 +15,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/overlap v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0

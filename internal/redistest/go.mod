@@ -4,9 +4,13 @@ go 1.26.0
 
 require (
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0
-	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0
-	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0
+)
+
+require (
+	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0 // indirect
 )
 
 require (

@@ -9,6 +9,8 @@ require (
 	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0
 )
 
+require github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

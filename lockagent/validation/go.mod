@@ -14,6 +14,8 @@ require (
 	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0
 )
 
+require github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+
 require (
 	github.com/agext/levenshtein v1.2.3 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
