@@ -7,8 +7,6 @@ require (
 	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0
 )
 
-require github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
-
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
