@@ -38,14 +38,15 @@ config() {
   fi
 }
 
-# lockagent as goreleaser builds it, but with symbols, links no testing package. The
-# negative control: its test binary, which does, is found out by the same check.
+# lockagent as goreleaser builds it (CGO_ENABLED=0), but with symbols, links no testing
+# package. The negative control: a test binary (internal/overlap's, a small one), which does,
+# is found out by the same check.
 no_testing_in_lockagent() {
   local tmp
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
-  CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$version" -o "$tmp/lockagent" ./lockagent/cmd/lockagent
-  CGO_ENABLED=0 go test -c -o "$tmp/lockagent.test" ./lockagent/cmd/lockagent
+  CGO_ENABLED=0 go build -ldflags "-X main.version=$version" -o "$tmp/lockagent" ./lockagent/cmd/lockagent
+  CGO_ENABLED=0 go test -c -o "$tmp/control.test" ./internal/overlap
   links_testing() { go tool nm "$1" | grep -Eq ' [TtDdBbRr] testing\.'; }
   if links_testing "$tmp/lockagent"; then
     echo "release-check: the lockagent binary links the testing package:" >&2
@@ -53,15 +54,15 @@ no_testing_in_lockagent() {
     echo "  find the import with: go list -deps ./lockagent/cmd/lockagent, and move it to non-test code" >&2
     exit 1
   fi
-  if ! links_testing "$tmp/lockagent.test"; then
-    echo "release-check: the testing-package check found nothing in lockagent's test binary: the check is broken" >&2
+  if ! links_testing "$tmp/control.test"; then
+    echo "release-check: the testing-package check found nothing in a test binary: the check is broken" >&2
     exit 1
   fi
   "$tmp/lockagent" version | grep -q "^lockagent $version " || {
     echo "release-check: lockagent version says \"$("$tmp/lockagent" version)\", not $version (VERSION)" >&2
     exit 1
   }
-  echo "release-check: lockagent $version links no testing package (go tool nm; its test binary does, the control)"
+  echo "release-check: lockagent $version links no testing package (go tool nm; a test binary does, the control)"
 }
 
 goreleaser_snapshot() {
@@ -90,9 +91,9 @@ case "${1:-full}" in
     scripts/modules.sh check
     # The consumer check prints each user's go.mod and the library user's go list -m all.
     go test -count=1 -v -run 'TestConsumer|TestProxy' ./internal/libdeps/
+    make --no-print-directory cross
     no_testing_in_lockagent
     goreleaser_snapshot
-    make --no-print-directory cross
     ;;
   *) echo "usage: scripts/release-check.sh config|full|tag vX.Y.Z" >&2; exit 2 ;;
 esac
