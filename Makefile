@@ -2,21 +2,29 @@
 SHELL := /bin/bash
 export PATH := $(CURDIR)/bin:$(PATH)
 export TF_CLI_CONFIG_FILE := $(CURDIR)/build/terraformrc
-PROVIDER_VERSION ?= 0.1.0
+# One version for the binaries, the provider's registry version, the module tags and the
+# CHANGELOG heading: the VERSION file (see RELEASING.md).
+VERSION := $(shell cat VERSION)
+PROVIDER_VERSION ?= $(VERSION)
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
-# The Redlock library and its metrics are modules of their own (lockagent/redlock/go.mod,
-# lockagent/redlockprom/go.mod): `./...` at the root does not descend into them, so test, vet
-# and lint run them from their directories too.
-LIB_DIRS := lockagent/redlock lockagent/redlockprom
-in_lib_dirs = for d in $(LIB_DIRS); do (cd $$d && $(1)) || exit 1; done
+# The library, redlockprom, validation and the packages they need are modules of their own
+# (scripts/modules.sh list; go.work builds them from the checkout): `./...` at the root does
+# not descend into them, so every go command names them too.
+NESTED_PKGS := $(shell scripts/modules.sh list | sed -n 's|^\([^.].*\)|./\1/...|p')
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs check-parts cross release-check bench demo down docs module-docs fmt vet clean
+.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs check-parts cross release-check bench demo down docs module-docs fmt vet clean
 
 all: build
 
-deps: ## install redis-server (apt-get) and terraform (PATH, or go install v1.5.7 into ./bin)
+deps: ## what make demo needs: redis-server (apt-get) and terraform (PATH, or go install v1.5.7 into ./bin)
 	@scripts/deps.sh
+
+test-deps: deps ## what tests and lint need: staticcheck, terraform-docs, terraform >= 1.11, the host tests' tools
+	@scripts/test-deps.sh
+
+modules-check: ## every go.mod/go.sum/go.work is what scripts/modules.sh tidy writes (our modules at VERSION, no replace)
+	@scripts/modules.sh check
 
 build: provider lockagent
 
@@ -26,18 +34,17 @@ provider: ## build the provider and install it into the local filesystem mirror
 lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PROVIDER_VERSION))
 	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/lockagent ./lockagent/cmd/lockagent
 
-test: deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
+test: test-deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
 	@# The library, its metrics, the CLI and the harnesses run under the race detector; this
 	@# includes the short chaos run (internal/chaos: one round of every fault kind).
-	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
-	@$(call in_lib_dirs,go test -race $(GO_TEST_FLAGS) ./...)
+	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/... $(NESTED_PKGS)
 	TF_ACC=1 go test $(GO_TEST_FLAGS) ./provider/... ./test/...
 	@scripts/test-modules.sh
 
 test-modules: provider ## the modules' own `terraform test` files (plan-time refusals, outputs)
 	@scripts/test-modules.sh
 
-test-hosts: deps provider ## five masters on five systemd hosts (network namespaces + systemd-nspawn; root): the hosts runbook
+test-hosts: test-deps provider ## five masters on five systemd hosts (network namespaces + systemd-nspawn; root): the hosts runbook
 	go test $(GO_TEST_FLAGS) ./internal/hostconfig/ ./internal/hostlab/
 	go test $(GO_TEST_FLAGS) -run 'TestHosts' ./test/
 
@@ -46,14 +53,13 @@ test-hosts: deps provider ## five masters on five systemd hosts (network namespa
 CHAOS_DURATION ?= 15m
 CHAOS_WORKERS ?= 12
 CHAOS_KEYS ?= 4
-chaos: deps ## Jepsen-style run on five systemd hosts (root): workers contend under a nemesis, checkers over the history; reports in build/chaos/
+chaos: test-deps ## Jepsen-style run on five systemd hosts (root): workers contend under a nemesis, checkers over the history; reports in build/chaos/
 	rm -rf build/chaos
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_WORKERS=$(CHAOS_WORKERS) CHAOS_KEYS=$(CHAOS_KEYS) REDLOCK_REQUIRE_HOSTS=1 \
 	  CHAOS_REPORT_DIR=$(CURDIR)/build/chaos go test -count=1 -timeout 3h -v -run '^TestChaos$$' ./internal/chaos/
 
 test-unit: ## library and harness tests only (no terraform)
-	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
-	@$(call in_lib_dirs,go test -race $(GO_TEST_FLAGS) ./...)
+	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/... $(NESTED_PKGS)
 
 .PHONY: monitoring-check
 monitoring-check: ## Prometheus rules in monitoring/: promtool check + unit tests (installs Debian's prometheus when missing)
@@ -62,8 +68,13 @@ monitoring-check: ## Prometheus rules in monitoring/: promtool check + unit test
 bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
 	go run ./lockagent/cmd/lockagent bench --spawn 5
 
-demo: deps build ## the main job: five masters from examples/local-five, validated
-	@scripts/demo.sh
+DEMO_TIMINGS := build/timings/demo.tsv
+demo: ## the main job: five masters from examples/local-five, validated (installs only redis-server and terraform)
+	@rm -f $(DEMO_TIMINGS)
+	@scripts/timed.sh run $(DEMO_TIMINGS) "deps: redis-server, terraform" scripts/deps.sh
+	@scripts/timed.sh run $(DEMO_TIMINGS) "build provider" scripts/install-provider.sh
+	@scripts/timed.sh run $(DEMO_TIMINGS) "build lockagent" $(MAKE) --no-print-directory lockagent
+	@DEMO_TIMINGS=$(CURDIR)/$(DEMO_TIMINGS) scripts/demo.sh
 
 down: ## destroy what `make demo` created
 	@scripts/down.sh
@@ -76,13 +87,11 @@ fmt:
 	terraform fmt -recursive modules examples
 
 vet:
-	go vet ./...
-	@$(call in_lib_dirs,go vet ./...)
+	go vet ./... $(NESTED_PKGS)
 
-lint: ## staticcheck (pinned, installed by make deps), go vet, terraform fmt -check
-	staticcheck ./...
-	go vet ./...
-	@$(call in_lib_dirs,staticcheck ./... && go vet ./...)
+lint: modules-check ## staticcheck (pinned, installed by make test-deps), go vet, terraform fmt -check, tidy modules
+	staticcheck ./... $(NESTED_PKGS)
+	go vet ./... $(NESTED_PKGS)
 	terraform fmt -check -recursive modules examples
 
 cross: ## the released binaries build for every release platform (linux/darwin, amd64/arm64)
@@ -91,8 +100,11 @@ cross: ## the released binaries build for every release platform (linux/darwin, 
 	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 go build -o /dev/null ./provider/cmd/terraform-provider-redlock ./lockagent/cmd/lockagent || exit 1; \
 	done
 
-release-check: ## goreleaser check + a snapshot build (goreleaser pinned, built into ./bin once)
-	@scripts/release-check.sh
+release-check: ## everything a release needs: version, consumer check, goreleaser check + snapshot, cross builds, no testing in lockagent
+	@scripts/release-check.sh full
+
+release-config-check: ## the cheap part (CI, every run): version sources agree, .goreleaser.yml parses and names what we build
+	@scripts/release-check.sh config
 
 module-docs: ## regenerate the inputs/outputs tables in modules/*/README.md (terraform-docs, pinned, offline)
 	@scripts/module-docs.sh

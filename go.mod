@@ -13,8 +13,17 @@ require (
 	github.com/hashicorp/terraform-plugin-testing v1.16.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.0.0-00010101000000-000000000000
-	github.com/redlock-kit/redlock-kit/lockagent/redlockprom v0.0.0-00010101000000-000000000000
+	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/overlap v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/redistest v0.2.0
+	github.com/redlock-kit/redlock-kit/lockagent/agentconfig v0.2.0
+	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0
+	github.com/redlock-kit/redlock-kit/lockagent/redlockprom v0.2.0
+	github.com/redlock-kit/redlock-kit/lockagent/validation v0.2.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.48.0
 )
@@ -77,7 +86,7 @@ require (
 	github.com/zclconf/go-cty v1.18.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
-	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/mod v0.41.0
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
@@ -87,10 +96,3 @@ require (
 	google.golang.org/grpc v1.79.3 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-// The Redlock library is its own module (lockagent/redlock/go.mod), so that its users get
-// go-redis and not Terraform or terratest; this repository builds it from the checkout.
-replace github.com/redlock-kit/redlock-kit/lockagent/redlock => ./lockagent/redlock
-
-// The metrics package is one too (lockagent/redlockprom/go.mod), for the same reason.
-replace github.com/redlock-kit/redlock-kit/lockagent/redlockprom => ./lockagent/redlockprom

@@ -10,6 +10,9 @@ export TF_CLI_CONFIG_FILE="$root/build/terraformrc" # always ours: the mirror th
 export TF_IN_AUTOMATION=1
 
 step() { printf '\n==> %s\n' "$*"; }
+# Each step's time, printed at the end (make demo adds its deps and build steps to the file).
+timings=${DEMO_TIMINGS:-$root/build/timings/demo.tsv}
+timed() { "$root/scripts/timed.sh" run "$timings" "$@"; }
 
 # Everything written from here on is readable by this user only: terraform.tfstate and its
 # backup hold the passwords (see "Secrets and Terraform state" in README.md), agent.json
@@ -20,11 +23,11 @@ chmod 0600 "$example"/terraform.tfstate* 2>/dev/null || true
 step "terraform init (offline: the provider comes from $root/build/mirror)"
 # The lock file is never committed: a rebuilt provider has a new checksum, so record it anew.
 rm -f "$example/.terraform.lock.hcl"
-terraform -chdir="$example" init -input=false -no-color >/dev/null
+timed "terraform init" terraform -chdir="$example" init -input=false -no-color >/dev/null
 step "terraform apply: five independent masters, AOF fsync always, noeviction, supervised"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if ! terraform -chdir="$example" apply -auto-approve -input=false -no-color >"$log" 2>&1; then
+if ! timed "terraform apply" terraform -chdir="$example" apply -auto-approve -input=false -no-color >"$log" 2>&1; then
   cat "$log" >&2
   echo "demo: terraform apply failed (above). Fix the cause, then run make demo again; make down removes a partial deployment." >&2
   exit 1
@@ -35,13 +38,13 @@ terraform -chdir="$example" output -raw agent_config >"$example/agent.json"
 terraform -chdir="$example" output -raw client_config >"$example/client.json"
 
 step "lockagent validate: audit, Redlock behaviour, contention safety"
-bin/lockagent validate -c "$example/agent.json"
+timed "lockagent validate" bin/lockagent validate -c "$example/agent.json"
 
 endpoints=$(terraform -chdir="$example" output -json endpoints | tr -d '[]"' | tr ',' ' ')
 # The provider binary crashes a master by its data dir: it reads the live redis-server pid
 # from the supervisor's state and proves it against /proc first. A pid from `terraform
 # output pids` is as of the last refresh: after a restart it may belong to another process.
-provider="$root/build/mirror/registry.terraform.io/redlock-kit/redlock/${PROVIDER_VERSION:-0.1.0}/$(go env GOOS)_$(go env GOARCH)/terraform-provider-redlock_v${PROVIDER_VERSION:-0.1.0}"
+provider="$root/build/mirror/registry.terraform.io/redlock-kit/redlock/${PROVIDER_VERSION:-$(cat "$root/VERSION")}/$(go env GOOS)_$(go env GOARCH)/terraform-provider-redlock_v${PROVIDER_VERSION:-$(cat "$root/VERSION")}"
 crash_dir=$(terraform -chdir="$example" output -json data_dirs | tr -d '[]"' | tr ',' '\n' | sed -n 3p)
 delay=$(terraform -chdir="$example" output -raw restart_delay_ms)
 cat <<TXT
@@ -66,3 +69,4 @@ Next:
     then bin/lockagent validate -c $example/agent.json; the master returns ${delay} ms after the crash.
   - Remove everything: make down
 TXT
+"$root/scripts/timed.sh" report "$timings" "make demo"

@@ -7,7 +7,7 @@ example=examples/local-five
 export TF_CLI_CONFIG_FILE="$PWD/build/terraformrc"
 export TF_IN_AUTOMATION=1
 umask 077 # the state terraform rewrites holds passwords until the destroy is done
-provider="$PWD/build/mirror/registry.terraform.io/redlock-kit/redlock/${PROVIDER_VERSION:-0.1.0}/$(go env GOOS)_$(go env GOARCH)/terraform-provider-redlock_v${PROVIDER_VERSION:-0.1.0}"
+provider="$PWD/build/mirror/registry.terraform.io/redlock-kit/redlock/${PROVIDER_VERSION:-$(cat VERSION)}/$(go env GOOS)_$(go env GOARCH)/terraform-provider-redlock_v${PROVIDER_VERSION:-$(cat VERSION)}"
 
 # Masters that no state knows of (an apply interrupted before it recorded them): stop each
 # cleanly through its supervisor, by the pids in its data dir, then remove the dir.

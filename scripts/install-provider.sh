@@ -4,7 +4,7 @@
 # test sets TF_CLI_CONFIG_FILE to build/terraformrc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version="${PROVIDER_VERSION:-0.1.0}"
+version="${PROVIDER_VERSION:-$(cat VERSION)}"
 mirror="$PWD/build/mirror"
 platform="$(go env GOOS)_$(go env GOARCH)" # the machine terraform runs on
 dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/$platform"

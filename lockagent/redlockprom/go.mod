@@ -1,8 +1,3 @@
-// redlockprom is a module of its own, like the library it measures: a program that imports it
-// gets the library and Prometheus's client, not the provider's Terraform, terratest and gRPC
-// modules. Its test uses the repository's harness (internal/redistest), hence the requirement
-// on the root module, which users' builds never load. Within this repository the modules are
-// built from the checkout (the replace directives, which users' builds ignore).
 module github.com/redlock-kit/redlock-kit/lockagent/redlockprom
 
 go 1.26.0
@@ -10,9 +5,11 @@ go 1.26.0
 require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redlock-kit/redlock-kit v0.0.0-00010101000000-000000000000
-	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.0.0-00010101000000-000000000000
+	github.com/redlock-kit/redlock-kit/internal/redistest v0.2.0
+	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0
 )
+
+require github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -22,12 +19,10 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-replace (
-	github.com/redlock-kit/redlock-kit => ../..
-	github.com/redlock-kit/redlock-kit/lockagent/redlock => ../redlock
 )

@@ -18,7 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/internal/localmasters"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
 	"github.com/redlock-kit/redlock-kit/lockagent/internal/bench"
 )
@@ -186,7 +186,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var deployment, evalDeployment *agentconfig.Config
 	if spawn > 0 {
 		fmt.Fprintf(stderr, "lockagent bench: starting %d masters (appendfsync always)...\n", spawn)
-		cluster, err := redistest.New(redistest.Options{Masters: spawn})
+		cluster, err := localmasters.New(localmasters.Options{Masters: spawn})
 		if err != nil {
 			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
 			return 1
@@ -196,9 +196,9 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stderr, "lockagent bench: stopping masters: %v\n", err)
 			}
 		}()
-		deployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: redistest.LockUser, Password: redistest.LockPassword}
+		deployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: localmasters.LockUser, Password: localmasters.LockPassword}
 		// redsync, the floor and lockagent-evalsha send their own Lua: the EVAL user.
-		evalDeployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: redistest.EvalUser, Password: redistest.EvalPassword}
+		evalDeployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: localmasters.EvalUser, Password: localmasters.EvalPassword}
 		stopTLS, err := spawnTLSMasters(spawn, cfg, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)

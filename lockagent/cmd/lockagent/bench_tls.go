@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/internal/localmasters"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
 	"github.com/redlock-kit/redlock-kit/lockagent/internal/bench"
 )
@@ -20,13 +20,13 @@ func spawnTLSMasters(n int, cfg *bench.Config, stderr io.Writer) (stop func(), e
 		return func() {}, nil
 	}
 	fmt.Fprintf(stderr, "lockagent bench: starting %d more masters serving TLS only, for %s...\n", n, bench.LockagentTLS)
-	cluster, err := redistest.New(redistest.Options{Masters: n, TLS: true})
+	cluster, err := localmasters.New(localmasters.Options{Masters: n, TLS: true})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(stderr, "lockagent bench: TLS-only masters %v\n", cluster.Addrs())
-	deployment := &agentconfig.Config{Endpoints: cluster.Addrs(), Username: redistest.LockUser,
-		Password: redistest.LockPassword, TLS: true, CACertPEM: cluster.CACertPEM}
+	deployment := &agentconfig.Config{Endpoints: cluster.Addrs(), Username: localmasters.LockUser,
+		Password: localmasters.LockPassword, TLS: true, CACertPEM: cluster.CACertPEM}
 	cfg.NewTLSClients = func() []*redis.Client { return lockClients(deployment) }
 	if len(cfg.Implementations) == 0 {
 		cfg.Implementations = append(slices.Clone(bench.AllImplementations), bench.LockagentTLS)

@@ -137,7 +137,8 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// version is set by the build: -ldflags "-X main.version=0.1.0" (make lockagent does).
+// version is set by the build from the VERSION file: -ldflags "-X main.version=X.Y.Z" (make
+// lockagent, goreleaser).
 var version = ""
 
 // versionString names the version the binary was built with: the one -ldflags set, else the

@@ -35,6 +35,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	buildinfo "runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,8 +46,20 @@ import (
 	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
-// version is set by the build: -ldflags "-X main.version=0.1.0".
-var version = "0.1.0"
+// version is set by the build from the VERSION file (-ldflags "-X main.version=X.Y.Z": make
+// provider, goreleaser); without it, the module version `go install ...@vX.Y.Z` records.
+var version = ""
+
+// providerVersion is version, else the module version from the build info, else "dev".
+func providerVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := buildinfo.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return strings.TrimPrefix(bi.Main.Version, "v")
+	}
+	return "dev"
+}
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "supervise" {
@@ -62,7 +76,7 @@ func main() {
 	}
 	debug := flag.Bool("debug", false, "run with support for debuggers like delve")
 	flag.Parse()
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
+	err := providerserver.Serve(context.Background(), provider.New(providerVersion()), providerserver.ServeOpts{
 		Address: "registry.terraform.io/redlock-kit/redlock",
 		Debug:   *debug,
 	})

@@ -1,4 +1,4 @@
-package redistest
+package localmasters
 
 import (
 	"crypto/tls"
@@ -22,7 +22,7 @@ type tlsMaterial struct {
 }
 
 func newTLSMaterial(dir, host string) (*tlsMaterial, error) {
-	ca, err := pki.NewCA(pki.CAOptions{CommonName: "redistest CA"})
+	ca, err := pki.NewCA(pki.CAOptions{CommonName: "localmasters CA"})
 	if err != nil {
 		return nil, err
 	}

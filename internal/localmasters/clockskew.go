@@ -1,4 +1,4 @@
-package redistest
+package localmasters
 
 import (
 	"crypto/sha256"
@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -37,6 +36,13 @@ var (
 	clockSkewErr  error
 )
 
+// ClockSkewAvailable says why clock-skewed masters cannot be started here (no C compiler to
+// build the shim), or nil when they can.
+func ClockSkewAvailable() error {
+	_, err := clockSkewLibrary()
+	return err
+}
+
 // clockSkewLibrary compiles the LD_PRELOAD shim once per content (it is small; a C compiler
 // is on every machine that builds Go with cgo) and returns its path.
 func clockSkewLibrary() (string, error) {
@@ -47,7 +53,7 @@ func clockSkewLibrary() (string, error) {
 			return
 		}
 		sum := sha256.Sum256(clockSkewSource)
-		dir := filepath.Join(os.TempDir(), "redistest-clockskew-"+hex.EncodeToString(sum[:6]))
+		dir := filepath.Join(os.TempDir(), "localmasters-clockskew-"+hex.EncodeToString(sum[:6]))
 		lib := filepath.Join(dir, "clockskew.so")
 		if _, err := os.Stat(lib); err == nil {
 			clockSkewLib = lib
@@ -73,15 +79,6 @@ func clockSkewLibrary() (string, error) {
 		clockSkewLib = lib
 	})
 	return clockSkewLib, clockSkewErr
-}
-
-// RequireClockSkew skips the test when clock-skewed masters cannot be started here (no C
-// compiler to build the shim), saying why.
-func RequireClockSkew(t testing.TB) {
-	t.Helper()
-	if _, err := clockSkewLibrary(); err != nil {
-		t.Skipf("clock skew unavailable: %v", err)
-	}
 }
 
 // env returns the environment that starts redis-server with this skew.

@@ -1,0 +1,3 @@
+module github.com/redlock-kit/redlock-kit/internal/redisconf
+
+go 1.26.0
