@@ -50,7 +50,7 @@ func isNoPerm(err error) bool {
 // The same actions by billing's own user are possible: clients that share a user trust
 // each other (README, "Lock users").
 func TestTenantCannotTouchAnotherTenantsLock(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	billing, orders := tenantClient(t, c, tenants[0]), tenantClient(t, c, tenants[1])
@@ -144,7 +144,7 @@ func TestTenantCannotTouchAnotherTenantsLock(t *testing.T) {
 // every key next to the tenants, and a tenant whose pattern reaches another's keys, are
 // both reported as problems.
 func TestAuditFindsTenantsThatAreNotIsolated(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, m := range c.Masters {
