@@ -16,33 +16,18 @@ import (
 
 const (
 	testTTL          = 10 * time.Second
-	testRestartDelay = 11 * time.Second // above testTTL plus its drift margin
+	testRestartDelay = redistest.KitRestartDelay
 )
 
-// startKit starts masters as the kit runs them: the harness's safe configuration, and the
-// restart delay published where the kit's runtime publishes it.
+// startKit starts masters as the kit runs them, the restart delay published.
 func startKit(t *testing.T, opts redistest.Options) *redistest.Cluster {
 	t.Helper()
-	c := redistest.Start(t, opts)
-	publishDeployment(t, c, testRestartDelay)
+	c := redistest.StartKit(t, opts)
 	return c
 }
 
-// publishDeployment writes what the kit's supervisor publishes on every master.
-func publishDeployment(t *testing.T, c *redistest.Cluster, delay time.Duration) {
-	t.Helper()
-	for _, m := range c.Masters {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := audit.PublishDeployment(ctx, m.Admin(), audit.Deployment{RestartDelay: delay, Runtime: audit.RuntimeLocalSupervisor})
-		cancel()
-		if err != nil {
-			t.Fatalf("publish the restart delay on %s: %v", m.Addr, err)
-		}
-	}
-}
-
-// target audits c's masters with the harness credentials, a restart delay that is safe for
-// testTTL, and a short clock interval so the suite stays quick.
+// target audits c's masters with the harness credentials, the restart delay they publish,
+// and a short clock interval so the suite stays quick.
 func target(c *redistest.Cluster) audit.Target {
 	return audit.Target{
 		Endpoints: c.Addrs(),
