@@ -69,3 +69,33 @@ func TestRenamedACLIsInconclusive(t *testing.T) {
 		t.Errorf("inconclusive findings do not name %s:\n%s", m.Addr, rep)
 	}
 }
+
+// TestLockConnectionsReachTheAuditedServer: the connections of phases 2 and 3 read the
+// identity marker the admin wrote on the server the audit saw; a connection that reaches a
+// server without it (here: the marker deleted on one master once phase 2 starts, as a
+// balancer switching servers after the audit would look) makes the verdict UNSAFE.
+func TestLockConnectionsReachTheAuditedServer(t *testing.T) {
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
+	m := c.Masters[0]
+	opts := quick
+	opts.Hook = func(point string) {
+		if point != "behaviour" {
+			return
+		}
+		keys, err := m.Admin().Keys(t.Context(), "redlock-kit:validate:*:identity").Result()
+		if err != nil || len(keys) != 1 {
+			t.Errorf("identity marker on %s: %v %v", m.Addr, keys, err)
+			return
+		}
+		if err := m.Admin().Del(t.Context(), keys...).Err(); err != nil {
+			t.Error(err)
+		}
+	}
+	rep, err := validation.Run(t.Context(), configFor(c), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != validation.VerdictUnsafe || !strings.Contains(strings.Join(rep.Problems, "\n"), m.Addr+": a lock connection of phases 2-3 reached a server without the identity marker") {
+		t.Fatalf("verdict %s, want UNSAFE naming %s:\n%s", rep.Verdict, m.Addr, rep)
+	}
+}
