@@ -51,17 +51,23 @@ func (m *Master) checkAnonymous(ctx context.Context, t Target, admin *redis.Clie
 // several servers shows as different run_ids.
 const identityConnections = 4
 
-// checkIdentity opens identityConnections new connections to the endpoint, each reading
-// the server's run_id. Different run_ids mean the endpoint is not one master.
+// checkIdentity opens identityConnections new connections to the endpoint, all held open
+// at once (a least-connections balancer then spreads them too), each reading the server's
+// run_id. Different run_ids mean the endpoint is not one master. A balancer that pins
+// every connection from this machine to one server (by source address) cannot be told
+// from here: list each master's own address.
 func (m *Master) checkIdentity(ctx context.Context, t Target) {
 	if m.RunID == "" {
 		return // INFO failed: the master is not audited, which is a problem of its own
 	}
+	clients := make([]*redis.Client, identityConnections)
+	for i := range clients {
+		clients[i] = redis.NewClient(t.clientOptions(m.Endpoint, t.Username, t.Password))
+		defer clients[i].Close()
+	}
 	seen := []string{m.RunID}
-	for i := 0; i < identityConnections; i++ {
-		c := redis.NewClient(t.clientOptions(m.Endpoint, t.Username, t.Password))
+	for _, c := range clients {
 		info, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Info(ctx, "server").Result() })
-		_ = c.Close()
 		if err != nil {
 			m.uncheck("whether every connection reaches the same server could not be told: " + err.Error())
 			return

@@ -336,10 +336,10 @@ func RunWithProgress(ctx context.Context, target Target, progress func(Master)) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return newReport(target, masters), nil
+	return newReport(ctx, target, masters), nil
 }
 
-func newReport(t Target, masters []Master) *Report {
+func newReport(ctx context.Context, t Target, masters []Master) *Report {
 	r := &Report{Masters: masters, Quorum: len(t.Endpoints)/2 + 1,
 		MaxLockTTL: t.MaxLockTTL, RestartDelay: t.RestartDelay,
 		Drift: Drift(t.MaxLockTTL, t.DriftFactor), DriftFactor: t.DriftFactor}
@@ -349,7 +349,7 @@ func newReport(t Target, masters []Master) *Report {
 		}
 	}
 	r.Problems, r.Warnings, r.Denied, r.Unknown, r.Unchecked = findings(t, r)
-	r.OneMachine, r.Independence = independence(t.Endpoints)
+	r.OneMachine, r.Independence = independence(ctx, t.Endpoints, min(t.NodeTimeout, 500*time.Millisecond))
 	for _, l := range []*[]string{&r.Problems, &r.Warnings, &r.Denied, &r.Unknown, &r.Unchecked} {
 		if *l == nil {
 			*l = []string{}

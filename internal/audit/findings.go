@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
@@ -146,7 +148,7 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 		case FunctionLibraryStale:
 			warn("Master %s has another version (%s) of the kit's function library than this kit's (%s): clients of this version cannot FCALL their functions there. Fix: restart the master with this kit version, or as the admin FUNCTION LOAD REPLACE the output of `lockagent functions`.", ep, m.FunctionLibraryVersion, funclib.CurrentVersion())
 		}
-		for _, why := range m.Unchecked {
+		for _, why := range append(slices.Clone(m.Unchecked), m.unestablished()...) {
 			p := fmt.Sprintf("Master %s: a check could not be made: %s. The audit vouches only for what it saw. Fix: give the admin user the rights the audit needs (CONFIG GET, INFO, ACL, COMMAND, HGETALL of %s) and keep those commands under their names (no rename-command), then audit again.", ep, why, DeploymentKey)
 			addAs(ClassError, "%s", p)
 			uc = append(uc, p)
@@ -200,6 +202,35 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 	return ps, ws, ds, us, uc
 }
 
+// unestablished names the checks that neither passed, failed nor recorded why they could
+// not be made: a safety net, so that a check that silently did not run fails closed too.
+// Only consulted for a master with no other unchecked entry (one is enough to make the
+// verdict unknown).
+func (m Master) unestablished() []string {
+	if len(m.Unchecked) > 0 {
+		return nil
+	}
+	var out []string
+	if !m.deploymentRead && m.DeploymentError == "" {
+		out = append(out, "the restart delay the master publishes was not read")
+	}
+	if !m.usersRead {
+		out = append(out, "the users were not read")
+	}
+	for _, u := range m.LockUsers {
+		if u.Enabled && !u.DangerousChecked {
+			out = append(out, "the rights of user "+u.Name+" were not asked")
+		}
+	}
+	if m.Anonymous == "" {
+		out = append(out, "whether clients without credentials are refused was not tried")
+	}
+	if m.RunID != "" && len(m.ConnectionRunIDs) == 0 {
+		out = append(out, "whether every connection reaches the same server was not tried")
+	}
+	return out
+}
+
 func derefUsers(u *LockUserACL) []LockUserACL {
 	if u == nil {
 		return nil
@@ -217,23 +248,45 @@ func orQ(s string) string {
 // OneMachineNotice is what validate says of masters that all run on one machine.
 const OneMachineNotice = "one machine: for trying the kit, not independent"
 
-// independence says whether the endpoints can be independent masters: all on loopback, or
-// all on one address, is one machine (its disk, kernel, clock and power are shared, so one
-// event can take a majority).
-func independence(endpoints []string) (oneMachine bool, says string) {
-	hosts := map[string]bool{}
-	loopback := true
-	for _, e := range endpoints {
+// independence says whether the endpoints can be independent: all on loopback, or all on
+// one address, is one machine (its disk, kernel, clock and power are shared, so one event
+// can take a majority). Host names are resolved (lookup bounds each); a name that cannot be
+// resolved counts as its own address.
+func independence(ctx context.Context, endpoints []string, lookup time.Duration) (oneMachine bool, says string) {
+	resolved := make([][]string, len(endpoints))
+	var wg sync.WaitGroup
+	for i, e := range endpoints {
 		h, _, _ := net.SplitHostPort(e)
 		h = strings.ToLower(strings.Trim(h, "[]"))
-		hosts[h] = true
-		ip := net.ParseIP(h)
-		loopback = loopback && (h == "localhost" || (ip != nil && ip.IsLoopback()))
+		resolved[i] = []string{h}
+		if net.ParseIP(h) != nil || h == "localhost" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lctx, cancel := context.WithTimeout(ctx, lookup)
+			defer cancel()
+			if found, err := net.DefaultResolver.LookupHost(lctx, h); err == nil && len(found) > 0 {
+				resolved[i] = found
+			}
+		}()
 	}
-	if loopback || len(hosts) == 1 {
+	wg.Wait()
+	addrs := map[string]bool{}
+	loopback := true
+	for _, ips := range resolved {
+		sort.Strings(ips)
+		addrs[strings.Join(ips, ",")] = true
+		for _, a := range ips {
+			ip := net.ParseIP(a)
+			loopback = loopback && (a == "localhost" || (ip != nil && ip.IsLoopback()))
+		}
+	}
+	if loopback || len(addrs) == 1 {
 		return true, OneMachineNotice
 	}
-	return false, fmt.Sprintf("%d addresses: independent only when each master runs on its own host (ideally its own failure domain)", len(hosts))
+	return false, fmt.Sprintf("%d addresses: independent only when each master runs on its own host (ideally its own failure domain)", len(addrs))
 }
 
 // duplicateServers finds endpoints that reach the same redis-server (same run_id): a
