@@ -80,6 +80,6 @@ func (m Master) settings() map[string]string {
 
 // describe is u in one line, for comparing two audits.
 func (u LockUserACL) describe() string {
-	return fmt.Sprintf("%s on=%v nopass=%v passwords=%d keys=%v channels=%v selectors=%d dangerous=%v",
-		u.Name, u.Enabled, u.NoPass, u.Passwords, u.Keys, u.Channels, u.Selectors, u.Dangerous)
+	return fmt.Sprintf("%s on=%v nopass=%v passwords=%d keys=%v channels=%v selectors=%d dangerous=%v writes-deployment=%v",
+		u.Name, u.Enabled, u.NoPass, u.Passwords, u.Keys, u.Channels, u.Selectors, u.Dangerous, u.WritesDeployment)
 }

@@ -140,6 +140,18 @@ func dangerousCommands(table []ServerCommand) []ServerCommand {
 	return out
 }
 
+// hashWriteCommands keeps the commands of table that write a hash (HSET, HINCRBY, ...):
+// what could rewrite the restart delay a runtime publishes (DeploymentKey).
+func hashWriteCommands(table []ServerCommand) []ServerCommand {
+	var out []ServerCommand
+	for _, c := range table {
+		if slices.Contains(c.Categories, "@hash") && slices.Contains(c.Flags, "write") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // dryRunArgs is ACL DRYRUN's argument list asking whether user may run cmd: the command's
 // words, then as many copies of key as its arity needs (DRYRUN checks the arity; key is
 // within the user's own key patterns, so that the answer is about the command, not the key).

@@ -125,9 +125,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 		// Isolation is intended once a lock user is confined to a prefix: then a user with
 		// every key (a leftover shared user, an EVAL user) breaks it. Users that all reach
 		// every key are one application's (the lock user and its EVAL user, say).
-		if m.TenantsChecked && len(m.LockUsers) > 1 && slices.ContainsFunc(m.LockUsers, func(u LockUserACL) bool { return !u.AllKeys() }) {
+		if m.TenantsChecked && len(m.LockUsers) > 1 && slices.ContainsFunc(m.LockUsers, LockUserACL.confined) {
 			for _, u := range m.LockUsers {
-				if u.AllKeys() {
+				if u.Enabled && u.AllKeys() {
 					add("Master %s has %d lock users and %s reaches every key: its clients can read, delete and overwrite every other application's locks. Fix: give %s its own key prefix (lock_users = { %s = { key_prefix = \"%s:\" } }).", ep, len(m.LockUsers), u.Name, u.Name, u.Name, u.Name)
 				}
 			}
@@ -171,6 +171,11 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 		for _, u := range m.LockUsers {
 			if u.Enabled && len(u.Dangerous) > 0 {
 				add("Master %s lets user %s run %s, which the server marks as administrative or dangerous or which rewrite the functions every client calls (CONFIG GET also reveals every password): any client with %s's password can switch off durability, drop or move every lock, stop or re-point the master, or replace the lock functions. Fix: ACL SETUSER %s -@all plus only what it needs (a lock user: redisconf.LockUserCommands; a monitoring user: no keys and read-only commands).", ep, u.Name, strings.Join(u.Dangerous, ", "), u.Name, u.Name)
+			}
+		}
+		for _, u := range m.LockUsers {
+			if u.Enabled && len(u.WritesDeployment) > 0 {
+				add("Master %s lets user %s run %s on %s: any client with %s's password can rewrite the restart delay the master's runtime publishes, and make a master that rejoins at once look held down. Fix: ACL SETUSER %s -@hash (a lock user needs no hash command), or confine its keys to its own prefix.", ep, u.Name, strings.Join(u.WritesDeployment, ", "), DeploymentKey, u.Name, u.Name)
 			}
 		}
 		if m.DeploymentError != "" {

@@ -31,10 +31,18 @@ type LockUserACL struct {
 	// among those the server marks dangerous; nil when none, or when not asked (DangerousChecked).
 	Dangerous        []string `json:"dangerous,omitempty"`
 	DangerousChecked bool     `json:"dangerous_checked"`
+	// WritesDeployment are the hash writes it may run on DeploymentKey: with them a client
+	// can forge the restart delay the master's runtime publishes.
+	WritesDeployment []string `json:"writes_deployment,omitempty"`
 }
 
 // AllKeys reports whether u reaches every key.
 func (u LockUserACL) AllKeys() bool { return slices.Contains(u.Keys, "*") }
+
+// confined reports whether u is an enabled user confined to some keys (a tenant): next to
+// one, a user that reaches every key breaks the isolation. A keyless user (monitoring)
+// is not a tenant.
+func (u LockUserACL) confined() bool { return u.Enabled && len(u.Keys) > 0 && !u.AllKeys() }
 
 // Keyless reports whether u reaches no key at all (a monitoring user).
 func (u LockUserACL) Keyless() bool { return len(u.Keys) == 0 && u.Selectors == 0 }
@@ -100,9 +108,9 @@ var errProbe = errors.New("probe failed")
 
 // mayRunAll asks, in one pipeline per probe key, which of cmds user may run. An error
 // means at least one question got no answer (the check is unmade).
-func mayRunAll(ctx context.Context, c *redis.Client, timeout time.Duration, u LockUserACL, cmds []ServerCommand) ([]string, error) {
+func mayRunAll(ctx context.Context, c *redis.Client, timeout time.Duration, u LockUserACL, cmds []ServerCommand, keys []string) ([]string, error) {
 	allowed := map[string]bool{}
-	for _, key := range u.probeKeys() {
+	for _, key := range keys {
 		var replies []*redis.Cmd
 		_, _ = nodeCall(ctx, timeout, func(ctx context.Context) ([]redis.Cmder, error) {
 			pipe := c.Pipeline()
@@ -164,13 +172,16 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 		m.uncheck("the server's command table (COMMAND) could not be read, so the users' rights could not be checked: " + err.Error())
 		return
 	}
-	dangerous := dangerousCommands(table)
+	dangerous, hashWrites := dangerousCommands(table), hashWriteCommands(table)
 	for i := range m.LockUsers {
 		u := &m.LockUsers[i]
 		if !u.Enabled {
 			continue // it cannot log in
 		}
-		allowed, err := mayRunAll(ctx, c, t.NodeTimeout, *u, dangerous)
+		allowed, err := mayRunAll(ctx, c, t.NodeTimeout, *u, dangerous, u.probeKeys())
+		if err == nil {
+			u.WritesDeployment, err = mayRunAll(ctx, c, t.NodeTimeout, *u, hashWrites, []string{DeploymentKey})
+		}
 		if err != nil {
 			m.uncheck("what user " + u.Name + " may run could not be asked: " + err.Error())
 			continue

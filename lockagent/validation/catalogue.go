@@ -278,6 +278,7 @@ func UnsafeCatalogue() []UnsafeCase {
 				env.Config.RestartDelay.Duration = 3 * env.Config.MaxLockTTL.Duration
 				return func(context.Context) error { return nil }, nil
 			}},
+		{Name: "the lock user may HSET (rewrite the published restart delay)", Want: VerdictUnsafe, Apply: setUserRights(lockUser, "+hset")},
 		{Name: "appendfsync no after phase 1", Want: VerdictUnsafe, During: true, Apply: configSetOne("appendfsync", "no")},
 		{Name: "maxmemory-policy allkeys-lru after phase 1", Want: VerdictUnsafe, During: true, Apply: configSetOne("maxmemory-policy", "allkeys-lru")},
 		{Name: "appendfsync everysec", Want: VerdictUnsafe, Apply: configSetOne("appendfsync", "everysec")},

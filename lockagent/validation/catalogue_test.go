@@ -99,3 +99,24 @@ func TestLockConnectionsReachTheAuditedServer(t *testing.T) {
 		t.Fatalf("verdict %s, want UNSAFE naming %s:\n%s", rep.Verdict, m.Addr, rep)
 	}
 }
+
+// TestMonitoringUserIsSafe is the negative control of the users' checks: a keyless
+// monitoring user with the read-only commands a metrics exporter needs (some of which the
+// server marks @admin or @dangerous) keeps the deployment SAFE.
+func TestMonitoringUserIsSafe(t *testing.T) {
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
+	for _, m := range c.Masters {
+		if err := m.Admin().Do(t.Context(), "ACL", "SETUSER", "redlock-monitor", "reset", "on", ">monitor-secret-0123456789",
+			"+ping", "+info", "+client|list", "+client|info", "+slowlog|get", "+slowlog|len", "+latency|latest",
+			"+latency|history", "+latency|doctor", "+memory|stats", "+command|count", "+command|docs").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := validation.Run(t.Context(), configFor(c), quick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != validation.VerdictSafe {
+		t.Fatalf("a keyless read-only monitoring user made the verdict %s:\n%s", rep.Verdict, rep)
+	}
+}
