@@ -12,8 +12,8 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
-	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 )
 
 // auditConfig is a redlock_audit block against the harness cluster; extra goes inside it.
