@@ -32,15 +32,15 @@ func (m *Master) checkAnonymous(ctx context.Context, t Target, admin *redis.Clie
 		// Logged in as a passwordless default user that may not PING: still let in.
 		m.Anonymous = AnonymousAllowed
 	case errors.As(err, &reply):
-		m.uncheck("whether a client without credentials is refused could not be told: PING without credentials answered " + err.Error())
+		m.uncheck("whether a client without credentials is refused could not be told: PING without credentials answered", err)
 	default:
-		m.uncheck("whether a client without credentials is refused could not be told: " + err.Error())
+		m.uncheck("whether a client without credentials is refused could not be told", err)
 	}
 	cfg, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
 		return configGet(ctx, admin, "protected-mode", "bind")
 	})
 	if err != nil {
-		m.uncheck("protected-mode and bind could not be read: " + err.Error())
+		m.uncheck("protected-mode and bind could not be read", err)
 		return
 	}
 	m.ProtectedMode, m.Bind = cfg["protected-mode"], cfg["bind"]
@@ -69,12 +69,12 @@ func (m *Master) checkIdentity(ctx context.Context, t Target) {
 	for _, c := range clients {
 		info, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) { return c.Info(ctx, "server").Result() })
 		if err != nil {
-			m.uncheck("whether every connection reaches the same server could not be told: " + err.Error())
+			m.uncheck("whether every connection reaches the same server could not be told", err)
 			return
 		}
 		id := parseInfo(info)["run_id"]
 		if id == "" {
-			m.uncheck("whether every connection reaches the same server could not be told: INFO server has no run_id")
+			m.uncheck("whether every connection reaches the same server could not be told: INFO server has no run_id", nil)
 			return
 		}
 		if !slices.Contains(seen, id) {

@@ -157,6 +157,7 @@ type Master struct {
 	infoRead, configRead, clockRead bool
 	busyRead, usersRead             bool
 	deploymentRead                  bool
+	uncheckedTransient              []bool // per Unchecked entry: no answer (may pass on a new audit)
 }
 
 // PublishedRestartDelayMS is PublishedRestartDelay in milliseconds, -1 when it was not read.
@@ -627,7 +628,7 @@ func (m *Master) checkLockUser(ctx context.Context, t Target, admin *redis.Clien
 	}
 	canEval, err := mayRun(ctx, admin, t.NodeTimeout, t.LockUsername, "EVAL", "return 1", "0")
 	if err != nil {
-		m.uncheck("whether the lock user may run EVAL could not be asked: " + err.Error())
+		m.uncheck("whether the lock user may run EVAL could not be asked", err)
 		return
 	}
 	m.LockUserCanEval = canEval

@@ -49,7 +49,7 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		m.DeploymentError = fmt.Sprintf("%s holds something other than a hash", DeploymentKey)
 		return
 	case err != nil:
-		m.uncheck(fmt.Sprintf("the restart delay the master's runtime publishes (%s) could not be read: %v", DeploymentKey, err))
+		m.uncheck(fmt.Sprintf("the restart delay the master's runtime publishes (%s) could not be read", DeploymentKey), err)
 		return
 	case len(fields) == 0:
 		m.DeploymentError = fmt.Sprintf("%s is missing: no runtime publishes a restart delay for it", DeploymentKey)

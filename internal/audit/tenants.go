@@ -54,7 +54,7 @@ func (m *Master) checkTenants(ctx context.Context, c *redis.Client, t Target) {
 					ok, err := mayRun(ctx, c, t.NodeTimeout, a.Name, p.args(k, k+":released")...)
 					if err != nil {
 						m.TenantsChecked = false
-						m.uncheck("tenant isolation could not be checked: " + err.Error())
+						m.uncheck("tenant isolation could not be checked", err)
 						return
 					}
 					if ok {

@@ -123,7 +123,7 @@ func mayRunAll(ctx context.Context, c *redis.Client, timeout time.Duration, u Lo
 		for i, r := range replies {
 			reply, err := r.Text()
 			if err != nil {
-				return nil, fmt.Errorf("%w: ACL DRYRUN %s %s: %v", errProbe, u.Name, cmds[i].Name, err)
+				return nil, fmt.Errorf("%w: ACL DRYRUN %s %s: %w", errProbe, u.Name, cmds[i].Name, err)
 			}
 			if reply == "OK" {
 				allowed[cmds[i].Name] = true
@@ -144,7 +144,7 @@ func mayRun(ctx context.Context, c *redis.Client, timeout time.Duration, user st
 	args := append([]any{"ACL", "DRYRUN", user}, cmd...)
 	reply, err := nodeCall(ctx, timeout, func(ctx context.Context) (string, error) { return c.Do(ctx, args...).Text() })
 	if err != nil {
-		return false, fmt.Errorf("%w: ACL DRYRUN %s %v: %v", errProbe, user, cmd[0], err)
+		return false, fmt.Errorf("%w: ACL DRYRUN %s %v: %w", errProbe, user, cmd[0], err)
 	}
 	return reply == "OK", nil
 }
@@ -154,7 +154,7 @@ func mayRun(ctx context.Context, c *redis.Client, timeout time.Duration, user st
 func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 	users, err := readUsers(ctx, c, t.NodeTimeout)
 	if err != nil {
-		m.uncheck("the users (their passwords, rights and key patterns) could not be read: " + err.Error())
+		m.uncheck("the users (their passwords, rights and key patterns) could not be read", err)
 		return
 	}
 	var others []LockUserACL
@@ -169,7 +169,7 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 	m.LockUsers, m.usersRead = others, true
 	table, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) ([]ServerCommand, error) { return readCommands(ctx, c) })
 	if err != nil {
-		m.uncheck("the server's command table (COMMAND) could not be read, so the users' rights could not be checked: " + err.Error())
+		m.uncheck("the server's command table (COMMAND) could not be read, so the users' rights could not be checked", err)
 		return
 	}
 	dangerous, hashWrites := dangerousCommands(table), hashWriteCommands(table)
@@ -183,7 +183,7 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 			u.WritesDeployment, err = mayRunAll(ctx, c, t.NodeTimeout, *u, hashWrites, []string{DeploymentKey})
 		}
 		if err != nil {
-			m.uncheck("what user " + u.Name + " may run could not be asked: " + err.Error())
+			m.uncheck("what user "+u.Name+" may run could not be asked", err)
 			continue
 		}
 		if u.Keyless() {
@@ -194,4 +194,12 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 }
 
 // uncheck records a check that could not be made on this master.
-func (m *Master) uncheck(why string) { m.Unchecked = append(m.Unchecked, why) }
+// A check that failed for want of an answer (a timeout, a dropped connection) may succeed
+// when the audit runs again; one the server refused (a renamed command, NOPERM) will not.
+func (m *Master) uncheck(why string, err error) {
+	if err != nil {
+		why += ": " + err.Error()
+	}
+	m.Unchecked = append(m.Unchecked, why)
+	m.uncheckedTransient = append(m.uncheckedTransient, err != nil && classify(err) == ClassUnavailable)
+}
