@@ -31,6 +31,8 @@ type LockUserACL struct {
 	// among those the server marks dangerous; nil when none, or when not asked (DangerousChecked).
 	Dangerous        []string `json:"dangerous,omitempty"`
 	DangerousChecked bool     `json:"dangerous_checked"`
+	// selectorKeys are the key patterns of its selectors (probed like Keys).
+	selectorKeys []string
 	// WritesDeployment are the hash writes it may run on DeploymentKey: with them a client
 	// can forge the restart delay the master's runtime publishes.
 	WritesDeployment []string `json:"writes_deployment,omitempty"`
@@ -78,8 +80,11 @@ func readUsers(ctx context.Context, c *redis.Client, timeout time.Duration) ([]L
 		if p, ok := fields["passwords"].([]any); ok {
 			u.Passwords = len(p)
 		}
-		if s, ok := fields["selectors"].([]any); ok {
-			u.Selectors = len(s)
+		if sel, ok := fields["selectors"].([]any); ok {
+			u.Selectors = len(sel)
+			for _, one := range sel {
+				u.selectorKeys = append(u.selectorKeys, patterns(replyMap(one)["keys"], "~")...)
+			}
 		}
 		users = append(users, u)
 	}
@@ -90,7 +95,7 @@ func readUsers(ctx context.Context, c *redis.Client, timeout time.Duration) ([]L
 // DRYRUN with them makes the answer about the command, not about the key.
 func (u LockUserACL) probeKeys() []string {
 	var keys []string
-	for _, pat := range u.Keys {
+	for _, pat := range append(slices.Clone(u.Keys), u.selectorKeys...) {
 		prefix := strings.TrimSuffix(pat, "*")
 		if strings.ContainsAny(prefix, "*?[\\") {
 			continue

@@ -246,6 +246,8 @@ func UnsafeCatalogue() []UnsafeCase {
 			}},
 		{Name: "another user's rights: a tenant with +flushall +replicaof +shutdown +function|load", Want: VerdictUnsafe,
 			Apply: extraUser(catalogueTenant, "on", ">"+cataloguePass, "~"+catalogueTenant+":*", "&"+catalogueTenant+":*", "+flushall", "+replicaof", "+shutdown", "+function|load")},
+		{Name: "a user whose selector grants MIGRATE on keys of its own", Want: VerdictUnsafe,
+			Apply: extraUser(catalogueTenant, "on", ">"+cataloguePass, "+ping", "(~"+catalogueTenant+":* +migrate)")},
 		{Name: "a monitoring user that may CONFIG GET (it reveals the passwords)", Want: VerdictUnsafe,
 			Apply: extraUser(catalogueTenant, "on", ">"+cataloguePass, "+ping", "+info", "+config|get")},
 		{Name: "one endpoint a TCP balancer over two servers", Want: VerdictUnsafe, NeedsSpare: true,

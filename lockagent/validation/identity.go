@@ -24,6 +24,7 @@ import (
 // identityWatch checks every lock connection against the marker of its endpoint.
 type identityWatch struct {
 	key      string
+	timeout  time.Duration // bounds each marker read (not the lock command's node timeout)
 	expected map[string]string // endpoint -> run_id the marker holds; absent: not checked
 
 	mu         sync.Mutex
@@ -38,7 +39,7 @@ const identityMarkerTTL = 10 * time.Minute
 // newIdentityWatch writes the markers. Endpoints whose run_id the audit did not read are
 // not checked (the audit already reports them).
 func newIdentityWatch(ctx context.Context, o *validateOptions, rep *audit.Report, key string) *identityWatch {
-	iw := &identityWatch{key: key, expected: map[string]string{}, checked: map[string]int{}}
+	iw := &identityWatch{key: key, timeout: o.auditTimeout, expected: map[string]string{}, checked: map[string]int{}}
 	for i, ep := range o.cfg.Endpoints {
 		if i >= len(rep.Masters) || rep.Masters[i].RunID == "" {
 			continue
@@ -83,6 +84,10 @@ func (iw *identityWatch) onConnect(ep string) func(context.Context, *redis.Conn)
 		return nil
 	}
 	return func(ctx context.Context, cn *redis.Conn) error {
+		// Its own deadline, not the lock command's node timeout: a marker read cut short
+		// would leave the new connection broken, and the next attempt would dial again.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), iw.timeout)
+		defer cancel()
 		got, err := cn.Get(ctx, iw.key).Result()
 		switch {
 		case errors.Is(err, redis.Nil):

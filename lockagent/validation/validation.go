@@ -279,7 +279,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // error only when the run could not finish (ctx ended, internal error): no verdict then.
 func runValidate(ctx context.Context, o *validateOptions, w io.Writer) (*Report, error) {
 	cfg := o.cfg
-	fmt.Fprintf(w, "lockagent validate: %d masters, quorum %d, max lock TTL %v, restart delay %s (the masters' own is read in the audit)\n",
+	fmt.Fprintf(w, "lockagent validate: %d masters, quorum %d, max lock TTL %v, restart delay in the config %s (a cross-check: the masters' own is read in the audit)\n",
 		len(cfg.Endpoints), cfg.QuorumSize(), cfg.MaxLockTTL.Duration, orUnknown(cfg.RestartDelay.Duration))
 
 	res := &Report{Problems: []string{}, Denied: []string{}, Inconclusive: []string{},
@@ -463,6 +463,9 @@ func describeMaster(m audit.Master) string {
 			line += " " + m.FunctionLibraryVersion
 		}
 	}
+	if ms := m.PublishedRestartDelayMS(); ms >= 0 {
+		line += fmt.Sprintf("  hold %v (%s)", time.Duration(ms)*time.Millisecond, m.Runtime)
+	}
 	if m.RTT > 0 {
 		line += fmt.Sprintf("  rtt %.2fms", audit.Millis(m.RTT))
 	}
@@ -558,7 +561,7 @@ func onOff(b bool) string {
 
 func orUnknown(d time.Duration) string {
 	if d == 0 {
-		return "not given (not checked)"
+		return "not given"
 	}
 	return d.String()
 }
