@@ -82,6 +82,9 @@ type Master struct {
 	NoAppendfsyncOnRewrite string `json:"no_appendfsync_on_rewrite,omitempty"`
 	MaxMemory              int64  `json:"maxmemory"`
 	MaxMemoryPolicy        string `json:"maxmemory_policy,omitempty"`
+	// SystemMemory is the machine's memory as the server reports it (total_system_memory;
+	// 0 when not reported): a maxmemory above it is no limit at all.
+	SystemMemory           int64  `json:"total_system_memory,omitempty"`
 	AOFLastWriteStatus     string `json:"aof_last_write_status,omitempty"`
 	AOFLastBgrewriteStatus string `json:"aof_last_bgrewrite_status,omitempty"`
 	// ClockOffset is the master's wall clock minus the caller's, at the midpoint of the
@@ -413,7 +416,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	m.Reachable, m.RTT = true, rtt
 
 	if info, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) {
-		return c.Info(ctx, "server", "replication", "persistence").Result()
+		return c.Info(ctx, "server", "replication", "persistence", "memory").Result()
 	}); err != nil {
 		note("INFO", err)
 	} else {
@@ -591,6 +594,7 @@ func (m *Master) applyInfo(info map[string]string) {
 	if s, err := strconv.ParseInt(info["uptime_in_seconds"], 10, 64); err == nil {
 		m.Uptime = time.Duration(s) * time.Second
 	}
+	m.SystemMemory, _ = strconv.ParseInt(info["total_system_memory"], 10, 64)
 	m.AOFLastWriteStatus = info["aof_last_write_status"]
 	m.AOFLastBgrewriteStatus = info["aof_last_bgrewrite_status"]
 	// INFO is authoritative for whether AOF is on; CONFIG GET appendonly agrees unless a

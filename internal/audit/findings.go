@@ -107,6 +107,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 		if m.audited && m.MaxMemory == 0 {
 			add("Master %s has maxmemory 0 (unlimited): it can grow until the kernel kills it, a crash that loses its locks. Fix: CONFIG SET maxmemory to an explicit size such as 64mb on %s (and in its config).", ep, ep)
 		}
+		if m.audited && m.MaxMemory > 0 && m.SystemMemory > 0 && m.MaxMemory >= m.SystemMemory {
+			add("Master %s has maxmemory %d bytes, at or above the machine's memory (%d bytes): the limit never applies, and the kernel kills the server first, a crash that loses its locks. Fix: CONFIG SET maxmemory to well below the machine's memory (such as 64mb for locks alone) on %s (and in its config).", ep, m.MaxMemory, m.SystemMemory, ep)
+		}
 		if s := m.AOFLastWriteStatus; s != "" && s != "ok" {
 			add("Master %s reports aof_last_write_status %s: its last AOF write failed, so acknowledged locks may not be on disk. Fix: check the disk and the Redis log on %s, then restart it.", ep, s, ep)
 		}

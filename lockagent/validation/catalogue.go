@@ -288,6 +288,24 @@ func UnsafeCatalogue() []UnsafeCase {
 		{Name: "no-appendfsync-on-rewrite yes", Want: VerdictUnsafe, Apply: configSetOne("no-appendfsync-on-rewrite", "yes")},
 		{Name: "maxmemory-policy allkeys-lru", Want: VerdictUnsafe, Apply: configSetOne("maxmemory-policy", "allkeys-lru")},
 		{Name: "maxmemory 0", Want: VerdictUnsafe, Apply: configSetOne("maxmemory", "0")},
+		{Name: "maxmemory above the machine's memory", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				c := env.admins[min(1, len(env.admins)-1)]
+				info, err := c.Info(ctx, "memory").Result()
+				if err != nil {
+					return nil, err
+				}
+				total := int64(0)
+				for _, line := range strings.Split(info, "\n") {
+					if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_system_memory:"); ok {
+						total, _ = strconv.ParseInt(v, 10, 64)
+					}
+				}
+				if total <= 0 {
+					return nil, errors.New("INFO memory does not report total_system_memory")
+				}
+				return configSetOne("maxmemory", strconv.FormatInt(total*2, 10))(ctx, env)
+			}},
 		{Name: "the lock user may CONFIG", Want: VerdictUnsafe, Apply: setUserRights(lockUser, "+config")},
 		{Name: "the lock user may FLUSHALL and SELECT", Want: VerdictUnsafe, Apply: setUserRights(lockUser, "+flushall", "+select")},
 	}

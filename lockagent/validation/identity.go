@@ -24,7 +24,7 @@ import (
 // identityWatch checks every lock connection against the marker of its endpoint.
 type identityWatch struct {
 	key      string
-	timeout  time.Duration // bounds each marker read (not the lock command's node timeout)
+	timeout  time.Duration     // bounds each marker read (not the lock command's node timeout)
 	expected map[string]string // endpoint -> run_id the marker holds; absent: not checked
 
 	mu         sync.Mutex
