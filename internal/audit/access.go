@@ -28,7 +28,7 @@ func (m *Master) checkAnonymous(ctx context.Context, t Target, admin *redis.Clie
 		m.Anonymous = AnonymousAllowed
 	case strings.HasPrefix(err.Error(), "NOAUTH"):
 		m.Anonymous = AnonymousRefused
-	case strings.HasPrefix(err.Error(), "NOPERM"), strings.HasPrefix(err.Error(), "WRONGPASS"):
+	case strings.HasPrefix(err.Error(), "NOPERM"):
 		// Logged in as a passwordless default user that may not PING: still let in.
 		m.Anonymous = AnonymousAllowed
 	case errors.As(err, &reply):
