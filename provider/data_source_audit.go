@@ -44,12 +44,14 @@ type auditModel struct {
 	CACertPEM    types.String         `tfsdk:"ca_cert_pem"`
 	NodeTimeout  timetypes.GoDuration `tfsdk:"node_timeout"`
 
-	Safe      types.Bool         `tfsdk:"safe"`
-	Quorum    types.Int64        `tfsdk:"quorum"`
-	Reachable types.Int64        `tfsdk:"reachable"`
-	Problems  []types.String     `tfsdk:"problems"`
-	Warnings  []types.String     `tfsdk:"warnings"`
-	Masters   []auditMasterModel `tfsdk:"masters"`
+	Safe      types.Bool     `tfsdk:"safe"`
+	Quorum    types.Int64    `tfsdk:"quorum"`
+	Reachable types.Int64    `tfsdk:"reachable"`
+	Problems  []types.String `tfsdk:"problems"`
+	Warnings  []types.String `tfsdk:"warnings"`
+	// Independence says whether the masters can be independent (one machine or not).
+	Independence types.String       `tfsdk:"independence"`
+	Masters      []auditMasterModel `tfsdk:"masters"`
 }
 
 type auditMasterModel struct {
@@ -73,6 +75,8 @@ type auditMasterModel struct {
 	BusyReplyThresholdMS   types.Int64   `tfsdk:"busy_reply_threshold_ms"`
 	FunctionLibrary        types.String  `tfsdk:"function_library"`
 	FunctionLibraryVersion types.String  `tfsdk:"function_library_version"`
+	PublishedRestartDelay  types.Int64   `tfsdk:"published_restart_delay_ms"`
+	Anonymous              types.String  `tfsdk:"anonymous"`
 }
 
 func (d *auditDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -87,8 +91,14 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 		MarkdownDescription: "Audits a Redlock deployment: every master is checked for independence (no replication, " +
 			"distinct servers), durability (AOF `appendfsync always`, `no-appendfsync-on-rewrite no`, last AOF write ok), " +
 			"eviction (`noeviction` with an explicit `maxmemory`), a clock that agrees with this machine's in offset and " +
-			"rate, and a round trip small next to the TTL; the deployment for an odd count of at least 3 masters, a " +
-			"reachable quorum and a restart delay longer than `max_lock_ttl` plus the clock-drift margin.\n\n" +
+			"rate, and a round trip small next to the TTL; that clients without credentials are refused; that every " +
+			"user but the admin has a password and may run none of the commands the server itself marks `@admin` or " +
+			"`@dangerous` or that rewrite functions (asked with `ACL DRYRUN`, whether or not `lock_username` is set); " +
+			"that several connections to an endpoint reach one server (no balancer in front of several); the restart " +
+			"delay each master's runtime publishes (hash `redlock-kit:deployment`), longer than `max_lock_ttl` plus the " +
+			"clock-drift margin; and the deployment for an odd count of at least 3 masters and a reachable quorum.\n\n" +
+			"The audit fails closed: a check it cannot make (a command renamed away, an admin without ACL rights) is a " +
+			"problem, so `safe` is false.\n\n" +
 			"An unsafe deployment does not fail the read: `safe` is false and `problems` says why, one sentence each " +
 			"(master, setting, fix). Use it in a `postcondition` or `check` block. Only invalid arguments fail. " +
 			"The same code runs as the first phase of `lockagent validate`.",
@@ -109,9 +119,8 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			},
 			"lock_username": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Restricted lock user. When set (with `lock_password`), the audit checks that it can " +
-					"log in and that it cannot run `CONFIG` (a lock client able to reconfigure a master could switch its " +
-					"safety off).",
+				MarkdownDescription: "Restricted lock user. When set (with `lock_password`), the audit also logs in as it " +
+					"and checks that `CONFIG` is refused. Its rights are checked with every other user's either way.",
 			},
 			"lock_password": schema.StringAttribute{
 				Optional: true, Sensitive: true,
@@ -125,9 +134,9 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			},
 			"restart_delay": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "How long a crashed master stays down (duration). When set, it must be at least " +
-					"`max_lock_ttl` plus the drift margin (1% + 2ms) or the deployment is reported unsafe; when not " +
-					"set, this check is skipped.",
+				MarkdownDescription: "How long the configuration says a crashed master stays down (duration), a " +
+					"cross-check only: the restart delay is read from the masters (what their runtime publishes), and a " +
+					"value here that differs from it, or is below `max_lock_ttl` plus the drift margin (1% + 2ms), is a problem.",
 				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(time.Millisecond)},
 			},
 			"tls": schema.BoolAttribute{
@@ -170,6 +179,11 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 					"a minority of masters unreachable (for example a crashed master waiting out its restart delay), " +
 					"round trips large against the TTL. `safe` stays true.",
 			},
+			"independence": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "Whether the masters can be independent: `one machine: for trying the kit, not independent` " +
+					"when every endpoint is on loopback or one address (not a problem, but not a production deployment).",
+			},
 			"masters": schema.ListNestedAttribute{
 				Computed:            true,
 				MarkdownDescription: "What the audit found on each endpoint, in the order of `endpoints`.",
@@ -206,6 +220,11 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 						"could not be read."),
 					"function_library_version": computed("Version of the loaded function library (`lockagent functions --version` " +
 						"prints this kit's)."),
+					"published_restart_delay_ms": schema.Int64Attribute{Computed: true,
+						MarkdownDescription: "The restart delay the master's runtime publishes (`redlock-kit:deployment`), in " +
+							"milliseconds; -1 when it could not be read."},
+					"anonymous": computed("`refused` when a client without credentials is refused (NOAUTH), `allowed` when it is " +
+						"let in (a problem), empty when it could not be told."),
 				}},
 			},
 		},
@@ -279,6 +298,7 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	for i, p := range rep.Warnings {
 		m.Warnings[i] = types.StringValue(p)
 	}
+	m.Independence = types.StringValue(rep.Independence)
 	m.Masters = make([]auditMasterModel, len(rep.Masters))
 	for i, a := range rep.Masters {
 		m.Masters[i] = auditMasterModel{
@@ -302,6 +322,8 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 			BusyReplyThresholdMS:   types.Int64Value(a.BusyReplyThresholdMS()),
 			FunctionLibrary:        types.StringValue(a.FunctionLibrary),
 			FunctionLibraryVersion: types.StringValue(a.FunctionLibraryVersion),
+			PublishedRestartDelay:  types.Int64Value(a.PublishedRestartDelayMS()),
+			Anonymous:              types.StringValue(a.Anonymous),
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)

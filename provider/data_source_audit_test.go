@@ -11,7 +11,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 )
 
 // auditConfig is a redlock_audit block against the harness cluster; extra goes inside it.
@@ -30,7 +32,7 @@ data "redlock_audit" "cluster" {
 }
 
 func TestAccAuditDataSource(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	broken := c.Masters[1]
 	const ds = "data.redlock_audit.cluster"
 	breakFsync := func() {
@@ -66,6 +68,9 @@ func TestAccAuditDataSource(t *testing.T) {
 					resource.TestCheckResourceAttr(ds, "masters.1.function_library", "current"),
 					resource.TestCheckResourceAttr(ds, "masters.1.function_library_version", redlock.FunctionLibrary().Version),
 					resource.TestCheckResourceAttr(ds, "warnings.#", "0"),
+					resource.TestCheckResourceAttr(ds, "masters.1.published_restart_delay_ms", "11000"),
+					resource.TestCheckResourceAttr(ds, "masters.1.anonymous", "refused"),
+					resource.TestCheckResourceAttr(ds, "independence", "one machine: for trying the kit, not independent"),
 				),
 			},
 			{
@@ -100,7 +105,7 @@ func TestAccAuditDataSource(t *testing.T) {
 // safe (a module's postcondition must not block every plan meanwhile) and the warning
 // names it.
 func TestAccAuditDataSourceMinorityDown(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	down := c.Masters[2]
 	const ds = "data.redlock_audit.cluster"
 	resource.Test(t, resource.TestCase{
@@ -158,6 +163,59 @@ func TestAccAuditDataSourceBadInput(t *testing.T) {
 					ExpectError: regexp.MustCompile(tc.want),
 				}},
 			})
+		})
+	}
+}
+
+// TestAccAuditDataSourceCatalogue runs the validation catalogue of unsafe deployments
+// against the data source: every case leaves safe = false, and the clean deployment is
+// safe (the negative control). lock_username is not set: the users' checks do not need it.
+// Cases that validate applies after its first audit are applied before the read here.
+func TestAccAuditDataSourceCatalogue(t *testing.T) {
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
+	spare := redistest.StartKit(t, redistest.Options{Masters: 1})
+	cfg := &agentconfig.Config{Endpoints: c.Addrs(), Username: redistest.LockUser, Password: redistest.LockPassword,
+		AdminUsername: "default", AdminPassword: redistest.AdminPassword,
+		MaxLockTTL:   agentconfig.Duration{Duration: 10 * time.Second},
+		RestartDelay: agentconfig.Duration{Duration: redistest.KitRestartDelay}}
+	const ds = "data.redlock_audit.cluster"
+	read := func(t *testing.T, cfg *agentconfig.Config, safe string) {
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: testAccProviderFactories,
+			Steps: []resource.TestStep{{
+				Config: fmt.Sprintf(`
+data "redlock_audit" "cluster" {
+  endpoints     = [%s]
+  username      = %q
+  password      = %q
+  max_lock_ttl  = %q
+  restart_delay = %q
+}
+`, `"`+strings.Join(cfg.Endpoints, `", "`)+`"`, cfg.AdminUsername, cfg.AdminPassword, cfg.MaxLockTTL.String(), cfg.RestartDelay.String()),
+				Check: resource.TestCheckResourceAttr(ds, "safe", safe),
+			}},
+		})
+	}
+	t.Run("clean deployment (negative control)", func(t *testing.T) { read(t, cfg, "true") })
+	for _, uc := range validation.UnsafeCatalogue() {
+		t.Run(uc.Name, func(t *testing.T) {
+			env, err := validation.NewCaseEnv(cfg, spare.Masters[0].Addr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			undo, err := uc.Apply(t.Context(), env)
+			if undo != nil {
+				defer func() {
+					if err := undo(context.WithoutCancel(t.Context())); err != nil {
+						t.Errorf("undo: %v", err)
+					}
+				}()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			read(t, env.Config, "false")
 		})
 	}
 }

@@ -24,7 +24,7 @@ step "terraform init (offline: the provider comes from $root/build/mirror)"
 # The lock file is never committed: a rebuilt provider has a new checksum, so record it anew.
 rm -f "$example/.terraform.lock.hcl"
 timed "terraform init" terraform -chdir="$example" init -input=false -no-color >/dev/null
-step "terraform apply: five independent masters, AOF fsync always, noeviction, supervised"
+step "terraform apply: five masters on this one machine (for trying the kit, not independent), AOF fsync always, noeviction, supervised"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if ! timed "terraform apply" terraform -chdir="$example" apply -auto-approve -input=false -no-color >"$log" 2>&1; then

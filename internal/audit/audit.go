@@ -82,6 +82,9 @@ type Master struct {
 	NoAppendfsyncOnRewrite string `json:"no_appendfsync_on_rewrite,omitempty"`
 	MaxMemory              int64  `json:"maxmemory"`
 	MaxMemoryPolicy        string `json:"maxmemory_policy,omitempty"`
+	// SystemMemory is the machine's memory as the server reports it (total_system_memory;
+	// 0 when not reported): a maxmemory above it is no limit at all.
+	SystemMemory           int64  `json:"total_system_memory,omitempty"`
 	AOFLastWriteStatus     string `json:"aof_last_write_status,omitempty"`
 	AOFLastBgrewriteStatus string `json:"aof_last_bgrewrite_status,omitempty"`
 	// ClockOffset is the master's wall clock minus the caller's, at the midpoint of the
@@ -116,16 +119,33 @@ type Master struct {
 	LockUserChecked bool `json:"lock_user_checked"`
 	// LockUserCanConfig: the lock user was allowed to run CONFIG GET (it must not be).
 	LockUserCanConfig bool `json:"lock_user_can_config"`
-	// LockUserDangerous lists commands that weaken safety which the lock user may run
-	// (asked with ACL DRYRUN as admin): CONFIG SET, FLUSHALL, SELECT, REPLICAOF, ...
-	LockUserDangerous []string `json:"lock_user_dangerous,omitempty"`
-	// TenantsChecked is true when the lock users' ACLs were read (as admin); LockUsers are
-	// the users other than the admin, with their key and channel patterns, and TenantLeaks
-	// what one of them may do to another's locks (ACL DRYRUN said OK): with several lock
-	// users, each must be confined to its own prefix.
-	TenantsChecked bool          `json:"tenants_checked"`
+	// LockUsers are the users other than the admin, with their key and channel patterns,
+	// whether they need a password, and the dangerous commands each may run (ACL DRYRUN as
+	// admin); Admin is the admin's own entry. TenantsChecked is true when the isolation
+	// between them was asked, and TenantLeaks is what one of them may do to another's locks:
+	// with several lock users, each must be confined to its own prefix.
 	LockUsers      []LockUserACL `json:"lock_users,omitempty"`
+	Admin          *LockUserACL  `json:"admin,omitempty"`
+	TenantsChecked bool          `json:"tenants_checked"`
 	TenantLeaks    []string      `json:"tenant_leaks,omitempty"`
+	// Anonymous says whether a client without credentials is refused ("refused") or let in
+	// ("allowed"); "" when it could not be told (see Unchecked). ProtectedMode and Bind are
+	// the master's settings, as read.
+	Anonymous     string `json:"anonymous,omitempty"`
+	ProtectedMode string `json:"protected_mode,omitempty"`
+	Bind          string `json:"bind,omitempty"`
+	// ConnectionRunIDs are the distinct run_ids seen over several connections to the
+	// endpoint: more than one means it is not one server (a balancer or NAT over several).
+	ConnectionRunIDs []string `json:"connection_run_ids,omitempty"`
+	// PublishedRestartDelay and Runtime are what the runtime that holds the master down after
+	// a crash publishes on it (DeploymentKey); DeploymentError says what is wrong with it.
+	PublishedRestartDelay time.Duration `json:"-"`
+	Runtime               string        `json:"runtime,omitempty"`
+	DeploymentError       string        `json:"deployment_error,omitempty"`
+	// Unchecked are the checks that could not be made on this master (a probe that failed,
+	// a command renamed or missing, a field that could not be read). Each leaves the
+	// verdict unknown: the audit fails closed.
+	Unchecked []string `json:"unchecked,omitempty"`
 	// LockUserError is the lock user's authentication failure, if any.
 	LockUserError string `json:"lock_user_error,omitempty"`
 	// ErrorClass says what kind of failure Error (or LockUserError) is, so that a caller
@@ -138,7 +158,17 @@ type Master struct {
 	// clockRead say which groups were (see Known).
 	audited                         bool
 	infoRead, configRead, clockRead bool
-	busyRead                        bool
+	busyRead, usersRead             bool
+	deploymentRead                  bool
+	uncheckedTransient              []bool // per Unchecked entry: no answer (may pass on a new audit)
+}
+
+// PublishedRestartDelayMS is PublishedRestartDelay in milliseconds, -1 when it was not read.
+func (m Master) PublishedRestartDelayMS() int64 {
+	if !m.deploymentRead {
+		return -1
+	}
+	return m.PublishedRestartDelay.Milliseconds()
 }
 
 // BusyReplyThresholdMS is BusyReplyThreshold in milliseconds, -1 when it was not read.
@@ -221,6 +251,14 @@ type Report struct {
 	// Each is also in Problems. Problems in neither list were read from a master.
 	Denied  []string `json:"denied"`
 	Unknown []string `json:"unknown"`
+	// Unchecked are the unknown problems that are about checks the audit could not make
+	// (a renamed command, an admin without ACL rights): waiting does not change them.
+	Unchecked []string `json:"unchecked"`
+	// OneMachine is true when every endpoint is on one machine (all loopback, or one
+	// address): fine for trying the kit, but its masters are not independent. Independence
+	// says so in words.
+	OneMachine   bool   `json:"one_machine"`
+	Independence string `json:"independence"`
 	// The limits the findings were computed against.
 	MaxLockTTL   time.Duration `json:"-"`
 	RestartDelay time.Duration `json:"-"`
@@ -302,10 +340,10 @@ func RunWithProgress(ctx context.Context, target Target, progress func(Master)) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return newReport(target, masters), nil
+	return newReport(ctx, target, masters), nil
 }
 
-func newReport(t Target, masters []Master) *Report {
+func newReport(ctx context.Context, t Target, masters []Master) *Report {
 	r := &Report{Masters: masters, Quorum: len(t.Endpoints)/2 + 1,
 		MaxLockTTL: t.MaxLockTTL, RestartDelay: t.RestartDelay,
 		Drift: Drift(t.MaxLockTTL, t.DriftFactor), DriftFactor: t.DriftFactor}
@@ -314,8 +352,9 @@ func newReport(t Target, masters []Master) *Report {
 			r.Reachable++
 		}
 	}
-	r.Problems, r.Warnings, r.Denied, r.Unknown = findings(t, r)
-	for _, l := range []*[]string{&r.Problems, &r.Warnings, &r.Denied, &r.Unknown} {
+	r.Problems, r.Warnings, r.Denied, r.Unknown, r.Unchecked = findings(t, r)
+	r.OneMachine, r.Independence = independence(ctx, t.Endpoints, min(t.NodeTimeout, 500*time.Millisecond))
+	for _, l := range []*[]string{&r.Problems, &r.Warnings, &r.Denied, &r.Unknown, &r.Unchecked} {
 		if *l == nil {
 			*l = []string{}
 		}
@@ -377,7 +416,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	m.Reachable, m.RTT = true, rtt
 
 	if info, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (string, error) {
-		return c.Info(ctx, "server", "replication", "persistence").Result()
+		return c.Info(ctx, "server", "replication", "persistence", "memory").Result()
 	}); err != nil {
 		note("INFO", err)
 	} else {
@@ -404,6 +443,11 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 		}
 	}
 	m.readScriptLimits(ctx, t, c)
+	m.checkAnonymous(ctx, t, c)
+	m.checkIdentity(ctx, t)
+	m.readDeployment(ctx, c, t)
+	m.checkUsers(ctx, c, t)
+	m.checkTenants(ctx, c, t)
 	if off, rate, rateErr, err := measureClock(ctx, c, t.NodeTimeout, t.ClockInterval); err != nil {
 		note("TIME", err)
 	} else {
@@ -411,9 +455,8 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 		m.clockRead = true
 	}
 	if t.LockUsername != "" {
-		m.checkLockUser(ctx, t)
+		m.checkLockUser(ctx, t, c)
 	}
-	m.checkTenants(ctx, c, t)
 	if len(errs) > 0 {
 		m.Error = strings.Join(errs, "; ")
 	} else {
@@ -551,6 +594,7 @@ func (m *Master) applyInfo(info map[string]string) {
 	if s, err := strconv.ParseInt(info["uptime_in_seconds"], 10, 64); err == nil {
 		m.Uptime = time.Duration(s) * time.Second
 	}
+	m.SystemMemory, _ = strconv.ParseInt(info["total_system_memory"], 10, 64)
 	m.AOFLastWriteStatus = info["aof_last_write_status"]
 	m.AOFLastBgrewriteStatus = info["aof_last_bgrewrite_status"]
 	// INFO is authoritative for whether AOF is on; CONFIG GET appendonly agrees unless a
@@ -560,8 +604,10 @@ func (m *Master) applyInfo(info map[string]string) {
 	}
 }
 
-// checkLockUser verifies the restricted lock user authenticates and is refused CONFIG.
-func (m *Master) checkLockUser(ctx context.Context, t Target) {
+// checkLockUser verifies the restricted lock user authenticates and is refused CONFIG
+// (tried as the lock user itself), and asks whether it may EVAL. Its other rights are
+// checked with every other user's (checkUsers).
+func (m *Master) checkLockUser(ctx context.Context, t Target, admin *redis.Client) {
 	m.LockUserChecked = true
 	c := redis.NewClient(t.clientOptions(m.Endpoint, t.LockUsername, t.LockPassword))
 	defer c.Close()
@@ -584,43 +630,12 @@ func (m *Master) checkLockUser(ctx context.Context, t Target) {
 		m.ErrorClass = worse(m.ErrorClass, classify(err))
 		return
 	}
-	admin := redis.NewClient(t.clientOptions(m.Endpoint, t.Username, t.Password))
-	defer admin.Close()
-	m.LockUserDangerous = dangerousForLockUser(ctx, admin, t)
-	m.LockUserCanEval = mayRun(ctx, admin, t.NodeTimeout, t.LockUsername, "EVAL", "return 1", "0")
-}
-
-// mayRun asks the server through the admin client c whether user may run cmd (ACL DRYRUN
-// runs nothing). False when it may not, or when the server cannot tell: an error is about
-// that one probe (a command the server disables, such as DEBUG, or an admin without ACL
-// rights) and proves nothing either way.
-func mayRun(ctx context.Context, c *redis.Client, timeout time.Duration, user string, cmd ...any) bool {
-	args := append([]any{"ACL", "DRYRUN", user}, cmd...)
-	reply, err := nodeCall(ctx, timeout, func(ctx context.Context) (string, error) { return c.Do(ctx, args...).Text() })
-	return err == nil && reply == "OK"
-}
-
-// dangerousCommands could each break exclusion if a lock client (or whoever holds its
-// password) ran them: switch off durability, drop every lock, move to another keyspace,
-// become a replica, stop the master, or rewrite ACLs.
-var dangerousCommands = [][]any{
-	{"CONFIG", "SET", "appendfsync", "no"}, {"FLUSHALL"}, {"FLUSHDB"}, {"SELECT", "1"}, {"SWAPDB", "0", "1"},
-	{"REPLICAOF", "127.0.0.1", "1"}, {"SHUTDOWN"}, {"DEBUG", "SLEEP", "0"}, {"ACL", "SETUSER", "x"},
-	{"SCRIPT", "FLUSH"}, {"KEYS", "*"}, {"UNLINK", "k"}, {"EXPIRE", "k", "1"}, {"PERSIST", "k"},
-	{"FUNCTION", "FLUSH"}, {"MONITOR"},
-}
-
-// dangerousForLockUser asks the server, through the admin client c, which dangerous
-// commands the lock user may run. Nil when none, or when the server cannot tell: the
-// CONFIG probe still stands.
-func dangerousForLockUser(ctx context.Context, c *redis.Client, t Target) []string {
-	var allowed []string
-	for _, cmd := range dangerousCommands {
-		if mayRun(ctx, c, t.NodeTimeout, t.LockUsername, cmd...) {
-			allowed = append(allowed, strings.TrimSuffix(fmt.Sprintln(cmd...), "\n"))
-		}
+	canEval, err := mayRun(ctx, admin, t.NodeTimeout, t.LockUsername, "EVAL", "return 1", "0")
+	if err != nil {
+		m.uncheck("whether the lock user may run EVAL could not be asked", err)
+		return
 	}
-	return allowed
+	m.LockUserCanEval = canEval
 }
 
 // MarshalJSON writes durations as numbers with their unit in the name (clock_offset_ms,
@@ -634,10 +649,12 @@ func (m Master) MarshalJSON() ([]byte, error) {
 		BusyReplyThresholdMS int64   `json:"busy_reply_threshold_ms"`
 		RTTMS                float64 `json:"rtt_ms"`
 		UptimeSeconds        int64   `json:"uptime_seconds"`
+		// -1: not read.
+		PublishedRestartDelayMS int64 `json:"published_restart_delay_ms"`
 		// Audited false: the settings that could not be read are unknown, whatever their
 		// zero values say.
 		Audited bool `json:"audited"`
-	}{plain(m), Millis(m.ClockOffset), m.BusyReplyThresholdMS(), Millis(m.RTT), int64(m.Uptime / time.Second), m.audited})
+	}{plain(m), Millis(m.ClockOffset), m.BusyReplyThresholdMS(), Millis(m.RTT), int64(m.Uptime / time.Second), m.PublishedRestartDelayMS(), m.audited})
 }
 
 // MarshalJSON writes the limits in milliseconds.

@@ -14,17 +14,27 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-const testTTL = 10 * time.Second
+const (
+	testTTL          = 10 * time.Second
+	testRestartDelay = redistest.KitRestartDelay
+)
 
-// target audits c's masters with the harness credentials, a restart delay that is safe for
-// testTTL, and a short clock interval so the suite stays quick.
+// startKit starts masters as the kit runs them, the restart delay published.
+func startKit(t *testing.T, opts redistest.Options) *redistest.Cluster {
+	t.Helper()
+	c := redistest.StartKit(t, opts)
+	return c
+}
+
+// target audits c's masters with the harness credentials, the restart delay they publish,
+// and a short clock interval so the suite stays quick.
 func target(c *redistest.Cluster) audit.Target {
 	return audit.Target{
 		Endpoints: c.Addrs(),
 		Username:  "default", Password: redistest.AdminPassword,
 		LockUsername: redistest.LockUser, LockPassword: redistest.LockPassword,
 		MaxLockTTL:    testTTL,
-		RestartDelay:  testTTL + audit.Drift(testTTL, audit.DefaultDriftFactor) + time.Second,
+		RestartDelay:  testRestartDelay,
 		ClockInterval: 200 * time.Millisecond,
 	}
 }
@@ -44,7 +54,7 @@ func run(t *testing.T, tgt audit.Target) *audit.Report {
 }
 
 func TestSafeClusterHasNoProblems(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 5})
+	c := startKit(t, redistest.Options{Masters: 5})
 	rep := run(t, target(c))
 	if !rep.Safe || len(rep.Problems) != 0 {
 		t.Fatalf("safe cluster reported unsafe:\n%s", strings.Join(rep.Problems, "\n"))
@@ -119,7 +129,7 @@ func TestScriptFindings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := redistest.Start(t, redistest.Options{Masters: 3})
+			c := startKit(t, redistest.Options{Masters: 3})
 			m := c.Masters[1]
 			tc.mutate(t, m)
 			rep := run(t, target(c))
@@ -144,7 +154,7 @@ func TestScriptFindings(t *testing.T) {
 // TestLockUserCannotRunABusyScript: the lock user of a kit master is refused EVAL of a
 // busy loop (NOPERM) and any function load; the kit's functions are all it can run.
 func TestLockUserCannotRunABusyScript(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 1})
+	c := startKit(t, redistest.Options{Masters: 1})
 	lock := c.Masters[0].LockClient()
 	defer lock.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -230,7 +240,7 @@ func TestUnsafeMutations(t *testing.T) {
 				t.Fatal(err)
 			}
 			return c.Masters[1].Addr
-		}, want: []string{"lock user run FLUSHALL, SELECT 1", "restrict the lock user's ACL"}},
+		}, want: []string{"user redlock run flushall, select", "ACL SETUSER redlock -@all"}},
 		{name: "wrong lock password", mutate: func(t *testing.T, c *redistest.Cluster, tgt *audit.Target) string {
 			tgt.LockPassword = "not-the-password"
 			return c.Masters[0].Addr
@@ -246,7 +256,7 @@ func TestUnsafeMutations(t *testing.T) {
 			if n == 0 {
 				n = 3
 			}
-			c := redistest.Start(t, redistest.Options{Masters: n})
+			c := startKit(t, redistest.Options{Masters: n})
 			tgt := target(c)
 			endpoint := tc.mutate(t, c, &tgt)
 			rep := run(t, tgt)
@@ -263,7 +273,7 @@ func TestUnsafeMutations(t *testing.T) {
 // TestReplicaSeenFromPrimary checks the other half of a replication setup: the primary
 // reports its connected replica.
 func TestReplicaSeenFromPrimary(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := startKit(t, redistest.Options{Masters: 3})
 	replica, primary := c.Masters[1], c.Masters[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -300,7 +310,7 @@ func TestReplicaSeenFromPrimary(t *testing.T) {
 // A minority of masters down is what Redlock is built to survive: every lock stays
 // exclusive, so the deployment is still safe, with a warning naming the missing master.
 func TestMinorityDownIsAWarning(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := startKit(t, redistest.Options{Masters: 3})
 	if err := c.Masters[2].Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +324,7 @@ func TestMinorityDownIsAWarning(t *testing.T) {
 }
 
 func TestAdminCredentialsRequired(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := startKit(t, redistest.Options{Masters: 3})
 	tgt := target(c)
 	// The lock user may not run CONFIG GET or INFO: an audit with its credentials cannot
 	// vouch for the settings, and must say so instead of passing.

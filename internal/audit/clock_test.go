@@ -118,8 +118,8 @@ func TestOffsetTooLarge(t *testing.T) {
 // offset and its rate, and nothing about the correct masters.
 func TestClockSkewedMaster(t *testing.T) {
 	redistest.RequireClockSkew(t)
-	skewed := redistest.Start(t, redistest.Options{Masters: 1, Clock: &redistest.ClockSkew{Offset: time.Hour, Rate: 1.1}})
-	normal := redistest.Start(t, redistest.Options{Masters: 2})
+	skewed := startKit(t, redistest.Options{Masters: 1, Clock: &redistest.ClockSkew{Offset: time.Hour, Rate: 1.1}})
+	normal := startKit(t, redistest.Options{Masters: 2})
 	tgt := target(normal)
 	tgt.Endpoints = append(tgt.Endpoints, skewed.Masters[0].Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,11 +1,15 @@
 package audit
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
@@ -27,8 +31,8 @@ const busyThresholdLimit = 10 * redisconf.BusyReplyThreshold * time.Millisecond
 // answer in time, or a quorum that is not reachable). They stay problems for the
 // redlock_audit data source, which fails closed; `lockagent validate` reports them as
 // DENIED or INCONCLUSIVE rather than UNSAFE.
-func findings(t Target, r *Report) (problems, warnings, denied, unknown []string) {
-	var ps, ws, ds, us []string
+func findings(t Target, r *Report) (problems, warnings, denied, unknown, unchecked []string) {
+	var ps, ws, ds, us, uc []string
 	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
 	warn := func(format string, args ...any) { ws = append(ws, fmt.Sprintf(format, args...)) }
 	// addAs adds a problem that is not evidence: class ClassDenied or anything else (unknown).
@@ -53,12 +57,12 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 		addAs(ClassUnavailable, "Only %d of %d masters are reachable, fewer than the quorum of %d: no lock can be acquired. Fix: bring the unreachable masters back (see the per-master problems).", r.Reachable, n, r.Quorum)
 	}
 	if t.RestartDelay > 0 {
-		need := t.MaxLockTTL + r.Drift
-		if t.RestartDelay < need {
+		if need := t.MaxLockTTL + r.Drift; t.RestartDelay < need {
 			add("The restart delay %v is shorter than the max lock TTL %v plus the clock-drift margin %v: a master that crashed can rejoin while a lock it forgot is still held elsewhere, and hand it out again. Fix: set restart_delay to at least %v.",
 				t.RestartDelay, t.MaxLockTTL, r.Drift, need)
 		}
 	}
+	need := t.MaxLockTTL + r.Drift
 	add2 := duplicateServers(r.Masters)
 	ps = append(ps, add2...)
 
@@ -103,6 +107,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 		if m.audited && m.MaxMemory == 0 {
 			add("Master %s has maxmemory 0 (unlimited): it can grow until the kernel kills it, a crash that loses its locks. Fix: CONFIG SET maxmemory to an explicit size such as 64mb on %s (and in its config).", ep, ep)
 		}
+		if m.audited && m.MaxMemory > 0 && m.SystemMemory > 0 && m.MaxMemory >= m.SystemMemory {
+			add("Master %s has maxmemory %d bytes, at or above the machine's memory (%d bytes): the limit never applies, and the kernel kills the server first, a crash that loses its locks. Fix: CONFIG SET maxmemory to well below the machine's memory (such as 64mb for locks alone) on %s (and in its config).", ep, m.MaxMemory, m.SystemMemory, ep)
+		}
 		if s := m.AOFLastWriteStatus; s != "" && s != "ok" {
 			add("Master %s reports aof_last_write_status %s: its last AOF write failed, so acknowledged locks may not be on disk. Fix: check the disk and the Redis log on %s, then restart it.", ep, s, ep)
 		}
@@ -121,9 +128,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 		// Isolation is intended once a lock user is confined to a prefix: then a user with
 		// every key (a leftover shared user, an EVAL user) breaks it. Users that all reach
 		// every key are one application's (the lock user and its EVAL user, say).
-		if m.TenantsChecked && len(m.LockUsers) > 1 && slices.ContainsFunc(m.LockUsers, func(u LockUserACL) bool { return !u.AllKeys() }) {
+		if m.TenantsChecked && len(m.LockUsers) > 1 && slices.ContainsFunc(m.LockUsers, LockUserACL.confined) {
 			for _, u := range m.LockUsers {
-				if u.AllKeys() {
+				if u.Enabled && u.AllKeys() {
 					add("Master %s has %d lock users and %s reaches every key: its clients can read, delete and overwrite every other application's locks. Fix: give %s its own key prefix (lock_users = { %s = { key_prefix = \"%s:\" } }).", ep, len(m.LockUsers), u.Name, u.Name, u.Name, u.Name)
 				}
 			}
@@ -144,6 +151,50 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 		case FunctionLibraryStale:
 			warn("Master %s has another version (%s) of the kit's function library than this kit's (%s): clients of this version cannot FCALL their functions there. Fix: restart the master with this kit version, or as the admin FUNCTION LOAD REPLACE the output of `lockagent functions`.", ep, m.FunctionLibraryVersion, funclib.CurrentVersion())
 		}
+		for i, why := range append(slices.Clone(m.Unchecked), m.unestablished()...) {
+			p := fmt.Sprintf("Master %s: a check could not be made: %s. The audit vouches only for what it saw. Fix: give the admin user the rights the audit needs (CONFIG GET, INFO, ACL, COMMAND, HGETALL of %s) and keep those commands under their names (no rename-command), then audit again.", ep, why, DeploymentKey)
+			if i < len(m.uncheckedTransient) && m.uncheckedTransient[i] {
+				addAs(ClassUnavailable, "%s", p) // no answer: a new audit may make it
+				continue
+			}
+			addAs(ClassError, "%s", p)
+			uc = append(uc, p)
+		}
+		if len(m.ConnectionRunIDs) > 1 {
+			add("Endpoint %s reaches more than one server: %d connections to it saw run_ids %s. A balancer or NAT in front of several servers lets two clients each count its vote from a different server, so two of them can hold the same lock. Fix: list each master's own address, one redis-server per endpoint, with nothing in between that spreads connections.", ep, identityConnections+1, strings.Join(m.ConnectionRunIDs, ", "))
+		}
+		if m.Anonymous == AnonymousAllowed {
+			add("Master %s lets a client without credentials in (protected-mode %s, bind %s): anyone who can reach it can run whatever the default user may, up to CONFIG SET and FLUSHALL. Fix: set requirepass to the admin password (CONFIG SET requirepass ... and in its config), or make the default user need a password (ACL SETUSER default resetpass >...).", ep, orQ(m.ProtectedMode), orQ(m.Bind))
+		}
+		for _, u := range append(slices.Clone(m.LockUsers), derefUsers(m.Admin)...) {
+			switch {
+			case !u.Enabled:
+			case u.NoPass:
+				add("Master %s lets user %s log in with any password or none (nopass): anyone who can reach the master is %s, with its rights. Fix: ACL SETUSER %s resetpass >a-long-secret (and in the ACL file or config the master loads).", ep, u.Name, u.Name, u.Name)
+			case u.Passwords == 0:
+				add("Master %s has user %s enabled with no password: nothing proves who may log in as it, and one nopass or a password added later opens it. Fix: give it a password (ACL SETUSER %s >a-long-secret) or switch it off (ACL SETUSER %s off).", ep, u.Name, u.Name, u.Name)
+			}
+		}
+		for _, u := range m.LockUsers {
+			if u.Enabled && len(u.Dangerous) > 0 {
+				add("Master %s lets user %s run %s, which the server marks as administrative or dangerous or which rewrite the functions every client calls (CONFIG GET also reveals every password): any client with %s's password can switch off durability, drop or move every lock, stop or re-point the master, or replace the lock functions. Fix: ACL SETUSER %s -@all plus only what it needs (a lock user: redisconf.LockUserCommands; a monitoring user: no keys and read-only commands).", ep, u.Name, strings.Join(u.Dangerous, ", "), u.Name, u.Name)
+			}
+		}
+		for _, u := range m.LockUsers {
+			if u.Enabled && len(u.WritesDeployment) > 0 {
+				add("Master %s lets user %s run %s on %s: any client with %s's password can rewrite the restart delay the master's runtime publishes, and make a master that rejoins at once look held down. Fix: ACL SETUSER %s -@hash (a lock user needs no hash command), or confine its keys to its own prefix.", ep, u.Name, strings.Join(u.WritesDeployment, ", "), DeploymentKey, u.Name, u.Name)
+			}
+		}
+		if m.DeploymentError != "" {
+			add("Master %s: %s, so nothing shows that it stays down after a crash for the max lock TTL plus the drift margin (%v) before it rejoins. Fix: run it under the kit's runtime (redlock_master's supervisor, or the host gate of redlock_host_config), which publishes %s.%s at every start.", ep, m.DeploymentError, need, DeploymentKey, DeploymentRestartDelayField)
+		} else if m.deploymentRead {
+			if m.PublishedRestartDelay < need {
+				add("Master %s's runtime (%s) holds it down for %v after a crash, less than the max lock TTL %v plus the drift margin %v: it can rejoin while a lock it forgot is still held elsewhere, and hand it out again. Fix: set restart_delay to at least %v on the master (and in agent.json).", ep, m.Runtime, m.PublishedRestartDelay, t.MaxLockTTL, r.Drift, need)
+			}
+			if t.RestartDelay > 0 && m.PublishedRestartDelay != t.RestartDelay {
+				add("Master %s's runtime (%s) publishes a restart delay of %v but the configuration says %v: one of them is stale. Fix: make agent.json's restart_delay match the deployment (the module's agent_config output does).", ep, m.Runtime, m.PublishedRestartDelay, t.RestartDelay)
+			}
+		}
 		if m.LockUserChecked {
 			if m.LockUserCanEval {
 				warn("Master %s lets the lock user run EVAL: any lock client can run Lua of its own, such as a busy loop that stalls the master until busy-reply-threshold and a SCRIPT KILL. Fix: restrict the lock user to FCALL of the kit's function library (redisconf.LockUserCommands) and give clients that need EVAL (other Redlock clients) a user of their own.", ep)
@@ -157,12 +208,97 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown []string
 				addAs(class, "Master %s refused the lock user (%s): lock clients cannot vote there. Fix: create the restricted lock user with the password the clients use (the redlock_master resource does this).", ep, m.LockUserError)
 			case m.LockUserCanConfig:
 				add("Master %s lets the lock user run CONFIG: any lock client can switch off its safety settings. Fix: restrict the lock user's ACL to the lock commands (see redisconf.LockUserCommands).", ep)
-			case len(m.LockUserDangerous) > 0:
-				add("Master %s lets the lock user run %s: any lock client can drop or hide every lock on it. Fix: restrict the lock user's ACL to the lock commands (see redisconf.LockUserCommands).", ep, strings.Join(m.LockUserDangerous, ", "))
 			}
 		}
 	}
-	return ps, ws, ds, us
+	return ps, ws, ds, us, uc
+}
+
+// unestablished names the checks that neither passed, failed nor recorded why they could
+// not be made: a safety net, so that a check that silently did not run fails closed too.
+// Only consulted for a master with no other unchecked entry (one is enough to make the
+// verdict unknown).
+func (m Master) unestablished() []string {
+	if len(m.Unchecked) > 0 {
+		return nil
+	}
+	var out []string
+	if !m.deploymentRead && m.DeploymentError == "" {
+		out = append(out, "the restart delay the master publishes was not read")
+	}
+	if !m.usersRead {
+		out = append(out, "the users were not read")
+	}
+	for _, u := range m.LockUsers {
+		if u.Enabled && !u.DangerousChecked {
+			out = append(out, "the rights of user "+u.Name+" were not asked")
+		}
+	}
+	if m.Anonymous == "" {
+		out = append(out, "whether clients without credentials are refused was not tried")
+	}
+	if m.RunID != "" && len(m.ConnectionRunIDs) == 0 {
+		out = append(out, "whether every connection reaches the same server was not tried")
+	}
+	return out
+}
+
+func derefUsers(u *LockUserACL) []LockUserACL {
+	if u == nil {
+		return nil
+	}
+	return []LockUserACL{*u}
+}
+
+func orQ(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return strconv.Quote(s)
+}
+
+// OneMachineNotice is what validate says of masters that all run on one machine.
+const OneMachineNotice = "one machine: for trying the kit, not independent"
+
+// independence says whether the endpoints can be independent: all on loopback, or all on
+// one address, is one machine (its disk, kernel, clock and power are shared, so one event
+// can take a majority). Host names are resolved (lookup bounds each); a name that cannot be
+// resolved counts as its own address.
+func independence(ctx context.Context, endpoints []string, lookup time.Duration) (oneMachine bool, says string) {
+	resolved := make([][]string, len(endpoints))
+	var wg sync.WaitGroup
+	for i, e := range endpoints {
+		h, _, _ := net.SplitHostPort(e)
+		h = strings.ToLower(strings.Trim(h, "[]"))
+		resolved[i] = []string{h}
+		if net.ParseIP(h) != nil || h == "localhost" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lctx, cancel := context.WithTimeout(ctx, lookup)
+			defer cancel()
+			if found, err := net.DefaultResolver.LookupHost(lctx, h); err == nil && len(found) > 0 {
+				resolved[i] = found
+			}
+		}()
+	}
+	wg.Wait()
+	addrs := map[string]bool{}
+	loopback := true
+	for _, ips := range resolved {
+		sort.Strings(ips)
+		addrs[strings.Join(ips, ",")] = true
+		for _, a := range ips {
+			ip := net.ParseIP(a)
+			loopback = loopback && (a == "localhost" || (ip != nil && ip.IsLoopback()))
+		}
+	}
+	if loopback || len(addrs) == 1 {
+		return true, OneMachineNotice
+	}
+	return false, fmt.Sprintf("%d addresses: independent only when each master runs on its own host (ideally its own failure domain)", len(addrs))
 }
 
 // duplicateServers finds endpoints that reach the same redis-server (same run_id): a

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,10 @@ func TestFindingsFromMeasurements(t *testing.T) {
 		return Master{Endpoint: ep, Reachable: true, Role: "master", RunID: "run-" + ep, AOFEnabled: true,
 			AppendFsync: "always", NoAppendfsyncOnRewrite: "no", MaxMemory: 64 << 20, MaxMemoryPolicy: "noeviction",
 			AOFLastWriteStatus: "ok", AOFLastBgrewriteStatus: "ok", ClockRate: 1, ClockRateError: 0.0001,
-			RTT: 100 * time.Microsecond, audited: true}
+			RTT: 100 * time.Microsecond, audited: true,
+			// The checks that must be established, established.
+			Anonymous: AnonymousRefused, ConnectionRunIDs: []string{"run-" + ep}, usersRead: true,
+			PublishedRestartDelay: 11 * time.Second, Runtime: RuntimeLocalSupervisor, deploymentRead: true}
 	}
 	tgt := Target{Endpoints: []string{"a:1", "b:1", "c:1"}, MaxLockTTL: 10 * time.Second}.withDefaults()
 	tests := []struct {
@@ -31,15 +35,27 @@ func TestFindingsFromMeasurements(t *testing.T) {
 		{"clock 3% fast", func(m *Master) { m.ClockRate = 1.03 }, []string{"1.0300 times this machine's rate"}, false},
 		{"round trip 200ms for a 10s TTL", func(m *Master) { m.RTT = 200 * time.Millisecond }, []string{"round trip is 200ms", "1% of the max lock TTL"}, true},
 		{"unreachable", func(m *Master) { m.Reachable, m.Error = false, "connection refused" }, []string{"unreachable", "connection refused"}, true},
+		// Fail closed: a check that neither ran nor said why is unknown, never passed.
+		{"restart delay never read", func(m *Master) { m.deploymentRead = false }, []string{"check could not be made", "restart delay"}, false},
+		{"users never read", func(m *Master) { m.usersRead = false }, []string{"check could not be made", "users were not read"}, false},
+		{"a user's rights never asked", func(m *Master) { m.LockUsers = []LockUserACL{{Name: "x", Enabled: true, Passwords: 1}} }, []string{"rights of user x"}, false},
+		{"anonymous access never tried", func(m *Master) { m.Anonymous = "" }, []string{"without credentials"}, false},
+		{"identity never tried", func(m *Master) { m.ConnectionRunIDs = nil }, []string{"same server"}, false},
+		{"restart delay published below the TTL", func(m *Master) { m.PublishedRestartDelay = 5 * time.Second }, []string{"holds it down for 5s"}, false},
+		{"a passwordless user", func(m *Master) {
+			m.LockUsers = []LockUserACL{{Name: "x", Enabled: true, NoPass: true, DangerousChecked: true}}
+		}, []string{"x log in with any password"}, false},
+		{"a balancer", func(m *Master) { m.ConnectionRunIDs = []string{"run-b:1", "run-z"} }, []string{"more than one server"}, false},
+		{"clients without credentials let in", func(m *Master) { m.Anonymous = AnonymousAllowed }, []string{"without credentials in"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			masters := []Master{healthy("a:1"), healthy("b:1"), healthy("c:1")}
-			if r := newReport(tgt, masters); !r.Safe {
+			if r := newReport(context.Background(), tgt, masters); !r.Safe {
 				t.Fatalf("healthy measurements gave problems: %q", r.Problems)
 			}
 			tc.break_(&masters[1])
-			r := newReport(tgt, masters)
+			r := newReport(context.Background(), tgt, masters)
 			findings := r.Problems
 			if tc.warning {
 				findings = r.Warnings

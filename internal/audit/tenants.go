@@ -3,35 +3,17 @@ package audit
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Tenant isolation. Each lock user (every ACL user but the admin "default") should reach
-// only keys and pub/sub channels under its own prefix. The audit reads every user's key and
-// channel patterns (ACL GETUSER) and asks the server, with ACL DRYRUN (which runs nothing),
-// whether a user may act on a key or channel inside another user's prefix: read the token,
-// delete the lock, overwrite it without a TTL, expire it, reset its fencing register,
-// publish on or subscribe to its release channel. Any "OK" is a leak.
-
-// LockUserACL is one lock user's reach as the server reports it.
-type LockUserACL struct {
-	Name     string   `json:"name"`
-	Keys     []string `json:"keys"`     // key patterns without "~" ("billing:*")
-	Channels []string `json:"channels"` // channel patterns without "&"
-}
-
-// AllKeys reports whether u reaches every key.
-func (u LockUserACL) AllKeys() bool {
-	for _, k := range u.Keys {
-		if k == "*" {
-			return true
-		}
-	}
-	return false
-}
+// Tenant isolation. Each lock user (every ACL user but the admin) should reach only keys
+// and pub/sub channels under its own prefix. With the users' key and channel patterns read
+// (checkUsers), the audit asks the server, with ACL DRYRUN (which runs nothing), whether a
+// user may act on a key or channel inside another user's prefix: read the token, delete
+// the lock, overwrite it without a TTL, expire it, reset its fencing register, publish on
+// or subscribe to its release channel. Any "OK" is a leak.
 
 // tenantProbes are what one tenant must not do to another's lock (key k, channel ch).
 var tenantProbes = []struct {
@@ -46,40 +28,19 @@ var tenantProbes = []struct {
 	{"publish on its release channel (PUBLISH)", func(_, ch string) []any { return []any{"PUBLISH", ch, "x"} }},
 }
 
-// checkTenants reads the lock users of the master (as admin) and, when there are several,
-// probes every pair. Errors leave TenantsChecked false: an admin without ACL rights cannot
-// tell, which proves nothing either way.
+// checkTenants probes every pair of enabled users when there are several. A probe the
+// server does not answer leaves the isolation unchecked (m.Unchecked), never "isolated".
 func (m *Master) checkTenants(ctx context.Context, c *redis.Client, t Target) {
-	names, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) ([]string, error) { return c.ACLUsers(ctx).Result() })
-	if err != nil {
+	if !m.usersRead {
+		return // checkUsers said why
+	}
+	m.TenantsChecked = true
+	if len(m.LockUsers) < 2 {
 		return
 	}
-	sort.Strings(names)
-	var users []LockUserACL
-	for _, name := range names {
-		if name == "default" {
-			continue
-		}
-		reply, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (any, error) { return c.Do(ctx, "ACL", "GETUSER", name).Result() })
-		if err != nil {
-			return
-		}
-		u := LockUserACL{Name: name}
-		fields := replyMap(reply)
-		u.Keys = patterns(fields["keys"], "~")
-		u.Channels = patterns(fields["channels"], "&")
-		if len(u.Keys) == 0 && len(u.Channels) == 0 {
-			continue // no key, no channel: it cannot touch a lock (the monitoring user)
-		}
-		users = append(users, u)
-	}
-	m.LockUsers, m.TenantsChecked = users, true
-	if len(users) < 2 {
-		return
-	}
-	for _, a := range users {
-		for _, b := range users {
-			if a.Name == b.Name || a.AllKeys() || b.AllKeys() {
+	for _, a := range m.LockUsers {
+		for _, b := range m.LockUsers {
+			if a.Name == b.Name || !a.Enabled || a.AllKeys() || b.AllKeys() {
 				continue // a user with every key is reported on its own
 			}
 			var can []string
@@ -90,7 +51,13 @@ func (m *Master) checkTenants(ctx context.Context, c *redis.Client, t Target) {
 				}
 				k := prefix + "redlock-audit-probe"
 				for _, p := range tenantProbes {
-					if mayRun(ctx, c, t.NodeTimeout, a.Name, p.args(k, k+":released")...) {
+					ok, err := mayRun(ctx, c, t.NodeTimeout, a.Name, p.args(k, k+":released")...)
+					if err != nil {
+						m.TenantsChecked = false
+						m.uncheck("tenant isolation could not be checked", err)
+						return
+					}
+					if ok {
 						can = append(can, p.what)
 					}
 				}
@@ -110,6 +77,8 @@ func replyMap(reply any) map[string]any {
 		for k, v := range r {
 			out[fmt.Sprint(k)] = v
 		}
+	case map[string]any:
+		return r
 	case []any:
 		for i := 0; i+1 < len(r); i += 2 {
 			out[fmt.Sprint(r[i])] = r[i+1]
@@ -118,8 +87,8 @@ func replyMap(reply any) map[string]any {
 	return out
 }
 
-// patterns reads a keys/channels field: "~a:* ~b:*" (Redis >= 7) or a list of patterns,
-// with or without the sigil; "allkeys"/"allchannels" flags read as "*".
+// patterns reads a keys/channels field: "~a:* %R~b:*" (Redis >= 7) or a list of patterns,
+// with or without the sigil and read/write marks; "allkeys"/"allchannels" flags read as "*".
 func patterns(v any, sigil string) []string {
 	var raw []string
 	switch x := v.(type) {
@@ -132,7 +101,11 @@ func patterns(v any, sigil string) []string {
 	}
 	var out []string
 	for _, p := range raw {
-		p = strings.TrimPrefix(p, "%RW")
+		if strings.HasPrefix(p, "%") { // %R~pat, %W~pat, %RW~pat
+			if i := strings.Index(p, "~"); i >= 0 {
+				p = p[i:]
+			}
+		}
 		p = strings.TrimPrefix(p, sigil)
 		if p != "" {
 			out = append(out, p)

@@ -50,7 +50,7 @@ func isNoPerm(err error) bool {
 // The same actions by billing's own user are possible: clients that share a user trust
 // each other (README, "Lock users").
 func TestTenantCannotTouchAnotherTenantsLock(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	billing, orders := tenantClient(t, c, tenants[0]), tenantClient(t, c, tenants[1])
@@ -144,7 +144,7 @@ func TestTenantCannotTouchAnotherTenantsLock(t *testing.T) {
 // every key next to the tenants, and a tenant whose pattern reaches another's keys, are
 // both reported as problems.
 func TestAuditFindsTenantsThatAreNotIsolated(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, m := range c.Masters {
@@ -173,4 +173,27 @@ func TestAuditFindsTenantsThatAreNotIsolated(t *testing.T) {
 		}
 	}
 	_ = audit.ClassDenied
+}
+
+// TestAnotherTenantsRightsAreChecked: the audit run for billing (its lock credentials)
+// still checks orders, which may FLUSHALL (billing's keys with it), REPLICAOF, SHUTDOWN and
+// FUNCTION LOAD; the isolated tenants with only the lock commands are the negative control.
+func TestAnotherTenantsRightsAreChecked(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	tgt := target(c)
+	tgt.LockUsername, tgt.LockPassword = tenants[0].Name, tenants[0].Password
+	if rep := run(t, tgt); !rep.Safe {
+		t.Fatalf("isolated tenants reported unsafe:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range c.Masters {
+		if err := m.Admin().ACLSetUser(ctx, "orders", "+flushall", "+replicaof", "+shutdown", "+function|load").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"user orders run flushall, function|load, replicaof, shutdown"}) {
+		t.Fatalf("no problem about orders' rights:\n%s", strings.Join(rep.Problems, "\n"))
+	}
 }

@@ -17,8 +17,14 @@ import (
 
 // lockClientOptions is how validation talks to a master as the lock user: ClientOptions
 // with Options.Dialer.
+// A lock client of phases 2 and 3 also checks, on every new connection, that it reached
+// the server the audit saw (identityWatch).
 func lockClientOptions(o *validateOptions, addr string) *redis.Options {
-	return ClientOptions(o.cfg, addr, o.dialer)
+	opt := ClientOptions(o.cfg, addr, o.dialer)
+	if o.identity != nil {
+		opt.OnConnect = o.identity.onConnect(addr)
+	}
+	return opt
 }
 
 // ClientOptions is how every lockagent command talks to a master as the lock user. Context

@@ -48,7 +48,8 @@ func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res 
 	var closing sync.WaitGroup // Redlock clients still closing
 	defer cleanupValidateKeys(ctx, o, prefix, w, &closing)
 
-	fmt.Fprintf(w, "\n[2/3] Redlock behaviour (keys %s:*)\n", prefix)
+	o.identity = newIdentityWatch(ctx, o, res.Audit, prefix+":identity")
+	fmt.Fprintf(w, "\n[2/4] Redlock behaviour (keys %s:*)\n", prefix)
 	validateHook(ctx, "behaviour")
 	checks, err := runBehaviour(ctx, o, prefix, &closing)
 	if err != nil {
@@ -63,7 +64,7 @@ func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res 
 		fmt.Fprintf(w, "  %-4s %-20s %s\n", c.Status, c.Name, c.Detail)
 	}
 
-	fmt.Fprintf(w, "\n[3/3] Contention: %d clients for %v on one key\n", o.clients, o.duration)
+	fmt.Fprintf(w, "\n[3/4] Contention: %d clients for %v on one key\n", o.clients, o.duration)
 	if denied {
 		fmt.Fprintf(w, "  skipped: the masters refused the lock user in phase 2\n")
 		return nil
@@ -253,7 +254,7 @@ func cleanupValidateKeys(hookCtx context.Context, o *validateOptions, prefix str
 	deleted := 0
 	var errs []string
 	for _, ep := range o.cfg.Endpoints {
-		opt := lockClientOptions(o, ep)
+		opt := ClientOptions(o.cfg, ep, o.dialer)
 		opt.Username, opt.Password = o.cfg.AdminUsername, o.cfg.AdminPassword
 		c := redis.NewClient(opt)
 		iter := c.Scan(ctx, 0, prefix+":*", 100).Iterator()

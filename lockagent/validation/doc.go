@@ -3,7 +3,7 @@
 //
 // A run takes the deployment as an agentconfig.Config (what the redlock-cluster and
 // redlock-hosts modules' agent_config output holds; ParseConfig reads it) and checks it in
-// three phases:
+// four phases (docs/validation.md):
 //
 //  1. audit: every master is independent (distinct run_ids, no replicas), runs with AOF
 //     appendfsync always, no-appendfsync-on-rewrite no, noeviction and an explicit
@@ -12,7 +12,14 @@
 //  2. Redlock behaviour: acquire, exclusion, release, expiry, extend (owner only),
 //     owner-only release, increasing fencing tokens, on keys redlock-kit:validate:<random>;
 //  3. contention: Options.Clients clients compete for Options.Duration and every hold is
-//     checked for overlap.
+//     checked for overlap;
+//  4. the audit again: a change since phase 1 is UNSAFE.
+//
+// The audit also checks every user but the admin against the server's own dangerous
+// commands, that clients without credentials are refused, that every connection to an
+// endpoint reaches one server, and reads the restart delay the masters publish. A check
+// that cannot be made is INCONCLUSIVE, never SAFE. UnsafeCatalogue and CheckCatalogue
+// prove, against a deployment, that each check can fail.
 //
 // The test keys are deleted afterwards. The Report's verdict is SAFE (with warnings:
 // "SAFE, degraded", a minority of masters down), UNSAFE only on evidence that exclusion

@@ -22,6 +22,11 @@ func Example() {
 		return
 	}
 	defer c.Close()
+	// The kit's runtime publishes the restart delay it enforces on every master.
+	if err := c.PublishDeployment(11 * time.Second); err != nil {
+		fmt.Println(err)
+		return
+	}
 	cfg := &agentconfig.Config{ // what the module's agent_config output holds
 		Endpoints: c.Addrs(),
 		Username:  redistest.LockUser, Password: redistest.LockPassword,

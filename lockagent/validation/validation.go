@@ -81,6 +81,8 @@ type validateOptions struct {
 	auditTimeout  time.Duration
 	clockInterval time.Duration
 	dialer        func(ctx context.Context, network, addr string) (net.Conn, error)
+	// identity checks every lock connection of phases 2 and 3 (set when they start).
+	identity *identityWatch
 }
 
 // CheckConfig fills cfg's defaults (admin user "default", lock user redlock) and checks
@@ -168,8 +170,14 @@ type Report struct {
 	Inconclusive []string `json:"inconclusive"`
 	// Warnings: degraded but safe, e.g. a minority of masters down.
 	Warnings []string `json:"warnings"`
-	// Audit is phase 1, per master.
-	Audit *audit.Report `json:"audit"`
+	// Independence says whether the masters can be independent: "one machine: for trying
+	// the kit, not independent" when every endpoint is on one machine (OneMachine).
+	Independence string `json:"independence"`
+	OneMachine   bool   `json:"one_machine"`
+	// Audit is phase 1, per master; AuditAfter is phase 4, the same audit after the
+	// contention phase (nil when it did not run). A change in between is a problem.
+	Audit      *audit.Report `json:"audit"`
+	AuditAfter *audit.Report `json:"audit_after,omitempty"`
 	// Behaviour is phase 2, one entry per Redlock property.
 	Behaviour []BehaviourCheck `json:"behaviour"`
 	// Contention is phase 3 (nil when it did not run).
@@ -271,20 +279,65 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // error only when the run could not finish (ctx ended, internal error): no verdict then.
 func runValidate(ctx context.Context, o *validateOptions, w io.Writer) (*Report, error) {
 	cfg := o.cfg
-	fmt.Fprintf(w, "lockagent validate: %d masters, quorum %d, max lock TTL %v, restart delay %s\n",
+	fmt.Fprintf(w, "lockagent validate: %d masters, quorum %d, max lock TTL %v, restart delay in the config %s (a cross-check: the masters' own is read in the audit)\n",
 		len(cfg.Endpoints), cfg.QuorumSize(), cfg.MaxLockTTL.Duration, orUnknown(cfg.RestartDelay.Duration))
 
 	res := &Report{Problems: []string{}, Denied: []string{}, Inconclusive: []string{},
 		Warnings: []string{}, Behaviour: []BehaviourCheck{}}
 
-	fmt.Fprintf(w, "\n[1/3] Audit of every master\n")
-	rep, err := runAudit(ctx, o, w)
+	fmt.Fprintf(w, "\n[1/4] Audit of every master\n")
+	rep, err := runAudit(ctx, o, w, true)
 	if err != nil {
 		return nil, err
 	}
 	res.Audit = rep
+	res.OneMachine, res.Independence = rep.OneMachine, rep.Independence
+	fmt.Fprintf(w, "  independence: %s\n", rep.Independence)
 	res.Warnings = append(res.Warnings, rep.Warnings...)
+	fileAudit(res, rep, nil)
+
+	// Phases 2 and 3 use the Redlock library; they cannot run without a quorum.
+	if rep.Reachable < rep.Quorum {
+		fmt.Fprintf(w, "\n[2/4] Redlock behaviour: skipped (only %d of %d masters reachable, quorum %d)\n", rep.Reachable, len(rep.Masters), rep.Quorum)
+		fmt.Fprintf(w, "\n[3/4] Contention: skipped\n\n[4/4] Audit again: skipped\n")
+		res.add(statusInconclusive, "Redlock behaviour and contention were not checked: fewer masters are reachable than the quorum.")
+		res.decide()
+		return res, nil
+	}
+	if err := runRedlockPhases(ctx, o, w, res); err != nil {
+		return nil, err
+	}
+	if o.identity != nil {
+		o.identity.file(res)
+	}
+
+	// The deployment must still be what phase 1 saw: a change in between is unsafe.
+	fmt.Fprintf(w, "\n[4/4] Audit again, after the contention phase\n")
+	after, err := runAudit(ctx, o, w, false)
+	if err != nil {
+		return nil, err
+	}
+	res.AuditAfter = after
+	changes := audit.Changes(rep, after)
+	for _, c := range changes {
+		fmt.Fprintf(w, "    - %s\n", c)
+		res.add(statusFailed, c)
+	}
+	if len(changes) == 0 {
+		fmt.Fprintf(w, "  no change since phase 1\n")
+	}
+	fileAudit(res, after, rep)
+	res.decide()
+	return res, nil
+}
+
+// fileAudit files an audit's problems in res: evidence, refusals and what could not be
+// checked. Problems already filed from the audit before (same sentence) are not repeated.
+func fileAudit(res *Report, rep, before *audit.Report) {
 	for _, p := range rep.Problems {
+		if before != nil && slices.Contains(before.Problems, p) {
+			continue
+		}
 		switch {
 		case slices.Contains(rep.Denied, p):
 			res.add(statusDenied, p)
@@ -294,17 +347,13 @@ func runValidate(ctx context.Context, o *validateOptions, w io.Writer) (*Report,
 			res.add(statusFailed, p)
 		}
 	}
-
-	// Phases 2 and 3 use the Redlock library; they cannot run without a quorum.
-	if rep.Reachable < rep.Quorum {
-		fmt.Fprintf(w, "\n[2/3] Redlock behaviour: skipped (only %d of %d masters reachable, quorum %d)\n", rep.Reachable, len(rep.Masters), rep.Quorum)
-		fmt.Fprintf(w, "\n[3/3] Contention: skipped\n")
-		res.add(statusInconclusive, "Redlock behaviour and contention were not checked: fewer masters are reachable than the quorum.")
-	} else if err := runRedlockPhases(ctx, o, w, res); err != nil {
-		return nil, err
+	if before != nil {
+		for _, w := range rep.Warnings {
+			if !slices.Contains(res.Warnings, w) {
+				res.Warnings = append(res.Warnings, w)
+			}
+		}
 	}
-	res.decide()
-	return res, nil
 }
 
 // auditAttempts bounds the audits of phase 1 while masters answer only partly.
@@ -313,10 +362,22 @@ const auditAttempts = 3
 // runAudit is phase 1. An audit that could not read some master because it did not answer
 // in time (or fewer than a quorum answered) is run again, a few times with a growing
 // pause; a refusal (WRONGPASS, NOPERM) is not retried: waiting cannot fix a password.
-func runAudit(ctx context.Context, o *validateOptions, w io.Writer) (*audit.Report, error) {
+// A check that could not be made (rename-command, an admin without ACL rights) is not
+// retried either. perMaster prints one line per master (phase 1); without it (phase 4)
+// the clock-rate interval is shorter.
+func runAudit(ctx context.Context, o *validateOptions, w io.Writer, perMaster bool) (*audit.Report, error) {
 	var progressMu sync.Mutex // masters finish concurrently
 	for attempt := 1; ; attempt++ {
-		rep, err := audit.RunWithProgress(ctx, auditTarget(o), func(m audit.Master) {
+		tgt := auditTarget(o)
+		if !perMaster {
+			// The audit after the contention phase: a clock step since phase 1 shows in the
+			// offset at once; the rate was measured over the full interval in phase 1.
+			tgt.ClockInterval = max(o.clockInterval/5, 20*time.Millisecond)
+		}
+		rep, err := audit.RunWithProgress(ctx, tgt, func(m audit.Master) {
+			if !perMaster {
+				return
+			}
 			progressMu.Lock()
 			defer progressMu.Unlock()
 			fmt.Fprintf(w, "  %s\n", describeMaster(m))
@@ -324,7 +385,7 @@ func runAudit(ctx context.Context, o *validateOptions, w io.Writer) (*audit.Repo
 		if err != nil {
 			return nil, err
 		}
-		if len(rep.Unknown) == 0 || attempt == auditAttempts {
+		if len(rep.Unknown) == len(rep.Unchecked) || attempt == auditAttempts {
 			printAuditFindings(w, rep)
 			return rep, nil
 		}
@@ -409,6 +470,9 @@ func describeMaster(m audit.Master) string {
 			line += " " + m.FunctionLibraryVersion
 		}
 	}
+	if ms := m.PublishedRestartDelayMS(); ms >= 0 {
+		line += fmt.Sprintf("  hold %v (%s)", time.Duration(ms)*time.Millisecond, m.Runtime)
+	}
 	if m.RTT > 0 {
 		line += fmt.Sprintf("  rtt %.2fms", audit.Millis(m.RTT))
 	}
@@ -448,9 +512,12 @@ func (res *Report) WriteVerdict(w io.Writer) {
 	case VerdictSafe:
 		if len(res.Warnings) > 0 {
 			fmt.Fprintf(w, "VERDICT: SAFE, degraded (%d warning(s) above)\n", len(res.Warnings))
-			return
+		} else {
+			fmt.Fprintln(w, "VERDICT: SAFE")
 		}
-		fmt.Fprintln(w, "VERDICT: SAFE")
+		if res.OneMachine {
+			fmt.Fprintf(w, "  %s\n", audit.OneMachineNotice)
+		}
 		return
 	case VerdictUnsafe:
 		fmt.Fprintf(w, "VERDICT: UNSAFE (%d problem(s))\n", len(res.Problems))
@@ -459,7 +526,7 @@ func (res *Report) WriteVerdict(w io.Writer) {
 		fmt.Fprintf(w, "VERDICT: DENIED (%d refusal(s)): a master refused the credentials or the ACL (WRONGPASS, NOPERM), so part of the deployment could not be checked. This is not evidence about exclusion. Fix: the password or user in agent.json (admin_password for the audit, password for the lock user), or the ACL.\n", len(res.Denied))
 		list("", res.Denied)
 	case VerdictInconclusive:
-		fmt.Fprintf(w, "VERDICT: INCONCLUSIVE (%d check(s) could not be completed): masters did not answer (in time), even after retries. Nothing showed that exclusion can break, and nothing proved it holds. Run validate again when every master answers.\n", len(res.Inconclusive))
+		fmt.Fprintf(w, "VERDICT: INCONCLUSIVE (%d check(s) could not be completed): masters did not answer (in time), or a check could not be made (a command renamed or missing, an admin without the rights the audit needs). Nothing showed that exclusion can break, and nothing proved it holds. Fix what the list says, or run validate again when every master answers.\n", len(res.Inconclusive))
 		list("", res.Inconclusive)
 		return
 	}
@@ -501,7 +568,7 @@ func onOff(b bool) string {
 
 func orUnknown(d time.Duration) string {
 	if d == 0 {
-		return "not given (not checked)"
+		return "not given"
 	}
 	return d.String()
 }

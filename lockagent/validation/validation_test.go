@@ -70,7 +70,7 @@ func (r *recorder) log() string { return strings.Join(r.logs, "\n") }
 // A healthy cluster is SAFE: Validate passes, logs the progress of every phase and the
 // verdict, and the dialer opened every connection.
 func TestValidateSafe(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	var dials atomic.Int64
 	opts := quick
 	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -87,7 +87,7 @@ func TestValidateSafe(t *testing.T) {
 	if rep.Verdict != validation.VerdictSafe || !rep.Safe || rep.ExitCode() != validation.ExitSafe || rep.Degraded() {
 		t.Fatalf("verdict %s (exit %d, degraded %v), want SAFE:\n%s", rep.Verdict, rep.ExitCode(), rep.Degraded(), r.log())
 	}
-	for _, want := range []string{"[1/3] Audit of every master", "[2/3] Redlock behaviour", "[3/3] Contention", "VERDICT: SAFE"} {
+	for _, want := range []string{"[1/4] Audit of every master", "[2/4] Redlock behaviour", "[3/4] Contention", "VERDICT: SAFE"} {
 		if !strings.Contains(r.log(), want) {
 			t.Errorf("log lacks %q:\n%s", want, r.log())
 		}
@@ -109,7 +109,7 @@ func TestValidateSafe(t *testing.T) {
 // appendfsync everysec on one master is UNSAFE: ValidateE returns the report and a
 // *VerdictError naming the master and the setting; Validate fails the test.
 func TestValidateUnsafeAppendfsync(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	if err := c.Masters[0].Admin().ConfigSet(context.Background(), "appendfsync", "everysec").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestValidateUnsafeAppendfsync(t *testing.T) {
 			t.Errorf("error and problems lack %q:\nerror: %v\nproblems: %q", want, err, rep.Problems)
 		}
 	}
-	if !strings.Contains(progress.String(), "[1/3] Audit of every master") {
+	if !strings.Contains(progress.String(), "[1/4] Audit of every master") {
 		t.Errorf("progress went elsewhere than Options.Progress:\n%s", progress.String())
 	}
 

@@ -15,7 +15,7 @@ import (
 // is refused (NOPERM), which run reports as access denied (77), not as a conflict.
 func TestRunUnderATenantsPrefix(t *testing.T) {
 	billing := redisconf.LockUser{Name: "billing", Password: "billing-secret-0123456789", KeyPrefix: "billing:"}
-	cluster := redistest.Start(t, redistest.Options{Masters: 3, LockUsers: []redisconf.LockUser{billing,
+	cluster := redistest.StartKit(t, redistest.Options{Masters: 3, LockUsers: []redisconf.LockUser{billing,
 		{Name: "orders", Password: "orders-secret-0123456789", KeyPrefix: "orders:"}}})
 	env := []string{"LOCKAGENT_ENDPOINTS=" + strings.Join(cluster.Addrs(), ","), "LOCKAGENT_USERNAME=billing",
 		"LOCKAGENT_PASSWORD=" + billing.Password}

@@ -14,7 +14,7 @@ import (
 // reaches no master.
 func TestTLSDeployment(t *testing.T) {
 	validateEnv(t)
-	c := redistest.Start(t, redistest.Options{Masters: 5, TLS: true})
+	c := redistest.StartKit(t, redistest.Options{Masters: 5, TLS: true})
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
 	if err := os.WriteFile(caFile, []byte(c.CACertPEM), 0o644); err != nil {
 		t.Fatal(err)

@@ -38,16 +38,21 @@ type validateHookKey struct{}
 
 const validateUsage = `Usage: lockagent validate -c agent.json [flags]
 
-Proves a Redlock deployment, in three phases, printing progress as it goes:
-  1. audit      every master: independence (distinct run_ids, no replicas, not a replica),
+Proves a Redlock deployment, in four phases, printing progress as it goes:
+  1. audit      every master: independence (distinct run_ids, no replicas, not a replica,
+                one server behind every connection to an endpoint), clients without
+                credentials refused, every user but the admin with a password and no
+                command the server marks @admin/@dangerous (ACL DRYRUN),
                 lock users confined to their own key prefixes,
                 AOF appendfsync always, no-appendfsync-on-rewrite no, noeviction with an
-                explicit maxmemory, last AOF write ok, restart delay >= max TTL + drift,
+                explicit maxmemory, last AOF write ok, the restart delay the masters
+                publish (redlock-kit:deployment) >= max TTL + drift,
                 clock offset and clock rate vs this machine, round trip vs the TTL
   2. behaviour  acquire, exclusion (a second client is refused), release, expiry, extend
                 (only by the owner), owner-only release (a stale holder cannot delete
                 the new holder's lock), fencing tokens increasing
   3. contention --clients clients compete for --duration; every hold is checked for overlap
+  4. audit again: any change since phase 1 is UNSAFE
 
 Settings come from -c agent.json, then LOCKAGENT_* environment variables
 (LOCKAGENT_ENDPOINTS, LOCKAGENT_USERNAME, LOCKAGENT_PASSWORD, LOCKAGENT_KEY_PREFIX,
@@ -62,15 +67,17 @@ Verdicts: UNSAFE only on evidence that exclusion can break (an unsafe setting re
 master, two holders at once, a lock still held after its release, fencing tokens not
 increasing). A check that fails because masters do not answer (timeouts, refused
 connections) is retried a few times, then reported INCONCLUSIVE. A refusal of the
-credentials (WRONGPASS, NOPERM) is reported DENIED: fix the password or the ACL.
+credentials (WRONGPASS, NOPERM) is reported DENIED: fix the password or the ACL. A check
+that cannot be made (a command renamed or missing, an admin without ACL rights) is
+INCONCLUSIVE, never SAFE. See docs/validation.md.
 
 Exit codes:
   0   SAFE: every phase passed (SAFE, degraded: a minority of masters down, still exclusive)
   1   UNSAFE: evidence that exclusion can break (listed in the report)
   64  usage or configuration error: nothing was checked
   70  validation could not finish (interrupted or internal error): no verdict
-  75  INCONCLUSIVE: masters did not answer (in time), even after retries; nothing showed
-      that exclusion can break; run again when they answer
+  75  INCONCLUSIVE: masters did not answer (in time), even after retries, or a check could
+      not be made; nothing showed that exclusion can break, nothing proved it holds
   77  DENIED: a master refused the credentials or the ACL (WRONGPASS, NOPERM); fix them
 
 Flags:

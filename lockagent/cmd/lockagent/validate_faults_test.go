@@ -80,7 +80,7 @@ func TestValidateMastersPausedIsInconclusive(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.point, func(t *testing.T) {
 			t.Parallel()
-			c := redistest.Start(t, redistest.Options{Masters: 3})
+			c := redistest.StartKit(t, redistest.Options{Masters: 3})
 			hook := pauseAt(t, tc.point, c.Masters[0], c.Masters[1])
 			args := append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...)
 			code, out, errOut := runValidateHooked(t, hook, append(args, "--json")...)
@@ -129,7 +129,7 @@ func TestValidateMastersPausedIsInconclusive(t *testing.T) {
 // exclusion either way: INCONCLUSIVE, not UNSAFE.
 func TestValidateMajorityDownIsInconclusive(t *testing.T) {
 	validateEnv(t)
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	for _, m := range c.Masters[:2] {
 		if err := m.Kill(); err != nil {
 			t.Fatal(err)
@@ -154,7 +154,7 @@ func TestValidateMajorityDownIsInconclusive(t *testing.T) {
 // even when a majority stops answering in phase 2.
 func TestValidateUnsafeSettingWinsOverTimeouts(t *testing.T) {
 	validateEnv(t)
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	if err := c.Masters[2].Admin().ConfigSet(context.Background(), "appendfsync", "everysec").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestValidateWrongPasswordIsDenied(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := redistest.Start(t, redistest.Options{Masters: 3})
+			c := redistest.StartKit(t, redistest.Options{Masters: 3})
 			code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, tc.edit)}, quick...)...)
 			if code != validateExitDenied {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitDenied, out, errOut)
@@ -216,7 +216,7 @@ func TestValidateWrongPasswordIsDenied(t *testing.T) {
 // reach the CLI's stderr unless asked for with --log-level debug (then as slog lines).
 // A real process: go-redis's default logger writes to the process's stderr.
 func TestValidateGoRedisLogsOnlyAtDebug(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3})
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	if err := c.Masters[2].Kill(); err != nil {
 		t.Fatal(err)
 	}

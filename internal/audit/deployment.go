@@ -1,0 +1,73 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The restart delay is read from the deployment, not trusted from the caller: the runtime
+// that holds a crashed master down (the kit's local supervisor, or the gate on a host)
+// publishes it on the master, in a hash the admin can read. The caller's value (agent.json's
+// restart_delay) is only a cross-check.
+const (
+	// DeploymentKey is the hash a runtime publishes on every master it runs.
+	DeploymentKey = "redlock-kit:deployment"
+	// DeploymentRestartDelayField is the restart delay, integer milliseconds.
+	DeploymentRestartDelayField = "restart_delay_ms"
+	// DeploymentRuntimeField names the runtime that enforces it.
+	DeploymentRuntimeField = "runtime"
+	// Runtimes that hold a crashed master down.
+	RuntimeLocalSupervisor = "local-supervisor"
+	RuntimeHostGate        = "host-gate"
+)
+
+// Deployment is what a runtime publishes under DeploymentKey.
+type Deployment struct {
+	RestartDelay time.Duration
+	Runtime      string
+}
+
+// PublishDeployment writes d under DeploymentKey through c (the admin connection): what a
+// runtime does after every start of the master.
+func PublishDeployment(ctx context.Context, c redis.Cmdable, d Deployment) error {
+	return c.HSet(ctx, DeploymentKey, DeploymentRestartDelayField, strconv.FormatInt(d.RestartDelay.Milliseconds(), 10),
+		DeploymentRuntimeField, d.Runtime).Err()
+}
+
+// readDeployment reads what the master's runtime published. A missing key or field is a
+// finding (Master.DeploymentError); a question the server did not answer is unchecked.
+func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) {
+	fields, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
+		return c.HGetAll(ctx, DeploymentKey).Result()
+	})
+	switch {
+	case err != nil && isWrongType(err):
+		m.DeploymentError = fmt.Sprintf("%s holds something other than a hash", DeploymentKey)
+		return
+	case err != nil:
+		m.uncheck(fmt.Sprintf("the restart delay the master's runtime publishes (%s) could not be read", DeploymentKey), err)
+		return
+	case len(fields) == 0:
+		m.DeploymentError = fmt.Sprintf("%s is missing: no runtime publishes a restart delay for it", DeploymentKey)
+		return
+	}
+	m.Runtime = fields[DeploymentRuntimeField]
+	ms, err := strconv.ParseInt(fields[DeploymentRestartDelayField], 10, 64)
+	if err != nil || ms < 0 {
+		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a number of milliseconds", DeploymentKey, DeploymentRestartDelayField, fields[DeploymentRestartDelayField])
+		return
+	}
+	m.PublishedRestartDelay, m.deploymentRead = time.Duration(ms)*time.Millisecond, true
+	if m.Runtime != RuntimeLocalSupervisor && m.Runtime != RuntimeHostGate {
+		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a runtime that holds a crashed master down (%s or %s)",
+			DeploymentKey, DeploymentRuntimeField, m.Runtime, RuntimeLocalSupervisor, RuntimeHostGate)
+	}
+}
+
+func isWrongType(err error) bool {
+	return err != nil && len(err.Error()) >= 9 && err.Error()[:9] == "WRONGTYPE"
+}
