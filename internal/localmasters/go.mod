@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0

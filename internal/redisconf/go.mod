@@ -1,3 +1,19 @@
 module github.com/redlock-kit/redlock-kit/internal/redisconf
 
 go 1.26.0
+
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redlock-kit/redlock-kit/internal/redistest v0.2.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

@@ -8,6 +8,7 @@ require (
 )
 
 require (
+	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0 // indirect
 	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0 // indirect
 	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0 // indirect
 	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0 // indirect

@@ -10,7 +10,10 @@ require (
 	github.com/redlock-kit/redlock-kit/internal/redistest v0.2.0
 )
 
-require github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+require (
+	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -9,7 +9,10 @@ require (
 	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0
 )
 
-require github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+require (
+	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -1,0 +1,29 @@
+package localmasters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/audit"
+)
+
+// KitRestartDelay is the restart delay PublishDeployment claims by default: above a 10s max
+// lock TTL plus its drift margin, as the kit's tests configure it.
+const KitRestartDelay = 11 * time.Second
+
+// PublishDeployment writes on every master what the kit's runtime publishes at each start
+// (audit.DeploymentKey: the restart delay it enforces, and which runtime it is), so that the
+// audit finds a kit-like deployment. The harness itself does not hold crashed masters down:
+// tests that need the hold use the kit's supervisor.
+func (c *Cluster) PublishDeployment(delay time.Duration) error {
+	for _, m := range c.Masters {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := audit.PublishDeployment(ctx, m.Admin(), audit.Deployment{RestartDelay: delay, Runtime: audit.RuntimeLocalSupervisor})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("publish the restart delay on %s: %w", m.Addr, err)
+		}
+	}
+	return nil
+}
