@@ -29,6 +29,8 @@ hold="$DATA_DIR/redlock.hold"
 log() { echo "redlock-master: $*" >&2; }
 now_ms() { awk '{ printf "%d\n", $1 * 1000 }' "$uptime_file"; }
 boot_id() { cat "$boot_id_file" 2>/dev/null || echo unknown; }
+# effective_delay_ms: the delay a hold that starts now uses.
+effective_delay_ms() { echo "$RESTART_DELAY_MS"; }
 is_count() { case "$1" in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 
 # durable FILE CONTENT: write, fsync the file and its directory.
@@ -119,6 +121,19 @@ functions() {
 		return 1
 	fi
 	log "function library $FUNCTIONS_LIBRARY loaded"
+	publish
+}
+
+# publish: the deployment record a validator reads as the admin: the delay the gate's hold
+# uses (after its floor) and this runtime. Failing it fails the start, like the library.
+publish() {
+	delay_ms=$(effective_delay_ms) || return 1
+	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
+	if ! is_count "$out"; then
+		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
+		return 1
+	fi
+	log "restart delay ${delay_ms}ms recorded in $DEPLOYMENT_KEY"
 }
 
 stop() {

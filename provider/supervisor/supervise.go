@@ -402,6 +402,12 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 			s.writeState()
 			lastWrite = time.Now()
+			if s.st.Status == StatusRunning && s.cfg.RestartDelay != old.RestartDelay {
+				// A validator must see the delay now in force, not the one of the start.
+				if err := publishDeployment(s.cfg, effectiveDelay(s.st, s.cfg.RestartDelay)); err != nil {
+					s.log.Error("cannot publish the reloaded restart delay", "redis_pid", pid, "err", err)
+				}
+			}
 		case <-ticker.C:
 			// Alive is what /proc says, not what PING says: a master that answers slower than
 			// pingTimeout (overloaded, or the check cannot reach it) may still grant locks to
@@ -425,12 +431,16 @@ func (s *supervisor) serve(restart bool) serveResult {
 				// master counts as running: lock users may run its functions only. Until it
 				// loads, the master stays "starting" with the reason in LastError (the
 				// create fails with it at its timeout).
-				if err := loadFunctions(s.cfg); err != nil {
+				err := loadFunctions(s.cfg)
+				if err == nil {
+					err = publishDeployment(s.cfg, effectiveDelay(s.st, s.cfg.RestartDelay))
+				}
+				if err != nil {
 					if msg := err.Error(); msg != s.st.LastError {
 						s.st.LastError = msg
 						s.writeState()
 						lastWrite = time.Now()
-						s.log.Error("cannot load the function library: the master stays starting", "redis_pid", pid, "err", err)
+						s.log.Error("cannot load the function library or publish the restart delay: the master stays starting", "redis_pid", pid, "err", err)
 					}
 					continue
 				}
@@ -441,7 +451,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 				s.st.LastError = ""
 				s.writeState()
 				lastWrite = time.Now()
-				s.log.Info("redis-server answers; function library loaded", "redis_pid", pid)
+				s.log.Info("redis-server answers; function library loaded, restart delay published", "redis_pid", pid)
 				if restart && len(s.cfg.Hooks.AfterRestart) > 0 {
 					// Run beside the health check: a slow hook must not stop LastAlive.
 					run := s.hook("after_restart", s.cfg.Hooks.AfterRestart, pid)
