@@ -240,6 +240,20 @@ func TestStopped(t *testing.T) {
 			t.Fatalf("gate held after a clean stop:\n%s", log)
 		}
 	})
+	t.Run("a proof without ready to exit in the server log is not clean", func(t *testing.T) {
+		p := newPolicy(t, time.Second)
+		p.run("started", "MAINPID=4242")
+		if err := os.WriteFile(filepath.Join(p.dir, "run", "stop-proof"), []byte("4242 durable\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p.serverLog, []byte("4242:M 25 Nov 2026 22:41:22.013 # User requested shutdown...\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.run("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
+		if p.exists("redlock.clean-stop") || !p.exists("redlock.hold") {
+			t.Fatalf("clean %v hold %v: want a hold", p.exists("redlock.clean-stop"), p.exists("redlock.hold"))
+		}
+	})
 	for _, env := range [][]string{
 		{"SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=KILL"},
 		{"SERVICE_RESULT=exit-code", "EXIT_CODE=exited", "EXIT_STATUS=1"},

@@ -86,6 +86,9 @@ func durableExit(c Config, pid int) string {
 			continue
 		}
 		switch {
+		case bytes.Contains(line, []byte("oO0OoO0OoO0Oo")):
+			// A start of a process with this pid: what an earlier one logged proves nothing.
+			fsynced, ready = false, false
 		case bytes.Contains(line, []byte("Calling fsync() on the AOF file")):
 			fsynced = true
 		case bytes.Contains(line, []byte("ready to exit")):

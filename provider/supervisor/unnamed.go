@@ -44,14 +44,20 @@ func (s *supervisor) awaitNoServer() (goneAt time.Time, found, stopped bool, err
 	}
 	s.log.Warn("a server no record names serves on the master's address or data dir: waiting until it stops, then holding restart_delay from then",
 		"what", what)
-	signalled := 0
+	signalled, signalledAt := 0, time.Time{}
 	lastWrite := time.Time{}
 	for what != "" {
-		if pid != 0 && pid != signalled && isRedisProcess(pid, s.cfg) {
-			// Ours (its dir and binary prove it): a clean shutdown ends the wait.
+		switch {
+		case pid == 0 || !isRedisProcess(pid, s.cfg):
+		case pid != signalled:
+			// Ours (its dir and binary prove it): a shutdown ends the wait.
 			_ = signalPid(pid, syscall.SIGCONT)
 			_ = signalPid(pid, syscall.SIGTERM)
-			signalled = pid
+			signalled, signalledAt = pid, time.Now()
+		case time.Since(signalledAt) > shutdownTimeout:
+			// It ignores SIGTERM (a script that never ends): the wait must end too.
+			s.log.Error("the unnamed redis-server did not stop on SIGTERM: killing it", "redis_pid", pid)
+			_ = signalPid(pid, syscall.SIGKILL)
 		}
 		if time.Since(lastWrite) >= stateInterval {
 			s.st.Status = StatusHolding
