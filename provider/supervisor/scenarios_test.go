@@ -29,7 +29,7 @@ func TestHoldScenarios(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
 			got := runLocalScenario(t, sc, delay)
-			t.Logf("issue %d | want %s | got %s", sc.Issue, sc.Want, got)
+			t.Logf("RESULT %s | issue %d | want %s | got %s", sc.Name, sc.Issue, sc.Want, got)
 			if got != string(sc.Want) {
 				t.Errorf("scenario %q (issue %d): got %s, want %s", sc.Name, sc.Issue, got, sc.Want)
 			}
