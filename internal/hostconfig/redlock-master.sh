@@ -130,7 +130,7 @@ server_seen() {
 clean_marker_counts() {
 	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_dir <"$clean" || return 1
 	[ "$m_ver" = v2 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
-		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ]
+		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && ls -A "$DATA_DIR/appendonlydir" 2>/dev/null | grep -q .
 }
 
 gate() {
@@ -156,7 +156,7 @@ gate() {
 	until=$(hold_from_now "$now" "$boot")
 	why="no record of a clean stop (first start, reboot, power loss or a new or replaced host)"
 	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
-		why="the clean-stop marker was written on another machine, data dir or boot (an image, a snapshot or a copy)"
+		why="the clean-stop marker was written on another machine, data dir or boot, or its AOF is gone"
 	fi
 	if [ -e "$hold" ]; then
 		why="the hold record is unreadable"

@@ -51,11 +51,13 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		clock = sc.UptimeMS
 	}
 	p.setClock(clock)
-	if sc.Ran {
-		p.write("appendonly.aof", "")
+	if !sc.Ran || sc.Marker == hold.MarkerAOFGone {
+		if err := os.RemoveAll(filepath.Join(p.dataDir, "appendonlydir")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	switch sc.Marker {
-	case hold.MarkerHere:
+	case hold.MarkerHere, hold.MarkerAOFGone:
 		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, clock-100, p.dataDir))
 	case hold.MarkerOtherBoot:
 		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-0 %d %s\n", testMachineID, clock-100, p.dataDir))

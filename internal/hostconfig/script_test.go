@@ -39,6 +39,13 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 		t.Fatal(err)
 	}
 	p.setBoot("boot-1")
+	// The AOF a master leaves (a clean marker vouches for it).
+	if err := os.MkdirAll(filepath.Join(p.dataDir, "appendonlydir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.rdb"), []byte("REDIS"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p.uptimeFile = filepath.Join(p.dir, "uptime")
 	p.machineIDFile = filepath.Join(p.dir, "machine-id")
 	p.serverLog = filepath.Join(p.dir, "redis.log")

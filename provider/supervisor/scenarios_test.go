@@ -142,6 +142,10 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		writeMarker(machineID, boot, "/var/lib/other")
 	case hold.MarkerOtherBoot:
 		writeMarker(machineID, "00000000-0000-0000-0000-000000000000", m.dir)
+	case hold.MarkerAOFGone:
+		if err := os.RemoveAll(filepath.Join(m.dir, "appendonlydir")); err != nil {
+			t.Fatal(err)
+		}
 	case hold.MarkerNoIdentity:
 		if err := os.WriteFile(marker, []byte("redis-server pid 1 stopped cleanly\n"), 0o600); err != nil {
 			t.Fatal(err)

@@ -102,6 +102,10 @@ func holdUntil(dataDir string, now time.Time, self bool, delay time.Duration) (u
 	st, err := ReadState(dataDir)
 	// A hold in progress beats a marker (a power loss during a hold left both).
 	counts, markerWhy := markerCounts(dataDir)
+	if counts && !hasData(dataDir) {
+		// The AOF the clean stop fsynced is gone: the locks it held are forgotten.
+		counts, markerWhy = false, "the clean marker's AOF is gone"
+	}
 	if counts && (err != nil || st.Status != StatusHolding) {
 		return time.Time{}, false, "the master was stopped cleanly"
 	}

@@ -32,6 +32,7 @@ const (
 	MarkerOtherMachine Marker = "written on another machine (a disk image or snapshot)"
 	MarkerOtherDir     Marker = "written for another data dir (a copied dir)"
 	MarkerNoIdentity   Marker = "without the machine, dir and boot that wrote it"
+	MarkerAOFGone      Marker = "written here, but the AOF it vouched for is gone"
 )
 
 // HoldRecord is the record of an unclean stop found at the start.
@@ -132,6 +133,7 @@ var Scenarios = []Scenario{
 	{Name: "clean marker from another machine (image, snapshot) holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherMachine, Want: HoldFromNow},
 	{Name: "clean marker from another data dir holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherDir, Want: HoldFromNow},
 	{Name: "clean marker from an earlier boot holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherBoot, Want: HoldFromNow},
+	{Name: "clean marker whose AOF is gone holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerAOFGone, Want: HoldFromNow},
 	{Name: "clean marker without identity holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerNoIdentity, Want: HoldFromNow},
 	{Name: "records that cannot be replaced keep the master down after a kill", Issue: 3, Runtimes: Both, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: -60_000, RecordsStuck: true, Exit: ExitKilled, Want: Refuse},
