@@ -3,16 +3,13 @@
 # Written by redlock-kit. systemd runs each step from the unit's drop-in, with the '+' prefix
 # (as root, outside the unit's sandbox, so the server itself keeps every restriction):
 #   gate     ExecStartPre   hold the start until locks the last run granted have expired
-#   functions ExecStartPost load the kit's function library as the admin (fails the start
-#                           when it does not load)
+#   functions ExecStartPost load the function library, publish the delay (or fail the start)
 #   started  ExecStartPost  record the pid, run the after_restart hook after a hold
 #   stop     ExecStop       pause writes, rewrite the AOF, SHUTDOWN (bounded)
 #   stopped  ExecStopPost   record how the run ended: a clean-stop marker or a hold
 #   setup    cloud-init     enable and start the unit (once, at provisioning)
 #
-# The policy and its records: docs/restart-hold.md. Fail-closed: only a durable clean stop
-# of this machine, data dir and boot starts at once; a record that cannot be written or
-# removed keeps the master down. Times: integer CLOCK_BOOTTIME ms, within one boot.
+# The policy and its records: docs/guides/restart-hold.md (fail-closed).
 set -u
 
 conf=${REDLOCK_MASTER_CONF:-/etc/redlock/master.conf}
@@ -36,8 +33,7 @@ fail() {
 }
 is_count() { case "$1" in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 
-# now_ms: CLOCK_BOOTTIME in integer milliseconds, from /proc/uptime ("12345.67 ..."), with the
-# shell's 64-bit arithmetic (awk's printf %d stops at 2^31-1 in mawk: 24.8 days of uptime).
+# now_ms: CLOCK_BOOTTIME in ms by 64-bit shell arithmetic (mawk's %d stops at 2^31-1).
 now_ms() {
 	read -r up _ <"$uptime_file" || return 1
 	secs=${up%%.*}
@@ -52,7 +48,7 @@ now_ms() {
 boot_id() { cat "$boot_id_file" 2>/dev/null || echo unknown; }
 machine_id() { cat "$machine_id_file" 2>/dev/null || echo unknown; }
 
-# durable FILE CONTENT: write, fsync the file and its directory; fails when any step fails.
+# durable FILE CONTENT: write, fsync the file and its directory.
 durable() {
 	printf '%s\n' "$2" >"$1.tmp" && sync "$1.tmp" && mv -f "$1.tmp" "$1" && sync "$DATA_DIR"
 }
@@ -223,9 +219,7 @@ cli() {
 	REDISCLI_AUTH=$(cat "$ADMIN_PASSWORD_FILE") timeout 5 "$CLI" -h "$HOST" -p "$PORT" --no-auth-warning "$@"
 }
 
-# functions: FUNCTION LOAD REPLACE of the kit's library, as the admin. Lock users may FCALL
-# its functions and run no other Lua; functions persist in the AOF, so this replaces the
-# version the last run had with the one this host was rendered with.
+# functions: FUNCTION LOAD REPLACE of the kit's library (lock users may run no other Lua).
 functions() {
 	out=$(cli -x FUNCTION LOAD REPLACE <"$FUNCTIONS_FILE" 2>&1)
 	if [ "$out" != "$FUNCTIONS_LIBRARY" ]; then
@@ -236,8 +230,7 @@ functions() {
 	publish
 }
 
-# publish: the deployment record a validator reads as the admin: the delay the gate's hold
-# uses (after its floor) and this runtime. Failing it fails the start, like the library.
+# publish: the deployment record a validator reads: the delay the hold uses, this runtime.
 publish() {
 	delay_ms=$(effective_delay_ms) || return 1
 	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
