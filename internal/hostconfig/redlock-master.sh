@@ -106,9 +106,10 @@ run_hook() {
 # server_seen: a server serves on the master's address or from its data dir, named by a
 # record or not (run by hand, an image's stock service): its locks count until it stops.
 server_seen() {
+	exe=$(readlink -f "$SERVER_BIN") # Debian's redis-server is a link to redis-check-rdb
 	for p in /proc/[0-9]*; do
 		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DATA_DIR" ] || continue
-		[ "$(readlink "$p/exe" 2>/dev/null)" = "$SERVER_BIN" ] || continue
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
 		seen="pid ${p#/proc/} in $DATA_DIR"
 		return 0
 	done

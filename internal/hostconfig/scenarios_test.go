@@ -297,13 +297,15 @@ type testServer struct {
 	done  chan error
 }
 
-func (p *policy) startServer(dir string) *testServer {
+func (p *policy) startServer(dir string) *testServer { return p.startServerOn(dir, p.port) }
+
+func (p *policy) startServerOn(dir string, port int) *testServer {
 	p.t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		p.t.Fatal("redis-server not on PATH")
 	}
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(p.port), "--dir", dir,
+	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
 		"--requirepass", redistest.AdminPassword, "--appendonly", "yes", "--appendfsync", "always",
 		"--save", "", "--logfile", p.serverLog)
 	if err := cmd.Start(); err != nil {
@@ -312,7 +314,7 @@ func (p *policy) startServer(dir string) *testServer {
 	s := &testServer{t: p.t, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
 	p.t.Cleanup(s.kill)
-	s.admin = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", p.port), Password: redistest.AdminPassword})
+	s.admin = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: redistest.AdminPassword})
 	p.t.Cleanup(func() { s.admin.Close() })
 	deadline := time.Now().Add(30 * time.Second)
 	for s.admin.Ping(context.Background()).Err() != nil {
@@ -337,4 +339,35 @@ func (s *testServer) wait() error {
 func (s *testServer) kill() {
 	_ = s.cmd.Process.Signal(syscall.SIGKILL) // an error once it is gone: nothing to do
 	_ = s.wait()
+}
+
+// TestGateWaitsForAServerInTheDataDir: a redis-server running from the master's data dir,
+// on another port and named by no record, is found (by its dir and binary), waited out, and
+// held for from when it was gone.
+func TestGateWaitsForAServerInTheDataDir(t *testing.T) {
+	p := newPolicy(t, 2*time.Second)
+	const clock = 7_000_000
+	p.setClock(clock)
+	p.write(hold.HostCleanMarker, p.cleanMarker())
+	other, err := redistest.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := p.startServerOn(p.dataDir, other)
+	g := p.startGate()
+	if !g.waitFor("waiting until it stops") {
+		t.Fatalf("the gate did not find the server in the data dir:\n%s", g.output())
+	}
+	if !strings.Contains(g.output(), "in "+p.dataDir) {
+		t.Fatalf("found, but not by its dir:\n%s", g.output())
+	}
+	srv.kill()
+	p.setClock(clock + 5_000)
+	if !g.waitFor("holding the start for 2000ms") {
+		t.Fatalf("no hold of restart_delay from when the server was gone:\n%s", g.output())
+	}
+	p.setClock(clock + 7_000)
+	if err := g.wait(); err != nil {
+		t.Fatal(err)
+	}
 }
