@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/hostlab"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/pki"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
@@ -148,7 +149,7 @@ func TestHostsRunbook(t *testing.T) {
 	})
 
 	for _, i := range []int{1, 4} { // a redis-server host and the valkey-server host
-		t.Run("clean reboot: back at once, released keys stay released: "+d.units[i], func(t *testing.T) {
+		t.Run("clean reboot: held restart_delay (a clean marker counts in its own boot), released keys stay released: "+d.units[i], func(t *testing.T) {
 			ctx := context.Background()
 			h := d.lab.Hosts()[i]
 			admin := d.admin(i)
@@ -174,10 +175,11 @@ func TestHostsRunbook(t *testing.T) {
 				t.Fatal(err)
 			}
 			back := d.waitServing(t, i).Sub(rebooted)
-			t.Logf("clean reboot -> serving: %s after the reboot command", back.Round(time.Millisecond))
+			t.Logf("clean reboot -> serving: %s after the reboot command (restart_delay %s)", back.Round(time.Millisecond), d.restartDelay)
 			journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
-			if !strings.Contains(journal, "last stop was clean: starting at once") {
-				t.Fatalf("the gate did not start at once after a clean reboot:\n%s", journal)
+			// The container's boot id is new at every boot (systemd-nspawn), like a machine's.
+			if !strings.Contains(journal, "written on another machine, data dir or boot") || back < d.restartDelay {
+				t.Fatalf("the gate did not hold restart_delay after a reboot (served %s after it):\n%s", back, journal)
 			}
 			if !strings.Contains(journal, "function library "+redlock.FunctionLibraryName+" loaded") {
 				t.Fatalf("the start did not load the function library:\n%s", journal)
@@ -230,8 +232,34 @@ func TestHostsRunbook(t *testing.T) {
 		if down < d.restartDelay {
 			t.Fatalf("replaced host served %s after it was created, before restart_delay %s", down, d.restartDelay)
 		}
-		if n, _ := d.admin(i).DBSize(ctx).Result(); n != 0 {
-			t.Fatalf("replaced host is not empty: %d keys", n)
+		// Empty but for the deployment record every start writes.
+		keys, _ := d.admin(i).Keys(ctx, "*").Result()
+		if len(keys) != 1 || keys[0] != hold.DeploymentKey {
+			t.Fatalf("replaced host is not empty: keys %q, want only %s", keys, hold.DeploymentKey)
+		}
+	})
+
+	t.Run("a host cloned from a cleanly stopped host's disk: held for restart_delay", func(t *testing.T) {
+		ctx := context.Background()
+		h, i := d.lab.Hosts()[0], 0
+		if err := d.admin(i).Set(ctx, "ack:clone", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// A clean stop writes the marker on the disk; the clone boots from a copy of it (an
+		// image or a snapshot taken after the stop), with the same machine-id.
+		cloned := time.Now()
+		if err := h.ReplaceWithClone(ctx, d.userData[i]); err != nil {
+			t.Fatal(err)
+		}
+		down := d.waitServing(t, i).Sub(cloned)
+		t.Logf("clean stop -> clone -> serving: %s (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
+		journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
+		if down < d.restartDelay || !strings.Contains(journal, "written on another machine, data dir or boot") {
+			t.Fatalf("the clone served %s after the clean stop, want a hold of restart_delay %s for a marker of another boot:\n%s",
+				down, d.restartDelay, journal)
+		}
+		if v, err := d.admin(i).Get(ctx, "ack:clone").Result(); err != nil || v != "1" {
+			t.Fatalf("acknowledged key on the clone: %q, %v", v, err)
 		}
 	})
 

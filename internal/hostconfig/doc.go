@@ -16,10 +16,12 @@
 //     with the hooks as shell functions that get the same REDLOCK_* environment as the
 //     local supervisor gives them.
 //
-// Fail-closed: only a recorded clean stop starts at once. An unclean stop holds
-// restart_delay from the exit (CLOCK_BOOTTIME, same boot); anything else (a reboot, a power
-// loss, a new or replaced host, a record that cannot be read) holds restart_delay from now,
-// so a new cluster waits one restart_delay before it grants anything.
+// Fail-closed: only a clean, durable stop recorded on this machine, data dir and boot starts
+// at once. An unclean stop holds restart_delay from the exit (CLOCK_BOOTTIME, same boot);
+// anything else (a reboot, a power loss, a new, cloned or replaced host, a record that
+// cannot be read) holds restart_delay from now, so a new cluster waits one restart_delay
+// before it grants anything; a record that cannot be written keeps the master down. The
+// policy and its records: docs/guides/restart-hold.md; its scenarios: internal/master/hold.
 //
 // The result comes as #cloud-config user-data, its gzip+base64 form (refused above 16 KiB,
 // EC2's limit; cloud-init unpacks gzipped user-data), and a list of files and commands for

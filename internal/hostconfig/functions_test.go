@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
@@ -75,6 +76,22 @@ func TestFunctionsStep(t *testing.T) {
 	}
 	if st, err := funclib.Check(ctx, m.Admin()); err != nil || !st.Current {
 		t.Fatalf("after the step: %+v %v, want the current library", st, err)
+	}
+	// The deployment record a validator reads: the delay the gate holds for (1s here).
+	got, err := m.Admin().HGetAll(ctx, hold.DeploymentKey).Result()
+	if err != nil || got[hold.FieldRestartDelayMS] != "1000" || got[hold.FieldRuntime] != hold.RuntimeHost {
+		t.Fatalf("after the step: %s = %v (%v), want %s=1000 %s=%s", hold.DeploymentKey, got, err,
+			hold.FieldRestartDelayMS, hold.FieldRuntime, hold.RuntimeHost)
+	}
+	// A record that cannot be written fails the start, saying why.
+	if err := m.Admin().Set(ctx, hold.DeploymentKey, "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err == nil || !strings.Contains(out, "cannot record the restart delay") {
+		t.Fatalf("functions step with an unwritable deployment record: %v\n%s; want a failure that says so", err, out)
+	}
+	if err := m.Admin().Del(ctx, hold.DeploymentKey).Err(); err != nil {
+		t.Fatal(err)
 	}
 
 	if err := os.WriteFile(lib, []byte("#!lua name=redlock\nthis is not lua"), 0o644); err != nil {

@@ -3,17 +3,13 @@
 # Written by redlock-kit. systemd runs each step from the unit's drop-in, with the '+' prefix
 # (as root, outside the unit's sandbox, so the server itself keeps every restriction):
 #   gate     ExecStartPre   hold the start until locks the last run granted have expired
-#   functions ExecStartPost load the kit's function library as the admin (fails the start
-#                           when it does not load)
+#   functions ExecStartPost load the function library, publish the delay (or fail the start)
 #   started  ExecStartPost  record the pid, run the after_restart hook after a hold
 #   stop     ExecStop       pause writes, rewrite the AOF, SHUTDOWN (bounded)
 #   stopped  ExecStopPost   record how the run ended: a clean-stop marker or a hold
 #   setup    cloud-init     enable and start the unit (once, at provisioning)
 #
-# Fail-closed: the gate starts at once only after a recorded clean stop. A hold record from
-# this boot holds until its time; anything else (a reboot, a power loss, a new or replaced
-# host, a record it cannot read) holds restart_delay from now. Times are CLOCK_BOOTTIME
-# milliseconds (/proc/uptime), compared only within one boot (boot_id).
+# The policy and its records: docs/guides/restart-hold.md (fail-closed).
 set -u
 
 conf=${REDLOCK_MASTER_CONF:-/etc/redlock/master.conf}
@@ -22,20 +18,75 @@ conf=${REDLOCK_MASTER_CONF:-/etc/redlock/master.conf}
 
 uptime_file=${REDLOCK_UPTIME_FILE:-/proc/uptime}
 boot_id_file=${REDLOCK_BOOT_ID_FILE:-/proc/sys/kernel/random/boot_id}
+machine_id_file=${REDLOCK_MACHINE_ID_FILE:-/etc/machine-id}
 run_dir=${REDLOCK_RUN_DIR:-/run/redlock}
 clean="$DATA_DIR/redlock.clean-stop"
 hold="$DATA_DIR/redlock.hold"
+floor="$DATA_DIR/redlock.floor"
+proof="$run_dir/stop-proof"
 
 log() { echo "redlock-master: $*" >&2; }
-now_ms() { awk '{ printf "%d\n", $1 * 1000 }' "$uptime_file"; }
-boot_id() { cat "$boot_id_file" 2>/dev/null || echo unknown; }
+# fail: the master stays down (a failed ExecStartPre fails the start; systemd tries again).
+fail() {
+	log "$*: the master stays down"
+	exit 1
+}
 is_count() { case "$1" in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
+
+# now_ms: CLOCK_BOOTTIME in ms by 64-bit shell arithmetic (mawk's %d stops at 2^31-1).
+now_ms() {
+	read -r up _ <"$uptime_file" || return 1
+	secs=${up%%.*}
+	frac=
+	case "$up" in *.*) frac=${up#*.} ;; esac
+	frac=${frac}000
+	frac=${frac%"${frac#???}"}
+	while [ "${frac#0}" != "$frac" ]; do frac=${frac#0}; done
+	is_count "$secs" && is_count "${frac:-0}" || return 1
+	echo $((secs * 1000 + ${frac:-0}))
+}
+boot_id() { cat "$boot_id_file" 2>/dev/null || echo unknown; }
+machine_id() { cat "$machine_id_file" 2>/dev/null || echo unknown; }
 
 # durable FILE CONTENT: write, fsync the file and its directory.
 durable() {
 	printf '%s\n' "$2" >"$1.tmp" && sync "$1.tmp" && mv -f "$1.tmp" "$1" && sync "$DATA_DIR"
 }
-forget() { rm -f "$@" && sync "$DATA_DIR"; }
+# forget FILE...: remove, durably; fails when a file is still there.
+forget() {
+	rm -f "$@" 2>/dev/null
+	for f in "$@"; do [ ! -e "$f" ] || return 1; done
+	sync "$DATA_DIR"
+}
+
+# The floor: "boot until delay run_delay": locks of earlier runs live until <until> (this
+# boot), granted under up to <delay>; the last run grants under <run_delay> (0: stopped).
+read_floor() {
+	f_boot= f_until=0 f_delay=0 f_run=0
+	[ -e "$floor" ] || return 0
+	if ! read -r f_boot f_until f_delay f_run <"$floor" || ! is_count "$f_until" || ! is_count "$f_delay" || ! is_count "$f_run"; then
+		log "the floor record $floor is unreadable: ignored"
+		f_boot= f_until=0 f_delay=0 f_run=0
+	fi
+}
+max() { if [ "$1" -gt "$2" ]; then echo "$1"; else echo "$2"; fi; }
+
+# hold_from_now NOW BOOT: until when a master that stops (or is found stopped) now is held.
+hold_from_now() {
+	read_floor
+	d=$(max "$RESTART_DELAY_MS" "$f_run")
+	if [ "$f_boot" = "$2" ]; then
+		max $(($1 + d)) "$f_until"
+	else
+		echo $(($1 + $(max "$d" "$f_delay")))
+	fi
+}
+
+# effective_delay_ms: the delay a hold that starts now uses (after the floor).
+effective_delay_ms() {
+	now=$(now_ms) || return 1
+	echo $(($(hold_from_now "$now" "$(boot_id)") - now))
+}
 
 hook_env() {
 	export REDLOCK_EVENT="$1" REDLOCK_MASTER_NAME="$NAME" REDLOCK_MASTER_ADDR="$ADDR" \
@@ -52,23 +103,63 @@ run_hook() {
 	return 0
 }
 
+# server_seen: a server serves on the master's address or from its data dir, named by a
+# record or not (run by hand, an image's stock service): its locks count until it stops.
+server_seen() {
+	exe=$(readlink -f "$SERVER_BIN") # Debian's redis-server is a link to redis-check-rdb
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DATA_DIR" ] || continue
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
+		seen="pid ${p#/proc/} in $DATA_DIR"
+		return 0
+	done
+	out=$(cli PING 2>&1 </dev/null)
+	case "$out" in
+	*PONG* | *NOAUTH* | *WRONGPASS* | *ERR* | *LOADING* | *BUSY* | *MASTERDOWN*)
+		seen="a server answers on $ADDR"
+		return 0
+		;;
+	esac
+	return 1
+}
+
+# clean_marker_counts BOOT: the marker was written on this machine, data dir and boot.
+clean_marker_counts() {
+	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_dir <"$clean" || return 1
+	[ "$m_ver" = v2 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
+		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && ls -A "$DATA_DIR/appendonlydir" 2>/dev/null | grep -q .
+}
+
 gate() {
-	mkdir -p "$run_dir"
-	rm -f "$run_dir/restarted"
-	now=$(now_ms)
+	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" || fail "cannot prepare $run_dir"
+	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	boot=$(boot_id)
-	if [ -f "$clean" ] && [ ! -e "$hold" ]; then
-		forget "$clean"
+	# A server that runs now may be granting locks: wait until it is gone, and hold from then.
+	if server_seen; then
+		log "$seen, named by no record of this unit: waiting until it stops, then holding ${RESTART_DELAY_MS}ms from then"
+		forget "$clean" || fail "cannot remove the clean-stop marker $clean"
+		while server_seen; do sleep 1; done
+		now=$(now_ms) || fail "cannot read the clock $uptime_file"
+		durable "$hold" "$boot $(hold_from_now "$now" "$boot")" || fail "cannot record the hold in $hold"
+		log "the server is gone"
+	fi
+	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
+		forget "$clean" || fail "cannot remove the clean-stop marker $clean"
+		open_floor "$now" "$boot"
 		log "last stop was clean: starting at once"
 		return 0
 	fi
-	until=$((now + RESTART_DELAY_MS))
-	why="no record of a clean stop (first start, reboot, power loss or a replaced host)"
+	read_floor
+	until=$(hold_from_now "$now" "$boot")
+	why="no record of a clean stop (first start, reboot, power loss or a new or replaced host)"
+	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
+		why="the clean-stop marker was written on another machine, data dir or boot, or its AOF is gone"
+	fi
 	if [ -e "$hold" ]; then
 		why="the hold record is unreadable"
 		if read -r rec_boot rec_until <"$hold" && is_count "$rec_until"; then
 			if [ "$rec_boot" = "$boot" ]; then
-				until=$rec_until
+				until=$(max "$rec_until" "$f_until")
 				why="the last run did not stop cleanly"
 			else
 				why="the last run did not stop cleanly before a reboot"
@@ -76,22 +167,42 @@ gate() {
 		fi
 	fi
 	# Recorded before the wait, so that a stop or a power loss during it holds again.
-	forget "$clean"
-	durable "$hold" "$boot $until" || log "cannot record the hold in $hold"
+	forget "$clean" || fail "cannot remove the clean-stop marker $clean"
+	durable "$hold" "$boot $until" || fail "cannot record the hold in $hold"
 	wait_ms=$((until - now))
 	if [ "$wait_ms" -gt 0 ]; then
 		restart_at=$(date -u -d "@$(($(date +%s) + (wait_ms + 999) / 1000))" +%Y-%m-%dT%H:%M:%SZ)
-		log "holding the start for ${wait_ms}ms until $restart_at: $why"
+		log "holding the start for ${wait_ms}ms until $restart_at (boot clock ${until}ms): $why"
 		run_hook before_restart hook_before_restart "" "$restart_at"
 		while now=$(now_ms) && [ "$now" -lt "$until" ]; do
 			left=$((until - now))
 			[ "$left" -gt 1000 ] && left=1000
-			sleep "$(awk -v ms="$left" 'BEGIN { printf "%.3f\n", ms / 1000 }')"
+			sleep "$((left / 1000)).$(printf %03d $((left % 1000)))"
 		done
 		: >"$run_dir/restarted"
 	fi
-	forget "$hold"
+	now=$(now_ms) || fail "cannot read the clock $uptime_file"
+	open_floor "$now" "$boot"
+	forget "$hold" || fail "cannot remove the hold record $hold"
 	log "hold over: starting"
+}
+
+# open_floor NOW BOOT: the run about to start grants under RESTART_DELAY_MS.
+open_floor() {
+	read_floor
+	keep_until=0 keep_delay=0
+	if [ "$f_boot" = "$2" ] && [ "$f_until" -gt "$1" ]; then
+		keep_until=$f_until keep_delay=$f_delay
+	fi
+	durable "$floor" "$2 $keep_until $keep_delay $RESTART_DELAY_MS" || fail "cannot record the restart delay floor in $floor"
+}
+
+# close_floor NOW BOOT: the last run stopped: its locks live until NOW + its delay.
+close_floor() {
+	until=$(hold_from_now "$1" "$2")
+	d=$(max "$RESTART_DELAY_MS" "$f_run")
+	if [ "$f_boot" != "$2" ] || [ "$f_until" -gt "$1" ]; then d=$(max "$d" "$f_delay"); fi
+	durable "$floor" "$2 $until $d 0"
 }
 
 started() {
@@ -109,9 +220,7 @@ cli() {
 	REDISCLI_AUTH=$(cat "$ADMIN_PASSWORD_FILE") timeout 5 "$CLI" -h "$HOST" -p "$PORT" --no-auth-warning "$@"
 }
 
-# functions: FUNCTION LOAD REPLACE of the kit's library, as the admin. Lock users may FCALL
-# its functions and run no other Lua; functions persist in the AOF, so this replaces the
-# version the last run had with the one this host was rendered with.
+# functions: FUNCTION LOAD REPLACE of the kit's library (lock users may run no other Lua).
 functions() {
 	out=$(cli -x FUNCTION LOAD REPLACE <"$FUNCTIONS_FILE" 2>&1)
 	if [ "$out" != "$FUNCTIONS_LIBRARY" ]; then
@@ -119,6 +228,18 @@ functions() {
 		return 1
 	fi
 	log "function library $FUNCTIONS_LIBRARY loaded"
+	publish
+}
+
+# publish: the deployment record a validator reads: the delay the hold uses, this runtime.
+publish() {
+	delay_ms=$(effective_delay_ms) || return 1
+	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
+	if ! is_count "$out"; then
+		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
+		return 1
+	fi
+	log "restart delay ${delay_ms}ms recorded in $DEPLOYMENT_KEY"
 }
 
 stop() {
@@ -135,27 +256,62 @@ stop() {
 	else
 		log "could not rewrite the AOF before the stop"
 	fi
+	# Durable only with the AOF on and fsynced before every reply, read as writes pause.
+	mkdir -p "$run_dir" && rm -f "$proof"
+	conf=" $(cli CONFIG GET appendonly appendfsync 2>&1 | tr '\n' ' ') "
+	case "$conf" in
+	*" appendonly yes "*) case "$conf" in *" appendfsync always "*) durable=yes ;; esac ;;
+	esac
+	if [ "${durable:-}" = yes ]; then
+		echo "${MAINPID:-} durable" >"$proof" || log "cannot record the durable stop in $proof"
+	else
+		log "the AOF is not on with appendfsync always (${conf# }): this stop will count as unclean"
+	fi
 	cli SHUTDOWN >/dev/null 2>&1
+	return 0
+}
+
+# durable_exit PID: the stop step shut PID down durably (and its log file, if any, says
+# "ready to exit").
+durable_exit() {
+	[ -n "$1" ] && [ -f "$proof" ] && read -r p_pid p_what <"$proof" && [ "$p_pid" = "$1" ] && [ "$p_what" = durable ] || return 1
+	if [ -n "${SERVER_LOG_FILE:-}" ]; then
+		grep -q "^$1:.*ready to exit" "$SERVER_LOG_FILE" 2>/dev/null || return 1
+	fi
 	return 0
 }
 
 stopped() {
 	result=${SERVICE_RESULT:-unknown}
-	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && [ ! -e "$hold" ]; then
-		durable "$clean" "$(boot_id) $(now_ms)" || log "cannot record the clean stop in $clean"
+	now=$(now_ms) || { log "cannot read the clock $uptime_file: no clean stop recorded"; exit 1; }
+	boot=$(boot_id)
+	pid=$(cat "$run_dir/pid" 2>/dev/null)
+	if [ -e "$hold" ]; then
+		# The gate was interrupted before the server started: its hold record stays.
+		log "stopped during the hold ($result): the hold stays"
+		rm -f "$proof"
+		return 0
+	fi
+	read_floor
+	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; rm -f "$proof"; exit 1; }
+	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
+		rm -f "$proof"
+		durable "$clean" "v2 $(machine_id) $boot $now $DATA_DIR" || { log "cannot record the clean stop in $clean: the next start holds"; exit 1; }
 		log "clean stop recorded"
 		return 0
 	fi
-	if [ -e "$hold" ]; then
-		# The gate was interrupted: its hold record stays, whatever the result.
-		log "stopped during the hold ($result): the hold stays"
-		return 0
+	why="result $result, ${EXIT_CODE:-?} ${EXIT_STATUS:-?}"
+	[ "$result" = success ] && why="$why, but no durable shutdown was proven (the stop step did not see the AOF on with appendfsync always, or did not ask for this exit)"
+	rm -f "$proof"
+	forget "$clean" || log "cannot remove the clean-stop marker $clean"
+	until=$(hold_from_now "$now" "$boot")
+	if ! durable "$hold" "$boot $until"; then
+		log "cannot record the hold in $hold ($why): the next start holds restart_delay from then"
+		run_hook crash hook_on_crash "$pid" ""
+		exit 1
 	fi
-	forget "$clean"
-	until=$(($(now_ms) + RESTART_DELAY_MS))
-	durable "$hold" "$(boot_id) $until" || log "cannot record the hold in $hold"
-	log "stopped uncleanly (result $result, ${EXIT_CODE:-?} ${EXIT_STATUS:-?}): the next start waits ${RESTART_DELAY_MS}ms"
-	run_hook crash hook_on_crash "$(cat "$run_dir/pid" 2>/dev/null)" ""
+	log "stopped uncleanly ($why): the next start waits until boot clock ${until}ms ($((until - now))ms)"
+	run_hook crash hook_on_crash "$pid" ""
 }
 
 setup() {

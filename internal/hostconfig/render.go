@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
@@ -164,6 +165,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"SERVICE_USER", srv.User}, {"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", redlock.FunctionLibraryName},
+		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BIN", srv.Binary},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}

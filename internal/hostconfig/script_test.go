@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
 // policy runs the embedded restart-policy script outside systemd: a temp data dir, a
@@ -21,6 +22,11 @@ type policy struct {
 	dir, dataDir, bootIDFile string
 	delay                    time.Duration
 	hookLog                  string
+	// uptimeFile stands for /proc/uptime once setClock wrote it (else the machine's own);
+	// the master's address is 127.0.0.1:port, where nothing answers unless a test starts
+	// a server there (serverLog is that server's log).
+	uptimeFile, machineIDFile, serverLog string
+	port                                 int
 }
 
 func newPolicy(t *testing.T, delay time.Duration) *policy {
@@ -33,10 +39,39 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 		t.Fatal(err)
 	}
 	p.setBoot("boot-1")
+	// The AOF a master leaves (a clean marker vouches for it).
+	if err := os.MkdirAll(filepath.Join(p.dataDir, "appendonlydir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.rdb"), []byte("REDIS"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.uptimeFile = filepath.Join(p.dir, "uptime")
+	p.machineIDFile = filepath.Join(p.dir, "machine-id")
+	p.serverLog = filepath.Join(p.dir, "redis.log")
+	if err := os.WriteFile(p.machineIDFile, []byte(testMachineID+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port, err := redistest.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.port = port
+	adminPasswordFile := filepath.Join(p.dir, "admin-password")
+	if err := os.WriteFile(adminPasswordFile, []byte(redistest.AdminPassword), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatal("redis-cli not on PATH")
+	}
 	record := []string{"/bin/sh", "-c", `env | grep ^REDLOCK_ | sort >> "$0"; echo -- >> "$0"`, p.hookLog}
 	spec := master.Spec{Name: "m1", Bind: "10.0.0.11", Port: 6379, DataDir: p.dataDir, RestartDelay: delay,
 		Hooks: master.Hooks{OnCrash: record, BeforeRestart: record, AfterRestart: record}}
 	conf := masterConf(spec, Servers["redis-server"], "/nonexistent")
+	// Pointed at the test's address, CLI, password and server log (later assignments win).
+	conf += fmt.Sprintf("HOST=127.0.0.1\nPORT=%d\nADDR=127.0.0.1:%d\nCLI=%s\nADMIN_PASSWORD_FILE=%s\nSERVER_LOG_FILE=%s\n",
+		port, port, shellQuote(cli), shellQuote(adminPasswordFile), shellQuote(p.serverLog))
 	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -55,16 +90,26 @@ func (p *policy) setBoot(id string) {
 // run runs one step with extra environment and returns its log and how long it took.
 func (p *policy) run(step string, env ...string) (string, time.Duration) {
 	p.t.Helper()
-	cmd := exec.Command(filepath.Join(p.dir, "redlock-master"), step)
-	cmd.Env = append(os.Environ(), "REDLOCK_MASTER_CONF="+filepath.Join(p.dir, "master.conf"),
-		"REDLOCK_BOOT_ID_FILE="+p.bootIDFile, "REDLOCK_RUN_DIR="+filepath.Join(p.dir, "run"))
-	cmd.Env = append(cmd.Env, env...)
+	cmd := p.command(step, env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("redlock-master %s: %v\n%s", step, err, out)
 	}
 	return string(out), time.Since(start)
+}
+
+// command is one step of the script with the test's files in place of the host's.
+func (p *policy) command(step string, env ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(p.dir, "redlock-master"), step)
+	cmd.Env = append(os.Environ(), "REDLOCK_MASTER_CONF="+filepath.Join(p.dir, "master.conf"),
+		"REDLOCK_BOOT_ID_FILE="+p.bootIDFile, "REDLOCK_RUN_DIR="+filepath.Join(p.dir, "run"),
+		"REDLOCK_MACHINE_ID_FILE="+p.machineIDFile)
+	if _, err := os.Stat(p.uptimeFile); err == nil {
+		cmd.Env = append(cmd.Env, "REDLOCK_UPTIME_FILE="+p.uptimeFile)
+	}
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
 }
 
 func (p *policy) exists(name string) bool {
@@ -119,7 +164,7 @@ func TestGate(t *testing.T) {
 		none    bool // start at once
 	}{
 		{name: "clean stop starts at once", none: true,
-			prepare: func(p *policy) { p.write("redlock.clean-stop", "boot-1 1\n") }},
+			prepare: func(p *policy) { p.write("redlock.clean-stop", p.cleanMarker()) }},
 		{name: "new host with no record holds", full: true, prepare: func(p *policy) {}},
 		{name: "crash record of another boot holds from now", full: true, prepare: func(p *policy) {
 			p.write("redlock.hold", fmt.Sprintf("boot-0 %d\n", bootMS(t)-10_000))
@@ -127,7 +172,7 @@ func TestGate(t *testing.T) {
 		{name: "unreadable record holds from now", full: true,
 			prepare: func(p *policy) { p.write("redlock.hold", "garbage\n") }},
 		{name: "interrupted hold beats a clean marker", full: true, prepare: func(p *policy) {
-			p.write("redlock.clean-stop", "boot-1 1\n")
+			p.write("redlock.clean-stop", p.cleanMarker())
 			p.write("redlock.hold", "boot-0 1\n")
 		}},
 	} {
@@ -150,16 +195,20 @@ func TestGate(t *testing.T) {
 		})
 	}
 
+	// The clock is the test's (the uptime file): the gate cannot find the hold over before
+	// it looked, however loaded the machine, and opens once the clock reaches the record.
 	t.Run("crash record of this boot holds until exit plus delay", func(t *testing.T) {
 		p := newPolicy(t, 10*time.Second)
-		until := bootMS(t) + 300
+		const now, until = 5_000_000, 5_000_300
+		p.setClock(now)
 		p.write("redlock.hold", fmt.Sprintf("boot-1 %d\n", until))
-		log, took := p.run("gate")
-		if held := heldFor(t, log); held <= 0 || held > 300*time.Millisecond {
-			t.Fatalf("held %s, want the rest of the recorded hold (<= 300ms), not a new restart_delay:\n%s", held, log)
+		g := p.startGate()
+		if !g.waitFor("holding the start for 300ms") {
+			t.Fatalf("gate did not hold the rest of the recorded hold (300ms), nor a new restart_delay:\n%s", g.output())
 		}
-		if now := bootMS(t); now < until {
-			t.Fatalf("gate opened at %d, before the recorded hold ended at %d (took %s)", now, until, took)
+		p.setClock(until)
+		if err := g.wait(); err != nil {
+			t.Fatalf("gate after the recorded hold: %v", err)
 		}
 		hooks, _ := os.ReadFile(p.hookLog)
 		if !strings.Contains(string(hooks), "REDLOCK_EVENT=before_restart") || !strings.Contains(string(hooks), "REDLOCK_RESTART_AT=20") {
@@ -173,15 +222,43 @@ func TestGate(t *testing.T) {
 	})
 }
 
+// cleanMarker is the marker a clean stop on this machine, data dir and boot writes.
+func (p *policy) cleanMarker() string {
+	return fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, bootMS(p.t), p.dataDir)
+}
+
 func TestStopped(t *testing.T) {
 	t.Run("clean exit records a clean stop", func(t *testing.T) {
 		p := newPolicy(t, time.Second)
+		p.run("started", "MAINPID=4242")
+		// What the stop step records when it shut the server down with the AOF on and
+		// appendfsync always (the scenario table runs it against a real server).
+		if err := os.WriteFile(filepath.Join(p.dir, "run", "stop-proof"), []byte("4242 durable\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p.serverLog, []byte("4242:M 25 Nov 2026 22:41:22.015 # Redis is now ready to exit, bye bye...\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		p.run("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
 		if !p.exists("redlock.clean-stop") || p.exists("redlock.hold") {
 			t.Fatalf("clean %v hold %v", p.exists("redlock.clean-stop"), p.exists("redlock.hold"))
 		}
 		if log, _ := p.run("gate"); heldFor(t, log) != 0 {
 			t.Fatalf("gate held after a clean stop:\n%s", log)
+		}
+	})
+	t.Run("a proof without ready to exit in the server log is not clean", func(t *testing.T) {
+		p := newPolicy(t, time.Second)
+		p.run("started", "MAINPID=4242")
+		if err := os.WriteFile(filepath.Join(p.dir, "run", "stop-proof"), []byte("4242 durable\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p.serverLog, []byte("4242:M 25 Nov 2026 22:41:22.013 # User requested shutdown...\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.run("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
+		if p.exists("redlock.clean-stop") || !p.exists("redlock.hold") {
+			t.Fatalf("clean %v hold %v: want a hold", p.exists("redlock.clean-stop"), p.exists("redlock.hold"))
 		}
 	})
 	for _, env := range [][]string{
@@ -192,7 +269,7 @@ func TestStopped(t *testing.T) {
 	} {
 		t.Run("unclean "+strings.Join(env, " "), func(t *testing.T) {
 			p := newPolicy(t, 5*time.Second)
-			p.write("redlock.clean-stop", "boot-1 1\n") // from an earlier run
+			p.write("redlock.clean-stop", p.cleanMarker()) // from an earlier run
 			p.run("started", "MAINPID=777")
 			before := bootMS(t)
 			p.run("stopped", env...)
@@ -205,7 +282,7 @@ func TestStopped(t *testing.T) {
 				t.Fatalf("hold record %q (stopped at %d), clean marker %v", p.read("redlock.hold"), before, p.exists("redlock.clean-stop"))
 			}
 			hooks, _ := os.ReadFile(p.hookLog)
-			for _, want := range []string{"REDLOCK_EVENT=crash", "REDLOCK_REDIS_PID=777", "REDLOCK_MASTER_ADDR=10.0.0.11:6379",
+			for _, want := range []string{"REDLOCK_EVENT=crash", "REDLOCK_REDIS_PID=777", "REDLOCK_MASTER_ADDR=127.0.0.1:" + strconv.Itoa(p.port),
 				"REDLOCK_MASTER_NAME=m1", "REDLOCK_RESTART_DELAY_MS=5000", "REDLOCK_DATA_DIR=" + p.dataDir} {
 				if !strings.Contains(string(hooks), want) {
 					t.Errorf("on_crash hook environment lacks %s:\n%s", want, hooks)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -159,6 +161,47 @@ func (h *Host) Replace(ctx context.Context, userData string) error {
 	}
 	h.userData = userData
 	if err := h.newDisk(); err != nil {
+		return err
+	}
+	return h.bootLocked(ctx)
+}
+
+// ReplaceWithClone shuts the host down cleanly (systemctl poweroff: services stop, files
+// are synced), then boots a new host at the same address from a copy of that disk, as a
+// cloud creates an instance from an image or a snapshot: every file of the old disk
+// (machine-id included), a new instance-id (cloud-init runs afresh with userData), a new
+// boot.
+func (h *Host) ReplaceWithClone(ctx context.Context, userData string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd == nil {
+		return fmt.Errorf("host %s is not running", h.name)
+	}
+	done := h.done
+	out, err := h.execPID(ctx, h.pid1, "systemctl", "poweroff")
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		return fmt.Errorf("host %s: still running 90s after systemctl poweroff (%v: %s)", h.name, err, strings.TrimSpace(out))
+	case <-ctx.Done():
+		return fmt.Errorf("host %s: waiting for poweroff: %w", h.name, ctx.Err())
+	}
+	if err := h.stopLocked(); err != nil { // collect the cgroup
+		return err
+	}
+	if err := h.unmountLocked(); err != nil {
+		return err
+	}
+	snapshot := filepath.Join(h.dir, "clone")
+	if err := removeTree(snapshot); err != nil {
+		return err
+	}
+	upper := filepath.Join(h.dir, fmt.Sprintf("disk%d", h.disk), "upper")
+	if out, err := exec.CommandContext(ctx, "cp", "-a", upper, snapshot).CombinedOutput(); err != nil {
+		return fmt.Errorf("host %s: copy the disk: %v: %s", h.name, err, strings.TrimSpace(string(out)))
+	}
+	h.userData = userData
+	if err := h.newDiskFrom(snapshot); err != nil {
 		return err
 	}
 	return h.bootLocked(ctx)

@@ -67,7 +67,11 @@ func (h *Host) root() string { return filepath.Join(h.dir, "root") }
 
 // newDisk makes a fresh upper layer, mounts the overlay and writes the NoCloud seed
 // with a new instance-id. h.mu held, host stopped.
-func (h *Host) newDisk() error {
+func (h *Host) newDisk() error { return h.newDiskFrom("") }
+
+// newDiskFrom is newDisk with the upper layer taken from clone (a copy of another disk's
+// upper layer, moved into place) when clone is not "".
+func (h *Host) newDiskFrom(clone string) error {
 	if err := h.unmountLocked(); err != nil {
 		return err
 	}
@@ -84,6 +88,14 @@ func (h *Host) newDisk() error {
 	for _, d := range []string{upper, work, h.root()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
+		}
+	}
+	if clone != "" {
+		if err := os.Remove(upper); err != nil {
+			return err
+		}
+		if err := os.Rename(clone, upper); err != nil {
+			return fmt.Errorf("host %s: cloned disk: %w", h.name, err)
 		}
 	}
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", h.lab.image, upper, work)

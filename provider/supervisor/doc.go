@@ -5,8 +5,13 @@
 // Terraform provider with Spawn, so it outlives `terraform apply`, and it runs redis-server as
 // its child:
 //
-//   - A clean shutdown (redis-server exits 0 after SHUTDOWN or SIGTERM: the AOF is fsynced)
-//     leaves an fsynced clean marker in the data dir; the supervisor then exits 0.
+//   - A clean shutdown leaves an fsynced clean marker in the data dir and the supervisor
+//     exits 0. Clean means durable: redis-server exited 0, its log shows the AOF fsynced at
+//     shutdown and "ready to exit" for that pid, and the settings last read as the admin
+//     had appendonly yes, appendfsync always. An exit 0 without that (the AOF turned off)
+//     leaves no marker: the next start holds. The marker names the machine-id, boot id and
+//     data dir that wrote it and counts nowhere else (a disk image, a snapshot, a copied
+//     dir, a reboot), and only while the AOF is there.
 //   - A crash (killed by a signal, non-zero exit) runs the OnCrash hook and holds the master
 //     down until RestartDelay has passed since its exit, as the supervisor observed it: it
 //     is redis-server's parent and reads the wait status, so the hold counts from the moment
@@ -31,7 +36,16 @@
 //     step between the crash and the restart shortens them (the safety model forbids
 //     stepping a master's clock).
 //   - A redis-server still running from a supervisor that was killed is shut down cleanly by
-//     the next supervisor (or by Stop), so it needs no hold.
+//     the next supervisor (or by Stop), so it needs no hold, when its log proves the shutdown
+//     durable; gone without that proof (killed meanwhile), it is held for.
+//   - A server that no record names on the master's address or in its data dir (run by
+//     hand, or started by a supervisor that died before recording it) is waited out (one in
+//     the data dir is sent SIGTERM, then SIGKILL after the shutdown timeout), and the hold
+//     counts from when it was found gone.
+//   - A record that cannot be written before a start or a hold, or a clean marker that
+//     cannot be removed, ends the supervisor with the master down (ExitFailed, last_error).
+//   - After every start it writes, as the admin, the hash redlock-kit:deployment
+//     (restart_delay_ms after the floor, runtime local-supervisor) for validators.
 //   - A paused master (SIGSTOP) is "not seen alive" (its LastAlive freezes) but is not a
 //     crash: nothing happens until the process actually exits.
 //   - The supervisor, redis-server and the hooks run with a minimal environment (PATH, HOME,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+	"strings"
 )
 
 // writeFileAtomic replaces path with data so that a reader sees the old or the new content,
@@ -64,13 +64,55 @@ func syncDir(dir string) error {
 // writeCleanMarker records that the master stopped cleanly (its AOF is fsynced), durably:
 // a marker that could vanish in a power loss would only cost a needless hold, but one that
 // appears without a clean stop would skip a needed one, so it is written only after the
-// server exited 0.
+// server's exit proved a durable shutdown (durableExit). It names the machine, boot and data
+// dir that wrote it ("v2 <machine-id> <boot-id> <pid> <data dir>"): a marker copied with an
+// image, a snapshot or a dir counts nowhere else.
 func writeCleanMarker(dataDir string, pid int) error {
-	body := fmt.Sprintf("redis-server pid %d stopped cleanly at %s\n", pid, time.Now().UTC().Format(time.RFC3339Nano))
+	body := fmt.Sprintf("v2 %s %s %d %s\n", machineID(), bootID(), pid, dataDir)
 	if err := writeFileAtomic(filepath.Join(dataDir, CleanMarkerName), []byte(body)); err != nil {
 		return fmt.Errorf("supervisor: write clean marker: %w", err)
 	}
 	return nil
+}
+
+// machineID is this machine's /etc/machine-id ("unknown" when it has none).
+func machineID() string {
+	for _, path := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return "unknown"
+}
+
+// bootID is the kernel's id of this boot.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// markerCounts reports whether the clean marker in dataDir was written on this machine, in
+// this boot, for this data dir; why says what is wrong with one that does not count.
+func markerCounts(dataDir string) (ok bool, why string) {
+	b, err := os.ReadFile(filepath.Join(dataDir, CleanMarkerName))
+	if err != nil {
+		return false, "no clean marker"
+	}
+	f := strings.SplitN(strings.TrimSuffix(string(b), "\n"), " ", 5)
+	switch {
+	case len(f) != 5 || f[0] != "v2":
+		return false, "the clean marker does not name the machine, boot and data dir that wrote it"
+	case f[1] != machineID():
+		return false, "the clean marker was written on another machine (a disk image or snapshot)"
+	case f[2] != bootID():
+		return false, "the clean marker was written in an earlier boot"
+	case !samePath(f[4], dataDir):
+		return false, "the clean marker was written for another data dir (" + f[4] + ")"
+	}
+	return true, ""
 }
 
 // removeCleanMarker is called right before redis-server starts: from then on the data may
@@ -87,11 +129,11 @@ func removeCleanMarker(dataDir string) error {
 	return nil
 }
 
-// CleanStop reports whether the master in dataDir was last stopped cleanly (the clean marker
-// is present), so that it may start without a delay.
+// CleanStop reports whether the master in dataDir was last stopped cleanly (a clean marker
+// written on this machine, in this boot, for this dir), so that it may start without a delay.
 func CleanStop(dataDir string) bool {
-	_, err := os.Stat(filepath.Join(dataDir, CleanMarkerName))
-	return err == nil
+	ok, _ := markerCounts(dataDir)
+	return ok
 }
 
 // HasData reports whether a redis-server left data (AOF or RDB) in dataDir. redis-server

@@ -99,17 +99,23 @@ func HoldUntil(dataDir string, restartDelay time.Duration) (time.Time, bool) {
 // supervisor that holds the data dir's lock: the supervisor recorded in the state is then
 // known to be dead.
 func holdUntil(dataDir string, now time.Time, self bool, delay time.Duration) (until time.Time, hold bool, why string) {
-	if CleanStop(dataDir) {
+	st, err := ReadState(dataDir)
+	// A hold in progress beats a marker (a power loss during a hold left both).
+	counts, markerWhy := markerCounts(dataDir)
+	if counts && !hasData(dataDir) {
+		// The AOF the clean stop fsynced is gone: the locks it held are forgotten.
+		counts, markerWhy = false, "the clean marker's AOF is gone"
+	}
+	if counts && (err != nil || st.Status != StatusHolding) {
 		return time.Time{}, false, "the master was stopped cleanly"
 	}
-	st, err := ReadState(dataDir)
 	ran := hasData(dataDir) || err == nil && (st.RedisPID != 0 || !st.LastAlive.IsZero()) ||
 		err != nil && !errors.Is(err, os.ErrNotExist)
 	if !ran {
 		return time.Time{}, false, "no master ran in this data dir yet"
 	}
 	if err != nil {
-		return now.Add(delay), true, "no clean marker and no readable state: when the master last ran is unknown"
+		return now.Add(delay), true, markerWhy + " and no readable state: when the master last ran is unknown"
 	}
 	// A lost AOF is the case the delay exists for: the master forgot the locks it granted.
 	lost := ""
@@ -126,6 +132,11 @@ func holdUntil(dataDir string, now time.Time, self bool, delay time.Duration) (u
 	case StatusHolding:
 		return after(st.LastAlive, delay), true, "the master crashed and is being held back" + lost
 	case StatusStopped:
+		if _, e := os.Stat(filepath.Join(dataDir, CleanMarkerName)); e == nil {
+			// A clean stop elsewhere (another machine, boot or dir): when it last served
+			// here is unknown.
+			return after(now, delay), true, markerWhy + lost
+		}
 		return after(st.LastAlive, delay), true, "the master stopped without a clean shutdown" + lost
 	}
 	// The state says the master was running (or starting or stopping).

@@ -124,9 +124,10 @@ func Running(dataDir string) []int {
 }
 
 // stopOrphan stops a redis-server that has no supervisor (so it is not our child and its
-// exit code cannot be read) and writes the clean marker. redis-server exits only once its
-// shutdown succeeded (AOF fsynced); when that fails it logs why and keeps running. So the
-// process being gone after a shutdown request means a clean stop. With rewrite, the AOF is
+// exit code cannot be read) and writes the clean marker only when the stop proved durable:
+// the AOF on with appendfsync always when the shutdown was asked, and the server's log says
+// it fsynced the AOF and is ready to exit. The process being gone proves nothing: it may
+// have been killed meanwhile. With rewrite, the AOF is
 // rewritten first (compactAOF), so that the restart does not bring released keys back.
 func stopOrphan(ctx context.Context, c Config, pid int, rewrite bool, log *slog.Logger) error {
 	if err := ctx.Err(); err != nil {
@@ -142,6 +143,10 @@ func stopOrphan(ctx context.Context, c Config, pid int, rewrite bool, log *slog.
 		log.Warn("AOF not rewritten before the clean stop: a stop was asked of this redis-server already, and should it exit during the rewrite, nothing would prove a clean stop",
 			"redis_pid", pid)
 	}
+	// Read as the shutdown is asked for: what it will persist.
+	confCtx, cancelConf := context.WithTimeout(ctx, 5*time.Second)
+	notDurable := readDurableConfig(confCtx, c)
+	cancelConf()
 	client := adminClient(c)
 	shutdownCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err := client.Shutdown(shutdownCtx).Err() // go-redis reports the expected EOF as success
@@ -163,6 +168,15 @@ func stopOrphan(ctx context.Context, c Config, pid int, rewrite bool, log *slog.
 			return fmt.Errorf("redis-server pid %d did not stop: %w (SHUTDOWN: %v; see its log)", pid, werr, err)
 		}
 		return fmt.Errorf("redis-server pid %d did not stop: %w (see its log)", pid, werr)
+	}
+	// It is gone, but not our child: only its log and the settings read before the
+	// shutdown can tell a clean, durable stop from a kill.
+	if notDurable == "" {
+		notDurable = durableExit(c, pid)
+	}
+	if notDurable != "" {
+		log.Warn("redis-server stopped, but not provably durably: no clean marker, the next start holds", "redis_pid", pid, "why", notDurable)
+		return nil
 	}
 	return writeCleanMarker(c.DataDir, pid)
 }

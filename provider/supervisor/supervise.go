@@ -162,7 +162,19 @@ func (s *supervisor) run() int {
 
 	restart := false
 	crashedPID := prev.RedisPID // the pid hooks are told about: the server being replaced
-	if until, hold, why := holdUntil(s.dir, time.Now(), true, s.cfg.RestartDelay); hold {
+	goneAt, found, stopped, err := s.awaitNoServer()
+	switch {
+	case err != nil:
+		return s.exit(ExitFailed, "cannot record the hold ("+err.Error()+"): the master stays down")
+	case stopped:
+		return s.exit(ExitOK, "")
+	}
+	until, hold, why := holdUntil(s.dir, time.Now(), true, s.cfg.RestartDelay)
+	if found {
+		hold, why = true, "a server no record named served on the master's address or data dir until "+goneAt.Format(time.RFC3339Nano)
+		until = later(until, goneAt.Add(s.cfg.RestartDelay))
+	}
+	if hold {
 		// Persist the hold: HoldUntil, asked while this supervisor holds, must agree with it.
 		// When the master stopped is unknown, it may have served until now.
 		if s.st.LastAlive.IsZero() || (prev.Status != StatusHolding && prev.Status != StatusStopped) {
@@ -174,7 +186,9 @@ func (s *supervisor) run() int {
 		s.log.Warn("holding the master back before its first start", "why", why)
 		// An unclean stop found now is a crash seen late: the same hooks run.
 		s.setHolding()
-		s.writeState()
+		if err := s.writeState(); err != nil {
+			return s.exit(ExitFailed, "cannot record the hold ("+err.Error()+"): the master stays down")
+		}
 		if s.runHook("crash", s.cfg.Hooks.OnCrash, crashedPID); s.stopRequested() {
 			return s.exit(ExitOK, "")
 		}
@@ -186,6 +200,25 @@ func (s *supervisor) run() int {
 	for {
 		if s.stopRequested() {
 			return s.exit(ExitOK, "")
+		}
+		// A server started by hand during the hold: wait it out, then hold from its end.
+		goneAt, found, stopped, err := s.awaitNoServer()
+		switch {
+		case err != nil:
+			return s.exit(ExitFailed, "cannot record the hold ("+err.Error()+"): the master stays down")
+		case stopped:
+			return s.exit(ExitOK, "")
+		case found:
+			s.st.LastAlive = goneAt
+			s.setHolding()
+			if err := s.writeState(); err != nil {
+				return s.exit(ExitFailed, "cannot record the hold ("+err.Error()+"): the master stays down")
+			}
+			if stopped := s.hold(); stopped {
+				return s.exit(ExitOK, "")
+			}
+			restart = true
+			continue
 		}
 		if restart {
 			if s.runHook("before_restart", s.cfg.Hooks.BeforeRestart, crashedPID); s.stopRequested() {
@@ -206,7 +239,9 @@ func (s *supervisor) run() int {
 		s.st.Crashes++
 		s.log.Error("master crashed", "err", res.err, "last_alive", s.st.LastAlive.Format(time.RFC3339Nano))
 		s.setHolding()
-		s.writeState()
+		if err := s.writeState(); err != nil {
+			return s.exit(ExitFailed, "cannot record the hold ("+err.Error()+"): the master stays down")
+		}
 		if s.runHook("crash", s.cfg.Hooks.OnCrash, res.pid); s.stopRequested() {
 			return s.exit(ExitOK, "")
 		}
@@ -289,7 +324,15 @@ type serveResult struct {
 func (s *supervisor) serve(restart bool) serveResult {
 	if err := removeCleanMarker(s.dir); err != nil {
 		// Starting with a marker that might survive would skip a needed hold.
-		return serveResult{err: err.Error()}
+		return serveResult{giveUp: true, err: err.Error() + ": the master stays down"}
+	}
+	// The start is recorded before it happens: should the supervisor die right after it,
+	// the next one must know that a master may have served here.
+	s.st.Status = StatusStarting
+	s.st.LastAlive = time.Now()
+	s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
+	if err := s.writeState(); err != nil {
+		return serveResult{giveUp: true, err: err.Error() + ": the master stays down"}
 	}
 	cmd := exec.Command(s.cfg.ServerBinary, s.cfg.ConfigFile)
 	cmd.Dir = s.dir
@@ -349,6 +392,18 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.st.LastAlive = later(s.st.LastAlive, ex.at)
 			s.st.LastExit = ex.at
 			s.st.RedisPID = 0
+			notDurable := ""
+			if waitErr == nil {
+				if notDurable = alive.notDurable(); notDurable == "" {
+					notDurable = durableExit(s.cfg, pid)
+				}
+			}
+			if waitErr == nil && notDurable != "" {
+				// It exited 0, but what it acknowledged may be lost (the AOF was off): an
+				// unclean stop, and nobody asked the supervisor for a restart.
+				return serveResult{pid: pid, giveUp: true,
+					err: fmt.Sprintf("redis-server pid %d exited 0 without a provably durable shutdown (%s): no clean marker, the next start holds", pid, notDurable)}
+			}
 			if waitErr == nil {
 				if err := writeCleanMarker(s.dir, pid); err != nil {
 					return serveResult{pid: pid, giveUp: true, err: err.Error()}
@@ -390,6 +445,12 @@ func (s *supervisor) serve(restart bool) serveResult {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		case <-s.reload:
 			old := s.cfg
+			if processRunning(pid) {
+				// It served under the old delay until this moment, not only until the last
+				// tick: a lower delay must not cover the locks granted in between.
+				s.st.LastAlive = time.Now()
+				s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(old.RestartDelay))
+			}
 			s.reloadConfig()
 			if s.cfg.Addr != old.Addr || s.cfg.AdminPassword != old.AdminPassword {
 				// The provider changes the password at runtime too: PING with the new one.
@@ -402,6 +463,12 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 			s.writeState()
 			lastWrite = time.Now()
+			if s.st.Status == StatusRunning && s.cfg.RestartDelay != old.RestartDelay {
+				// A validator must see the delay now in force, not the one of the start.
+				if err := publishDeployment(s.cfg, effectiveDelay(s.st, s.cfg.RestartDelay)); err != nil {
+					s.log.Error("cannot publish the reloaded restart delay", "redis_pid", pid, "err", err)
+				}
+			}
 		case <-ticker.C:
 			// Alive is what /proc says, not what PING says: a master that answers slower than
 			// pingTimeout (overloaded, or the check cannot reach it) may still grant locks to
@@ -425,12 +492,16 @@ func (s *supervisor) serve(restart bool) serveResult {
 				// master counts as running: lock users may run its functions only. Until it
 				// loads, the master stays "starting" with the reason in LastError (the
 				// create fails with it at its timeout).
-				if err := loadFunctions(s.cfg); err != nil {
+				err := loadFunctions(s.cfg)
+				if err == nil {
+					err = publishDeployment(s.cfg, effectiveDelay(s.st, s.cfg.RestartDelay))
+				}
+				if err != nil {
 					if msg := err.Error(); msg != s.st.LastError {
 						s.st.LastError = msg
 						s.writeState()
 						lastWrite = time.Now()
-						s.log.Error("cannot load the function library: the master stays starting", "redis_pid", pid, "err", err)
+						s.log.Error("cannot load the function library or publish the restart delay: the master stays starting", "redis_pid", pid, "err", err)
 					}
 					continue
 				}
@@ -441,7 +512,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 				s.st.LastError = ""
 				s.writeState()
 				lastWrite = time.Now()
-				s.log.Info("redis-server answers; function library loaded", "redis_pid", pid)
+				s.log.Info("redis-server answers; function library loaded, restart delay published", "redis_pid", pid)
 				if restart && len(s.cfg.Hooks.AfterRestart) > 0 {
 					// Run beside the health check: a slow hook must not stop LastAlive.
 					run := s.hook("after_restart", s.cfg.Hooks.AfterRestart, pid)
@@ -476,13 +547,15 @@ func (s *supervisor) exit(code int, lastError string) int {
 }
 
 // writeState persists the state, then publishes it as metrics (metrics.prom).
-func (s *supervisor) writeState() {
-	if err := writeState(s.dir, s.st); err != nil {
+func (s *supervisor) writeState() error {
+	err := writeState(s.dir, s.st)
+	if err != nil {
 		s.log.Error("write state", "err", err)
 	}
 	if err := writeMetrics(s.dir, metricsText(s.cfg.Name, s.st, s.cfg)); err != nil {
 		s.log.Error("write metrics", "err", err)
 	}
+	return err
 }
 
 func describeExit(err error) string {
@@ -505,6 +578,22 @@ type aliveClock struct {
 	mu    sync.Mutex
 	reply time.Time // last reply of any kind (for the log about an unresponsive master)
 	pong  time.Time // last PONG: the server is ready (not loading, password right)
+	// durability is why the persistence settings last read were not durable ("" when
+	// they were, or were never read: then the server's log is the proof).
+	durability string
+}
+
+func (a *aliveClock) sawConfig(notDurable string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.durability = notDurable
+}
+
+// notDurable says why the last persistence settings read do not make a shutdown durable.
+func (a *aliveClock) notDurable() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.durability
 }
 
 func (a *aliveClock) saw(t time.Time, pong bool) {
@@ -574,6 +663,15 @@ func probe(ctx context.Context, c Config, alive *aliveClock, log *slog.Logger) {
 			// The moment the answer arrived: later than when it was sent, so the hold is
 			// never counted from too early.
 			alive.saw(time.Now(), err == nil)
+		}
+		if err == nil {
+			// What a shutdown now would persist (an admin may turn the AOF off at runtime).
+			confCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+			conf, cerr := client.ConfigGet(confCtx, "append*").Result()
+			cancel()
+			if cerr == nil {
+				alive.sawConfig(durableConfig(conf))
+			}
 		}
 		select {
 		case <-ctx.Done():

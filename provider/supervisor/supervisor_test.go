@@ -720,18 +720,23 @@ func TestMasterThatCannotStartIsHeldBetweenAttempts(t *testing.T) {
 	t.Parallel()
 	const delay = 1500 * time.Millisecond
 	m := newMaster(t, delay)
-	// Something else holds the port: redis-server exits 1 at once.
-	squatter, err := net.Listen("tcp", m.cfg.Addr)
+	// A config redis-server refuses: it exits 1 at once. (A port something else holds is
+	// not this case: the supervisor waits that server out, see TestHoldScenarios.)
+	good, err := os.ReadFile(m.cfg.ConfigFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer squatter.Close()
+	if err := os.WriteFile(m.cfg.ConfigFile, append(append([]byte{}, good...), "no-such-directive yes\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	pid := m.spawn()
 	held := m.waitState("holding after the failed start", func(s State) bool { return s.Status == StatusHolding })
 	if !strings.Contains(held.LastError, "exited with code 1") || !held.RestartAt.Equal(held.LastAlive.Add(delay)) {
 		t.Fatalf("state %+v: want the exit code in LastError and a full delay from the start attempt", held)
 	}
-	_ = squatter.Close()
+	if err := os.WriteFile(m.cfg.ConfigFile, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	after := m.waitReady(pid)
 	if after.Restarts < 1 {
 		t.Fatalf("state %+v: want the successful start counted as a restart", after)

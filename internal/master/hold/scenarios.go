@@ -1,0 +1,153 @@
+package hold
+
+// The records each runtime keeps, by the same names in the data dir (host) or beside the
+// supervisor's state (local).
+const (
+	// HostCleanMarker is the host gate's clean-stop marker:
+	// "v2 <machine-id> <boot-id> <boot clock ms> <data dir>".
+	HostCleanMarker = "redlock.clean-stop"
+	// HostHoldRecord is the host gate's pending hold: "<boot-id> <until, boot clock ms>".
+	HostHoldRecord = "redlock.hold"
+	// HostFloorRecord keeps the delays locks were granted under:
+	// "<boot-id> <until ms> <delay ms> <run delay ms>".
+	HostFloorRecord = "redlock.floor"
+)
+
+// Runtime is a set of the implementations a scenario applies to.
+type Runtime int
+
+const (
+	Host  Runtime = 1 << iota // the host gate script under systemd
+	Local                     // the kit's supervisor
+	Both  = Host | Local
+)
+
+// Marker is the clean-stop marker found at the start.
+type Marker string
+
+const (
+	NoMarker           Marker = ""
+	MarkerHere         Marker = "written on this machine, data dir and boot"
+	MarkerOtherBoot    Marker = "written in an earlier boot"
+	MarkerOtherMachine Marker = "written on another machine (a disk image or snapshot)"
+	MarkerOtherDir     Marker = "written for another data dir (a copied dir)"
+	MarkerNoIdentity   Marker = "without the machine, dir and boot that wrote it"
+	MarkerAOFGone      Marker = "written here, but the AOF it vouched for is gone"
+)
+
+// HoldRecord is the record of an unclean stop found at the start.
+type HoldRecord string
+
+const (
+	NoHold         HoldRecord = ""
+	HoldThisBoot   HoldRecord = "an unclean stop in this boot, HoldLeftMS still to wait"
+	HoldOtherBoot  HoldRecord = "an unclean stop before a reboot"
+	HoldUnreadable HoldRecord = "unreadable"
+)
+
+// Exit is how the last run ended, right before the start; ExitNone: the records are as
+// given, nothing ran since.
+type Exit string
+
+const (
+	ExitNone Exit = ""
+	// ExitDurableStop: the runtime stopped the server (SHUTDOWN) with the AOF on and
+	// appendfsync always; it exited 0 after "ready to exit".
+	ExitDurableStop Exit = "stopped by the runtime, AOF on with appendfsync always"
+	// ExitStopAOFOff: the runtime stopped it, but the admin had turned the AOF off.
+	ExitStopAOFOff Exit = "stopped by the runtime after CONFIG SET appendonly no"
+	// ExitAdminShutdownAOFOff: the admin turned the AOF off, wrote, and ran SHUTDOWN: exit 0.
+	ExitAdminShutdownAOFOff Exit = "CONFIG SET appendonly no, a SET, then SHUTDOWN by the admin: exit 0"
+	// ExitKilled: SIGKILL (OOM killer, kill -9).
+	ExitKilled Exit = "killed (SIGKILL)"
+	// ExitOrphanKilledDuringStop: the supervisor was killed, its server hung, and was
+	// killed while a stop waited for it to shut down.
+	ExitOrphanKilledDuringStop Exit = "an unsupervised server killed while a stop waited for its shutdown"
+)
+
+// Outcome is what the start must do.
+type Outcome string
+
+const (
+	StartNow Outcome = "start now"
+	// HoldRecorded: hold until the recorded time (HoldLeftMS from now).
+	HoldRecorded Outcome = "hold until the recorded time"
+	// HoldFromNow: hold restart_delay (after the floor) from the start.
+	HoldFromNow Outcome = "hold restart_delay from now"
+	// HoldFromExit: hold restart_delay from the exit of the last run.
+	HoldFromExit Outcome = "hold restart_delay from the exit"
+	// HoldFromGone: wait while a server serves on the address or data dir, then hold
+	// restart_delay from when it stopped.
+	HoldFromGone Outcome = "hold restart_delay from when the unnamed server stopped"
+	// Refuse: do not start (a record cannot be written or removed), saying why.
+	Refuse Outcome = "refuse to start"
+)
+
+// Scenario is one case of the policy: the records and the machine when a master starts,
+// and what the start must do. Issue is the defect it covers (0: held from the first
+// version): 1 the 32-bit clock, 2 a marker from elsewhere, 3 records that cannot be written,
+// 4 an unsupervised server killed during a stop, 5 a server no record names, 6 an exit that
+// is not durable, 7 a lowered delay (the floor).
+type Scenario struct {
+	Name     string
+	Issue    int
+	Runtimes Runtime
+
+	Ran        bool // a master ran in the data dir before (its AOF is there)
+	Marker     Marker
+	Hold       HoldRecord
+	HoldLeftMS int64 // HoldThisBoot: how much of the recorded hold is left (<= 0: over)
+	// UptimeMS is the host's CLOCK_BOOTTIME at the start (0: any).
+	UptimeMS int64
+	// RecordsStuck: the records cannot be removed or replaced (EIO, EPERM, read-only).
+	RecordsStuck bool
+	// ServerOnAddress: a server no record names serves on the master's address; it is
+	// killed during the start.
+	ServerOnAddress bool
+	// LastRunDelayMS: the last run ran under this delay, larger than the one configured
+	// now (0: the same).
+	LastRunDelayMS int64
+	Exit           Exit
+
+	Want Outcome
+}
+
+// Scenarios is the table. Delays are the adapters' own (a scenario never depends on how
+// long a step takes); HoldLeftMS and UptimeMS are exact.
+var Scenarios = []Scenario{
+	{Name: "clean stop starts at once", Runtimes: Both, Ran: true, Marker: MarkerHere, Want: StartNow},
+	{Name: "durable stop by the runtime starts at once", Runtimes: Both, Ran: true, Exit: ExitDurableStop, Want: StartNow},
+	{Name: "first start on a new host holds", Runtimes: Host, Want: HoldFromNow},
+	{Name: "unclean stop of this boot holds until the recorded time", Runtimes: Both, Ran: true, Hold: HoldThisBoot, HoldLeftMS: 1_500, Want: HoldRecorded},
+	{Name: "power loss during a hold holds until the recorded time", Runtimes: Both, Ran: true, Marker: MarkerHere, Hold: HoldThisBoot, HoldLeftMS: 900, Want: HoldRecorded},
+	{Name: "a hold already over starts after clearing it", Runtimes: Host, Ran: true, Hold: HoldThisBoot, HoldLeftMS: -5_000, Want: HoldRecorded},
+	{Name: "unclean stop before a reboot holds from now", Runtimes: Host, Ran: true, Hold: HoldOtherBoot, Want: HoldFromNow},
+	{Name: "reboot or power loss with no record holds from now", Runtimes: Both, Ran: true, Want: HoldFromNow},
+	{Name: "unreadable hold record holds from now", Runtimes: Both, Ran: true, Hold: HoldUnreadable, Want: HoldFromNow},
+	{Name: "killed server holds from its exit", Runtimes: Both, Ran: true, Exit: ExitKilled, Want: HoldFromExit},
+
+	{Name: "uptime past 2^31 ms: holds until the recorded time and opens", Issue: 1, Runtimes: Host, Ran: true,
+		Hold: HoldThisBoot, HoldLeftMS: 3_000, UptimeMS: 2_200_000_000, Want: HoldRecorded},
+	{Name: "uptime past 2^32 ms: holds until the recorded time and opens", Issue: 1, Runtimes: Host, Ran: true,
+		Hold: HoldThisBoot, HoldLeftMS: 3_000, UptimeMS: 4_294_967_300 + 1_234_560, Want: HoldRecorded},
+	{Name: "clean marker from another machine (image, snapshot) holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherMachine, Want: HoldFromNow},
+	{Name: "clean marker from another data dir holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherDir, Want: HoldFromNow},
+	{Name: "clean marker from an earlier boot holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherBoot, Want: HoldFromNow},
+	{Name: "clean marker whose AOF is gone holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerAOFGone, Want: HoldFromNow},
+	{Name: "clean marker without identity holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerNoIdentity, Want: HoldFromNow},
+	{Name: "records that cannot be replaced keep the master down after a kill", Issue: 3, Runtimes: Both, Ran: true,
+		Hold: HoldThisBoot, HoldLeftMS: -60_000, RecordsStuck: true, Exit: ExitKilled, Want: Refuse},
+	{Name: "a clean marker that cannot be removed keeps the master down", Issue: 3, Runtimes: Both, Ran: true,
+		Marker: MarkerHere, RecordsStuck: true, Want: Refuse},
+	{Name: "unsupervised server killed while a stop waits holds from its exit", Issue: 4, Runtimes: Local, Ran: true,
+		Exit: ExitOrphanKilledDuringStop, Want: HoldFromExit},
+	{Name: "a server no record names is waited out, then held for", Issue: 5, Runtimes: Both, Ran: true,
+		Marker: MarkerHere, ServerOnAddress: true, Want: HoldFromGone},
+	{Name: "SHUTDOWN with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitAdminShutdownAOFOff, Want: HoldFromExit},
+	{Name: "a stop with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitStopAOFOff, Want: HoldFromExit},
+	{Name: "a lowered delay holds for the delay the last run granted under", Issue: 7, Runtimes: Both, Ran: true,
+		LastRunDelayMS: 3_600_000, Exit: ExitKilled, Want: HoldFromExit},
+}
+
+// For reports whether the scenario applies to rt.
+func (s Scenario) For(rt Runtime) bool { return s.Runtimes&rt != 0 }

@@ -1,0 +1,65 @@
+package supervisor
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
+)
+
+// TestDeploymentRecordPublished: after every start the supervisor writes, as the admin, the
+// restart delay its hold uses and its runtime's name; a lowered delay is published with its
+// floor (the larger delay the running master granted under), not as configured.
+func TestDeploymentRecordPublished(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, 2*time.Second)
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	ctx := context.Background()
+	want := func(when, delayMS string) {
+		t.Helper()
+		got, err := m.admin().HGetAll(ctx, hold.DeploymentKey).Result()
+		if err != nil || got[hold.FieldRestartDelayMS] != delayMS || got[hold.FieldRuntime] != hold.RuntimeLocal {
+			t.Fatalf("%s: %s = %v (%v), want %s=%s %s=%s", when, hold.DeploymentKey, got, err,
+				hold.FieldRestartDelayMS, delayMS, hold.FieldRuntime, hold.RuntimeLocal)
+		}
+	}
+	want("first start", "2000")
+
+	// Negative control: gone after a delete, back after the next start.
+	if err := m.admin().Del(ctx, hold.DeploymentKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := m.admin().Exists(ctx, hold.DeploymentKey).Result(); n != 0 {
+		t.Fatal("the record survived its delete")
+	}
+	m.killRedis(st.RedisPID)
+	m.waitState("holding", func(s State) bool { return s.Status == StatusHolding })
+	m.waitReady(pid)
+	want("after a crash and its hold", "2000")
+
+	// Deleted first, so that its return proves the reload republished it.
+	if err := m.admin().Del(ctx, hold.DeploymentKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m.cfg.RestartDelay = 500 * time.Millisecond
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload in the log", func() bool { return strings.Contains(logTail(m.dir, 4000), "config reloaded") })
+	waitFor(t, "the record republished", func() bool {
+		n, err := m.admin().Exists(ctx, hold.DeploymentKey).Result()
+		return err == nil && n == 1
+	})
+	// The master granted locks under 2s a moment ago: a crash now is held about 2s.
+	got, err := m.admin().HGet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS).Result()
+	if err != nil || got == "500" {
+		t.Fatalf("after lowering the delay to 500ms: %s=%q (%v), want the floor (about 2000), not 500", hold.FieldRestartDelayMS, got, err)
+	}
+}

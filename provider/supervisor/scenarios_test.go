@@ -1,0 +1,315 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// The local supervisor against the policy's scenario table (internal/master/hold): real
+// supervisors and redis-servers; the records are made by the supervisor itself (a clean
+// stop, a crash) and then changed as the scenario says. Delays are long (the test never
+// waits a hold out): what is checked is the RestartAt the supervisor holds until.
+func TestHoldScenarios(t *testing.T) {
+	const delay = 30 * time.Minute
+	for _, sc := range hold.Scenarios {
+		if !sc.For(hold.Local) {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			got := runLocalScenario(t, sc, delay)
+			t.Logf("RESULT %s | issue %d | want %s | got %s", sc.Name, sc.Issue, sc.Want, got)
+			if got != string(sc.Want) {
+				t.Errorf("scenario %q (issue %d): got %s, want %s", sc.Name, sc.Issue, got, sc.Want)
+			}
+		})
+	}
+}
+
+func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) string {
+	startDelay := delay
+	if sc.LastRunDelayMS != 0 {
+		startDelay = time.Duration(sc.LastRunDelayMS) * time.Millisecond
+	}
+	m := newMaster(t, startDelay)
+	want := startDelay // the hold counted from a moment
+	// Every scenario here starts from a master that ran in the dir: its AOF is real.
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	var exitBefore time.Time // the last run's exit came after this
+	stopNow := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := Stop(ctx, m.dir); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+	}
+	if sc.LastRunDelayMS != 0 {
+		// The supervisor applies a new delay at the reload: the larger one covers the
+		// locks granted until then.
+		exitBefore = time.Now()
+		m.cfg.RestartDelay = delay
+		if err := WriteConfig(m.dir, m.cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the reload", func() bool { return strings.Contains(logTail(m.dir, 4000), "config reloaded") })
+	}
+	ctx := context.Background()
+	switch sc.Exit {
+	case hold.ExitKilled:
+		if exitBefore.IsZero() {
+			exitBefore = time.Now()
+		}
+		if sc.RecordsStuck {
+			// The supervisor sees the crash with records it cannot replace.
+			m.makeStuck(StateFileName)
+		}
+		m.killRedis(st.RedisPID)
+		waitFor(t, "the supervisor to see the crash", func() bool {
+			s := m.state()
+			return s.Status != StatusRunning || !isSupervisorProcess(pid, m.dir)
+		})
+		return m.outcome(sc, pid, exitBefore, want)
+	case hold.ExitAdminShutdownAOFOff:
+		m.adminDo("config", "set", "appendonly", "no")
+		m.set("acknowledged", "1")
+		exitBefore = time.Now()
+		_ = m.admin().Shutdown(ctx).Err()
+		waitFor(t, "the supervisor to exit", func() bool { return !isSupervisorProcess(pid, m.dir) })
+	case hold.ExitStopAOFOff:
+		m.adminDo("config", "set", "appendonly", "no")
+		exitBefore = time.Now()
+		stopNow()
+	case hold.ExitDurableStop, hold.ExitNone:
+		exitBefore = time.Now()
+		stopNow()
+	case hold.ExitOrphanKilledDuringStop:
+		m.killSupervisor(pid)
+		// A script that never ends keeps the server from shutting down (no supervisor
+		// kills it now): SHUTDOWN is refused, SIGTERM waits for it.
+		busy := m.admin()
+		go func() { _ = busy.Eval(context.Background(), "while true do end", nil).Err() }()
+		probe := m.admin()
+		waitFor(t, "the server to be busy", func() bool {
+			err := probe.Ping(context.Background()).Err()
+			return err != nil && strings.Contains(err.Error(), "BUSY")
+		})
+		stopped := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			stopped <- Stop(ctx, m.dir)
+		}()
+		waitFor(t, "the server to get SIGTERM", func() bool {
+			b, _ := os.ReadFile(filepath.Join(m.dir, "redis.log"))
+			return strings.Contains(string(b), fmt.Sprintf("%d:signal-handler", st.RedisPID)) &&
+				strings.Contains(string(b), "Received SIGTERM")
+		})
+		exitBefore = time.Now()
+		m.killRedis(st.RedisPID)
+		t.Logf("Stop: %v", <-stopped)
+	}
+
+	// The records, as the scenario has them.
+	bootID, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	machineID := readMachineIDForTest()
+	marker := filepath.Join(m.dir, CleanMarkerName)
+	writeMarker := func(machine, boot, dir string) {
+		body := fmt.Sprintf("v2 %s %s %d %s\n", machine, boot, st.RedisPID, dir)
+		if err := os.WriteFile(marker, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boot := strings.TrimSpace(string(bootID))
+	switch sc.Marker {
+	case hold.MarkerOtherMachine:
+		writeMarker("0123456789abcdef0123456789abcdef", boot, m.dir)
+	case hold.MarkerOtherDir:
+		writeMarker(machineID, boot, "/var/lib/other")
+	case hold.MarkerOtherBoot:
+		writeMarker(machineID, "00000000-0000-0000-0000-000000000000", m.dir)
+	case hold.MarkerAOFGone:
+		if err := os.RemoveAll(filepath.Join(m.dir, "appendonlydir")); err != nil {
+			t.Fatal(err)
+		}
+	case hold.MarkerNoIdentity:
+		if err := os.WriteFile(marker, []byte("redis-server pid 1 stopped cleanly\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var recorded time.Time
+	switch sc.Hold {
+	case hold.HoldThisBoot:
+		last := time.Now().Add(-delay + time.Duration(sc.HoldLeftMS)*time.Millisecond)
+		recorded = last.Add(delay)
+		if sc.Marker == hold.NoMarker {
+			_ = os.Remove(marker)
+		}
+		m.writeRecord(State{Status: StatusHolding, LastAlive: last, RestartAt: recorded, HoldFloor: recorded})
+	case hold.HoldUnreadable:
+		_ = os.Remove(marker)
+		if err := os.WriteFile(filepath.Join(m.dir, StateFileName), []byte("garbage\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sc.Exit == hold.ExitNone && sc.Marker == hold.NoMarker && sc.Hold == hold.NoHold {
+		// A reboot or a power loss: the state says running, nothing runs, no marker.
+		_ = os.Remove(marker)
+		prev := m.state()
+		prev.Status, prev.SupervisorPID, prev.RedisPID = StatusRunning, 0, 0
+		m.writeRecord(prev)
+	}
+	if sc.RecordsStuck {
+		m.makeStuck(CleanMarkerName, StateFileName)
+	}
+	var srv *exec.Cmd
+	if sc.ServerOnAddress {
+		srv = m.startForeignServer()
+	}
+	spawnedAt := time.Now()
+	pid2 := m.spawn()
+	if srv != nil {
+		// Wait until the supervisor reacted (it holds, or its start failed), then stop the
+		// server no record names.
+		m.waitState("the new supervisor to react", func(s State) bool {
+			return s.SupervisorPID == pid2 && s.Status == StatusHolding
+		})
+		exitBefore = time.Now()
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		waitFor(t, "a hold from after the server stopped, or none", func() bool {
+			s := m.state()
+			return !s.RestartAt.Before(exitBefore.Add(want)) || time.Since(exitBefore) > 10*time.Second
+		})
+		return m.outcome(sc, pid2, exitBefore, want)
+	}
+	switch sc.Want {
+	case hold.HoldFromNow:
+		return m.outcome(sc, pid2, spawnedAt, want)
+	case hold.HoldRecorded:
+		return m.outcomeUntil(pid2, recorded)
+	}
+	return m.outcome(sc, pid2, exitBefore, want)
+}
+
+// outcome waits for what supervisor pid does and names it in the table's words: a hold is
+// "from" the moment when it ends no earlier than from + want, and no later than now + want.
+func (m *testMaster) outcome(sc hold.Scenario, pid int, from time.Time, want time.Duration) string {
+	st, exited := m.settle(pid)
+	switch {
+	case exited:
+		return string(hold.Refuse)
+	case st.Status == StatusRunning:
+		return string(hold.StartNow)
+	case st.Status != StatusHolding:
+		return st.Status
+	case st.RestartAt.Before(from.Add(want)):
+		return fmt.Sprintf("hold until %s, before %s + %s", st.RestartAt.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano), want)
+	case st.RestartAt.After(time.Now().Add(want)):
+		return fmt.Sprintf("hold until %s, longer than %s from now", st.RestartAt.Format(time.RFC3339Nano), want)
+	}
+	if sc.Want == hold.HoldFromExit || sc.Want == hold.HoldFromGone || sc.Want == hold.HoldFromNow {
+		return string(sc.Want)
+	}
+	return "hold of restart_delay"
+}
+
+func (m *testMaster) outcomeUntil(pid int, recorded time.Time) string {
+	st, exited := m.settle(pid)
+	switch {
+	case exited:
+		return string(hold.Refuse)
+	case st.Status == StatusRunning:
+		return string(hold.StartNow)
+	case st.RestartAt.Sub(recorded).Abs() > time.Millisecond:
+		return fmt.Sprintf("hold until %s, not the recorded %s", st.RestartAt.Format(time.RFC3339Nano), recorded.Format(time.RFC3339Nano))
+	}
+	return string(hold.HoldRecorded)
+}
+
+// settle waits until supervisor pid runs its master, holds it, or exits; exited is true when
+// it exited (or holds with a state it could not write: then the state is not its own).
+func (m *testMaster) settle(pid int) (State, bool) {
+	m.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if !isSupervisorProcess(pid, m.dir) {
+			st, _ := ReadState(m.dir)
+			return st, true
+		}
+		st, err := ReadState(m.dir)
+		mine := err == nil && st.SupervisorPID == pid
+		if mine && (st.Status == StatusRunning || st.Status == StatusHolding) {
+			return st, false
+		}
+		if time.Now().After(deadline) {
+			m.t.Logf("supervisor %d neither ran, held (by its record) nor exited; state %+v\n%s", pid, st, logTail(m.dir, 3000))
+			return State{Status: "neither ran, held by its record nor exited"}, false
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func (m *testMaster) writeRecord(st State) {
+	m.t.Helper()
+	data, err := json.Marshal(st)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(m.dir, StateFileName), data, 0o600); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// makeStuck makes the named files (those that exist) impossible to remove or replace, as
+// an I/O error would (root only: chattr +i).
+func (m *testMaster) makeStuck(names ...string) {
+	m.t.Helper()
+	for _, name := range names {
+		path := filepath.Join(m.dir, name)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+			m.t.Skipf("cannot make %s immutable (needs root on ext4/xfs): %v %s", name, err, out)
+		}
+		m.t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
+	}
+}
+
+// startForeignServer starts a redis-server on the master's address from another dir: no
+// record of the master names it. It is killed at cleanup.
+func (m *testMaster) startForeignServer() *exec.Cmd {
+	m.t.Helper()
+	host, port, _ := strings.Cut(m.cfg.Addr, ":")
+	cmd := exec.Command(m.cfg.ServerBinary, "--bind", host, "--port", port, "--dir", m.t.TempDir(),
+		"--requirepass", redistest.AdminPassword, "--save", "")
+	if err := cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(m.t, "the foreign server to answer", func() bool { return m.admin().Ping(context.Background()).Err() == nil })
+	return cmd
+}
+
+func readMachineIDForTest() string {
+	b, err := os.ReadFile("/etc/machine-id")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
