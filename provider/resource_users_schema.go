@@ -1,0 +1,135 @@
+package provider
+
+import (
+	"regexp"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// usersModel is redlock_users.
+type usersModel struct {
+	Endpoints       types.List   `tfsdk:"endpoints"`
+	AdminPassword   types.String `tfsdk:"admin_password"`
+	AdminPasswordWO types.String `tfsdk:"admin_password_wo"`
+	TLS             types.Bool   `tfsdk:"tls"`
+	CACertPEM       types.String `tfsdk:"ca_cert_pem"`
+	Users           types.Map    `tfsdk:"users"`
+}
+
+// usersEntryModel is one entry of redlock_users.users.
+type usersEntryModel struct {
+	KeyPrefix      types.String `tfsdk:"key_prefix"`
+	PasswordWO     types.String `tfsdk:"password_wo"`
+	PasswordSHA256 types.String `tfsdk:"password_sha256"`
+	PasswordHashes types.List   `tfsdk:"password_hashes"`
+	ACL            types.Map    `tfsdk:"acl"`
+}
+
+var usersEntryAttrTypes = map[string]attr.Type{
+	"key_prefix":      types.StringType,
+	"password_wo":     types.StringType,
+	"password_sha256": types.StringType,
+	"password_hashes": types.ListType{ElemType: types.StringType},
+	"acl":             types.MapType{ElemType: types.StringType},
+}
+
+// Values of redlock_users.users[*].acl for an endpoint where the user is not as defined.
+const (
+	aclAbsent      = "absent"
+	aclUnreachable = "unreachable"
+)
+
+var sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func usersSchema() schema.Schema {
+	return schema.Schema{
+		MarkdownDescription: "Lock users of running masters, changed live over the admin connection (TLS with `tls = true`): " +
+			"adds, changes and removes users on every endpoint, each confined to its key prefix by the same ACL rules " +
+			"the hosts are rendered with, and saves them to the ACL file each master loads at start (`ACL SAVE`), so a " +
+			"restart keeps them. Masters get SHA-256 hashes of the passwords only. A password change is applied with an " +
+			"overlap: the apply that changes it makes the user accept the new and the previous password, and the next " +
+			"apply (the plan shows it) removes the previous one, so clients move to the new password without one failed " +
+			"login. Refresh reads each user back from every master (`ACL GETUSER`): a change made by hand, a user missing " +
+			"on a master or a master that was down shows in `acl` and is planned back. A master that is down fails the " +
+			"apply naming it; the others are changed, and the next apply converges it. Masters without an ACL file are " +
+			"refused before anything changes.",
+		Attributes: map[string]schema.Attribute{
+			"endpoints": schema.ListAttribute{
+				ElementType: types.StringType, Required: true,
+				MarkdownDescription: "Every master, as `host:port` (e.g. `module.redlock.endpoints`).",
+				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(),
+					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^.+:[0-9]+$`),
+						"must be host:port, e.g. \"10.0.1.10:6379\""))},
+			},
+			"admin_password": schema.StringAttribute{
+				Optional: true, Sensitive: true,
+				MarkdownDescription: "Password of the admin (`default`) user on every master. It is kept in the state, " +
+					"which refresh needs to read the users back. Conflicts with `admin_password_wo`.",
+			},
+			"admin_password_wo": schema.StringAttribute{
+				Optional: true, Sensitive: true, WriteOnly: true,
+				MarkdownDescription: "Write-only admin password (Terraform >= 1.11): never stored in the plan or the " +
+					"state, so it may come from an ephemeral value. Refresh cannot use it; the plan reads the users back " +
+					"instead and plans any master whose users differ. Conflicts with `admin_password`.",
+			},
+			"tls": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "Connect with TLS (server name = the endpoint's host), verifying the masters " +
+					"against `ca_cert_pem` (else the system's roots).",
+			},
+			"ca_cert_pem": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "PEM certificate of the deployment's CA (`redlock_ca`'s `cert_pem`); needs `tls = true`.",
+			},
+			"users": schema.MapNestedAttribute{
+				Required: true,
+				MarkdownDescription: "Lock users by ACL user name, one per application. A user removed from this map " +
+					"is deleted from every master (`ACL DELUSER`, which disconnects its clients).",
+				Validators: []validator.Map{
+					mapvalidator.KeysAre(
+						stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
+						stringvalidator.NoneOf("default"),
+					),
+				},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"key_prefix": schema.StringAttribute{
+						Required: true,
+						MarkdownDescription: "The user may touch only keys and pub/sub channels that start with it (its " +
+							"locks, fencing registers and release channels). No prefix may start with another; end each " +
+							"with `:`. Changing it changes the user in place.",
+					},
+					"password_wo": schema.StringAttribute{
+						Optional: true, Sensitive: true, WriteOnly: true,
+						MarkdownDescription: "Write-only password (Terraform >= 1.11; e.g. from `ephemeral.redlock_credentials`): " +
+							"only its SHA-256 reaches the masters and the state (`password_sha256`). Set this or `password_sha256`.",
+					},
+					"password_sha256": schema.StringAttribute{
+						Optional: true, Computed: true,
+						MarkdownDescription: "Hex SHA-256 of the password (Terraform's `sha256(password)`), for Terraform " +
+							"before 1.11: the masters and the state get only this. Computed from `password_wo` when that is set.",
+						Validators: []validator.String{stringvalidator.RegexMatches(sha256Pattern,
+							"must be the lower-case hex SHA-256 of the password (64 characters, as sha256() returns)")},
+					},
+					"password_hashes": schema.ListAttribute{
+						ElementType: types.StringType, Computed: true,
+						MarkdownDescription: "SHA-256 hashes of the passwords the user accepts, the current one first: two " +
+							"after an apply that changed the password (the previous one is accepted until the next apply).",
+					},
+					"acl": schema.MapAttribute{
+						ElementType: types.StringType, Computed: true,
+						MarkdownDescription: "By endpoint, the user's ACL as the master has it (flags, password hashes, " +
+							"keys, channels and commands, sorted), `" + aclAbsent + "` where the master has no such user, or `" +
+							aclUnreachable + ": <error>` where refresh could not reach it. A difference from the kit's " +
+							"definition is planned as an update.",
+					},
+				}},
+			},
+		},
+	}
+}
