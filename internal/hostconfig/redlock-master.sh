@@ -106,7 +106,23 @@ started() {
 cli() {
 	# A TLS master serves TLS only: the CLI verifies it against the deployment's CA.
 	if [ -n "${TLS_CA_FILE:-}" ]; then set -- --tls --cacert "$TLS_CA_FILE" "$@"; fi
+	if [ -n "${HOST_ADMIN_USER:-}" ]; then set -- --user "$HOST_ADMIN_USER" "$@"; fi
 	REDISCLI_AUTH=$(cat "$ADMIN_PASSWORD_FILE") timeout 5 "$CLI" -h "$HOST" -p "$PORT" --no-auth-warning "$@"
+}
+
+# host_admin: the host's own admin (HOST_ADMIN_USER), whose password is made here, at first
+# boot, and never leaves the host: the user-data holds password hashes only. The server's
+# ACL file is the rendered one (ACL_SEED) the first time, and keeps what live changes saved
+# into it afterwards; only the host admin's line is (re)written.
+host_admin() {
+	if [ ! -s "$ADMIN_PASSWORD_FILE" ]; then
+		(umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$ADMIN_PASSWORD_FILE") || return 1
+	fi
+	hash=$(tr -d '\n' <"$ADMIN_PASSWORD_FILE" | sha256sum | cut -d' ' -f1)
+	from=$ACL_FILE
+	[ -s "$ACL_FILE" ] || from=$ACL_SEED
+	{ grep -v "^user $HOST_ADMIN_USER " "$from"; echo "user $HOST_ADMIN_USER reset on #$hash ~* &* +@all"; } >"$ACL_FILE.new" &&
+		chown "$SERVICE_USER:$SERVICE_GROUP" "$ACL_FILE.new" && chmod 0600 "$ACL_FILE.new" && mv "$ACL_FILE.new" "$ACL_FILE"
 }
 
 # functions: FUNCTION LOAD REPLACE of the kit's library, as the admin. Lock users may FCALL
@@ -159,6 +175,7 @@ stopped() {
 }
 
 setup() {
+	host_admin || { log "cannot make the host's admin user in $ACL_FILE"; return 1; }
 	# The server config holds the passwords: readable by the service's user only.
 	chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"
 	if [ -n "${TLS_KEY_FILE:-}" ]; then
@@ -172,7 +189,7 @@ setup() {
 }
 
 case "${1:-}" in
-gate | functions | started | stop | stopped | setup) "$1" ;;
+gate | functions | started | stop | stopped | setup | host_admin) "$1" ;;
 hook) case "${2:-}" in hook_on_crash | hook_before_restart | hook_after_restart) "$2" ;; *) exit 64 ;; esac ;;
 *)
 	echo "usage: redlock-master gate|functions|started|stop|stopped|setup" >&2

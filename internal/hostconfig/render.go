@@ -21,6 +21,15 @@ const (
 	DropInName        = "redlock.conf"
 	DefaultPort       = 6379
 
+	// ACLSeedPath is the ACL file as rendered: every user, the admin included, with password
+	// hashes only (redisconf.Config.RenderACL). Setup copies it to ACLFilePath, with the
+	// host's own admin added, once.
+	ACLSeedPath = ConfDir + "/users.acl"
+	// HostAdminUser is the admin the host's own steps (function load, stop) log in as, with a
+	// password setup makes at first boot into AdminPasswordPath (0600, root): it never
+	// leaves the host, and the user-data holds no password at all.
+	HostAdminUser = "redlock-host"
+
 	// FunctionsPath is the kit's function library (lockagent/redlock.FunctionLibrary), which
 	// the policy script loads as the admin at every start of the server.
 	FunctionsPath = ConfDir + "/redlock-functions.lua"
@@ -101,7 +110,12 @@ func Render(h Host) (*Bundle, error) {
 
 	conf := spec.RedisConfig(ConfDir)
 	conf.PidFile = srv.PIDFile
+	conf.ACLFile = ACLFilePath(srv)
 	serverConf, err := conf.Render()
+	if err != nil {
+		return nil, err
+	}
+	aclSeed, err := conf.RenderACL()
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +123,9 @@ func Render(h Host) (*Bundle, error) {
 	b := &Bundle{Server: srv, Spec: spec}
 	b.Files = []File{
 		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath), Permissions: "0644"},
-		{Path: AdminPasswordPath, Content: spec.AdminPassword, Permissions: "0600"},
-		// The passwords are in it: 0600, and the setup step gives it to the service's user.
+		// Password hashes only; 0600 all the same.
+		{Path: ACLSeedPath, Content: aclSeed, Permissions: "0600"},
+		// 0600, and the setup step gives it to the service's user (the TLS key's path is in it).
 		{Path: serverConfPath, Content: serverConf, Permissions: "0600"},
 		{Path: FunctionsPath, Content: redlock.FunctionLibrary().Code, Permissions: "0644"},
 		{Path: ScriptPath, Content: script, Permissions: "0755"},
@@ -134,6 +149,10 @@ func Render(h Host) (*Bundle, error) {
 	return b, nil
 }
 
+// ACLFilePath is the ACL file srv's server loads and rewrites (ACL SAVE, internal/acl):
+// in its data dir, the one place the package's sandbox lets it write.
+func ACLFilePath(srv Server) string { return srv.DataDir + "/users.acl" }
+
 // DropInPath is where the drop-in for srv's unit goes.
 func DropInPath(srv Server) string {
 	return "/etc/systemd/system/" + srv.Unit + ".d/" + DropInName
@@ -150,6 +169,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"SERVICE_USER", srv.User}, {"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", redlock.FunctionLibraryName},
+		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)}, {"HOST_ADMIN_USER", HostAdminUser},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}
