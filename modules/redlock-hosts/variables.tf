@@ -120,3 +120,10 @@ variable "tls" {
   default     = false
   nullable    = false
 }
+
+variable "live_users" {
+  description = "Apply lock_users to the running masters over the admin connection (redlock_users): adding a tenant or rotating its password (credentials_keepers) then reaches the hosts without new user-data, with an overlap (the apply after a rotation accepts old and new passwords; the next apply retires the old). Needs lock_users, and the masters reachable from where Terraform runs: turn it on once the hosts are up (a new host holds restart_delay before it serves)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
