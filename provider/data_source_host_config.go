@@ -100,8 +100,8 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 			"grants anything.\n\nGive `user_data` (or `user_data_base64_gzip`) to any cloud's instance resource unchanged; " +
 			"`files` and `commands` are the same content for other tools. `user_data` holds no password: the users, the " +
 			"admin included, are in an ACL file as SHA-256 hashes (`#<hex>`), which the server loads and `redlock_users` " +
-			"changes live; the host's own steps log in as `redlock-host`, whose password the host makes at first boot and " +
-			"keeps. It stays sensitive (the hashes, and the TLS key with `tls`).",
+			"changes live; the host's own steps log in as the admin with a second password the host makes at first boot " +
+			"and keeps. It stays sensitive (the hashes, and the TLS key with `tls`).",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the master, for logs and hooks.",
 				Validators: []validator.String{stringvalidator.RegexMatches(namePattern, "must be 1-64 letters, digits, '.', '_' or '-'")}},

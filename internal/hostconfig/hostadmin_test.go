@@ -14,8 +14,8 @@ import (
 )
 
 // withHostAdmin runs the setup's host_admin step against m (a harness master with an ACL
-// file), as a host's first boot does: it makes the host's admin password and adds its user
-// to the ACL file, which m then loads. It returns the master.conf lines that point the
+// file), as a host's first boot does: it makes the host's admin password and adds its hash
+// to the default user in the ACL file, which m then loads. It returns the master.conf lines that point the
 // policy script at m's files (append them to p's master.conf) and the password file.
 func withHostAdmin(t *testing.T, p *policy, m *redistest.Master) (conf, pwFile string) {
 	t.Helper()
@@ -40,8 +40,9 @@ func withHostAdmin(t *testing.T, p *policy, m *redistest.Master) (conf, pwFile s
 }
 
 // TestHostAdminStep: the host's admin password is made on the host (32 random bytes, hex,
-// 0600), only its hash is in the ACL file, the host admin can log in, and a second run
-// keeps both the password and users saved into the file by live changes.
+// 0600), only its hash is in the ACL file, as a second password of the admin (default)
+// user: both it and the operators' admin password log in (the audit still sees one admin).
+// A second run keeps the password, adds no second hash and keeps users saved live.
 func TestHostAdminStep(t *testing.T) {
 	c := redistest.Start(t, redistest.Options{Masters: 1, ACLFile: true})
 	m := c.Masters[0]
@@ -62,10 +63,13 @@ func TestHostAdminStep(t *testing.T) {
 		t.Fatalf("the ACL file should hold the host admin's hash, not its password:\n%s", acl)
 	}
 	ctx := context.Background()
-	host := m.ClientAs(HostAdminUser, string(pw))
-	defer host.Close()
-	if err := host.Ping(ctx).Err(); err != nil {
-		t.Fatalf("the host admin cannot log in: %v", err)
+	for who, password := range map[string]string{"the host": string(pw), "the operators": redistest.AdminPassword} {
+		admin := m.ClientAs("default", password)
+		err := admin.ConfigGet(ctx, "appendfsync").Err()
+		admin.Close()
+		if err != nil {
+			t.Fatalf("%s' admin password does not log in as the admin: %v", who, err)
+		}
 	}
 	// A live change saved into the file, then setup's step again (a re-run).
 	if err := m.Admin().Do(ctx, "ACL", "SETUSER", "tenant", "on", "#"+redisconf.HashPassword("tenant-password-0123456789"), "~t:*").Err(); err != nil {
@@ -77,7 +81,7 @@ func TestHostAdminStep(t *testing.T) {
 	p.run("host_admin")
 	again, _ := os.ReadFile(pwFile)
 	acl, _ = os.ReadFile(filepath.Join(m.DataDir, "users.acl"))
-	if string(again) != string(pw) || !strings.Contains(string(acl), "user tenant ") || strings.Count(string(acl), "user "+HostAdminUser+" ") != 1 {
+	if string(again) != string(pw) || !strings.Contains(string(acl), "user tenant ") || strings.Count(string(acl), redisconf.HashPassword(string(pw))) != 1 {
 		t.Fatalf("a second run changed the password or lost a saved user:\n%s", acl)
 	}
 }

@@ -106,22 +106,23 @@ started() {
 cli() {
 	# A TLS master serves TLS only: the CLI verifies it against the deployment's CA.
 	if [ -n "${TLS_CA_FILE:-}" ]; then set -- --tls --cacert "$TLS_CA_FILE" "$@"; fi
-	if [ -n "${HOST_ADMIN_USER:-}" ]; then set -- --user "$HOST_ADMIN_USER" "$@"; fi
 	REDISCLI_AUTH=$(cat "$ADMIN_PASSWORD_FILE") timeout 5 "$CLI" -h "$HOST" -p "$PORT" --no-auth-warning "$@"
 }
 
-# host_admin: the host's own admin (HOST_ADMIN_USER), whose password is made here, at first
-# boot, and never leaves the host: the user-data holds password hashes only. The server's
-# ACL file is the rendered one (ACL_SEED) the first time, and keeps what live changes saved
-# into it afterwards; only the host admin's line is (re)written.
+# host_admin: the host's own password for the admin (default) user, made here at first
+# boot; it never leaves the host, and the user-data holds password hashes only. Its hash
+# is one more password of the default user (the operators' admin password stays valid), in
+# the server's ACL file: the rendered one (ACL_SEED) the first time, afterwards the file as
+# live changes saved it.
 host_admin() {
 	if [ ! -s "$ADMIN_PASSWORD_FILE" ]; then
 		(umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$ADMIN_PASSWORD_FILE") || return 1
 	fi
-	hash=$(tr -d '\n' <"$ADMIN_PASSWORD_FILE" | sha256sum | cut -d' ' -f1)
+	hash="#$(tr -d '\n' <"$ADMIN_PASSWORD_FILE" | sha256sum | cut -d' ' -f1)"
 	from=$ACL_FILE
 	[ -s "$ACL_FILE" ] || from=$ACL_SEED
-	{ grep -v "^user $HOST_ADMIN_USER " "$from"; echo "user $HOST_ADMIN_USER reset on #$hash ~* &* +@all"; } >"$ACL_FILE.new" &&
+	awk -v h="$hash" '$1 == "user" && $2 == "default" { for (i = 3; i <= NF; i++) if ($i == h) h = ""; if (h != "") $0 = $0 " " h } { print }' \
+		"$from" >"$ACL_FILE.new" && grep -q "^user default .*$hash" "$ACL_FILE.new" &&
 		chown "$SERVICE_USER:$SERVICE_GROUP" "$ACL_FILE.new" && chmod 0600 "$ACL_FILE.new" && mv "$ACL_FILE.new" "$ACL_FILE"
 }
 
@@ -175,7 +176,7 @@ stopped() {
 }
 
 setup() {
-	host_admin || { log "cannot make the host's admin user in $ACL_FILE"; return 1; }
+	host_admin || { log "cannot add the host's admin password to $ACL_FILE"; return 1; }
 	# The server config holds the passwords: readable by the service's user only.
 	chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"
 	if [ -n "${TLS_KEY_FILE:-}" ]; then

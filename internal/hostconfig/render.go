@@ -22,13 +22,11 @@ const (
 	DefaultPort       = 6379
 
 	// ACLSeedPath is the ACL file as rendered: every user, the admin included, with password
-	// hashes only (redisconf.Config.RenderACL). Setup copies it to ACLFilePath, with the
-	// host's own admin added, once.
+	// hashes only (redisconf.Config.RenderACL). Setup copies it to ACLFilePath once, adding
+	// the hash of the host's own admin password, which it makes into AdminPasswordPath
+	// (0600, root) for the host's steps (function load, stop): that password never leaves
+	// the host, and the user-data holds no password at all.
 	ACLSeedPath = ConfDir + "/users.acl"
-	// HostAdminUser is the admin the host's own steps (function load, stop) log in as, with a
-	// password setup makes at first boot into AdminPasswordPath (0600, root): it never
-	// leaves the host, and the user-data holds no password at all.
-	HostAdminUser = "redlock-host"
 
 	// FunctionsPath is the kit's function library (lockagent/redlock.FunctionLibrary), which
 	// the policy script loads as the admin at every start of the server.
@@ -169,7 +167,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"SERVICE_USER", srv.User}, {"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", redlock.FunctionLibraryName},
-		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)}, {"HOST_ADMIN_USER", HostAdminUser},
+		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}
