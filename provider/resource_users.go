@@ -132,7 +132,8 @@ func planUsers(configured, prior map[string]usersEntryModel, endpoints []string,
 	var users []acl.User
 	for _, name := range sortedNames(configured) {
 		c := configured[name]
-		e := usersEntryModel{KeyPrefix: c.KeyPrefix, PasswordWO: types.StringNull(),
+		allowEval := c.AllowEval.ValueBool() // null (left out) is the default, false
+		e := usersEntryModel{KeyPrefix: c.KeyPrefix, AllowEval: types.BoolValue(allowEval), PasswordWO: types.StringNull(),
 			PasswordSHA256: types.StringUnknown(), PasswordHashes: types.ListUnknown(types.StringType),
 			ACL: types.MapUnknown(types.StringType)}
 		switch {
@@ -141,7 +142,10 @@ func planUsers(configured, prior map[string]usersEntryModel, endpoints []string,
 		case !c.PasswordWO.IsUnknown() && !c.PasswordWO.IsNull():
 			e.PasswordSHA256 = types.StringValue(redisconf.HashPassword(c.PasswordWO.ValueString()))
 		}
-		if e.PasswordSHA256.IsUnknown() || c.KeyPrefix.IsUnknown() {
+		if c.AllowEval.IsUnknown() {
+			e.AllowEval = types.BoolUnknown()
+		}
+		if e.PasswordSHA256.IsUnknown() || c.KeyPrefix.IsUnknown() || c.AllowEval.IsUnknown() {
 			planned[name] = e
 			continue
 		}
@@ -151,7 +155,7 @@ func planUsers(configured, prior map[string]usersEntryModel, endpoints []string,
 				hashes = append(hashes, previous)
 			}
 		}
-		u := acl.User{Name: name, KeyPrefix: c.KeyPrefix.ValueString(), PasswordHashes: hashes}
+		u := acl.User{Name: name, KeyPrefix: c.KeyPrefix.ValueString(), PasswordHashes: hashes, AllowEval: allowEval}
 		e.PasswordHashes = stringsValue(hashes)
 		if endpointsKnown {
 			want := map[string]string{}
@@ -393,7 +397,7 @@ func entriesValue(entries map[string]usersEntryModel) (types.Map, diag.Diagnosti
 	var diags diag.Diagnostics
 	for name, e := range entries {
 		obj, d := types.ObjectValue(usersEntryAttrTypes, map[string]attr.Value{
-			"key_prefix": e.KeyPrefix, "password_wo": types.StringNull(), "password_sha256": e.PasswordSHA256,
+			"key_prefix": e.KeyPrefix, "allow_eval": e.AllowEval, "password_wo": types.StringNull(), "password_sha256": e.PasswordSHA256,
 			"password_hashes": e.PasswordHashes, "acl": e.ACL,
 		})
 		diags.Append(d...)

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
@@ -25,6 +26,7 @@ type usersModel struct {
 // usersEntryModel is one entry of redlock_users.users.
 type usersEntryModel struct {
 	KeyPrefix      types.String `tfsdk:"key_prefix"`
+	AllowEval      types.Bool   `tfsdk:"allow_eval"`
 	PasswordWO     types.String `tfsdk:"password_wo"`
 	PasswordSHA256 types.String `tfsdk:"password_sha256"`
 	PasswordHashes types.List   `tfsdk:"password_hashes"`
@@ -33,6 +35,7 @@ type usersEntryModel struct {
 
 var usersEntryAttrTypes = map[string]attr.Type{
 	"key_prefix":      types.StringType,
+	"allow_eval":      types.BoolType,
 	"password_wo":     types.StringType,
 	"password_sha256": types.StringType,
 	"password_hashes": types.ListType{ElemType: types.StringType},
@@ -103,6 +106,14 @@ func usersSchema() schema.Schema {
 						MarkdownDescription: "The user may touch only keys and pub/sub channels that start with it (its " +
 							"locks, fencing registers and release channels). No prefix may start with another; end each " +
 							"with `:`. Changing it changes the user in place.",
+					},
+					"allow_eval": schema.BoolAttribute{
+						Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						MarkdownDescription: "Also allow `EVAL`, `EVALSHA` and `SCRIPT LOAD|EXISTS`, for other Redlock " +
+							"clients (redsync, node-redlock, pottery) that release with Lua of their own; the kit's clients " +
+							"do not need it. Weaker: such a user can run any script, busy ones included (stopped only by " +
+							"the busy-reply threshold and `SCRIPT KILL`), over any key it names inside its prefix; keys " +
+							"outside the prefix stay refused. The audit warns when its lock user may `EVAL`.",
 					},
 					"password_wo": schema.StringAttribute{
 						Optional: true, Sensitive: true, WriteOnly: true,

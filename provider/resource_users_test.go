@@ -386,3 +386,40 @@ func TestAccUsers_tls(t *testing.T) {
 		},
 	})
 }
+
+// TestAccUsers_allowEval: allow_eval gives the user EVAL inside its prefix (what redsync
+// and other Redlock clients release with), in place; turning it off takes it back.
+func TestAccUsers_allowEval(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
+	withEval := fmt.Sprintf(`    billing = { key_prefix = "billing:", allow_eval = true, password_sha256 = sha256(%q) }`, billingPassword1)
+	canEval := func(want bool) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			for _, m := range c.Masters {
+				cl := m.ClientAs("billing", billingPassword1)
+				err := cl.Eval(usersCtx(t), "return redis.call('set', KEYS[1], 'v')", []string{"billing:x"}).Err()
+				outside := cl.Eval(usersCtx(t), "return redis.call('get', KEYS[1])", []string{"orders:x"}).Err()
+				cl.Close()
+				if (err == nil) != want {
+					return fmt.Errorf("EVAL by billing on %s: %v, want allowed = %v", m.Addr, err, want)
+				}
+				if outside == nil {
+					return fmt.Errorf("billing's script reached orders:x on %s", m.Addr)
+				}
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: usersConfig(c, withEval), Check: canEval(true)},
+			{
+				Config: usersConfig(c, billingUser(billingPassword1)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(usersResourceName, plancheck.ResourceActionUpdate),
+				}},
+				Check: canEval(false),
+			},
+		},
+	})
+}

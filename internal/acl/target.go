@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/pki"
 )
 
 // Target is how the admin reaches the masters.
@@ -20,6 +22,9 @@ type Target struct {
 	TLS *tls.Config
 	// Timeout bounds each dial and each reply; 5s when zero.
 	Timeout time.Duration
+	// Dialer, when set, opens the connections (a tunnel, a network namespace); TLS is run
+	// over it (pki.WrapDialer).
+	Dialer pki.Dialer
 }
 
 // EndpointError is a failure on one master, named by its endpoint.
@@ -41,11 +46,18 @@ func (t Target) client(endpoint string) *redis.Client {
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
-	return redis.NewClient(&redis.Options{
+	o := &redis.Options{
 		Addr: endpoint, Username: t.Username, Password: t.Password, TLSConfig: t.TLS, Protocol: 2,
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1,
 		DisableIdentity: true, PoolSize: 1,
-	})
+	}
+	if t.Dialer != nil {
+		o.Dialer = t.Dialer
+		if t.TLS != nil {
+			o.Dialer = pki.WrapDialer(t.Dialer, t.TLS)
+		}
+	}
+	return redis.NewClient(o)
 }
 
 // Read returns the live definition of each named user on endpoint; a user the master does

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
@@ -246,5 +250,48 @@ func TestCheckRefusesWhatCannotBeApplied(t *testing.T) {
 	}
 	if err := billing(billingPassword).Check(); err != nil {
 		t.Errorf("Check refused a good user: %v", err)
+	}
+}
+
+// TestEvalUserForOtherRedlockClients: a user with AllowEval lets redsync (which releases
+// with EVAL) acquire and release under its prefix on every master, its scripts still
+// confined to the prefix; a user without it cannot EVAL (the control).
+func TestEvalUserForOtherRedlockClients(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
+	u := billing(billingPassword)
+	u.AllowEval = true
+	if failed := adminTarget().ApplyAll(ctx(t), c.Addrs(), []User{u}, nil); failed != nil {
+		t.Fatal(failed)
+	}
+	if n := setuserCalls(t, c.Masters[0]); n != 1 {
+		t.Fatalf("ACL SETUSER sent %d times, want 1", n)
+	}
+	if err := adminTarget().Apply(ctx(t), c.Masters[0].Addr, []User{u}, nil); err != nil || setuserCalls(t, c.Masters[0]) != 1 {
+		t.Fatalf("a second apply of the EVAL user changed it (%v): its live form does not match", err)
+	}
+	var pools []redsyncredis.Pool
+	for _, m := range c.Masters {
+		cl := m.ClientAs("billing", billingPassword)
+		t.Cleanup(func() { cl.Close() })
+		pools = append(pools, goredis.NewPool(cl))
+	}
+	mutex := redsync.New(pools...).NewMutex("billing:nightly", redsync.WithExpiry(5*time.Second), redsync.WithTries(3))
+	if err := mutex.LockContext(ctx(t)); err != nil {
+		t.Fatalf("redsync cannot acquire through the EVAL user: %v", err)
+	}
+	if ok, err := mutex.UnlockContext(ctx(t)); !ok || err != nil {
+		t.Fatalf("redsync cannot release through the EVAL user: %v %v", ok, err)
+	}
+	cl := c.Masters[0].ClientAs("billing", billingPassword)
+	defer cl.Close()
+	if err := cl.Eval(ctx(t), "return redis.call('get', KEYS[1])", []string{"orders:nightly"}).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("the EVAL user's script reached a key outside its prefix: %v", err)
+	}
+	plain := billing(billingPassword)
+	if err := adminTarget().Apply(ctx(t), c.Masters[0].Addr, []User{plain}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Eval(ctx(t), "return 1", nil).Err(); err == nil {
+		t.Fatal("a user without AllowEval can still EVAL")
 	}
 }

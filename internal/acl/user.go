@@ -16,11 +16,13 @@ type User struct {
 	Name           string
 	KeyPrefix      string
 	PasswordHashes []string
+	// AllowEval lets the user run EVAL inside its prefix (redisconf.LockUser.AllowEval).
+	AllowEval bool
 }
 
 // lockUser is u as internal/redisconf knows it, for its key pattern and rules.
 func (u User) lockUser() redisconf.LockUser {
-	return redisconf.LockUser{Name: u.Name, KeyPrefix: u.KeyPrefix}
+	return redisconf.LockUser{Name: u.Name, KeyPrefix: u.KeyPrefix, AllowEval: u.AllowEval}
 }
 
 // Rules are the ACL SETUSER rules that define u from scratch (after its name).
@@ -34,7 +36,7 @@ func (u User) Definition() Definition {
 		PasswordHashes: sortedCopy(u.PasswordHashes),
 		Keys:           "~" + p,
 		Channels:       "&" + p,
-		Commands:       sortedCopy(append([]string{"-@all"}, redisconf.LockUserCommands...)),
+		Commands:       sortedCopy(append([]string{"-@all"}, u.lockUser().Commands()...)),
 	}
 }
 

@@ -55,6 +55,18 @@ type LockUser struct {
 	Name      string
 	Password  string
 	KeyPrefix string
+	// AllowEval adds EvalCommands, for other Redlock clients (redsync, node-redlock, ...)
+	// that release with their own Lua: weaker, since such a client can run any script,
+	// busy ones included, over any key it names inside KeyPrefix.
+	AllowEval bool
+}
+
+// Commands are the commands u may run: LockUserCommands, plus EvalCommands with AllowEval.
+func (u LockUser) Commands() []string {
+	if !u.AllowEval {
+		return LockUserCommands
+	}
+	return append(append([]string{}, LockUserCommands...), EvalCommands...)
 }
 
 // KeyPattern is the ACL glob of the keys and channels u may touch ("*" for no prefix).
@@ -63,7 +75,7 @@ func (u LockUser) KeyPattern() string { return u.KeyPrefix + "*" }
 
 // ACLRules are the ACL SETUSER rules that define u from scratch: on, its password, its
 // keys and channels, and nothing but LockUserCommands.
-func (u LockUser) ACLRules() []string { return UserRules(u.Password, u.KeyPattern(), LockUserCommands) }
+func (u LockUser) ACLRules() []string { return UserRules(u.Password, u.KeyPattern(), u.Commands()) }
 
 // GlobChars are the characters a key prefix may not contain: ACL key patterns are globs.
 const GlobChars = `*?[]\`
@@ -133,7 +145,7 @@ func HashedUserRules(passwordHashes []string, keyPattern string, commands []stri
 
 // HashedACLRules are ACLRules with u's password given as SHA-256 hashes (HashedUserRules).
 func (u LockUser) HashedACLRules(passwordHashes []string) []string {
-	return HashedUserRules(passwordHashes, u.KeyPattern(), LockUserCommands)
+	return HashedUserRules(passwordHashes, u.KeyPattern(), u.Commands())
 }
 
 func restrictedUserRules(passwordRules []string, keyPattern string, commands []string) []string {
@@ -291,7 +303,7 @@ func (c Config) Render() (string, error) {
 		line("# Authentication: admin is the default user; lock clients get a restricted user.")
 		line("requirepass %s", quote(c.AdminPassword))
 		for _, u := range users {
-			line("user %s", userLine(u.Name, u.Password, u.KeyPattern(), LockUserCommands))
+			line("user %s", userLine(u.Name, u.Password, u.KeyPattern(), u.Commands()))
 		}
 		if c.EvalPassword != "" {
 			line("# Clients that send their own Lua (EVAL) get their own user.")
