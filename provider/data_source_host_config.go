@@ -137,6 +137,7 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`."},
 					"password": schema.StringAttribute{Required: true, Sensitive: true, Validators: lockUserPasswordValidators(),
 						MarkdownDescription: "This user's password, at least 16 characters without whitespace."},
+					"allow_eval": schema.BoolAttribute{Optional: true, MarkdownDescription: allowEvalDescription},
 				}},
 			},
 			"hooks": schema.SingleNestedAttribute{Optional: true,

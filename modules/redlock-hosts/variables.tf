@@ -94,9 +94,10 @@ variable "hooks" {
 }
 
 variable "lock_users" {
-  description = "Lock users, one per application, by ACL user name: each is confined to the keys and pub/sub channels that start with its key_prefix, so one application cannot read, delete, overwrite, expire or script over another's locks (clients that share one user always can). Each gets its own generated password; client_configs has one JSON per user. Empty (the default): one lock user, \"redlock\", with every key."
+  description = "Lock users, one per application, by ACL user name: each is confined to the keys and pub/sub channels that start with its key_prefix, so one application cannot read, delete, overwrite, expire or script over another's locks (clients that share one user always can). Each gets its own generated password; client_configs has one JSON per user. allow_eval = true also lets that user run EVAL inside its prefix, for other Redlock clients (redsync, node-redlock) that release with Lua of their own: weaker, since its clients can run any script over any key of the prefix. Empty (the default): one lock user, \"redlock\", with every key."
   type = map(object({
     key_prefix = string
+    allow_eval = optional(bool, false)
   }))
   default = {}
 

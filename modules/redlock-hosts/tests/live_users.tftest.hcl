@@ -9,7 +9,7 @@ variables {
     { name = "c", address = "127.66.1.13" },
   ]
   lock_users = {
-    billing = { key_prefix = "billing:" }
+    billing = { key_prefix = "billing:", allow_eval = true }
     orders  = { key_prefix = "orders:" }
   }
 }
@@ -20,6 +20,10 @@ run "tenants_rendered" {
   assert {
     condition     = length(redlock_users.live) == 0 && output.live_users_acl == {}
     error_message = "live_users is off by default: no redlock_users"
+  }
+  assert {
+    condition     = alltrue([for u in output.user_data : can(regex("user billing [^\n]*\\+eval", u)) && !can(regex("user orders [^\n]*\\+eval", u))])
+    error_message = "allow_eval gives EVAL to that tenant only, in every host's ACL file"
   }
 }
 
@@ -36,6 +40,10 @@ run "live_users_plans_the_tenants" {
   assert {
     condition     = redlock_users.live[0].users.billing.key_prefix == "billing:" && join(",", redlock_users.live[0].endpoints) == "127.66.1.11:6379,127.66.1.12:6379,127.66.1.13:6379"
     error_message = "redlock_users covers every endpoint with each tenant's prefix"
+  }
+  assert {
+    condition     = redlock_users.live[0].users.billing.allow_eval && !redlock_users.live[0].users.orders.allow_eval
+    error_message = "allow_eval reaches the live users"
   }
   assert {
     condition     = redlock_users.live[0].users.billing.password_sha256 == sha256(redlock_credentials.tenant["billing"].lock_password)
