@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/redlock-kit/redlock-kit/internal/acl"
 	"github.com/redlock-kit/redlock-kit/internal/pki"
@@ -121,6 +123,28 @@ func (r *usersResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	v, diags := entriesValue(planned)
 	resp.Diagnostics.Append(diags...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("users"), v)...)
+	var priorAdmin types.List
+	if !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("admin_password_hashes"), &priorAdmin)...)
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("admin_password_hashes"), planAdminHashes(ctx, cfg, priorAdmin))...)
+}
+
+// planAdminHashes is the admin's side of the overlap: the configured admin password's hash,
+// and the previous one while it changed since the state.
+func planAdminHashes(ctx context.Context, cfg usersModel, prior types.List) types.List {
+	admin := cfg.AdminPassword
+	if admin.IsNull() {
+		admin = cfg.AdminPasswordWO
+	}
+	if admin.IsUnknown() || admin.IsNull() {
+		return types.ListUnknown(types.StringType)
+	}
+	hashes := []string{redisconf.HashPassword(admin.ValueString())}
+	if previous, _ := stringList(ctx, prior); len(previous) > 0 && previous[0] != hashes[0] {
+		hashes = append(hashes, previous[0])
+	}
+	return stringsValue(hashes)
 }
 
 // planUsers turns the configured users into their planned entries and, where everything
@@ -205,31 +229,33 @@ func markDrift(ctx context.Context, target acl.Target, endpoints []string, users
 }
 
 func (r *usersResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	m, ok := r.apply(ctx, req.Plan, req.Config, nil, &resp.Diagnostics)
+	// No prior state: nothing to retire.
+	m, ok := r.apply(ctx, req.Plan, req.Config, tfsdk.State{Schema: req.Plan.Schema, Raw: tftypes.NewValue(req.Plan.Raw.Type(), nil)}, &resp.Diagnostics)
 	if ok {
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 	}
 }
 
 func (r *usersResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	prior, diags := priorEntries(ctx, req.State)
-	resp.Diagnostics.Append(diags...)
-	if diags.HasError() {
-		return
-	}
 	// On failure the prior state stays: the next plan repeats the change (and the overlap).
-	m, ok := r.apply(ctx, req.Plan, req.Config, prior, &resp.Diagnostics)
+	m, ok := r.apply(ctx, req.Plan, req.Config, req.State, &resp.Diagnostics)
 	if ok {
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 	}
 }
 
-// apply sets the planned users on every endpoint and removes the prior users that are no
-// longer planned. It returns the new state, and ok only when every master took the change.
-func (r *usersResource) apply(ctx context.Context, planState tfsdk.Plan, config tfsdk.Config, prior map[string]usersEntryModel, diags *diag.Diagnostics) (usersModel, bool) {
-	var plan, cfg usersModel
+// apply sets the planned users on every endpoint, removes the prior users that are no
+// longer planned and makes the admin accept the planned admin passwords. It returns the
+// new state, and ok only when every master took the change.
+func (r *usersResource) apply(ctx context.Context, planState tfsdk.Plan, config tfsdk.Config, priorState tfsdk.State, diags *diag.Diagnostics) (usersModel, bool) {
+	var plan, cfg, priorModel usersModel
 	diags.Append(planState.Get(ctx, &plan)...)
 	diags.Append(config.Get(ctx, &cfg)...)
+	if !priorState.Raw.IsNull() {
+		diags.Append(priorState.Get(ctx, &priorModel)...)
+	}
+	prior, d := priorEntries(ctx, priorState)
+	diags.Append(d...)
 	if diags.HasError() {
 		return plan, false
 	}
@@ -249,7 +275,20 @@ func (r *usersResource) apply(ctx context.Context, planState tfsdk.Plan, config 
 		}
 	}
 	sort.Strings(remove)
-	if failed := target.ApplyAll(ctx, endpoints, users, remove); failed != nil {
+	change := acl.Change{Users: users, Remove: remove}
+	plan.AdminHashes = planAdminHashes(ctx, cfg, priorModel.AdminHashes)
+	change.AdminAccept, _ = stringList(ctx, plan.AdminHashes)
+	if previous, _ := stringList(ctx, priorModel.AdminHashes); len(previous) > 0 {
+		for _, h := range previous {
+			if !slices.Contains(change.AdminAccept, h) {
+				change.AdminRetire = append(change.AdminRetire, h)
+			}
+		}
+		if p := priorModel.AdminPassword.ValueString(); p != "" && p != target.Password {
+			target.PreviousPassword = p // the masters may not accept the new one yet
+		}
+	}
+	if failed := target.ApplyChangeAll(ctx, endpoints, change); failed != nil {
 		reportFailed(endpoints, failed, "was not changed", diags)
 		return plan, false
 	}
@@ -416,11 +455,14 @@ func sortedNames[V any](m map[string]V) []string {
 	return names
 }
 
-// stringList returns the elements of a list of strings; known is false when the list or
-// an element is unknown.
+// stringList returns the elements of a list of strings (none for null); known is false
+// when the list or an element is unknown.
 func stringList(ctx context.Context, v types.List) ([]string, bool) {
 	if v.IsUnknown() {
 		return nil, false
+	}
+	if v.IsNull() {
+		return nil, true
 	}
 	for _, e := range v.Elements() {
 		if e.IsUnknown() {

@@ -21,6 +21,7 @@ type usersModel struct {
 	TLS             types.Bool   `tfsdk:"tls"`
 	CACertPEM       types.String `tfsdk:"ca_cert_pem"`
 	Users           types.Map    `tfsdk:"users"`
+	AdminHashes     types.List   `tfsdk:"admin_password_hashes"`
 }
 
 // usersEntryModel is one entry of redlock_users.users.
@@ -80,6 +81,14 @@ func usersSchema() schema.Schema {
 				MarkdownDescription: "Write-only admin password (Terraform >= 1.11): never stored in the plan or the " +
 					"state, so it may come from an ephemeral value. Refresh cannot use it; the plan reads the users back " +
 					"instead and plans any master whose users differ. Conflicts with `admin_password`.",
+			},
+			"admin_password_hashes": schema.ListAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "SHA-256 hashes of the admin passwords this resource has the masters accept, the " +
+					"current one first. Changing the admin password is a rotation with an overlap, like a user's: the " +
+					"apply logs in with the previous password (from the state; not possible with `admin_password_wo`), " +
+					"adds the new one and keeps the previous; the next apply retires it. Other passwords of the admin " +
+					"(a host's own) are never touched.",
 			},
 			"tls": schema.BoolAttribute{
 				Optional: true,

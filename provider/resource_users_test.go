@@ -423,3 +423,58 @@ func TestAccUsers_allowEval(t *testing.T) {
 		},
 	})
 }
+
+// TestAccUsers_adminRotation: a new admin_password is applied with an overlap: the apply
+// logs in with the previous one, both are then accepted, the next apply retires the
+// previous; rotating back restores the harness's password for the destroy.
+func TestAccUsers_adminRotation(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
+	const next = "next-admin-password-0123456789"
+	config := func(admin string) string {
+		return strings.Replace(usersConfig(c, billingUser(billingPassword1)), fmt.Sprintf("%q", redistest.AdminPassword), fmt.Sprintf("%q", admin), 1)
+	}
+	adminLogsIn := func(password string, want bool) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			for _, m := range c.Masters {
+				cl := m.ClientAs("default", password)
+				err := cl.ConfigGet(usersCtx(t), "appendfsync").Err()
+				cl.Close()
+				if (err == nil) != want {
+					return fmt.Errorf("admin password %.10s... on %s: %v, want accepted = %v", password, m.Addr, err, want)
+				}
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		CheckDestroy:             usersGoneEverywhere(t, c, "billing"),
+		Steps: []resource.TestStep{
+			{
+				Config: config(redistest.AdminPassword),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(usersResourceName, "admin_password_hashes.#", "1"),
+					adminLogsIn(next, false),
+				),
+			},
+			{
+				Config:             config(next),
+				ExpectNonEmptyPlan: true, // the next apply retires the previous admin password
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(usersResourceName, "admin_password_hashes.#", "2"),
+					adminLogsIn(next, true), adminLogsIn(redistest.AdminPassword, true),
+				),
+			},
+			{
+				Config: config(next),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(usersResourceName, "admin_password_hashes.#", "1"),
+					adminLogsIn(next, true), adminLogsIn(redistest.AdminPassword, false),
+					canLockEverywhere(t, c, "billing", billingPassword1, "billing:lock", true),
+				),
+			},
+			{Config: config(redistest.AdminPassword), ExpectNonEmptyPlan: true},
+			{Config: config(redistest.AdminPassword), Check: adminLogsIn(next, false)},
+		},
+	})
+}

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +27,19 @@ type Target struct {
 	// Dialer, when set, opens the connections (a tunnel, a network namespace); TLS is run
 	// over it (pki.WrapDialer).
 	Dialer pki.Dialer
+	// PreviousPassword is tried when a master refuses Password: during an admin password
+	// rotation the masters accept only the previous one until the change reaches them.
+	PreviousPassword string
+}
+
+// Change is what Apply makes a master's users: Users defined, Remove deleted, and the admin
+// (default) user accepting the passwords of AdminAccept and no longer those of
+// AdminRetire (SHA-256 hashes; its other passwords, such as the host's own, are kept).
+type Change struct {
+	Users       []User
+	Remove      []string
+	AdminAccept []string
+	AdminRetire []string
 }
 
 // EndpointError is a failure on one master, named by its endpoint.
@@ -41,13 +56,30 @@ func (e *EndpointError) Unwrap() error { return e.Err }
 var ErrNoACLFile = errors.New("the server has no aclfile, so users changed live would be lost at its next restart: " +
 	"render the master with an ACL file (modules/redlock-hosts and redlock_host_config do) and restart it once")
 
-func (t Target) client(endpoint string) *redis.Client {
+// connect returns a client of endpoint that logged in as the admin: with Password, or,
+// where that is refused, with PreviousPassword.
+func (t Target) connect(ctx context.Context, endpoint string) (*redis.Client, error) {
+	c := t.client(endpoint, t.Password)
+	err := c.Ping(ctx).Err()
+	if err != nil && t.PreviousPassword != "" && strings.Contains(err.Error(), "WRONGPASS") {
+		_ = c.Close()
+		c = t.client(endpoint, t.PreviousPassword)
+		err = c.Ping(ctx).Err()
+	}
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("log in as the admin: %w", err)
+	}
+	return c, nil
+}
+
+func (t Target) client(endpoint, password string) *redis.Client {
 	timeout := t.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
 	o := &redis.Options{
-		Addr: endpoint, Username: t.Username, Password: t.Password, TLSConfig: t.TLS, Protocol: 2,
+		Addr: endpoint, Username: t.Username, Password: password, TLSConfig: t.TLS, Protocol: 2,
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1,
 		DisableIdentity: true, PoolSize: 1,
 	}
@@ -63,7 +95,10 @@ func (t Target) client(endpoint string) *redis.Client {
 // Read returns the live definition of each named user on endpoint; a user the master does
 // not have is not in the map.
 func (t Target) Read(ctx context.Context, endpoint string, names []string) (map[string]Definition, error) {
-	c := t.client(endpoint)
+	c, err := t.connect(ctx, endpoint)
+	if err != nil {
+		return nil, &EndpointError{Endpoint: endpoint, Err: err}
+	}
 	defer c.Close()
 	out, err := read(ctx, c, names)
 	if err != nil {
@@ -98,15 +133,29 @@ func read(ctx context.Context, c *redis.Client, names []string) (map[string]Defi
 // clients), then ACL SAVE writes the ACL file. Nothing changes on a master without an
 // ACL file (ErrNoACLFile). A user set twice, or a removal of a missing user, is a no-op.
 func (t Target) Apply(ctx context.Context, endpoint string, users []User, remove []string) error {
-	c := t.client(endpoint)
-	defer c.Close()
-	if err := apply(ctx, c, users, remove); err != nil {
+	return t.ApplyChange(ctx, endpoint, Change{Users: users, Remove: remove})
+}
+
+// ApplyChange is Apply with the admin's passwords too (Change).
+func (t Target) ApplyChange(ctx context.Context, endpoint string, change Change) error {
+	c, err := t.connect(ctx, endpoint)
+	if err == nil {
+		defer c.Close()
+		err = apply(ctx, c, change)
+	}
+	if err != nil {
 		return &EndpointError{Endpoint: endpoint, Err: err}
 	}
 	return nil
 }
 
-func apply(ctx context.Context, c *redis.Client, users []User, remove []string) error {
+func apply(ctx context.Context, c *redis.Client, change Change) error {
+	users, remove := change.Users, change.Remove
+	for _, h := range append(append([]string{}, change.AdminAccept...), change.AdminRetire...) {
+		if !ValidHash(h) {
+			return fmt.Errorf("admin password hash %q is not a lower-case hex SHA-256", h)
+		}
+	}
 	for _, u := range users {
 		if err := u.Check(); err != nil {
 			return err
@@ -144,8 +193,46 @@ func apply(ctx context.Context, c *redis.Client, users []User, remove []string) 
 			return fmt.Errorf("ACL DELUSER %s: %w", name, err)
 		}
 	}
+	if err := setAdminPasswords(ctx, c, change.AdminAccept, change.AdminRetire); err != nil {
+		return err
+	}
 	if err := c.Do(ctx, "ACL", "SAVE").Err(); err != nil {
 		return fmt.Errorf("ACL SAVE (the change is live but not in the ACL file; the next apply saves it again): %w", err)
+	}
+	return nil
+}
+
+// setAdminPasswords adds accept to the default user's password hashes and removes retire
+// (ACL SETUSER default #<accept> !<retire>), where it is not so already. The admin is
+// changed last, on a connection that is already logged in: it stays so.
+func setAdminPasswords(ctx context.Context, c *redis.Client, accept, retire []string) error {
+	if len(accept)+len(retire) == 0 {
+		return nil
+	}
+	live, err := read(ctx, c, []string{"default"})
+	if err != nil {
+		return err
+	}
+	has := map[string]bool{}
+	for _, h := range live["default"].PasswordHashes {
+		has[h] = true
+	}
+	args := []any{"ACL", "SETUSER", "default"}
+	for _, h := range accept {
+		if !has[h] {
+			args = append(args, "#"+h)
+		}
+	}
+	for _, h := range retire {
+		if has[h] && !slices.Contains(accept, h) {
+			args = append(args, "!"+h)
+		}
+	}
+	if len(args) == 3 {
+		return nil
+	}
+	if err := c.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("ACL SETUSER default (admin passwords): %w", err)
 	}
 	return nil
 }
@@ -154,7 +241,12 @@ func apply(ctx context.Context, c *redis.Client, users []User, remove []string) 
 // when every master took the change). A master that is down fails alone: the others are
 // changed, and the next apply converges it.
 func (t Target) ApplyAll(ctx context.Context, endpoints []string, users []User, remove []string) map[string]error {
-	return t.each(endpoints, func(ep string) error { return t.Apply(ctx, ep, users, remove) })
+	return t.ApplyChangeAll(ctx, endpoints, Change{Users: users, Remove: remove})
+}
+
+// ApplyChangeAll is ApplyAll with the admin's passwords too (Change).
+func (t Target) ApplyChangeAll(ctx context.Context, endpoints []string, change Change) map[string]error {
+	return t.each(endpoints, func(ep string) error { return t.ApplyChange(ctx, ep, change) })
 }
 
 // ReadAll runs Read on every endpoint at once: the live users by endpoint, and the

@@ -295,3 +295,53 @@ func TestEvalUserForOtherRedlockClients(t *testing.T) {
 		t.Fatal("a user without AllowEval can still EVAL")
 	}
 }
+
+// TestAdminPasswordRotation: the new admin password is added while the masters still
+// accept only the previous one (the connection falls back to it), both then log in, and
+// the next change retires the previous one; another password of the admin (a host's own)
+// is kept throughout.
+func TestAdminPasswordRotation(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 2, ACLFile: true})
+	const next, hostOwn = "next-admin-password-0123456789", "host-own-admin-password-0123456789"
+	old := redistest.AdminPassword
+	h := redisconf.HashPassword
+	adminLogsIn := func(m *redistest.Master, password string) bool {
+		cl := m.ClientAs("default", password)
+		defer cl.Close()
+		return cl.ConfigGet(ctx(t), "appendfsync").Err() == nil
+	}
+	for _, m := range c.Masters {
+		adminDo(t, m, "ACL", "SETUSER", "default", "#"+h(hostOwn))
+	}
+	if err := (Target{Password: next}).ApplyChange(ctx(t), c.Masters[0].Addr, Change{AdminAccept: []string{h(next)}}); err == nil {
+		t.Fatal("the new admin password logged in before it was added (the control)")
+	}
+	rotate := Target{Password: next, PreviousPassword: old}
+	if failed := rotate.ApplyChangeAll(ctx(t), c.Addrs(), Change{AdminAccept: []string{h(next), h(old)}}); failed != nil {
+		t.Fatal(failed)
+	}
+	for _, m := range c.Masters {
+		for _, pw := range []string{old, next, hostOwn} {
+			if !adminLogsIn(m, pw) {
+				t.Fatalf("during the overlap %s refuses admin password %.10s...", m.Addr, pw)
+			}
+		}
+	}
+	retire := Target{Password: next, PreviousPassword: old}
+	if failed := retire.ApplyChangeAll(ctx(t), c.Addrs(), Change{AdminAccept: []string{h(next)}, AdminRetire: []string{h(old)}}); failed != nil {
+		t.Fatal(failed)
+	}
+	for _, m := range c.Masters {
+		if adminLogsIn(m, old) || !adminLogsIn(m, next) || !adminLogsIn(m, hostOwn) {
+			t.Fatalf("%s after the retirement: old %v, new %v, host's own %v; want false, true, true", m.Addr,
+				adminLogsIn(m, old), adminLogsIn(m, next), adminLogsIn(m, hostOwn))
+		}
+	}
+}
+
+func adminDo(t *testing.T, m *redistest.Master, args ...any) {
+	t.Helper()
+	if err := m.Admin().Do(ctx(t), args...).Err(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+}
