@@ -112,6 +112,10 @@ func (r *usersResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		endpoints = nil
 	}
 	planned, users := planUsers(configured, prior, endpoints, endpointsKnown)
+	checkSharedPasswords(planned, planAdminHashes(ctx, cfg, types.ListNull(types.StringType)), &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	if endpointsKnown && !req.State.Raw.IsNull() && cfg.AdminPassword.IsNull() && !cfg.AdminPasswordWO.IsUnknown() {
 		target, diags := usersTarget(cfg)
 		resp.Diagnostics.Append(diags...)
@@ -192,6 +196,28 @@ func planUsers(configured, prior map[string]usersEntryModel, endpoints []string,
 		planned[name] = e
 	}
 	return planned, users
+}
+
+// checkSharedPasswords refuses a user whose password is another user's or the admin's
+// (compared by hash): clients of one could log in as the other.
+func checkSharedPasswords(planned map[string]usersEntryModel, admin types.List, diags *diag.Diagnostics) {
+	owner := map[string]string{}
+	if h, _ := stringList(context.Background(), admin); len(h) > 0 {
+		owner[h[0]] = "the admin"
+	}
+	for _, name := range sortedNames(planned) {
+		h := planned[name].PasswordSHA256
+		if h.IsUnknown() || h.IsNull() {
+			continue
+		}
+		if other, taken := owner[h.ValueString()]; taken {
+			diags.AddAttributeError(path.Root("users").AtMapKey(name), "Password shared",
+				fmt.Sprintf("users[%q] has the same password as %s: its clients could log in as %s. Give each user its "+
+					"own password (one redlock_credentials per user).", name, other, other))
+			continue
+		}
+		owner[h.ValueString()] = fmt.Sprintf("users[%q]", name)
+	}
 }
 
 // markDrift reads the users from every endpoint and plans as unknown the ACL of each user

@@ -478,3 +478,23 @@ func TestAccUsers_adminRotation(t *testing.T) {
 		},
 	})
 }
+
+// TestAccUsers_sharedPasswordRefused: a user with another user's or the admin's password is
+// refused at plan, naming it.
+func TestAccUsers_sharedPasswordRefused(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 1, ACLFile: true})
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: usersConfig(c, billingUser(billingPassword1)+"\n"+
+					fmt.Sprintf(`    orders = { key_prefix = "orders:", password_sha256 = sha256(%q) }`, billingPassword1)),
+				ExpectError: regexp.MustCompile(`users\["orders"\] has the same password as users\["billing"\]`),
+			},
+			{
+				Config:      usersConfig(c, fmt.Sprintf(`    billing = { key_prefix = "billing:", password_sha256 = sha256(%q) }`, redistest.AdminPassword)),
+				ExpectError: regexp.MustCompile(`users\["billing"\] has the same password as the admin`),
+			},
+		},
+	})
+}
