@@ -1,15 +1,21 @@
 package provider
 
+// redlock_users: the schema, its model and the conversions between them.
+
 import (
+	"context"
 	"regexp"
+	"sort"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
@@ -152,4 +158,86 @@ func usersSchema() schema.Schema {
 			},
 		},
 	}
+}
+
+// usersEntries decodes the users map; known is false when it is unknown.
+func usersEntries(ctx context.Context, v types.Map) (map[string]usersEntryModel, bool, diag.Diagnostics) {
+	entries := map[string]usersEntryModel{}
+	if v.IsNull() || v.IsUnknown() {
+		return entries, !v.IsUnknown(), nil
+	}
+	diags := v.ElementsAs(ctx, &entries, false)
+	return entries, !diags.HasError(), diags
+}
+
+func priorEntries(ctx context.Context, st tfsdk.State) (map[string]usersEntryModel, diag.Diagnostics) {
+	if st.Raw.IsNull() {
+		return nil, nil
+	}
+	var m usersModel
+	diags := st.Get(ctx, &m)
+	if diags.HasError() {
+		return nil, diags
+	}
+	entries, _, d := usersEntries(ctx, m.Users)
+	return entries, append(diags, d...)
+}
+
+func entriesValue(entries map[string]usersEntryModel) (types.Map, diag.Diagnostics) {
+	elems := map[string]attr.Value{}
+	var diags diag.Diagnostics
+	for name, e := range entries {
+		obj, d := types.ObjectValue(usersEntryAttrTypes, map[string]attr.Value{
+			"key_prefix": e.KeyPrefix, "allow_eval": e.AllowEval, "password_wo": types.StringNull(), "password_sha256": e.PasswordSHA256,
+			"password_hashes": e.PasswordHashes, "acl": e.ACL,
+		})
+		diags.Append(d...)
+		elems[name] = obj
+	}
+	v, d := types.MapValue(types.ObjectType{AttrTypes: usersEntryAttrTypes}, elems)
+	return v, append(diags, d...)
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// stringList returns the elements of a list of strings (none for null); known is false
+// when the list or an element is unknown.
+func stringList(ctx context.Context, v types.List) ([]string, bool) {
+	if v.IsUnknown() {
+		return nil, false
+	}
+	if v.IsNull() {
+		return nil, true
+	}
+	for _, e := range v.Elements() {
+		if e.IsUnknown() {
+			return nil, false
+		}
+	}
+	var out []string
+	_ = v.ElementsAs(ctx, &out, false)
+	return out, true
+}
+
+func stringsValue(s []string) types.List {
+	elems := make([]attr.Value, len(s))
+	for i, v := range s {
+		elems[i] = types.StringValue(v)
+	}
+	return types.ListValueMust(types.StringType, elems)
+}
+
+func stringMapValue(m map[string]string) types.Map {
+	elems := map[string]attr.Value{}
+	for k, v := range m {
+		elems[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, elems)
 }
