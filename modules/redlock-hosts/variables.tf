@@ -78,7 +78,7 @@ variable "lock_user" {
 }
 
 variable "credentials_keepers" {
-  description = "Values that, when changed, generate new passwords (then re-provision the hosts)."
+  description = "Values that, when changed, generate new passwords, the admin's and every lock user's. With live_users they reach the running masters with an overlap (the apply accepts old and new, the next apply retires the old); otherwise re-provision the hosts."
   type        = map(string)
   default     = {}
 }
