@@ -102,7 +102,10 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 			"a clean stop, `restart_delay` after the exit of a crash, and `restart_delay` from boot in every other case " +
 			"(a reboot, a power loss, a new or replaced host). A new host therefore waits one `restart_delay` before it " +
 			"grants anything.\n\nGive `user_data` (or `user_data_base64_gzip`) to any cloud's instance resource unchanged; " +
-			"`files` and `commands` are the same content for other tools. `user_data` holds the passwords: it is sensitive.",
+			"`files` and `commands` are the same content for other tools. `user_data` holds no password: the users, the " +
+			"admin included, are in an ACL file as SHA-256 hashes (`#<hex>`), which the server loads and `redlock_users` " +
+			"changes live; the host's own steps log in as the admin with a second password the host makes at first boot " +
+			"and keeps. It stays sensitive (the hashes, and the TLS key with `tls`).",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the master, for logs and hooks.",
 				Validators: []validator.String{stringvalidator.RegexMatches(namePattern, "must be 1-64 letters, digits, '.', '_' or '-'")}},
@@ -153,6 +156,7 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`."},
 					"password": schema.StringAttribute{Required: true, Sensitive: true, Validators: lockUserPasswordValidators(),
 						MarkdownDescription: "This user's password, at least 16 characters without whitespace."},
+					"allow_eval": schema.BoolAttribute{Optional: true, MarkdownDescription: allowEvalDescription},
 				}},
 			},
 			"hooks": schema.SingleNestedAttribute{Optional: true,

@@ -23,9 +23,16 @@ import (
 type lockUserModel struct {
 	KeyPrefix types.String `tfsdk:"key_prefix"`
 	Password  types.String `tfsdk:"password"`
+	AllowEval types.Bool   `tfsdk:"allow_eval"`
 }
 
-var lockUserAttrTypes = map[string]attr.Type{"key_prefix": types.StringType, "password": types.StringType}
+var lockUserAttrTypes = map[string]attr.Type{"key_prefix": types.StringType, "password": types.StringType, "allow_eval": types.BoolType}
+
+// allowEvalDescription is lock_users.*.allow_eval, wherever users are defined.
+const allowEvalDescription = "Also allow `EVAL`, `EVALSHA` and `SCRIPT LOAD|EXISTS`, for other Redlock clients " +
+	"(redsync, node-redlock, pottery) that release with Lua of their own; the kit's clients do not need it. Weaker: " +
+	"such a user can run any script, busy ones included (stopped only by the busy-reply threshold and `SCRIPT KILL`), " +
+	"over any key it names inside its prefix; keys outside the prefix stay refused. Default `false`."
 
 const lockUsersDescription = "Lock users, one per application (tenant), by ACL user name: each may touch only keys " +
 	"and pub/sub channels that start with its `key_prefix` (its locks, fencing registers and release channels), so " +
@@ -71,7 +78,8 @@ func lockUsersFromModel(ctx context.Context, v types.Map) (users []master.LockUs
 		if e.KeyPrefix.IsUnknown() {
 			known = false
 		}
-		users = append(users, master.LockUser{Name: name, KeyPrefix: e.KeyPrefix.ValueString(), Password: e.Password.ValueString()})
+		users = append(users, master.LockUser{Name: name, KeyPrefix: e.KeyPrefix.ValueString(), Password: e.Password.ValueString(),
+			AllowEval: e.AllowEval.ValueBool()})
 	}
 	sort.Slice(users, func(i, j int) bool { return users[i].Name < users[j].Name })
 	return users, known, nil
@@ -86,7 +94,8 @@ func lockUsersToModel(users []master.LockUser) types.Map {
 	elems := map[string]attr.Value{}
 	for _, u := range users {
 		elems[u.Name] = types.ObjectValueMust(lockUserAttrTypes, map[string]attr.Value{
-			"key_prefix": types.StringValue(u.KeyPrefix), "password": types.StringValue(u.Password)})
+			"key_prefix": types.StringValue(u.KeyPrefix), "password": types.StringValue(u.Password),
+			"allow_eval": types.BoolValue(u.AllowEval)})
 	}
 	return types.MapValueMust(objType, elems)
 }

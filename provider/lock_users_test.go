@@ -12,7 +12,8 @@ import (
 func lockUsersValue(entries map[string][2]types.String) types.Map {
 	elems := map[string]attr.Value{}
 	for name, e := range entries {
-		elems[name] = types.ObjectValueMust(lockUserAttrTypes, map[string]attr.Value{"key_prefix": e[0], "password": e[1]})
+		elems[name] = types.ObjectValueMust(lockUserAttrTypes, map[string]attr.Value{"key_prefix": e[0], "password": e[1],
+			"allow_eval": types.BoolValue(false)})
 	}
 	return types.MapValueMust(types.ObjectType{AttrTypes: lockUserAttrTypes}, elems)
 }

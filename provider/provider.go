@@ -119,6 +119,7 @@ func (p *redlockProvider) Resources(context.Context) []func() resource.Resource 
 		NewCredentialsResource,
 		NewCAResource,
 		NewServerCertificateResource,
+		NewUsersResource,
 	}
 }
 

@@ -222,6 +222,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"password": schema.StringAttribute{Required: true, Sensitive: true, Validators: lockUserPasswordValidators(),
 						MarkdownDescription: "This user's password, at least 16 characters without whitespace (one " +
 							"`redlock_credentials` per user generates one)."},
+					"allow_eval": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						MarkdownDescription: allowEvalDescription},
 				}},
 			},
 			"hooks": schema.SingleNestedAttribute{

@@ -5,8 +5,12 @@
 //
 //   - the server config: internal/redisconf's safe settings (AOF appendfsync always,
 //     no-appendfsync-on-rewrite no, noeviction with an explicit maxmemory, no RDB
-//     snapshots, protected mode, the admin password, the restricted lock user, no
-//     replication), bound to the host's address;
+//     snapshots, protected mode, no replication), bound to the host's address;
+//   - an ACL file with every user, the admin (default) included, as SHA-256 hashes only:
+//     setup copies it into the data dir, where the server loads it and ACL SAVE rewrites
+//     it after a live change (internal/acl), and adds the hash of the host's own admin
+//     password, which it makes at first boot and which never leaves the host: the
+//     user-data holds no password;
 //   - a drop-in for the package's own unit (its sandbox is kept) that does the delayed
 //     restart with systemd's primitives: Restart=always with a short RestartSec, an
 //     ExecStartPre gate that holds a start until every lock the last run granted has

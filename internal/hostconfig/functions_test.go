@@ -17,10 +17,11 @@ import (
 )
 
 // TestFunctionsStep: the policy script's ExecStartPost step loads the rendered function
-// library into a real server as the admin (password from its 0600 file), and fails, saying
+// library into a real server as the host's own admin (password made by setup's host_admin
+// step, in its 0600 file), and fails, saying
 // why, when the library does not load: systemd then fails the start.
 func TestFunctionsStep(t *testing.T) {
-	cl := redistest.Start(t, redistest.Options{Masters: 1})
+	cl := redistest.Start(t, redistest.Options{Masters: 1, ACLFile: true})
 	m := cl.Masters[0]
 	ctx := context.Background()
 	p := newPolicy(t, time.Second)
@@ -28,10 +29,7 @@ func TestFunctionsStep(t *testing.T) {
 	if err != nil {
 		t.Fatal("redis-cli not on PATH: run `make deps`")
 	}
-	pwFile := filepath.Join(p.dir, "admin-password")
-	if err := os.WriteFile(pwFile, []byte(redistest.AdminPassword), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, pwFile := withHostAdmin(t, p, m)
 	lib := filepath.Join(p.dir, "redlock-functions.lua")
 	// The bundle's file, as a host gets it.
 	b, err := Render(testHost())
@@ -50,7 +48,7 @@ func TestFunctionsStep(t *testing.T) {
 	}
 	// The rendered settings, pointed at the test's server, CLI and files (later
 	// assignments win).
-	extra := fmt.Sprintf("HOST=%s\nPORT=%d\nCLI=%s\nADMIN_PASSWORD_FILE=%s\nFUNCTIONS_FILE=%s\n", m.Host, m.Port, cli, pwFile, lib)
+	extra := fmt.Sprintf("HOST=%s\nPORT=%d\nCLI=%s\nFUNCTIONS_FILE=%s\n", m.Host, m.Port, cli, lib)
 	conf, err := os.ReadFile(filepath.Join(p.dir, "master.conf"))
 	if err != nil {
 		t.Fatal(err)

@@ -220,7 +220,26 @@ cli() {
 	REDISCLI_AUTH=$(cat "$ADMIN_PASSWORD_FILE") timeout 5 "$CLI" -h "$HOST" -p "$PORT" --no-auth-warning "$@"
 }
 
-# functions: FUNCTION LOAD REPLACE of the kit's library (lock users may run no other Lua).
+# host_admin: the host's own password for the admin (default) user, made here at first
+# boot; it never leaves the host, and the user-data holds password hashes only. Its hash
+# is one more password of the default user (the operators' admin password stays valid), in
+# the server's ACL file: the rendered one (ACL_SEED) the first time, afterwards the file as
+# live changes saved it.
+host_admin() {
+	if [ ! -s "$ADMIN_PASSWORD_FILE" ]; then
+		(umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$ADMIN_PASSWORD_FILE") || return 1
+	fi
+	hash="#$(tr -d '\n' <"$ADMIN_PASSWORD_FILE" | sha256sum | cut -d' ' -f1)"
+	from=$ACL_FILE
+	[ -s "$ACL_FILE" ] || from=$ACL_SEED
+	awk -v h="$hash" '$1 == "user" && $2 == "default" { for (i = 3; i <= NF; i++) if ($i == h) h = ""; if (h != "") $0 = $0 " " h } { print }' \
+		"$from" >"$ACL_FILE.new" && grep -q "^user default .*$hash" "$ACL_FILE.new" &&
+		chown "$SERVICE_USER:$SERVICE_GROUP" "$ACL_FILE.new" && chmod 0600 "$ACL_FILE.new" && mv "$ACL_FILE.new" "$ACL_FILE"
+}
+
+# functions: FUNCTION LOAD REPLACE of the kit's library, as the admin. Lock users may FCALL
+# its functions and run no other Lua; functions persist in the AOF, so this replaces the
+# version the last run had with the one this host was rendered with.
 functions() {
 	out=$(cli -x FUNCTION LOAD REPLACE <"$FUNCTIONS_FILE" 2>&1)
 	if [ "$out" != "$FUNCTIONS_LIBRARY" ]; then
@@ -315,6 +334,7 @@ stopped() {
 }
 
 setup() {
+	host_admin || { log "cannot add the host's admin password to $ACL_FILE"; return 1; }
 	# The server config holds the passwords: readable by the service's user only.
 	chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"
 	if [ -n "${TLS_KEY_FILE:-}" ]; then
@@ -328,7 +348,7 @@ setup() {
 }
 
 case "${1:-}" in
-gate | functions | started | stop | stopped | setup) "$1" ;;
+gate | functions | started | stop | stopped | setup | host_admin) "$1" ;;
 hook) case "${2:-}" in hook_on_crash | hook_before_restart | hook_after_restart) "$2" ;; *) exit 64 ;; esac ;;
 *)
 	echo "usage: redlock-master gate|functions|started|stop|stopped|setup" >&2

@@ -22,6 +22,13 @@ const (
 	DropInName        = "redlock.conf"
 	DefaultPort       = 6379
 
+	// ACLSeedPath is the ACL file as rendered: every user, the admin included, with password
+	// hashes only (redisconf.Config.RenderACL). Setup copies it to ACLFilePath once, adding
+	// the hash of the host's own admin password, which it makes into AdminPasswordPath
+	// (0600, root) for the host's steps (function load, stop): that password never leaves
+	// the host, and the user-data holds no password at all.
+	ACLSeedPath = ConfDir + "/users.acl"
+
 	// FunctionsPath is the kit's function library (lockagent/redlock.FunctionLibrary), which
 	// the policy script loads as the admin at every start of the server.
 	FunctionsPath = ConfDir + "/redlock-functions.lua"
@@ -106,7 +113,12 @@ func Render(h Host) (*Bundle, error) {
 
 	conf := spec.RedisConfig(ConfDir)
 	conf.PidFile = srv.PIDFile
+	conf.ACLFile = ACLFilePath(srv)
 	serverConf, err := conf.Render()
+	if err != nil {
+		return nil, err
+	}
+	aclSeed, err := conf.RenderACL()
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +126,9 @@ func Render(h Host) (*Bundle, error) {
 	b := &Bundle{Server: srv, Spec: spec}
 	b.Files = []File{
 		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath), Permissions: "0644"},
-		{Path: AdminPasswordPath, Content: spec.AdminPassword, Permissions: "0600"},
-		// The passwords are in it: 0600, and the setup step gives it to the service's user.
+		// Password hashes only; 0600 all the same.
+		{Path: ACLSeedPath, Content: aclSeed, Permissions: "0600"},
+		// 0600, and the setup step gives it to the service's user (the TLS key's path is in it).
 		{Path: serverConfPath, Content: serverConf, Permissions: "0600"},
 		{Path: FunctionsPath, Content: redlock.FunctionLibrary().Code, Permissions: "0644"},
 		{Path: ScriptPath, Content: script, Permissions: "0755"},
@@ -149,6 +162,10 @@ func Render(h Host) (*Bundle, error) {
 	return b, nil
 }
 
+// ACLFilePath is the ACL file srv's server loads and rewrites (ACL SAVE, internal/acl):
+// in its data dir, the one place the package's sandbox lets it write.
+func ACLFilePath(srv Server) string { return srv.DataDir + "/users.acl" }
+
 // DropInPath is where the drop-in for srv's unit goes.
 func DropInPath(srv Server) string {
 	return "/etc/systemd/system/" + srv.Unit + ".d/" + DropInName
@@ -166,6 +183,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 		{"SERVICE_USER", srv.User}, {"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", redlock.FunctionLibraryName},
 		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BIN", srv.Binary},
+		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}

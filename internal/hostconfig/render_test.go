@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"io"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestRenderSafeServerConfig(t *testing.T) {
 			conf := file(t, b, ConfDir+"/"+server+".conf")
 			for _, want := range []string{"bind 10.0.0.11\n", "port 6379\n", "protected-mode yes\n", "appendonly yes\n",
 				"appendfsync always\n", "no-appendfsync-on-rewrite no\n", `save ""` + "\n", "maxmemory 64mb\n",
-				"maxmemory-policy noeviction\n", `dir "` + srv.DataDir + `"`, "requirepass ", "user redlock on ",
+				"maxmemory-policy noeviction\n", `dir "` + srv.DataDir + `"`, `aclfile "` + ACLFilePath(srv) + `"`,
 				`pidfile "` + srv.PIDFile + `"`} {
 				if !strings.Contains(conf.Content, want) {
 					t.Errorf("server config lacks %q:\n%s", want, conf.Content)
@@ -57,8 +58,15 @@ func TestRenderSafeServerConfig(t *testing.T) {
 			if strings.Contains(conf.Content, "replicaof") || conf.Permissions != "0600" {
 				t.Errorf("server config: replicaof or permissions %s", conf.Permissions)
 			}
-			if pw := file(t, b, AdminPasswordPath); pw.Permissions != "0600" || pw.Content != h.Spec.AdminPassword {
-				t.Errorf("admin password file: %+v", pw)
+			if strings.Contains(conf.Content, "requirepass") || strings.Contains(conf.Content, "\nuser ") {
+				t.Errorf("server config defines users (they belong in the ACL file):\n%s", conf.Content)
+			}
+			seed := file(t, b, ACLSeedPath)
+			for _, want := range []string{"user default reset on #" + redisconf.HashPassword(h.Spec.AdminPassword) + " ",
+				"user redlock reset on #" + redisconf.HashPassword(h.Spec.LockPassword) + " "} {
+				if !strings.Contains(seed.Content, want) || seed.Permissions != "0600" {
+					t.Errorf("ACL file (%s) lacks %q:\n%s", seed.Permissions, want, seed.Content)
+				}
 			}
 			drop := file(t, b, DropInPath(srv)).Content
 			for _, want := range []string{"ExecStart=\nExecStart=" + srv.Binary + " /etc/redlock/" + server + ".conf --supervised systemd",

@@ -27,14 +27,13 @@ func TestStopOverTLS(t *testing.T) {
 		{name: "without it: plain text reaches nothing", withCA: false, stopped: false, wantLog: "could not rewrite the AOF before the stop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := redistest.Start(t, redistest.Options{Masters: 1, TLS: true})
+			c := redistest.Start(t, redistest.Options{Masters: 1, TLS: true, ACLFile: true})
 			m := c.Masters[0]
 			p := newPolicy(t, time.Second)
-			caFile, pwFile := filepath.Join(p.dir, "ca.crt"), filepath.Join(p.dir, "admin-password")
-			for path, content := range map[string]string{caFile: c.CACertPEM, pwFile: redistest.AdminPassword} {
-				if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-					t.Fatal(err)
-				}
+			hostAdminConf, _ := withHostAdmin(t, p, m)
+			caFile := filepath.Join(p.dir, "ca.crt")
+			if err := os.WriteFile(caFile, []byte(c.CACertPEM), 0o600); err != nil {
+				t.Fatal(err)
 			}
 			spec := master.Spec{Name: "m1", Bind: m.Host, Port: m.Port, DataDir: p.dataDir, RestartDelay: time.Second,
 				TLS: &master.TLS{CACertPEM: c.CACertPEM}}
@@ -43,7 +42,7 @@ func TestStopOverTLS(t *testing.T) {
 				t.Fatalf("master.conf of a TLS master does not name the CA file:\n%s", conf)
 			}
 			// The host's paths, moved into the test's dir (a later assignment wins in sh).
-			conf += "ADMIN_PASSWORD_FILE=" + shellQuote(pwFile) + "\n"
+			conf += hostAdminConf
 			if tc.withCA {
 				conf += "TLS_CA_FILE=" + shellQuote(caFile) + "\n"
 			} else {

@@ -3,12 +3,14 @@ package hostconfig
 import (
 	"strings"
 	"testing"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
-// TestRenderSecretsOnlyIn0600Files: every file a host gets that holds the admin or the lock
-// password is 0600, in the files list and in the #cloud-config user-data alike, and the
-// setup step hands the server config to the service's user (who must read it) as 0600.
-func TestRenderSecretsOnlyIn0600Files(t *testing.T) {
+// TestRenderNoPasswordOnTheHost: no file a host gets, and nothing in its user-data (gzip
+// files are the Files entries, decoded), holds the admin or a lock password; the ACL file holds their hashes.
+// The host's own admin password is made on the host (host_admin), so none is shipped.
+func TestRenderNoPasswordOnTheHost(t *testing.T) {
 	for _, server := range ServerNames() {
 		h := testHost()
 		h.Server = server
@@ -16,27 +18,32 @@ func TestRenderSecretsOnlyIn0600Files(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		holders := 0
+		secrets := []string{h.Spec.AdminPassword, h.Spec.LockPassword}
 		for _, f := range b.Files {
-			if strings.Contains(f.Content, h.Spec.AdminPassword) || strings.Contains(f.Content, h.Spec.LockPassword) {
-				holders++
-				if f.Permissions != "0600" {
-					t.Errorf("%s: %s holds a password with permissions %s, want 0600", server, f.Path, f.Permissions)
-				}
-				if !strings.Contains(b.UserData, "path: "+f.Path+"\n    permissions: \"0600\"") {
-					t.Errorf("%s: user-data writes %s without permissions 0600:\n%s", server, f.Path, b.UserData)
+			for _, s := range secrets {
+				if strings.Contains(f.Content, s) {
+					t.Errorf("%s: %s holds a password", server, f.Path)
 				}
 			}
 		}
-		if holders != 2 {
-			t.Errorf("%s: %d files hold a password, want 2 (the server config and the admin password file)", server, holders)
+		for _, s := range secrets {
+			if strings.Contains(b.UserData, s) {
+				t.Errorf("%s: the user-data holds a password", server)
+			}
 		}
-		conf := masterConf(b.Spec, b.Server, ConfDir+"/"+server+".conf")
-		if !strings.Contains(conf, "SERVICE_USER='"+b.Server.User+"'\n") || b.Server.User == "" {
-			t.Errorf("%s: master.conf does not name the service user:\n%s", server, conf)
+		seed := file(t, b, ACLSeedPath).Content
+		for _, s := range secrets {
+			if !strings.Contains(seed, "#"+redisconf.HashPassword(s)) {
+				t.Errorf("%s: the ACL file lacks a password's hash:\n%s", server, seed)
+			}
 		}
-		if !strings.Contains(script, `chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"`) {
-			t.Errorf("the setup step does not hand the server config to the service user as 0600")
+		for _, f := range b.Files {
+			if f.Path == AdminPasswordPath {
+				t.Errorf("%s: the user-data ships %s: the host makes it", server, AdminPasswordPath)
+			}
+		}
+		if !strings.Contains(script, "\thost_admin || ") {
+			t.Error("the setup step does not make the host's admin")
 		}
 	}
 }

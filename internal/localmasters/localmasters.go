@@ -49,6 +49,9 @@ type Options struct {
 	// TLS makes every master serve TLS only, with a server certificate for Host signed by
 	// the cluster's own CA (Cluster.CACertPEM; Master.TLSConfig trusts it).
 	TLS bool
+	// ACLFile puts every user in an ACL file in the master's data dir (redisconf.Config.ACLFile:
+	// password hashes only), so users changed live (ACL SAVE) survive a restart.
+	ACLFile bool
 }
 
 // Credentials every harness master shares. The lock user may FCALL the kit's functions
@@ -204,6 +207,16 @@ func startMaster(bin string, opts Options, dataDir string, tm *tlsMaterial) (*Ma
 		}
 		if tm != nil {
 			rc.TLS, m.TLSConfig = &tm.files, tm.client
+		}
+		if opts.ACLFile {
+			rc.ACLFile = filepath.Join(dataDir, "users.acl")
+			acl, err := rc.RenderACL()
+			if err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(rc.ACLFile, []byte(acl), 0o600); err != nil {
+				return nil, err
+			}
 		}
 		conf, err := rc.Render()
 		if err != nil {

@@ -5,6 +5,8 @@
 package redisconf
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -60,6 +62,18 @@ type LockUser struct {
 	Name      string
 	Password  string
 	KeyPrefix string
+	// AllowEval adds EvalCommands, for other Redlock clients (redsync, node-redlock, ...)
+	// that release with their own Lua: weaker, since such a client can run any script,
+	// busy ones included, over any key it names inside KeyPrefix.
+	AllowEval bool
+}
+
+// Commands are the commands u may run: LockUserCommands, plus EvalCommands with AllowEval.
+func (u LockUser) Commands() []string {
+	if !u.AllowEval {
+		return LockUserCommands
+	}
+	return append(append([]string{}, LockUserCommands...), EvalCommands...)
 }
 
 // KeyPattern is the ACL glob of the keys and channels u may touch ("*" for no prefix).
@@ -68,7 +82,7 @@ func (u LockUser) KeyPattern() string { return u.KeyPrefix + "*" }
 
 // ACLRules are the ACL SETUSER rules that define u from scratch: on, its password, its
 // keys and channels, and nothing but LockUserCommands.
-func (u LockUser) ACLRules() []string { return UserRules(u.Password, u.KeyPattern(), LockUserCommands) }
+func (u LockUser) ACLRules() []string { return UserRules(u.Password, u.KeyPattern(), u.Commands()) }
 
 // GlobChars are the characters a key prefix may not contain: ACL key patterns are globs.
 const GlobChars = `*?[]\`
@@ -136,9 +150,37 @@ func MonitorUserRules(password string) []string {
 // name, in the order ACL SETUSER takes them: password, keys, channels (the same pattern as
 // the keys: a lock's release channel starts with its key), commands.
 func UserRules(password, keyPattern string, commands []string) []string {
+	return restrictedUserRules([]string{">" + password}, keyPattern, commands)
+}
+
+// HashedUserRules are UserRules with the passwords given as their SHA-256 hashes
+// (HashPassword), each accepted: a host and a live change never need the plain password,
+// and a user with two hashes accepts both (a rotation's overlap).
+func HashedUserRules(passwordHashes []string, keyPattern string, commands []string) []string {
+	rules := make([]string, len(passwordHashes))
+	for i, h := range passwordHashes {
+		rules[i] = "#" + h
+	}
+	return restrictedUserRules(rules, keyPattern, commands)
+}
+
+// HashedACLRules are ACLRules with u's password given as SHA-256 hashes (HashedUserRules).
+func (u LockUser) HashedACLRules(passwordHashes []string) []string {
+	return HashedUserRules(passwordHashes, u.KeyPattern(), u.Commands())
+}
+
+func restrictedUserRules(passwordRules []string, keyPattern string, commands []string) []string {
 	p := or(keyPattern, "*")
-	return append([]string{"reset", "on", ">" + password, "~" + p, "resetchannels", "&" + p, "-@all"},
-		commands...)
+	rules := append([]string{"reset", "on"}, passwordRules...)
+	return append(append(rules, "~"+p, "resetchannels", "&"+p, "-@all"), commands...)
+}
+
+// HashPassword is the hex SHA-256 of password, the form Redis keeps and ACL rules take
+// after '#' (ACL GETUSER shows it): what a host needs to check the password, not the
+// password itself.
+func HashPassword(password string) string {
+	sum := sha256.Sum256([]byte(password))
+	return hex.EncodeToString(sum[:])
 }
 
 // Config describes one master. Zero values mean the safe default where one exists.
@@ -170,6 +212,33 @@ type Config struct {
 	// TLS, when set, makes the master serve TLS only: Port becomes the tls-port and the
 	// plain-text port is closed (port 0).
 	TLS *TLSFiles
+	// ACLFile, when set, moves every user out of redis.conf into this file (RenderACL: no
+	// requirepass, password hashes only), which ACL SAVE rewrites after a live change
+	// (internal/acl), so the server's next start keeps it. The server must be able to
+	// write its directory (ACL SAVE writes a temp file and renames it).
+	ACLFile string
+}
+
+// RenderACL returns the content of c.ACLFile: the admin as the default user, every lock
+// user and the EVAL user, each with the SHA-256 hash of its password (`#<hex>`), never the
+// password itself.
+func (c Config) RenderACL() (string, error) {
+	if c.AdminPassword == "" {
+		return "", fmt.Errorf("redisconf: the admin password is required")
+	}
+	var b strings.Builder
+	user := func(name string, rules []string) { fmt.Fprintf(&b, "user %s %s\n", name, strings.Join(rules, " ")) }
+	user("default", []string{"reset", "on", "#" + HashPassword(c.AdminPassword), "~*", "&*", "+@all"})
+	for _, u := range c.Users() {
+		if u.Password == "" {
+			return "", fmt.Errorf("redisconf: lock user %s has no password", u.Name)
+		}
+		user(u.Name, u.HashedACLRules([]string{HashPassword(u.Password)}))
+	}
+	if c.EvalPassword != "" {
+		user(or(c.EvalUser, DefaultEvalUser), HashedUserRules([]string{HashPassword(c.EvalPassword)}, "*", EvalUserCommands()))
+	}
+	return b.String(), nil
 }
 
 // TLSFiles are the PEM files a TLS master reads at start (and again on CONFIG SET of any
@@ -255,14 +324,20 @@ func (c Config) Render() (string, error) {
 	line("maxmemory-policy %s", MaxmemoryPolicy)
 	line("# Independent master: never a replica, never replicated from.")
 	line("replica-serve-stale-data no")
-	line("# Authentication: admin is the default user; lock clients get a restricted user.")
-	line("requirepass %s", quote(c.AdminPassword))
-	for _, u := range users {
-		line("user %s", userLine(u.Name, u.Password, u.KeyPattern(), LockUserCommands))
-	}
-	if c.EvalPassword != "" {
-		line("# Clients that send their own Lua (EVAL) get their own user.")
-		line("user %s", userLine(or(c.EvalUser, DefaultEvalUser), c.EvalPassword, "*", EvalUserCommands()))
+	if c.ACLFile != "" {
+		line("# Authentication: every user, the admin (default) included, is in the ACL file, with")
+		line("# password hashes only (RenderACL); live changes are saved there (ACL SAVE).")
+		line("aclfile %s", quote(c.ACLFile))
+	} else {
+		line("# Authentication: admin is the default user; lock clients get a restricted user.")
+		line("requirepass %s", quote(c.AdminPassword))
+		for _, u := range users {
+			line("user %s", userLine(u.Name, u.Password, u.KeyPattern(), u.Commands()))
+		}
+		if c.EvalPassword != "" {
+			line("# Clients that send their own Lua (EVAL) get their own user.")
+			line("user %s", userLine(or(c.EvalUser, DefaultEvalUser), c.EvalPassword, "*", EvalUserCommands()))
+		}
 	}
 	if c.MonitorPassword != "" {
 		line("# Exporters log in as the monitoring user: server state, no key, no CONFIG.")

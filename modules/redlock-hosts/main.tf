@@ -32,7 +32,7 @@ locals {
   tenants      = length(var.lock_users) > 0
   first_tenant = local.tenants ? sort(keys(var.lock_users))[0] : null
   lock_users = local.tenants ? {
-    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, password = redlock_credentials.tenant[name].lock_password }
+    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, allow_eval = u.allow_eval, password = redlock_credentials.tenant[name].lock_password }
   } : null
   # The lock user the audit logs in as: the single one, or the first tenant by name.
   audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user

@@ -1,5 +1,5 @@
 output "user_data" {
-  description = "#cloud-config user-data of every host, in the order of var.hosts: give each to its instance resource unchanged. Holds the passwords."
+  description = "#cloud-config user-data of every host, in the order of var.hosts: give each to its instance resource unchanged. Holds no password: SHA-256 hashes only (and the TLS key with tls)."
   value       = data.redlock_host_config.this[*].user_data
   sensitive   = true
 }

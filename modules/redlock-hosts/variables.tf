@@ -78,7 +78,7 @@ variable "lock_user" {
 }
 
 variable "credentials_keepers" {
-  description = "Values that, when changed, generate new passwords (then re-provision the hosts)."
+  description = "Values that, when changed, generate new passwords, the admin's and every lock user's. With live_users they reach the running masters with an overlap (the apply accepts old and new, the next apply retires the old); otherwise re-provision the hosts."
   type        = map(string)
   default     = {}
 }
@@ -94,9 +94,10 @@ variable "hooks" {
 }
 
 variable "lock_users" {
-  description = "Lock users, one per application, by ACL user name: each is confined to the keys and pub/sub channels that start with its key_prefix, so one application cannot read, delete, overwrite, expire or script over another's locks (clients that share one user always can). Each gets its own generated password; client_configs has one JSON per user. Empty (the default): one lock user, \"redlock\", with every key."
+  description = "Lock users, one per application, by ACL user name: each is confined to the keys and pub/sub channels that start with its key_prefix, so one application cannot read, delete, overwrite, expire or script over another's locks (clients that share one user always can). Each gets its own generated password; client_configs has one JSON per user. allow_eval = true also lets that user run EVAL inside its prefix, for other Redlock clients (redsync, node-redlock) that release with Lua of their own: weaker, since its clients can run any script over any key of the prefix. Empty (the default): one lock user, \"redlock\", with every key."
   type = map(object({
     key_prefix = string
+    allow_eval = optional(bool, false)
   }))
   default = {}
 
@@ -137,5 +138,12 @@ variable "exporters" {
   description = "Install and start Debian's prometheus-redis-exporter (port 9121, logged in as monitor_user, TLS when on) and prometheus-node-exporter (port 9100, with the textfile collector where each host publishes its master's state) on every host. Set false to run your own."
   type        = bool
   default     = true
+  nullable    = false
+}
+
+variable "live_users" {
+  description = "Apply lock_users to the running masters over the admin connection (redlock_users): adding a tenant or rotating its password (credentials_keepers) then reaches the hosts without new user-data, with an overlap (the apply after a rotation accepts old and new passwords; the next apply retires the old). Needs lock_users, and the masters reachable from where Terraform runs: turn it on once the hosts are up (a new host holds restart_delay before it serves)."
+  type        = bool
+  default     = false
   nullable    = false
 }

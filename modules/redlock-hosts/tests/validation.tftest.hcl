@@ -166,7 +166,7 @@ run "tenants_outputs" {
   }
   assert {
     condition = alltrue([for u in output.user_data :
-      strcontains(u, "user billing on") && strcontains(u, "~billing:* resetchannels &billing:*") && !strcontains(u, "user redlock ")
+      strcontains(u, "user billing reset on #") && strcontains(u, "~billing:* resetchannels &billing:*") && !strcontains(u, "user redlock ")
     ])
     error_message = "every host defines the tenants, confined to their prefixes, and no all-keys lock user"
   }

@@ -1,0 +1,61 @@
+# live_users: the tenants become a redlock_users over every endpoint. Nothing serves on
+# these loopback addresses, so the runs plan (an apply would reach for the masters) after
+# one apply that makes the credentials.
+
+variables {
+  hosts = [
+    { name = "a", address = "127.66.1.11" },
+    { name = "b", address = "127.66.1.12" },
+    { name = "c", address = "127.66.1.13" },
+  ]
+  lock_users = {
+    billing = { key_prefix = "billing:", allow_eval = true }
+    orders  = { key_prefix = "orders:" }
+  }
+}
+
+run "tenants_rendered" {
+  command         = apply
+  expect_failures = [check.redlock_deployment] # nothing serves on these addresses
+  assert {
+    condition     = length(redlock_users.live) == 0 && output.live_users_acl == {}
+    error_message = "live_users is off by default: no redlock_users"
+  }
+  assert {
+    condition     = alltrue([for u in output.user_data : can(regex("user billing [^\n]*\\+eval", u)) && !can(regex("user orders [^\n]*\\+eval", u))])
+    error_message = "allow_eval gives EVAL to that tenant only, in every host's ACL file"
+  }
+}
+
+run "live_users_plans_the_tenants" {
+  command         = plan
+  expect_failures = [check.redlock_deployment]
+  variables {
+    live_users = true
+  }
+  assert {
+    condition     = length(redlock_users.live) == 1 && join(",", keys(redlock_users.live[0].users)) == "billing,orders"
+    error_message = "live_users with two tenants plans one redlock_users with both"
+  }
+  assert {
+    condition     = redlock_users.live[0].users.billing.key_prefix == "billing:" && join(",", redlock_users.live[0].endpoints) == "127.66.1.11:6379,127.66.1.12:6379,127.66.1.13:6379"
+    error_message = "redlock_users covers every endpoint with each tenant's prefix"
+  }
+  assert {
+    condition     = redlock_users.live[0].users.billing.allow_eval && !redlock_users.live[0].users.orders.allow_eval
+    error_message = "allow_eval reaches the live users"
+  }
+  assert {
+    condition     = redlock_users.live[0].users.billing.password_sha256 == sha256(redlock_credentials.tenant["billing"].lock_password)
+    error_message = "the masters get the SHA-256 of the tenant's password"
+  }
+}
+
+run "live_users_needs_tenants" {
+  command = plan
+  variables {
+    live_users = true
+    lock_users = {}
+  }
+  expect_failures = [redlock_users.live, check.redlock_deployment]
+}

@@ -1,0 +1,209 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// rotationWorker is one lock client process loop: `lockagent run` again and again on its
+// own key, each run acquiring, renewing (the command outlives the TTL) and releasing, with
+// the password its file has at that moment (what an application's config rollout changes).
+type rotationWorker struct {
+	cmd      *exec.Cmd
+	pwFile   string
+	log      string // one line per run: its exit code
+	errs     string // stderr of the runs
+	stopFile string
+}
+
+// rotationWorkerScript loops until the stop file exists; every lockagent run is a new
+// process that logs in afresh.
+const rotationWorkerScript = `
+while [ ! -e "$STOP" ]; do
+  LOCKAGENT_PASSWORD=$(cat "$PWFILE") "$AGENT" run --key "$KEY" --ttl 600ms --wait 30s -- sleep 0.9 2>>"$ERRS"
+  echo "$?" >>"$LOG"
+done
+`
+
+func buildLockagent(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lockagent")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/redlock-kit/redlock-kit/lockagent/cmd/lockagent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build lockagent: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func startRotationWorker(t *testing.T, agent string, c *redistest.Cluster, id int, password string) *rotationWorker {
+	t.Helper()
+	dir := t.TempDir()
+	w := &rotationWorker{pwFile: filepath.Join(dir, "password"), log: filepath.Join(dir, "runs.log"),
+		errs: filepath.Join(dir, "stderr.log"), stopFile: filepath.Join(dir, "stop")}
+	w.setPassword(t, password)
+	w.cmd = exec.Command("sh", "-c", rotationWorkerScript)
+	w.cmd.Env = append(os.Environ(), "AGENT="+agent, "PWFILE="+w.pwFile, "LOG="+w.log, "ERRS="+w.errs, "STOP="+w.stopFile,
+		fmt.Sprintf("KEY=job-%d", id), "LOCKAGENT_ENDPOINTS="+strings.Join(c.Addrs(), ","),
+		"LOCKAGENT_USERNAME=billing", "LOCKAGENT_KEY_PREFIX=billing:")
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if w.cmd.ProcessState != nil {
+			return // stopAndCount waited for it
+		}
+		_ = os.WriteFile(w.stopFile, nil, 0o644)
+		done := make(chan struct{})
+		go func() { _ = w.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL) // its own process group: the loop and its lockagent
+			<-done
+		}
+	})
+	return w
+}
+
+func (w *rotationWorker) setPassword(t *testing.T, password string) {
+	t.Helper()
+	tmp := w.pwFile + ".new"
+	if err := os.WriteFile(tmp, []byte(password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, w.pwFile); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runs returns the exit codes of the runs so far.
+func (w *rotationWorker) runs() []string {
+	b, _ := os.ReadFile(w.log)
+	return strings.Fields(string(b))
+}
+
+// waitRuns waits until the worker has finished n more runs than it had, every one of
+// them successful.
+func (w *rotationWorker) waitRuns(n int) error {
+	want := len(w.runs()) + n
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		runs := w.runs()
+		for _, code := range runs {
+			if code != "0" {
+				errs, _ := os.ReadFile(w.errs)
+				return fmt.Errorf("a lockagent run exited %s:\n%s", code, errs)
+			}
+		}
+		if len(runs) >= want {
+			return nil
+		}
+		if w.cmd.ProcessState != nil {
+			return fmt.Errorf("worker exited")
+		}
+	}
+	return fmt.Errorf("worker finished %d runs, want %d within 2 minutes", len(w.runs()), want)
+}
+
+// TestAccUsers_rotationUnderLoad: separate lock client processes acquire, renew and release
+// through a password rotation done by terraform: apply 1 adds the new password beside the
+// old, the clients move to it one by one while they run, apply 2 retires the old one.
+// No run fails. The control: a client still on the old password after apply 2 is refused.
+func TestAccUsers_rotationUnderLoad(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
+	agent := buildLockagent(t)
+	var workers []*rotationWorker
+	const perPhase = 2 // runs each worker completes in every phase
+	every := func(fn func(w *rotationWorker) error) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			for _, w := range workers {
+				if err := fn(w); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: usersConfig(c, billingUser(billingPassword1)),
+				Check: func(s *terraform.State) error {
+					for i := range 4 {
+						workers = append(workers, startRotationWorker(t, agent, c, i, billingPassword1))
+					}
+					return every(func(w *rotationWorker) error { return w.waitRuns(perPhase) })(s)
+				},
+			},
+			{
+				// Apply 1: both passwords. Then the clients' configs move, one at a time.
+				Config:             usersConfig(c, billingUser(billingPassword2)),
+				ExpectNonEmptyPlan: true,
+				Check: every(func(w *rotationWorker) error {
+					if err := w.waitRuns(1); err != nil {
+						return err
+					}
+					w.setPassword(t, billingPassword2)
+					return w.waitRuns(perPhase)
+				}),
+			},
+			{
+				// Apply 2: the old password is retired while the clients run.
+				Config: usersConfig(c, billingUser(billingPassword2)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					every(func(w *rotationWorker) error { return w.waitRuns(perPhase) }),
+					func(*terraform.State) error {
+						out, err := exec.Command(agent, "run", "--key", "control", "--ttl", "1s", "--wait", "0s", "--endpoints",
+							strings.Join(c.Addrs(), ","), "--username", "billing", "--key-prefix", "billing:", "--password",
+							billingPassword1, "--", "true").CombinedOutput()
+						if err == nil || !strings.Contains(string(out), "WRONGPASS") {
+							return fmt.Errorf("a client on the retired password: %v, want a refusal naming WRONGPASS:\n%s", err, out)
+						}
+						return nil
+					},
+					// Stopped before the test's destroy removes the user.
+					func(*terraform.State) error { return stopAndCount(t, workers, perPhase) },
+				),
+			},
+		},
+	})
+
+}
+
+// stopAndCount stops the workers (each finishes its run) and fails unless every run of
+// every worker succeeded.
+func stopAndCount(t *testing.T, workers []*rotationWorker, perPhase int) error {
+	total, failed := 0, 0
+	for _, w := range workers {
+		_ = os.WriteFile(w.stopFile, nil, 0o644)
+	}
+	for i, w := range workers {
+		_ = w.cmd.Wait()
+		for _, code := range w.runs() {
+			total++
+			if code != "0" {
+				failed++
+			}
+		}
+		if errs, _ := os.ReadFile(w.errs); failed > 0 && len(errs) > 0 {
+			t.Logf("worker %d stderr:\n%s", i, errs)
+		}
+	}
+	t.Logf("rotation under load: %d processes, %d lockagent runs (acquire, renew, release), %d failed", len(workers), total, failed)
+	if total < len(workers)*3*perPhase || failed != 0 {
+		return fmt.Errorf("%d of %d runs failed (want 0 of at least %d)", failed, total, len(workers)*3*perPhase)
+	}
+	return nil
+}
