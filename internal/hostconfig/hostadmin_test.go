@@ -19,7 +19,7 @@ import (
 // policy script at m's files (append them to p's master.conf) and the password file.
 func withHostAdmin(t *testing.T, p *policy, m *redistest.Master) (conf, pwFile string) {
 	t.Helper()
-	pwFile = filepath.Join(p.dir, "admin-password")
+	pwFile = filepath.Join(p.dir, "host-admin-password") // not the admin-password file newPolicy writes
 	aclFile := filepath.Join(m.DataDir, "users.acl")
 	conf = "ADMIN_PASSWORD_FILE=" + shellQuote(pwFile) + "\nACL_SEED=" + shellQuote(aclFile) + "\nACL_FILE=" + shellQuote(aclFile) +
 		"\nSERVICE_USER=root\nSERVICE_GROUP=root\n"

@@ -48,6 +48,24 @@ const (
 //go:embed redlock-master.sh
 var script string
 
+// hostScript is the script as the user-data carries it: its comment lines (all but the
+// first, the interpreter line) left out, since the user-data must stay under 16 KiB; the
+// commented source is redlock-master.sh. The script has no here-documents, so a line whose
+// first non-blank character is '#' is always a comment.
+var hostScript = stripCommentLines(script)
+
+func stripCommentLines(src string) string {
+	lines := strings.SplitAfter(src, "\n")
+	out := lines[:1:1]
+	for _, l := range lines[1:] {
+		if t := strings.TrimLeft(l, " \t"); t == "" || t == "\n" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "")
+}
+
 // Host is one master on a host the user runs.
 type Host struct {
 	// Spec is the master. Bind is the host's address; Port 0 means DefaultPort; DataDir
@@ -131,7 +149,7 @@ func Render(h Host) (*Bundle, error) {
 		// 0600, and the setup step gives it to the service's user (the TLS key's path is in it).
 		{Path: serverConfPath, Content: serverConf, Permissions: "0600"},
 		{Path: FunctionsPath, Content: redlock.FunctionLibrary().Code, Permissions: "0644"},
-		{Path: ScriptPath, Content: script, Permissions: "0755"},
+		{Path: ScriptPath, Content: hostScript, Permissions: "0755"},
 		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
 	}
 	if files := spec.TLSFiles(ConfDir); files != nil {
