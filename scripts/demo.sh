@@ -15,7 +15,7 @@ timings=${DEMO_TIMINGS:-$root/build/timings/demo.tsv}
 timed() { "$root/scripts/timed.sh" run "$timings" "$@"; }
 
 # Everything written from here on is readable by this user only: terraform.tfstate and its
-# backup hold the passwords (see "Secrets and Terraform state" in README.md), agent.json
+# backup hold the passwords (see docs/guides/security.md), agent.json
 # and client.json too. A state an earlier run left readable by others is fixed as well.
 umask 077
 chmod 0600 "$example"/terraform.tfstate* 2>/dev/null || true

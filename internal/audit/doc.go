@@ -3,7 +3,7 @@
 //
 // Run contacts every endpoint as the admin user (CONFIG GET and INFO are not allowed for
 // the restricted lock user), measures each master's clock against the caller's and its
-// round-trip time, and compares everything with the kit's safety rules (README, "Safety model"):
+// round-trip time, and compares everything with the kit's safety rules (docs/guides/safety-model.md):
 // independent masters (no replication, distinct servers), AOF with appendfsync always,
 // noeviction with an explicit maxmemory, a restart delay longer than the largest lock TTL,
 // clocks that agree in rate, and enough reachable masters for a quorum.

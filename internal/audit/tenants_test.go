@@ -48,7 +48,7 @@ func isNoPerm(err error) bool {
 // script over it, listen to or fake its release) against billing's held lock, on every
 // master. Each is refused with NOPERM, and billing's lock and fence come through intact.
 // The same actions by billing's own user are possible: clients that share a user trust
-// each other (README, "Lock users").
+// each other (docs/guides/security.md, "Lock users").
 func TestTenantCannotTouchAnotherTenantsLock(t *testing.T) {
 	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,5 +1,5 @@
 // Package supervisor keeps one Redis master running under the restart policy Redlock needs
-// (see the README, "Safety model").
+// (see docs/guides/safety-model.md).
 //
 // One supervisor process runs per master. It is started detached (its own session) by the
 // Terraform provider with Spawn, so it outlives `terraform apply`, and it runs redis-server as
