@@ -10,7 +10,7 @@ import (
 // TestMonitorUserIsNotALockUser: the monitoring user (no key, no channel) reaches no lock, so
 // the audit neither counts it among the lock users nor reports the cluster unsafe for it.
 func TestMonitorUserIsNotALockUser(t *testing.T) {
-	c := redistest.Start(t, redistest.Options{Masters: 3, Monitor: true})
+	c := redistest.StartKit(t, redistest.Options{Masters: 3, Monitor: true})
 	rep := run(t, target(c))
 	if !rep.Safe {
 		t.Fatalf("a cluster with the monitoring user reported unsafe:\n%s", strings.Join(rep.Problems, "\n"))
