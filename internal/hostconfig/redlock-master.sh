@@ -130,19 +130,27 @@ clean_marker_counts() {
 		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && ls -A "$DATA_DIR/appendonlydir" 2>/dev/null | grep -q .
 }
 
+# wait_out_server BOOT: a server that runs now may be granting locks: wait until it is gone,
+# and record a hold from then (gone_until). Fails (1) when no server runs.
+wait_out_server() {
+	server_seen || return 1
+	log "$seen, named by no record of this unit: waiting until it stops, then holding ${RESTART_DELAY_MS}ms from then"
+	forget "$clean" || fail "cannot remove the clean-stop marker $clean"
+	while server_seen; do sleep 1; done
+	now=$(now_ms) || fail "cannot read the clock $uptime_file"
+	gone_until=$(hold_from_now "$now" "$1")
+	if [ -e "$hold" ] && read -r rec_boot rec_until <"$hold" && [ "$rec_boot" = "$1" ] && is_count "$rec_until"; then
+		gone_until=$(max "$gone_until" "$rec_until")
+	fi
+	durable "$hold" "$1 $gone_until" || fail "cannot record the hold in $hold"
+	log "the server is gone"
+}
+
 gate() {
 	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" || fail "cannot prepare $run_dir"
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	boot=$(boot_id)
-	# A server that runs now may be granting locks: wait until it is gone, and hold from then.
-	if server_seen; then
-		log "$seen, named by no record of this unit: waiting until it stops, then holding ${RESTART_DELAY_MS}ms from then"
-		forget "$clean" || fail "cannot remove the clean-stop marker $clean"
-		while server_seen; do sleep 1; done
-		now=$(now_ms) || fail "cannot read the clock $uptime_file"
-		durable "$hold" "$boot $(hold_from_now "$now" "$boot")" || fail "cannot record the hold in $hold"
-		log "the server is gone"
-	fi
+	wait_out_server "$boot"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
 		forget "$clean" || fail "cannot remove the clean-stop marker $clean"
 		open_floor "$now" "$boot"
@@ -175,6 +183,13 @@ gate() {
 		log "holding the start for ${wait_ms}ms until $restart_at (boot clock ${until}ms): $why"
 		run_hook before_restart hook_before_restart "" "$restart_at"
 		while now=$(now_ms) && [ "$now" -lt "$until" ]; do
+			# A server run by hand during the hold grants locks of its own: they count
+			# from when it is gone, even when it is gone before the hold ends.
+			if wait_out_server "$boot"; then
+				until=$(max "$until" "$gone_until")
+				log "holding the start for $((until - now))ms (boot clock ${until}ms): a server no record names served during the hold"
+				continue
+			fi
 			left=$((until - now))
 			[ "$left" -gt 1000 ] && left=1000
 			sleep "$((left / 1000)).$(printf %03d $((left % 1000)))"

@@ -133,8 +133,27 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 	if !g.waitFor("holding the start for") {
 		return g.outcome(0)
 	}
-	m := regexp.MustCompile(`holding the start for (\d+)ms`).FindStringSubmatch(g.output())
-	announced, _ := strconv.ParseInt(m[1], 10, 64)
+	if sc.ServerDuringHold {
+		// A server run by hand on the address while the gate holds, killed before the
+		// hold ends: its locks count from when it was gone.
+		srv := p.startServer(t.TempDir())
+		if !g.waitForCount("waiting until it stops", 1) {
+			srv.kill()
+			p.setClock(clock + sc.HoldLeftMS)
+			if err := g.wait(); err == nil {
+				return "opened at the recorded time: the server that served during the hold was never seen"
+			}
+			return "never saw the server that served during the hold:\n" + g.output()
+		}
+		srv.kill()
+		clock += 500 // it was last seen here
+		p.setClock(clock)
+		if !g.waitForCount("holding the start for", 2) {
+			return "no hold announced after the server was gone:\n" + g.output()
+		}
+	}
+	all := regexp.MustCompile(`holding the start for (\d+)ms`).FindAllStringSubmatch(g.output(), -1)
+	announced, _ := strconv.ParseInt(all[len(all)-1][1], 10, 64)
 	var expect int64
 	switch sc.Want {
 	case hold.HoldRecorded:
@@ -253,6 +272,22 @@ func (g *gateRun) waitFor(what string) bool {
 			return strings.Contains(g.output(), what)
 		case <-deadline:
 			g.t.Fatalf("gate neither logged %q nor exited:\n%s", what, g.output())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// waitForCount reports whether the gate logged what n times before it exited; false also
+// when it did neither in 30s (the caller names what the gate failed to do).
+func (g *gateRun) waitForCount(what string, n int) bool {
+	deadline := time.After(30 * time.Second)
+	for strings.Count(g.output(), what) < n {
+		select {
+		case <-g.done:
+			return strings.Count(g.output(), what) >= n
+		case <-deadline:
+			return false
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

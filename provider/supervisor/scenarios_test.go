@@ -154,7 +154,11 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 	var recorded time.Time
 	switch sc.Hold {
 	case hold.HoldThisBoot:
-		last := time.Now().Add(-delay + time.Duration(sc.HoldLeftMS)*time.Millisecond)
+		left := time.Duration(sc.HoldLeftMS) * time.Millisecond
+		if sc.ServerDuringHold {
+			left = delay // the server must start while the hold lasts, however slow the machine
+		}
+		last := time.Now().Add(-delay + left)
 		recorded = last.Add(delay)
 		if sc.Marker == hold.NoMarker {
 			_ = os.Remove(marker)
@@ -194,6 +198,28 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		waitFor(t, "a hold from after the server stopped, or none", func() bool {
 			s := m.state()
 			return !s.RestartAt.Before(exitBefore.Add(want)) || time.Since(exitBefore) > 10*time.Second
+		})
+		return m.outcome(sc, pid2, exitBefore, want)
+	}
+	if sc.ServerDuringHold {
+		m.waitState("the new supervisor holding", func(s State) bool {
+			return s.SupervisorPID == pid2 && s.Status == StatusHolding
+		})
+		srv := m.startForeignServer()
+		deadline := time.Now().Add(waitLimit)
+		for !strings.Contains(m.state().LastError, "waiting until it stops") {
+			if time.Now().After(deadline) {
+				_ = srv.Process.Kill()
+				_ = srv.Wait()
+				return "never saw the server that served during the hold (restart_at " + m.state().RestartAt.Format(time.RFC3339Nano) + ")"
+			}
+			time.Sleep(pollInterval)
+		}
+		exitBefore = time.Now()
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		waitFor(t, "a hold from after the server stopped", func() bool {
+			return m.state().LastError == ""
 		})
 		return m.outcome(sc, pid2, exitBefore, want)
 	}

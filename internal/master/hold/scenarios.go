@@ -87,7 +87,9 @@ const (
 // and what the start must do. Issue is the defect it covers (0: held from the first
 // version): 1 the 32-bit clock, 2 a marker from elsewhere, 3 records that cannot be written,
 // 4 an unsupervised server killed during a stop, 5 a server no record names, 6 an exit that
-// is not durable, 7 a lowered delay (the floor).
+// is not durable, 7 a lowered delay (the floor); found later: 8 a server no record names
+// that serves during a hold and stops before it ends, 9 the AOF turned off after the host's
+// stop step read the settings.
 type Scenario struct {
 	Name     string
 	Issue    int
@@ -104,6 +106,9 @@ type Scenario struct {
 	// ServerOnAddress: a server no record names serves on the master's address; it is
 	// killed during the start.
 	ServerOnAddress bool
+	// ServerDuringHold: a server no record names starts on the master's address while the
+	// start is held, and is killed before the hold ends.
+	ServerDuringHold bool
 	// LastRunDelayMS: the last run ran under this delay, larger than the one configured
 	// now (0: the same).
 	LastRunDelayMS int64
@@ -143,6 +148,8 @@ var Scenarios = []Scenario{
 		Exit: ExitOrphanKilledDuringStop, Want: HoldFromExit},
 	{Name: "a server no record names is waited out, then held for", Issue: 5, Runtimes: Both, Ran: true,
 		Marker: MarkerHere, ServerOnAddress: true, Want: HoldFromGone},
+	{Name: "a server run during the hold and stopped before it ends is held for", Issue: 8, Runtimes: Both, Ran: true,
+		Hold: HoldThisBoot, HoldLeftMS: 1_500, ServerDuringHold: true, Want: HoldFromGone},
 	{Name: "SHUTDOWN with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitAdminShutdownAOFOff, Want: HoldFromExit},
 	{Name: "a stop with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitStopAOFOff, Want: HoldFromExit},
 	{Name: "a lowered delay holds for the delay the last run granted under", Issue: 7, Runtimes: Both, Ran: true,
