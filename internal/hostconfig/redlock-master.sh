@@ -305,13 +305,43 @@ stop() {
 	return 0
 }
 
-# durable_exit PID: the stop step shut PID down durably (and its log file, if any, says
-# "ready to exit").
+# server_log: the server's log: its log file, else its lines in the unit's journal (it logs
+# to stdout). The journal may take a moment to hold the last lines of a process that just
+# exited: durable_exit asks again before it gives up.
+server_log() {
+	if [ -n "${SERVER_LOG_FILE:-}" ]; then
+		cat "$SERVER_LOG_FILE"
+	else
+		journalctl -u "$UNIT" -o cat --no-pager -n 20000 2>/dev/null
+	fi
+}
+
+# logged_durable_exit PID: the server's log shows PID, since its start, fsync its AOF at
+# the shutdown (the AOF was on as it exited: everything it acknowledged is on disk) and say
+# it is ready to exit.
+logged_durable_exit() {
+	server_log | awk -v p="$1:" '
+		index($0, p) != 1 { next }
+		/oO0OoO0OoO0Oo/ { fsynced = 0; ready = 0; next }
+		/Calling fsync\(\) on the AOF file/ { fsynced = 1 }
+		/ready to exit/ { ready = 1 }
+		END { exit !(fsynced && ready) }'
+}
+
+# durable_exit PID: the stop step shut PID down with the AOF on and appendfsync always, and
+# the server's log proves the AOF was still on at the exit (an admin may turn it off after
+# the step read it: then what it acknowledged since is lost).
 durable_exit() {
 	[ -n "$1" ] && [ -f "$proof" ] && read -r p_pid p_what <"$proof" && [ "$p_pid" = "$1" ] && [ "$p_what" = durable ] || return 1
-	if [ -n "${SERVER_LOG_FILE:-}" ]; then
-		grep -q "^$1:.*ready to exit" "$SERVER_LOG_FILE" 2>/dev/null || return 1
-	fi
+	tries=0
+	until logged_durable_exit "$1"; do
+		tries=$((tries + 1))
+		if [ "$tries" -ge 25 ]; then
+			log "the server's log has no AOF fsync and \"ready to exit\" of pid $1"
+			return 1
+		fi
+		sleep 0.2
+	done
 	return 0
 }
 

@@ -100,8 +100,11 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		// The server exited 0 on its own (the stop step never ran): systemd reports success.
 		p.run("started", "MAINPID=4242")
 		p.try("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
-	case hold.ExitDurableStop, hold.ExitStopAOFOff:
+	case hold.ExitDurableStop, hold.ExitStopAOFOff, hold.ExitAOFOffAfterStopCheck:
 		srv := p.startServer(p.dataDir)
+		if sc.Exit == hold.ExitAOFOffAfterStopCheck {
+			p.raceShutdown()
+		}
 		if sc.Exit == hold.ExitStopAOFOff {
 			if err := srv.admin.ConfigSet(context.Background(), "appendonly", "no").Err(); err != nil {
 				t.Fatal(err)
@@ -203,6 +206,35 @@ func (p *policy) setDelay(ms int64) {
 	}
 	out := regexp.MustCompile(`(?m)^RESTART_DELAY_MS=.*$`).ReplaceAll(conf, []byte(fmt.Sprintf("RESTART_DELAY_MS='%d'", ms)))
 	if err := os.WriteFile(path, out, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// raceShutdown points the script's CLI at a wrapper that plays an admin racing the stop
+// step: right before the step's SHUTDOWN, the write pause runs out, the AOF is turned off
+// and a write is acknowledged (it is in memory only).
+func (p *policy) raceShutdown() {
+	p.t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		p.t.Fatal("redis-cli not on PATH")
+	}
+	admin := fmt.Sprintf("REDISCLI_AUTH=%s %s -h 127.0.0.1 -p %d --no-auth-warning", redistest.AdminPassword, shellQuote(cli), p.port)
+	wrapper := filepath.Join(p.dir, "racing-cli")
+	body := "#!/bin/sh\nfor a; do last=$a; done\nif [ \"$last\" = SHUTDOWN ]; then\n" +
+		"\t" + admin + " CLIENT UNPAUSE >/dev/null\n" +
+		"\t" + admin + " CONFIG SET appendonly no >/dev/null\n" +
+		"\t" + admin + " SET acknowledged-after-the-check 1 >/dev/null\n" +
+		"fi\nexec " + shellQuote(cli) + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(body), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "CLI=%s\n", shellQuote(wrapper)); err != nil {
 		p.t.Fatal(err)
 	}
 }

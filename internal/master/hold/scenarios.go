@@ -56,6 +56,10 @@ const (
 	ExitDurableStop Exit = "stopped by the runtime, AOF on with appendfsync always"
 	// ExitStopAOFOff: the runtime stopped it, but the admin had turned the AOF off.
 	ExitStopAOFOff Exit = "stopped by the runtime after CONFIG SET appendonly no"
+	// ExitAOFOffAfterStopCheck: the runtime's stop read the AOF on with appendfsync always;
+	// before its SHUTDOWN, the admin turned the AOF off and wrote (the write pause had run
+	// out): exit 0, and the acknowledged write is not on disk.
+	ExitAOFOffAfterStopCheck Exit = "the AOF turned off and a write acknowledged after the stop read the settings, before its SHUTDOWN"
 	// ExitAdminShutdownAOFOff: the admin turned the AOF off, wrote, and ran SHUTDOWN: exit 0.
 	ExitAdminShutdownAOFOff Exit = "CONFIG SET appendonly no, a SET, then SHUTDOWN by the admin: exit 0"
 	// ExitKilled: SIGKILL (OOM killer, kill -9).
@@ -152,6 +156,8 @@ var Scenarios = []Scenario{
 		Hold: HoldThisBoot, HoldLeftMS: 1_500, ServerDuringHold: true, Want: HoldFromGone},
 	{Name: "SHUTDOWN with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitAdminShutdownAOFOff, Want: HoldFromExit},
 	{Name: "a stop with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitStopAOFOff, Want: HoldFromExit},
+	{Name: "the AOF turned off between the stop's check and its SHUTDOWN holds from the exit", Issue: 9, Runtimes: Host, Ran: true,
+		Exit: ExitAOFOffAfterStopCheck, Want: HoldFromExit},
 	{Name: "a lowered delay holds for the delay the last run granted under", Issue: 7, Runtimes: Both, Ran: true,
 		LastRunDelayMS: 3_600_000, Exit: ExitKilled, Want: HoldFromExit},
 }
