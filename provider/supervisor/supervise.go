@@ -417,6 +417,9 @@ func (s *supervisor) serve(restart bool) serveResult {
 			// would end the hold up to a tick early, measured from the exit).
 			prober.stop()
 			s.st.LastAlive = later(s.st.LastAlive, ex.at)
+			// Its locks live until the exit + the delay it ran under, however this run ends
+			// (a crash, an exit 0 that proves nothing, a marker that cannot be written).
+			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 			s.st.LastExit = ex.at
 			s.st.RedisPID = 0
 			notDurable := ""
