@@ -134,14 +134,18 @@ clean_marker_counts() {
 # and record a hold from then (gone_until). Fails (1) when no server runs.
 wait_out_server() {
 	server_seen || return 1
-	log "$seen, named by no record of this unit: waiting until it stops, then holding ${RESTART_DELAY_MS}ms from then"
 	forget "$clean" || fail "cannot remove the clean-stop marker $clean"
+	prior=0
+	if [ -e "$hold" ] && read -r rec_boot rec_until _ <"$hold" && [ "$rec_boot" = "$1" ] && is_count "$rec_until"; then
+		prior=$rec_until
+	fi
+	# Should the wait be cut short (the unit stopped), the server may serve on unseen: the
+	# next start holds restart_delay from then (the record reads as no time).
+	durable "$hold" "$1 unnamed-server $prior" || fail "cannot record the hold in $hold"
+	log "$seen, named by no record of this unit: waiting until it stops, then holding ${RESTART_DELAY_MS}ms from then"
 	while server_seen; do sleep 1; done
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
-	gone_until=$(hold_from_now "$now" "$1")
-	if [ -e "$hold" ] && read -r rec_boot rec_until <"$hold" && [ "$rec_boot" = "$1" ] && is_count "$rec_until"; then
-		gone_until=$(max "$gone_until" "$rec_until")
-	fi
+	gone_until=$(max "$(hold_from_now "$now" "$1")" "$prior")
 	durable "$hold" "$1 $gone_until" || fail "cannot record the hold in $hold"
 	log "the server is gone"
 }
@@ -165,7 +169,9 @@ gate() {
 	fi
 	if [ -e "$hold" ]; then
 		why="the hold record is unreadable"
-		if read -r rec_boot rec_until <"$hold" && is_count "$rec_until"; then
+		if read -r rec_boot rec_until _ <"$hold" && [ "$rec_until" = unnamed-server ]; then
+			why="a server no record names served when the last start stopped waiting for it: when it stopped is unknown"
+		elif read -r rec_boot rec_until <"$hold" && is_count "$rec_until"; then
 			if [ "$rec_boot" = "$boot" ]; then
 				until=$(max "$rec_until" "$f_until")
 				why="the last run did not stop cleanly"

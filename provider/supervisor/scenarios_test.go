@@ -186,6 +186,17 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 	}
 	spawnedAt := time.Now()
 	pid2 := m.spawn()
+	if srv != nil && sc.StopWhileWaiting {
+		// Stopped while it waits; the server serves on, then stops; then a new start.
+		waitFor(t, "the supervisor waiting for the server", func() bool {
+			return strings.Contains(m.state().LastError, "waiting until it stops")
+		})
+		stopNow()
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		spawnedAt = time.Now()
+		return m.outcome(sc, m.spawn(), spawnedAt, want)
+	}
 	if srv != nil {
 		// Wait until the supervisor reacted (it holds, or its start failed), then stop the
 		// server no record names.

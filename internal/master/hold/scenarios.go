@@ -93,7 +93,7 @@ const (
 // 4 an unsupervised server killed during a stop, 5 a server no record names, 6 an exit that
 // is not durable, 7 a lowered delay (the floor); found later: 8 a server no record names
 // that serves during a hold and stops before it ends, 9 the AOF turned off after the host's
-// stop step read the settings.
+// stop step read the settings, 10 a stop while a server no record names is waited for.
 type Scenario struct {
 	Name     string
 	Issue    int
@@ -113,6 +113,9 @@ type Scenario struct {
 	// ServerDuringHold: a server no record names starts on the master's address while the
 	// start is held, and is killed before the hold ends.
 	ServerDuringHold bool
+	// StopWhileWaiting: the runtime is stopped while it waits for a server no record names
+	// (ServerOnAddress); that server serves on, stops, and then the master starts again.
+	StopWhileWaiting bool
 	// LastRunDelayMS: the last run ran under this delay, larger than the one configured
 	// now (0: the same).
 	LastRunDelayMS int64
@@ -154,6 +157,8 @@ var Scenarios = []Scenario{
 		Marker: MarkerHere, ServerOnAddress: true, Want: HoldFromGone},
 	{Name: "a server run during the hold and stopped before it ends is held for", Issue: 8, Runtimes: Both, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: 1_500, ServerDuringHold: true, Want: HoldFromGone},
+	{Name: "stopped while waiting for a server no record names, the next start holds from then", Issue: 10, Runtimes: Both, Ran: true,
+		Marker: MarkerHere, ServerOnAddress: true, StopWhileWaiting: true, Want: HoldFromNow},
 	{Name: "SHUTDOWN with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitAdminShutdownAOFOff, Want: HoldFromExit},
 	{Name: "a stop with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitStopAOFOff, Want: HoldFromExit},
 	{Name: "the AOF turned off between the stop's check and its SHUTDOWN holds from the exit", Issue: 9, Runtimes: Host, Ran: true,
