@@ -123,11 +123,20 @@ server_seen() {
 	return 1
 }
 
-# clean_marker_counts BOOT: the marker was written on this machine, data dir and boot.
+# aof_digest: the AOF files as they are now (name, size, mtime, inode of each): a marker
+# vouches for these files only, not for a backup restored or a file replaced since.
+aof_digest() {
+	(cd "$DATA_DIR/appendonlydir" && LC_ALL=C && export LC_ALL && stat -c '%n %s %Y %i' -- *) 2>/dev/null |
+		sha256sum | cut -c1-64
+}
+
+# clean_marker_counts BOOT: the marker was written on this machine, data dir and boot, for
+# the AOF files that are there now.
 clean_marker_counts() {
-	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_dir <"$clean" || return 1
-	[ "$m_ver" = v2 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
-		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && ls -A "$DATA_DIR/appendonlydir" 2>/dev/null | grep -q .
+	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_dir <"$clean" || return 1
+	[ "$m_ver" = v3 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
+		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && ls -A "$DATA_DIR/appendonlydir" 2>/dev/null | grep -q . &&
+		[ "$m_aof" = "$(aof_digest)" ]
 }
 
 # wait_out_server BOOT: a server that runs now may be granting locks: wait until it is gone,
@@ -165,7 +174,7 @@ gate() {
 	until=$(hold_from_now "$now" "$boot")
 	why="no record of a clean stop (first start, reboot, power loss or a new or replaced host)"
 	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
-		why="the clean-stop marker was written on another machine, data dir or boot, or its AOF is gone"
+		why="the clean-stop marker was written on another machine, data dir or boot, or its AOF is gone or was replaced since"
 	fi
 	if [ -e "$hold" ]; then
 		why="the hold record is unreadable"
@@ -366,7 +375,7 @@ stopped() {
 	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; rm -f "$proof"; exit 1; }
 	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
 		rm -f "$proof"
-		durable "$clean" "v2 $(machine_id) $boot $now $DATA_DIR" || { log "cannot record the clean stop in $clean: the next start holds"; exit 1; }
+		durable "$clean" "v3 $(machine_id) $boot $now $(aof_digest) $DATA_DIR" || { log "cannot record the clean stop in $clean: the next start holds"; exit 1; }
 		log "clean stop recorded"
 		return 0
 	fi

@@ -3,6 +3,7 @@ package hostconfig
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,15 +59,18 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 	}
 	switch sc.Marker {
 	case hold.MarkerHere, hold.MarkerAOFGone:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, clock-100, p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
 	case hold.MarkerOtherBoot:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-0 %d %s\n", testMachineID, clock-100, p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-0 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
 	case hold.MarkerOtherMachine:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", "0123456789abcdef0123456789abcdef", clock-100, p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", "0123456789abcdef0123456789abcdef", clock-100, p.aofDigest(), p.dataDir))
 	case hold.MarkerOtherDir:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, clock-100, "/var/lib/other"))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), "/var/lib/other"))
 	case hold.MarkerNoIdentity:
 		p.write(hold.HostCleanMarker, "boot-1 1\n")
+	case hold.MarkerAOFReplaced:
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
+		p.replaceAOF()
 	}
 	switch sc.Hold {
 	case hold.HoldThisBoot:
@@ -85,7 +89,7 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		// lowered in master.conf; the exit below ends that run.
 		want = sc.LastRunDelayMS
 		p.setDelay(sc.LastRunDelayMS)
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, clock-100, p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
 		if log, err := p.try("gate"); err != nil || !strings.Contains(log, "starting at once") {
 			t.Fatalf("the run under the larger delay did not start at once: %v\n%s", err, log)
 		}
@@ -196,6 +200,35 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		return string(hold.HoldRecorded)
 	}
 	return string(sc.Want)
+}
+
+// aofDigest is what the script's aof_digest says of the data dir's AOF files now: sha256 of
+// "name size mtime inode" lines, by name.
+func (p *policy) aofDigest() string {
+	p.t.Helper()
+	dir := filepath.Join(p.dataDir, "appendonlydir")
+	entries, _ := os.ReadDir(dir) // none: the script's digest of no files
+	var b strings.Builder
+	for _, e := range entries {
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %d %d %d\n", e.Name(), fi.Size(), fi.ModTime().Unix(), fi.Sys().(*syscall.Stat_t).Ino)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(b.String())))
+}
+
+// replaceAOF puts an older AOF in place of the one a clean stop left (a restored backup).
+func (p *policy) replaceAOF() {
+	p.t.Helper()
+	path := filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.rdb")
+	if err := os.Remove(path); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("REDIS, an older copy"), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
 }
 
 const testMachineID = "5a7c0de5a7c0de5a7c0de5a7c0de5a7c"

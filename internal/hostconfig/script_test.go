@@ -224,7 +224,7 @@ func TestGate(t *testing.T) {
 
 // cleanMarker is the marker a clean stop on this machine, data dir and boot writes.
 func (p *policy) cleanMarker() string {
-	return fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, bootMS(p.t), p.dataDir)
+	return fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, bootMS(p.t), p.aofDigest(), p.dataDir)
 }
 
 func TestStopped(t *testing.T) {

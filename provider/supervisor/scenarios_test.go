@@ -129,7 +129,7 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 	machineID := readMachineIDForTest()
 	marker := filepath.Join(m.dir, CleanMarkerName)
 	writeMarker := func(machine, boot, dir string) {
-		body := fmt.Sprintf("v2 %s %s %d %s\n", machine, boot, st.RedisPID, dir)
+		body := fmt.Sprintf("v3 %s %s %d %s %s\n", machine, boot, st.RedisPID, aofDigest(m.dir), dir)
 		if err := os.WriteFile(marker, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -144,6 +144,23 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		writeMarker(machineID, "00000000-0000-0000-0000-000000000000", m.dir)
 	case hold.MarkerAOFGone:
 		if err := os.RemoveAll(filepath.Join(m.dir, "appendonlydir")); err != nil {
+			t.Fatal(err)
+		}
+	case hold.MarkerAOFReplaced:
+		// An older copy of an AOF file restored under the clean stop's marker.
+		entries, err := os.ReadDir(filepath.Join(m.dir, "appendonlydir"))
+		if err != nil || len(entries) == 0 {
+			t.Fatalf("no AOF files after the clean stop: %v", err)
+		}
+		path := filepath.Join(m.dir, "appendonlydir", entries[len(entries)-1].Name())
+		old, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, old, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	case hold.MarkerNoIdentity:

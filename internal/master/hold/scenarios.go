@@ -4,7 +4,7 @@ package hold
 // supervisor's state (local).
 const (
 	// HostCleanMarker is the host gate's clean-stop marker:
-	// "v2 <machine-id> <boot-id> <boot clock ms> <data dir>".
+	// "v3 <machine-id> <boot-id> <boot clock ms> <AOF files digest> <data dir>".
 	HostCleanMarker = "redlock.clean-stop"
 	// HostHoldRecord is the host gate's pending hold: "<boot-id> <until, boot clock ms>".
 	HostHoldRecord = "redlock.hold"
@@ -33,6 +33,7 @@ const (
 	MarkerOtherDir     Marker = "written for another data dir (a copied dir)"
 	MarkerNoIdentity   Marker = "without the machine, dir and boot that wrote it"
 	MarkerAOFGone      Marker = "written here, but the AOF it vouched for is gone"
+	MarkerAOFReplaced  Marker = "written here, but the AOF was replaced since (a restored backup)"
 )
 
 // HoldRecord is the record of an unclean stop found at the start.
@@ -93,7 +94,8 @@ const (
 // 4 an unsupervised server killed during a stop, 5 a server no record names, 6 an exit that
 // is not durable, 7 a lowered delay (the floor); found later: 8 a server no record names
 // that serves during a hold and stops before it ends, 9 the AOF turned off after the host's
-// stop step read the settings, 10 a stop while a server no record names is waited for.
+// stop step read the settings, 10 a stop while a server no record names is waited for, 11
+// an AOF replaced under a clean marker.
 type Scenario struct {
 	Name     string
 	Issue    int
@@ -146,6 +148,7 @@ var Scenarios = []Scenario{
 	{Name: "clean marker from another data dir holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherDir, Want: HoldFromNow},
 	{Name: "clean marker from an earlier boot holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherBoot, Want: HoldFromNow},
 	{Name: "clean marker whose AOF is gone holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerAOFGone, Want: HoldFromNow},
+	{Name: "clean marker whose AOF was replaced since holds", Issue: 11, Runtimes: Both, Ran: true, Marker: MarkerAOFReplaced, Want: HoldFromNow},
 	{Name: "clean marker without identity holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerNoIdentity, Want: HoldFromNow},
 	{Name: "records that cannot be replaced keep the master down after a kill", Issue: 3, Runtimes: Both, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: -60_000, RecordsStuck: true, Exit: ExitKilled, Want: Refuse},
