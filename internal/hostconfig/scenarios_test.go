@@ -52,6 +52,7 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		clock = sc.UptimeMS
 	}
 	p.setClock(clock)
+	digest := p.aofDigest() // of the AOF files a clean stop left
 	if !sc.Ran || sc.Marker == hold.MarkerAOFGone {
 		if err := os.RemoveAll(filepath.Join(p.dataDir, "appendonlydir")); err != nil {
 			t.Fatal(err)
@@ -59,17 +60,17 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 	}
 	switch sc.Marker {
 	case hold.MarkerHere, hold.MarkerAOFGone:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
 	case hold.MarkerOtherBoot:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-0 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-0 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
 	case hold.MarkerOtherMachine:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", "0123456789abcdef0123456789abcdef", clock-100, p.aofDigest(), p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", "0123456789abcdef0123456789abcdef", clock-100, digest, p.dataDir))
 	case hold.MarkerOtherDir:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), "/var/lib/other"))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, "/var/lib/other"))
 	case hold.MarkerNoIdentity:
 		p.write(hold.HostCleanMarker, "boot-1 1\n")
 	case hold.MarkerAOFReplaced:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
 		p.replaceAOF()
 	}
 	switch sc.Hold {

@@ -75,7 +75,7 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.dir, "redlock-master"), []byte(script), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(p.dir, "redlock-master"), []byte(hostScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return p
