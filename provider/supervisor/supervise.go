@@ -280,10 +280,11 @@ func orphanStopped(prev State, delay time.Duration) (lastAlive, floor time.Time)
 //
 // A server no record names that serves during the hold (run by hand on the address, or in
 // the data dir) grants locks of its own: the hold then counts from when it was gone, even
-// when it is gone before the hold would have ended. It is looked for every pingInterval; a
-// server that lives shorter than that may be missed.
+// when it is gone before the hold would have ended. It is looked for every stateInterval
+// (a scan of /proc: not every health-check tick); a server that lives shorter than that may
+// be missed.
 func (s *supervisor) hold() (stopped bool) {
-	look := time.NewTicker(pingInterval)
+	look := time.NewTicker(stateInterval)
 	defer look.Stop()
 	for {
 		s.setHolding()
