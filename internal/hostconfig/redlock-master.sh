@@ -99,7 +99,7 @@ hook_env() {
 run_hook() {
 	hook_env "$1" "$3" "$4"
 	timeout -s KILL "$HOOK_TIMEOUT_S" "$0" hook "$2" </dev/null >&2 2>&1 ||
-		log "hook $1 failed (status $?); the restart policy goes on"
+		log "hook $1 failed (status $?); the policy goes on"
 	return 0
 }
 
@@ -113,7 +113,8 @@ server_seen() {
 		seen="pid ${p#/proc/} in $DATA_DIR"
 		return 0
 	done
-	out=$(cli PING 2>&1 </dev/null)
+	# No answer in 5 s (connected, but paused or SIGSTOPped) is a server too.
+	out=$(cli PING 2>&1 </dev/null) || [ $? != 124 ] || out=BUSY
 	case "$out" in
 	*PONG* | *NOAUTH* | *WRONGPASS* | *ERR* | *LOADING* | *BUSY* | *MASTERDOWN*)
 		seen="a server answers on $ADDR"
@@ -336,27 +337,25 @@ durable_exit() {
 }
 
 stopped() {
+	trap 'rm -f "$proof"' EXIT
 	result=${SERVICE_RESULT:-unknown}
 	now=$(now_ms) || { log "cannot read the clock $uptime_file"; exit 1; }
 	boot=$(boot_id)
 	pid=$(cat "$run_dir/pid" 2>/dev/null)
 	if [ -e "$hold" ]; then
 		# The gate was interrupted before the server started: its hold record stays.
-		log "stopped during the hold ($result): the hold stays"
-		rm -f "$proof"
+		log "stopped during the hold ($result)"
 		return 0
 	fi
 	read_floor
-	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; rm -f "$proof"; exit 1; }
+	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; exit 1; }
 	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
-		rm -f "$proof"
 		durable "$clean" "v3 $(machine_id) $boot $now $(aof_digest) $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
 		log "clean stop recorded"
 		return 0
 	fi
 	why="result $result, ${EXIT_CODE:-?} ${EXIT_STATUS:-?}"
 	[ "$result" = success ] && why="$why, no durable shutdown proven"
-	rm -f "$proof"
 	forget "$clean" || log "cannot remove the clean-stop marker $clean"
 	until=$(hold_from_now "$now" "$boot")
 	if ! durable "$hold" "$boot $until"; then

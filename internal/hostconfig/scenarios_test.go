@@ -128,6 +128,11 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 	var srv *testServer
 	if sc.ServerOnAddress {
 		srv = p.startServer(t.TempDir()) // no record names it, nor is it in the data dir
+		if sc.ServerPaused {
+			if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	g := p.startGate()
 	if srv != nil && sc.StopWhileWaiting {

@@ -200,6 +200,11 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 	var srv *exec.Cmd
 	if sc.ServerOnAddress {
 		srv = m.startForeignServer()
+		if sc.ServerPaused {
+			if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	spawnedAt := time.Now()
 	pid2 := m.spawn()

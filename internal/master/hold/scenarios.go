@@ -95,7 +95,7 @@ const (
 // is not durable, 7 a lowered delay (the floor); found later: 8 a server no record names
 // that serves during a hold and stops before it ends, 9 the AOF turned off after the host's
 // stop step read the settings, 10 a stop while a server no record names is waited for, 11
-// an AOF replaced under a clean marker.
+// an AOF replaced under a clean marker, 12 a server no record names that answers nothing.
 type Scenario struct {
 	Name     string
 	Issue    int
@@ -115,6 +115,9 @@ type Scenario struct {
 	// ServerDuringHold: a server no record names starts on the master's address while the
 	// start is held, and is killed before the hold ends.
 	ServerDuringHold bool
+	// ServerPaused: the server no record names (ServerOnAddress) is stopped (SIGSTOP): it
+	// holds the address and answers nothing, and may serve again once continued.
+	ServerPaused bool
 	// StopWhileWaiting: the runtime is stopped while it waits for a server no record names
 	// (ServerOnAddress); that server serves on, stops, and then the master starts again.
 	StopWhileWaiting bool
@@ -160,6 +163,8 @@ var Scenarios = []Scenario{
 		Marker: MarkerHere, ServerOnAddress: true, Want: HoldFromGone},
 	{Name: "a server run during the hold and stopped before it ends is held for", Issue: 8, Runtimes: Both, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: 1_500, ServerDuringHold: true, Want: HoldFromGone},
+	{Name: "a paused server no record names is waited out, then held for", Issue: 12, Runtimes: Both, Ran: true,
+		Marker: MarkerHere, ServerOnAddress: true, ServerPaused: true, Want: HoldFromGone},
 	{Name: "stopped while waiting for a server no record names, the next start holds from then", Issue: 10, Runtimes: Both, Ran: true,
 		Marker: MarkerHere, ServerOnAddress: true, StopWhileWaiting: true, Want: HoldFromNow},
 	{Name: "SHUTDOWN with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitAdminShutdownAOFOff, Want: HoldFromExit},
