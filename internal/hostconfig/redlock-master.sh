@@ -99,7 +99,7 @@ hook_env() {
 run_hook() {
 	hook_env "$1" "$3" "$4"
 	timeout -s KILL "$HOOK_TIMEOUT_S" "$0" hook "$2" </dev/null >&2 2>&1 ||
-		log "hook $1 failed (status $?); the restart policy goes on"
+		log "hook $1 failed (status $?); the policy goes on"
 	return 0
 }
 
@@ -113,7 +113,8 @@ server_seen() {
 		seen="pid ${p#/proc/} in $DATA_DIR"
 		return 0
 	done
-	out=$(cli PING 2>&1 </dev/null)
+	# No answer in 5 s (connected, but paused or SIGSTOPped) is a server too.
+	out=$(cli PING 2>&1 </dev/null) || [ $? != 124 ] || out=BUSY
 	case "$out" in
 	*PONG* | *NOAUTH* | *WRONGPASS* | *ERR* | *LOADING* | *BUSY* | *MASTERDOWN*)
 		seen="a server answers on $ADDR"
@@ -123,40 +124,62 @@ server_seen() {
 	return 1
 }
 
-# clean_marker_counts BOOT: the marker was written on this machine, data dir and boot.
+# aof_digest: the AOF files as they are now (name, size, mtime, inode of each): a marker
+# vouches for these files only, not for a backup restored or a file replaced since.
+aof_digest() {
+	(cd "$DATA_DIR/appendonlydir" && export LC_ALL=C && stat -c '%n %s %Y %i' -- *) 2>/dev/null |
+		sha256sum | cut -c1-64
+}
+
+# clean_marker_counts BOOT: the marker was written on this machine, data dir and boot, for
+# the AOF files that are there now.
 clean_marker_counts() {
-	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_dir <"$clean" || return 1
-	[ "$m_ver" = v2 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
-		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && ls -A "$DATA_DIR/appendonlydir" 2>/dev/null | grep -q .
+	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_dir <"$clean" || return 1
+	[ "$m_ver" = v3 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
+		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ]
+}
+
+# forget_clean, record_hold CONTENT: or the master stays down.
+forget_clean() { forget "$clean" || fail "cannot remove the clean-stop marker $clean"; }
+record_hold() { durable "$hold" "$1" || fail "cannot record the hold in $hold"; }
+
+# wait_out_server BOOT: a server that runs now may be granting locks: wait until it is gone,
+# and record a hold from then (gone_until). Fails (1) when no server runs.
+wait_out_server() {
+	server_seen || return 1
+	forget_clean
+	prior=0
+	read -r rec_boot rec_until _ 2>/dev/null <"$hold" && [ "$rec_boot" = "$1" ] && is_count "$rec_until" && prior=$rec_until
+	# Should the wait be cut short (the unit stopped), the server may serve on unseen: the
+	# next start holds restart_delay from then (the record reads as no time).
+	record_hold "$1 unnamed-server $prior"
+	log "$seen, no record names it: waiting until it stops"
+	while server_seen; do sleep 1; done
+	now=$(now_ms) || fail "cannot read the clock $uptime_file"
+	gone_until=$(max "$(hold_from_now "$now" "$1")" "$prior")
+	record_hold "$1 $gone_until"
+	log "the server is gone"
 }
 
 gate() {
 	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" || fail "cannot prepare $run_dir"
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	boot=$(boot_id)
-	# A server that runs now may be granting locks: wait until it is gone, and hold from then.
-	if server_seen; then
-		log "$seen, named by no record of this unit: waiting until it stops, then holding ${RESTART_DELAY_MS}ms from then"
-		forget "$clean" || fail "cannot remove the clean-stop marker $clean"
-		while server_seen; do sleep 1; done
-		now=$(now_ms) || fail "cannot read the clock $uptime_file"
-		durable "$hold" "$boot $(hold_from_now "$now" "$boot")" || fail "cannot record the hold in $hold"
-		log "the server is gone"
-	fi
+	wait_out_server "$boot"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
-		forget "$clean" || fail "cannot remove the clean-stop marker $clean"
+		forget_clean
 		open_floor "$now" "$boot"
 		log "last stop was clean: starting at once"
 		return 0
 	fi
 	read_floor
 	until=$(hold_from_now "$now" "$boot")
-	why="no record of a clean stop (first start, reboot, power loss or a new or replaced host)"
+	why="no record of a clean stop (first start, reboot, power loss, new host)"
 	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
-		why="the clean-stop marker was written on another machine, data dir or boot, or its AOF is gone"
+		why="the clean-stop marker was written on another machine, data dir or boot, or over other AOF files"
 	fi
 	if [ -e "$hold" ]; then
-		why="the hold record is unreadable"
+		why="the hold record is unreadable or names an unnamed server"
 		if read -r rec_boot rec_until <"$hold" && is_count "$rec_until"; then
 			if [ "$rec_boot" = "$boot" ]; then
 				until=$(max "$rec_until" "$f_until")
@@ -167,14 +190,21 @@ gate() {
 		fi
 	fi
 	# Recorded before the wait, so that a stop or a power loss during it holds again.
-	forget "$clean" || fail "cannot remove the clean-stop marker $clean"
-	durable "$hold" "$boot $until" || fail "cannot record the hold in $hold"
+	forget_clean
+	record_hold "$boot $until"
 	wait_ms=$((until - now))
 	if [ "$wait_ms" -gt 0 ]; then
 		restart_at=$(date -u -d "@$(($(date +%s) + (wait_ms + 999) / 1000))" +%Y-%m-%dT%H:%M:%SZ)
 		log "holding the start for ${wait_ms}ms until $restart_at (boot clock ${until}ms): $why"
 		run_hook before_restart hook_before_restart "" "$restart_at"
 		while now=$(now_ms) && [ "$now" -lt "$until" ]; do
+			# A server run by hand during the hold grants locks of its own: they count
+			# from when it is gone, even when it is gone before the hold ends.
+			if wait_out_server "$boot"; then
+				until=$(max "$until" "$gone_until")
+				log "holding the start for $((until - now))ms: an unnamed server served"
+				continue
+			fi
 			left=$((until - now))
 			[ "$left" -gt 1000 ] && left=1000
 			sleep "$((left / 1000)).$(printf %03d $((left % 1000)))"
@@ -284,52 +314,56 @@ stop() {
 	if [ "${durable:-}" = yes ]; then
 		echo "${MAINPID:-} durable" >"$proof" || log "cannot record the durable stop in $proof"
 	else
-		log "the AOF is not on with appendfsync always (${conf# }): this stop will count as unclean"
+		log "not durable (${conf# }): this stop counts as unclean"
 	fi
 	cli SHUTDOWN >/dev/null 2>&1
 	return 0
 }
 
-# durable_exit PID: the stop step shut PID down durably (and its log file, if any, says
-# "ready to exit").
+# durable_exit PID: the stop step shut PID down with the AOF on and appendfsync always, and
+# the server's log (its file, else the unit's journal: it logs to stdout) shows PID, since
+# its start, fsync the AOF at the exit and say "ready to exit": an admin may turn the AOF
+# off after the step read it, and lose what it acknowledged since. The journal may lag the
+# exit of a process by a moment: asked for about 5 s.
 durable_exit() {
 	[ -n "$1" ] && [ -f "$proof" ] && read -r p_pid p_what <"$proof" && [ "$p_pid" = "$1" ] && [ "$p_what" = durable ] || return 1
-	if [ -n "${SERVER_LOG_FILE:-}" ]; then
-		grep -q "^$1:.*ready to exit" "$SERVER_LOG_FILE" 2>/dev/null || return 1
-	fi
-	return 0
+	for _ in 1 2 3 4 5; do
+		if [ -n "${SERVER_LOG_FILE:-}" ]; then cat "$SERVER_LOG_FILE"; else journalctl -u "$UNIT" -o cat -n 9999; fi 2>/dev/null |
+			awk -v p="$1:" 'index($0,p)!=1{next} /oO0OoO0OoO0Oo/{f=r=0} /fsync\(\) on the AOF/{f=1} /ready to exit/{r=1} END{exit !(f&&r)}' && return 0
+		sleep 1
+	done
+	log "no AOF fsync and ready to exit of pid $1 in its log"
+	return 1
 }
 
 stopped() {
+	trap 'rm -f "$proof"' EXIT
 	result=${SERVICE_RESULT:-unknown}
-	now=$(now_ms) || { log "cannot read the clock $uptime_file: no clean stop recorded"; exit 1; }
+	now=$(now_ms) || { log "cannot read the clock $uptime_file"; exit 1; }
 	boot=$(boot_id)
 	pid=$(cat "$run_dir/pid" 2>/dev/null)
 	if [ -e "$hold" ]; then
 		# The gate was interrupted before the server started: its hold record stays.
-		log "stopped during the hold ($result): the hold stays"
-		rm -f "$proof"
+		log "stopped during the hold ($result)"
 		return 0
 	fi
 	read_floor
-	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; rm -f "$proof"; exit 1; }
+	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; exit 1; }
 	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
-		rm -f "$proof"
-		durable "$clean" "v2 $(machine_id) $boot $now $DATA_DIR" || { log "cannot record the clean stop in $clean: the next start holds"; exit 1; }
+		durable "$clean" "v3 $(machine_id) $boot $now $(aof_digest) $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
 		log "clean stop recorded"
 		return 0
 	fi
 	why="result $result, ${EXIT_CODE:-?} ${EXIT_STATUS:-?}"
-	[ "$result" = success ] && why="$why, but no durable shutdown was proven (the stop step did not see the AOF on with appendfsync always, or did not ask for this exit)"
-	rm -f "$proof"
+	[ "$result" = success ] && why="$why, no durable shutdown proven"
 	forget "$clean" || log "cannot remove the clean-stop marker $clean"
 	until=$(hold_from_now "$now" "$boot")
 	if ! durable "$hold" "$boot $until"; then
-		log "cannot record the hold in $hold ($why): the next start holds restart_delay from then"
+		log "cannot record the hold in $hold ($why)"
 		run_hook crash hook_on_crash "$pid" ""
 		exit 1
 	fi
-	log "stopped uncleanly ($why): the next start waits until boot clock ${until}ms ($((until - now))ms)"
+	log "stopped uncleanly ($why): the next start waits $((until - now))ms"
 	run_hook crash hook_on_crash "$pid" ""
 }
 

@@ -49,19 +49,22 @@ const (
 var script string
 
 // hostScript is the script as the user-data carries it: its comment lines (all but the
-// first, the interpreter line) left out, since the user-data must stay under 16 KiB; the
-// commented source is redlock-master.sh. The script has no here-documents, so a line whose
-// first non-blank character is '#' is always a comment.
+// first, the interpreter line) and its indentation left out, since the user-data must stay
+// under 16 KiB; the commented source is redlock-master.sh. The script has no here-documents
+// and no line continued by a backslash right after a word, and its multi-line quoted strings
+// are awk programs: so a line whose first non-blank character is '#' is always a comment,
+// and leading blanks never matter. The tests run this form.
 var hostScript = stripCommentLines(script)
 
 func stripCommentLines(src string) string {
 	lines := strings.SplitAfter(src, "\n")
 	out := lines[:1:1]
 	for _, l := range lines[1:] {
-		if t := strings.TrimLeft(l, " \t"); t == "" || t == "\n" || strings.HasPrefix(t, "#") {
+		t := strings.TrimLeft(l, " \t")
+		if t == "" || t == "\n" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		out = append(out, l)
+		out = append(out, t)
 	}
 	return strings.Join(out, "")
 }

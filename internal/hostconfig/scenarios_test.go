@@ -3,6 +3,7 @@ package hostconfig
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,6 +52,7 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		clock = sc.UptimeMS
 	}
 	p.setClock(clock)
+	digest := p.aofDigest() // of the AOF files a clean stop left
 	if !sc.Ran || sc.Marker == hold.MarkerAOFGone {
 		if err := os.RemoveAll(filepath.Join(p.dataDir, "appendonlydir")); err != nil {
 			t.Fatal(err)
@@ -58,15 +60,18 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 	}
 	switch sc.Marker {
 	case hold.MarkerHere, hold.MarkerAOFGone:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, clock-100, p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
 	case hold.MarkerOtherBoot:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-0 %d %s\n", testMachineID, clock-100, p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-0 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
 	case hold.MarkerOtherMachine:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", "0123456789abcdef0123456789abcdef", clock-100, p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", "0123456789abcdef0123456789abcdef", clock-100, digest, p.dataDir))
 	case hold.MarkerOtherDir:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, clock-100, "/var/lib/other"))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, "/var/lib/other"))
 	case hold.MarkerNoIdentity:
 		p.write(hold.HostCleanMarker, "boot-1 1\n")
+	case hold.MarkerAOFReplaced:
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
+		p.replaceAOF()
 	}
 	switch sc.Hold {
 	case hold.HoldThisBoot:
@@ -85,7 +90,7 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		// lowered in master.conf; the exit below ends that run.
 		want = sc.LastRunDelayMS
 		p.setDelay(sc.LastRunDelayMS)
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, clock-100, p.dataDir))
+		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
 		if log, err := p.try("gate"); err != nil || !strings.Contains(log, "starting at once") {
 			t.Fatalf("the run under the larger delay did not start at once: %v\n%s", err, log)
 		}
@@ -100,8 +105,11 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		// The server exited 0 on its own (the stop step never ran): systemd reports success.
 		p.run("started", "MAINPID=4242")
 		p.try("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
-	case hold.ExitDurableStop, hold.ExitStopAOFOff:
+	case hold.ExitDurableStop, hold.ExitStopAOFOff, hold.ExitAOFOffAfterStopCheck:
 		srv := p.startServer(p.dataDir)
+		if sc.Exit == hold.ExitAOFOffAfterStopCheck {
+			p.raceShutdown()
+		}
 		if sc.Exit == hold.ExitStopAOFOff {
 			if err := srv.admin.ConfigSet(context.Background(), "appendonly", "no").Err(); err != nil {
 				t.Fatal(err)
@@ -120,8 +128,29 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 	var srv *testServer
 	if sc.ServerOnAddress {
 		srv = p.startServer(t.TempDir()) // no record names it, nor is it in the data dir
+		if sc.ServerPaused {
+			if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	g := p.startGate()
+	if srv != nil && sc.StopWhileWaiting {
+		// systemd stops the unit while the gate waits; the server serves on for a minute,
+		// then stops; then the master starts again: when the server stopped is unknown.
+		if !g.waitFor("waiting until it stops") {
+			return g.outcome(0)
+		}
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		<-g.done
+		out, err := p.try("stopped", "SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=TERM")
+		t.Logf("gate:\n%s\nstopped (%v):\n%s", g.output(), err, out)
+		clock += 60_000
+		p.setClock(clock)
+		srv.kill()
+		srv = nil
+		g = p.startGate()
+	}
 	if srv != nil {
 		if !g.waitFor("waiting until it stops") {
 			return g.outcome(0)
@@ -133,8 +162,27 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 	if !g.waitFor("holding the start for") {
 		return g.outcome(0)
 	}
-	m := regexp.MustCompile(`holding the start for (\d+)ms`).FindStringSubmatch(g.output())
-	announced, _ := strconv.ParseInt(m[1], 10, 64)
+	if sc.ServerDuringHold {
+		// A server run by hand on the address while the gate holds, killed before the
+		// hold ends: its locks count from when it was gone.
+		srv := p.startServer(t.TempDir())
+		if !g.waitForCount("waiting until it stops", 1) {
+			srv.kill()
+			p.setClock(clock + sc.HoldLeftMS)
+			if err := g.wait(); err == nil {
+				return "opened at the recorded time: the server that served during the hold was never seen"
+			}
+			return "never saw the server that served during the hold:\n" + g.output()
+		}
+		srv.kill()
+		clock += 500 // it was last seen here
+		p.setClock(clock)
+		if !g.waitForCount("holding the start for", 2) {
+			return "no hold announced after the server was gone:\n" + g.output()
+		}
+	}
+	all := regexp.MustCompile(`holding the start for (\d+)ms`).FindAllStringSubmatch(g.output(), -1)
+	announced, _ := strconv.ParseInt(all[len(all)-1][1], 10, 64)
 	var expect int64
 	switch sc.Want {
 	case hold.HoldRecorded:
@@ -158,6 +206,35 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		return string(hold.HoldRecorded)
 	}
 	return string(sc.Want)
+}
+
+// aofDigest is what the script's aof_digest says of the data dir's AOF files now: sha256 of
+// "name size mtime inode" lines, by name.
+func (p *policy) aofDigest() string {
+	p.t.Helper()
+	dir := filepath.Join(p.dataDir, "appendonlydir")
+	entries, _ := os.ReadDir(dir) // none: the script's digest of no files
+	var b strings.Builder
+	for _, e := range entries {
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %d %d %d\n", e.Name(), fi.Size(), fi.ModTime().Unix(), fi.Sys().(*syscall.Stat_t).Ino)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(b.String())))
+}
+
+// replaceAOF puts an older AOF in place of the one a clean stop left (a restored backup).
+func (p *policy) replaceAOF() {
+	p.t.Helper()
+	path := filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.rdb")
+	if err := os.Remove(path); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("REDIS, an older copy"), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
 }
 
 const testMachineID = "5a7c0de5a7c0de5a7c0de5a7c0de5a7c"
@@ -184,6 +261,35 @@ func (p *policy) setDelay(ms int64) {
 	}
 	out := regexp.MustCompile(`(?m)^RESTART_DELAY_MS=.*$`).ReplaceAll(conf, []byte(fmt.Sprintf("RESTART_DELAY_MS='%d'", ms)))
 	if err := os.WriteFile(path, out, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// raceShutdown points the script's CLI at a wrapper that plays an admin racing the stop
+// step: right before the step's SHUTDOWN, the write pause runs out, the AOF is turned off
+// and a write is acknowledged (it is in memory only).
+func (p *policy) raceShutdown() {
+	p.t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		p.t.Fatal("redis-cli not on PATH")
+	}
+	admin := fmt.Sprintf("REDISCLI_AUTH=%s %s -h 127.0.0.1 -p %d --no-auth-warning", redistest.AdminPassword, shellQuote(cli), p.port)
+	wrapper := filepath.Join(p.dir, "racing-cli")
+	body := "#!/bin/sh\nfor a; do last=$a; done\nif [ \"$last\" = SHUTDOWN ]; then\n" +
+		"\t" + admin + " CLIENT UNPAUSE >/dev/null\n" +
+		"\t" + admin + " CONFIG SET appendonly no >/dev/null\n" +
+		"\t" + admin + " SET acknowledged-after-the-check 1 >/dev/null\n" +
+		"fi\nexec " + shellQuote(cli) + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(body), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "CLI=%s\n", shellQuote(wrapper)); err != nil {
 		p.t.Fatal(err)
 	}
 }
@@ -253,6 +359,22 @@ func (g *gateRun) waitFor(what string) bool {
 			return strings.Contains(g.output(), what)
 		case <-deadline:
 			g.t.Fatalf("gate neither logged %q nor exited:\n%s", what, g.output())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// waitForCount reports whether the gate logged what n times before it exited; false also
+// when it did neither in 30s (the caller names what the gate failed to do).
+func (g *gateRun) waitForCount(what string, n int) bool {
+	deadline := time.After(30 * time.Second)
+	for strings.Count(g.output(), what) < n {
+		select {
+		case <-g.done:
+			return strings.Count(g.output(), what) >= n
+		case <-deadline:
+			return false
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -75,7 +75,7 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.dir, "redlock-master"), []byte(script), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(p.dir, "redlock-master"), []byte(hostScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -224,7 +224,7 @@ func TestGate(t *testing.T) {
 
 // cleanMarker is the marker a clean stop on this machine, data dir and boot writes.
 func (p *policy) cleanMarker() string {
-	return fmt.Sprintf("v2 %s boot-1 %d %s\n", testMachineID, bootMS(p.t), p.dataDir)
+	return fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, bootMS(p.t), p.aofDigest(), p.dataDir)
 }
 
 func TestStopped(t *testing.T) {
@@ -236,7 +236,8 @@ func TestStopped(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(p.dir, "run", "stop-proof"), []byte("4242 durable\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p.serverLog, []byte("4242:M 25 Nov 2026 22:41:22.015 # Redis is now ready to exit, bye bye...\n"), 0o644); err != nil {
+		if err := os.WriteFile(p.serverLog, []byte("4242:M 25 Nov 2026 22:41:22.013 * Calling fsync() on the AOF file.\n"+
+			"4242:M 25 Nov 2026 22:41:22.015 # Redis is now ready to exit, bye bye...\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		p.run("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
@@ -254,6 +255,21 @@ func TestStopped(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(p.serverLog, []byte("4242:M 25 Nov 2026 22:41:22.013 # User requested shutdown...\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.run("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
+		if p.exists("redlock.clean-stop") || !p.exists("redlock.hold") {
+			t.Fatalf("clean %v hold %v: want a hold", p.exists("redlock.clean-stop"), p.exists("redlock.hold"))
+		}
+	})
+	t.Run("a proof without an AOF fsync at the exit in the server log is not clean", func(t *testing.T) {
+		// The AOF was turned off after the stop step read it: nothing fsynced at the exit.
+		p := newPolicy(t, time.Second)
+		p.run("started", "MAINPID=4242")
+		if err := os.WriteFile(filepath.Join(p.dir, "run", "stop-proof"), []byte("4242 durable\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p.serverLog, []byte("4242:M 25 Nov 2026 22:41:22.015 # Redis is now ready to exit, bye bye...\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		p.run("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")

@@ -1,10 +1,13 @@
 package supervisor
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // writeFileAtomic replaces path with data so that a reader sees the old or the new content,
@@ -64,11 +67,12 @@ func syncDir(dir string) error {
 // writeCleanMarker records that the master stopped cleanly (its AOF is fsynced), durably:
 // a marker that could vanish in a power loss would only cost a needless hold, but one that
 // appears without a clean stop would skip a needed one, so it is written only after the
-// server's exit proved a durable shutdown (durableExit). It names the machine, boot and data
-// dir that wrote it ("v2 <machine-id> <boot-id> <pid> <data dir>"): a marker copied with an
-// image, a snapshot or a dir counts nowhere else.
+// server's exit proved a durable shutdown (durableExit). It names the machine, boot, AOF
+// files and data dir that wrote it ("v3 <machine-id> <boot-id> <pid> <AOF digest> <data
+// dir>"): a marker copied with an image, a snapshot or a dir counts nowhere else, nor over
+// AOF files restored from a backup or replaced since.
 func writeCleanMarker(dataDir string, pid int) error {
-	body := fmt.Sprintf("v2 %s %s %d %s\n", machineID(), bootID(), pid, dataDir)
+	body := fmt.Sprintf("v3 %s %s %d %s %s\n", machineID(), bootID(), pid, aofDigest(dataDir), dataDir)
 	if err := writeFileAtomic(filepath.Join(dataDir, CleanMarkerName), []byte(body)); err != nil {
 		return fmt.Errorf("supervisor: write clean marker: %w", err)
 	}
@@ -101,18 +105,41 @@ func markerCounts(dataDir string) (ok bool, why string) {
 	if err != nil {
 		return false, "no clean marker"
 	}
-	f := strings.SplitN(strings.TrimSuffix(string(b), "\n"), " ", 5)
+	f := strings.SplitN(strings.TrimSuffix(string(b), "\n"), " ", 6)
 	switch {
-	case len(f) != 5 || f[0] != "v2":
-		return false, "the clean marker does not name the machine, boot and data dir that wrote it"
+	case len(f) != 6 || f[0] != "v3":
+		return false, "the clean marker does not name the machine, boot, AOF and data dir that wrote it"
 	case f[1] != machineID():
 		return false, "the clean marker was written on another machine (a disk image or snapshot)"
 	case f[2] != bootID():
 		return false, "the clean marker was written in an earlier boot"
-	case !samePath(f[4], dataDir):
-		return false, "the clean marker was written for another data dir (" + f[4] + ")"
+	case !samePath(f[5], dataDir):
+		return false, "the clean marker was written for another data dir (" + f[5] + ")"
+	case f[4] != aofDigest(dataDir):
+		return false, "the AOF files changed since the clean stop (a restored backup, a replaced or removed file)"
 	}
 	return true, ""
+}
+
+// aofDigest identifies the AOF files in dataDir as they are now: sha256 of a "name size
+// mtime inode" line for each, by name. A clean marker vouches for these files only.
+func aofDigest(dataDir string) string {
+	dir := filepath.Join(dataDir, "appendonlydir")
+	entries, _ := os.ReadDir(dir) // none: the digest of no files (and hasData says no data)
+	h := sha256.New()
+	for _, e := range entries {
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			fmt.Fprintf(h, "%s unreadable %v\n", e.Name(), err)
+			continue
+		}
+		var ino uint64
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			ino = st.Ino
+		}
+		fmt.Fprintf(h, "%s %d %d %d\n", e.Name(), fi.Size(), fi.ModTime().UnixNano(), ino)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // removeCleanMarker is called right before redis-server starts: from then on the data may

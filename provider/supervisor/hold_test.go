@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -285,5 +286,38 @@ func TestCrashDowntimeFromOutsideIsAtLeastTheDelay(t *testing.T) {
 			return s.Status == StatusRunning && s.Restarts == i+1 && s.RedisPID != 0
 		})
 		m.pids[st.RedisPID] = true
+	}
+}
+
+// An exit 0 that proves no durable shutdown (the AOF turned off, then SHUTDOWN) is an
+// unclean stop: the state must keep the delay the master ran under from its exit, so that a
+// next start under a lowered delay still holds that long. (The floor used to stop at the
+// last health-check tick before the exit.)
+func TestUnprovenCleanExitKeepsTheFloorFromTheExit(t *testing.T) {
+	t.Parallel()
+	const delay = 30 * time.Minute
+	m := newMaster(t, delay)
+	pid := m.spawn()
+	m.waitReady(pid)
+	m.adminDo("config", "set", "appendonly", "no")
+	m.set("acknowledged", "1")
+	_ = m.admin().Shutdown(context.Background()).Err()
+	waitFor(t, "the supervisor to exit", func() bool { return !isSupervisorProcess(pid, m.dir) })
+	st := m.state()
+	if st.Status != StatusStopped || CleanStop(m.dir) {
+		t.Fatalf("status %s, clean %v: want an unclean stop", st.Status, CleanStop(m.dir))
+	}
+	if st.HoldFloor.Before(st.LastAlive.Add(delay)) {
+		t.Fatalf("hold_floor %s is before last_alive %s + %s: a lower delay at the next start would hold less than the locks need",
+			st.HoldFloor.Format(time.RFC3339Nano), st.LastAlive.Format(time.RFC3339Nano), delay)
+	}
+	// The next start under a lowered delay holds the old one from the exit.
+	m.cfg.RestartDelay = time.Minute
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if until, hold := HoldUntil(m.dir, m.cfg.RestartDelay); !hold || until.Before(st.LastAlive.Add(delay)) {
+		t.Fatalf("HoldUntil %s (hold %v) under a lowered delay, want no earlier than %s", until.Format(time.RFC3339Nano), hold,
+			st.LastAlive.Add(delay).Format(time.RFC3339Nano))
 	}
 }

@@ -129,7 +129,7 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 	machineID := readMachineIDForTest()
 	marker := filepath.Join(m.dir, CleanMarkerName)
 	writeMarker := func(machine, boot, dir string) {
-		body := fmt.Sprintf("v2 %s %s %d %s\n", machine, boot, st.RedisPID, dir)
+		body := fmt.Sprintf("v3 %s %s %d %s %s\n", machine, boot, st.RedisPID, aofDigest(m.dir), dir)
 		if err := os.WriteFile(marker, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -146,6 +146,23 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		if err := os.RemoveAll(filepath.Join(m.dir, "appendonlydir")); err != nil {
 			t.Fatal(err)
 		}
+	case hold.MarkerAOFReplaced:
+		// An older copy of an AOF file restored under the clean stop's marker.
+		entries, err := os.ReadDir(filepath.Join(m.dir, "appendonlydir"))
+		if err != nil || len(entries) == 0 {
+			t.Fatalf("no AOF files after the clean stop: %v", err)
+		}
+		path := filepath.Join(m.dir, "appendonlydir", entries[len(entries)-1].Name())
+		old, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, old, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	case hold.MarkerNoIdentity:
 		if err := os.WriteFile(marker, []byte("redis-server pid 1 stopped cleanly\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -154,7 +171,11 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 	var recorded time.Time
 	switch sc.Hold {
 	case hold.HoldThisBoot:
-		last := time.Now().Add(-delay + time.Duration(sc.HoldLeftMS)*time.Millisecond)
+		left := time.Duration(sc.HoldLeftMS) * time.Millisecond
+		if sc.ServerDuringHold {
+			left = delay // the server must start while the hold lasts, however slow the machine
+		}
+		last := time.Now().Add(-delay + left)
 		recorded = last.Add(delay)
 		if sc.Marker == hold.NoMarker {
 			_ = os.Remove(marker)
@@ -179,9 +200,25 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 	var srv *exec.Cmd
 	if sc.ServerOnAddress {
 		srv = m.startForeignServer()
+		if sc.ServerPaused {
+			if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	spawnedAt := time.Now()
 	pid2 := m.spawn()
+	if srv != nil && sc.StopWhileWaiting {
+		// Stopped while it waits; the server serves on, then stops; then a new start.
+		waitFor(t, "the supervisor waiting for the server", func() bool {
+			return strings.Contains(m.state().LastError, "waiting until it stops")
+		})
+		stopNow()
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		spawnedAt = time.Now()
+		return m.outcome(sc, m.spawn(), spawnedAt, want)
+	}
 	if srv != nil {
 		// Wait until the supervisor reacted (it holds, or its start failed), then stop the
 		// server no record names.
@@ -194,6 +231,28 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		waitFor(t, "a hold from after the server stopped, or none", func() bool {
 			s := m.state()
 			return !s.RestartAt.Before(exitBefore.Add(want)) || time.Since(exitBefore) > 10*time.Second
+		})
+		return m.outcome(sc, pid2, exitBefore, want)
+	}
+	if sc.ServerDuringHold {
+		m.waitState("the new supervisor holding", func(s State) bool {
+			return s.SupervisorPID == pid2 && s.Status == StatusHolding
+		})
+		srv := m.startForeignServer()
+		deadline := time.Now().Add(waitLimit)
+		for !strings.Contains(m.state().LastError, "waiting until it stops") {
+			if time.Now().After(deadline) {
+				_ = srv.Process.Kill()
+				_ = srv.Wait()
+				return "never saw the server that served during the hold (restart_at " + m.state().RestartAt.Format(time.RFC3339Nano) + ")"
+			}
+			time.Sleep(pollInterval)
+		}
+		exitBefore = time.Now()
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		waitFor(t, "a hold from after the server stopped", func() bool {
+			return m.state().LastError == ""
 		})
 		return m.outcome(sc, pid2, exitBefore, want)
 	}

@@ -48,6 +48,11 @@ type State struct {
 	// at start: the last moment the master was seen alive).
 	LastExit  time.Time `json:"last_exit,omitzero"`
 	LastError string    `json:"last_error,omitempty"`
+	// UnnamedServer is what a supervisor found serving on the master's address or data dir
+	// that no record names, while it waits for it to stop ("" when none): should it stop
+	// waiting (a stop), that server may serve on unseen, and the next start holds
+	// restart_delay from when it starts.
+	UnnamedServer string `json:"unnamed_server,omitempty"`
 }
 
 // ReadState returns the state a supervisor last wrote in dataDir. The error wraps
@@ -100,6 +105,10 @@ func HoldUntil(dataDir string, restartDelay time.Duration) (time.Time, bool) {
 // known to be dead.
 func holdUntil(dataDir string, now time.Time, self bool, delay time.Duration) (until time.Time, hold bool, why string) {
 	st, err := ReadState(dataDir)
+	if err == nil && st.UnnamedServer != "" {
+		return later(now.Add(delay), st.HoldFloor), true, st.UnnamedServer +
+			" when the last supervisor stopped waiting for it: when it stopped is unknown"
+	}
 	// A hold in progress beats a marker (a power loss during a hold left both).
 	counts, markerWhy := markerCounts(dataDir)
 	if counts && !hasData(dataDir) {

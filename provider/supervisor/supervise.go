@@ -277,7 +277,15 @@ func orphanStopped(prev State, delay time.Duration) (lastAlive, floor time.Time)
 // hold keeps the master down until RestartAt (see setHolding). It reports whether a stop was
 // requested meanwhile. SIGHUP may change the delay: a longer one extends the hold, a shorter
 // one never shortens it.
+//
+// A server no record names that serves during the hold (run by hand on the address, or in
+// the data dir) grants locks of its own: the hold then counts from when it was gone, even
+// when it is gone before the hold would have ended. It is looked for every stateInterval
+// (a scan of /proc: not every health-check tick); a server that lives shorter than that may
+// be missed.
 func (s *supervisor) hold() (stopped bool) {
+	look := time.NewTicker(stateInterval)
+	defer look.Stop()
 	for {
 		s.setHolding()
 		s.writeState()
@@ -286,15 +294,35 @@ func (s *supervisor) hold() (stopped bool) {
 		// time.Until uses the monotonic clock when LastAlive came from this process, so a
 		// wall-clock step cannot shorten the hold.
 		timer := time.NewTimer(time.Until(s.st.RestartAt))
-		select {
-		case <-timer.C:
-			return false
-		case <-s.stop.Done():
-			timer.Stop()
-			return true
-		case <-s.reload:
-			timer.Stop()
-			s.reloadConfig()
+	wait:
+		for {
+			select {
+			case <-timer.C:
+				return false
+			case <-s.stop.Done():
+				timer.Stop()
+				return true
+			case <-s.reload:
+				timer.Stop()
+				s.reloadConfig()
+				break wait
+			case <-look.C:
+				goneAt, found, stopped, err := s.awaitNoServer()
+				switch {
+				case stopped:
+					timer.Stop()
+					return true
+				case err != nil:
+					// The state could not say so; this supervisor still holds from now, and
+					// a start writes the state first (it stays down if that fails).
+					goneAt, found = time.Now(), true
+				}
+				if found {
+					timer.Stop()
+					s.st.LastAlive = later(s.st.LastAlive, goneAt)
+					break wait
+				}
+			}
 		}
 	}
 }
@@ -390,6 +418,9 @@ func (s *supervisor) serve(restart bool) serveResult {
 			// would end the hold up to a tick early, measured from the exit).
 			prober.stop()
 			s.st.LastAlive = later(s.st.LastAlive, ex.at)
+			// Its locks live until the exit + the delay it ran under, however this run ends
+			// (a crash, an exit 0 that proves nothing, a marker that cannot be written).
+			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 			s.st.LastExit = ex.at
 			s.st.RedisPID = 0
 			notDurable := ""

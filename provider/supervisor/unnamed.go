@@ -44,6 +44,10 @@ func (s *supervisor) awaitNoServer() (goneAt time.Time, found, stopped bool, err
 	}
 	s.log.Warn("a server no record names serves on the master's address or data dir: waiting until it stops, then holding restart_delay from then",
 		"what", what)
+	// The marker vouches for a data dir that server may change, and for no lock it grants.
+	if err := removeCleanMarker(s.dir); err != nil {
+		return time.Time{}, true, false, err
+	}
 	signalled, signalledAt := 0, time.Time{}
 	lastWrite := time.Time{}
 	for what != "" {
@@ -65,6 +69,7 @@ func (s *supervisor) awaitNoServer() (goneAt time.Time, found, stopped bool, err
 			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 			s.st.RestartAt = s.st.HoldFloor
 			s.st.LastError = what + ": waiting until it stops"
+			s.st.UnnamedServer = what
 			if err := s.writeState(); err != nil {
 				return time.Time{}, true, false, err
 			}
@@ -80,5 +85,6 @@ func (s *supervisor) awaitNoServer() (goneAt time.Time, found, stopped bool, err
 	goneAt = time.Now()
 	s.log.Info("the unnamed server is gone: holding restart_delay from now")
 	s.st.LastError = ""
+	s.st.UnnamedServer = ""
 	return goneAt, true, false, nil
 }

@@ -4,7 +4,7 @@ package hold
 // supervisor's state (local).
 const (
 	// HostCleanMarker is the host gate's clean-stop marker:
-	// "v2 <machine-id> <boot-id> <boot clock ms> <data dir>".
+	// "v3 <machine-id> <boot-id> <boot clock ms> <AOF files digest> <data dir>".
 	HostCleanMarker = "redlock.clean-stop"
 	// HostHoldRecord is the host gate's pending hold: "<boot-id> <until, boot clock ms>".
 	HostHoldRecord = "redlock.hold"
@@ -33,6 +33,7 @@ const (
 	MarkerOtherDir     Marker = "written for another data dir (a copied dir)"
 	MarkerNoIdentity   Marker = "without the machine, dir and boot that wrote it"
 	MarkerAOFGone      Marker = "written here, but the AOF it vouched for is gone"
+	MarkerAOFReplaced  Marker = "written here, but the AOF was replaced since (a restored backup)"
 )
 
 // HoldRecord is the record of an unclean stop found at the start.
@@ -56,6 +57,10 @@ const (
 	ExitDurableStop Exit = "stopped by the runtime, AOF on with appendfsync always"
 	// ExitStopAOFOff: the runtime stopped it, but the admin had turned the AOF off.
 	ExitStopAOFOff Exit = "stopped by the runtime after CONFIG SET appendonly no"
+	// ExitAOFOffAfterStopCheck: the runtime's stop read the AOF on with appendfsync always;
+	// before its SHUTDOWN, the admin turned the AOF off and wrote (the write pause had run
+	// out): exit 0, and the acknowledged write is not on disk.
+	ExitAOFOffAfterStopCheck Exit = "the AOF turned off and a write acknowledged after the stop read the settings, before its SHUTDOWN"
 	// ExitAdminShutdownAOFOff: the admin turned the AOF off, wrote, and ran SHUTDOWN: exit 0.
 	ExitAdminShutdownAOFOff Exit = "CONFIG SET appendonly no, a SET, then SHUTDOWN by the admin: exit 0"
 	// ExitKilled: SIGKILL (OOM killer, kill -9).
@@ -87,7 +92,10 @@ const (
 // and what the start must do. Issue is the defect it covers (0: held from the first
 // version): 1 the 32-bit clock, 2 a marker from elsewhere, 3 records that cannot be written,
 // 4 an unsupervised server killed during a stop, 5 a server no record names, 6 an exit that
-// is not durable, 7 a lowered delay (the floor).
+// is not durable, 7 a lowered delay (the floor); found later: 8 a server no record names
+// that serves during a hold and stops before it ends, 9 the AOF turned off after the host's
+// stop step read the settings, 10 a stop while a server no record names is waited for, 11
+// an AOF replaced under a clean marker, 12 a server no record names that answers nothing.
 type Scenario struct {
 	Name     string
 	Issue    int
@@ -104,6 +112,15 @@ type Scenario struct {
 	// ServerOnAddress: a server no record names serves on the master's address; it is
 	// killed during the start.
 	ServerOnAddress bool
+	// ServerDuringHold: a server no record names starts on the master's address while the
+	// start is held, and is killed before the hold ends.
+	ServerDuringHold bool
+	// ServerPaused: the server no record names (ServerOnAddress) is stopped (SIGSTOP): it
+	// holds the address and answers nothing, and may serve again once continued.
+	ServerPaused bool
+	// StopWhileWaiting: the runtime is stopped while it waits for a server no record names
+	// (ServerOnAddress); that server serves on, stops, and then the master starts again.
+	StopWhileWaiting bool
 	// LastRunDelayMS: the last run ran under this delay, larger than the one configured
 	// now (0: the same).
 	LastRunDelayMS int64
@@ -134,6 +151,7 @@ var Scenarios = []Scenario{
 	{Name: "clean marker from another data dir holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherDir, Want: HoldFromNow},
 	{Name: "clean marker from an earlier boot holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherBoot, Want: HoldFromNow},
 	{Name: "clean marker whose AOF is gone holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerAOFGone, Want: HoldFromNow},
+	{Name: "clean marker whose AOF was replaced since holds", Issue: 11, Runtimes: Both, Ran: true, Marker: MarkerAOFReplaced, Want: HoldFromNow},
 	{Name: "clean marker without identity holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerNoIdentity, Want: HoldFromNow},
 	{Name: "records that cannot be replaced keep the master down after a kill", Issue: 3, Runtimes: Both, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: -60_000, RecordsStuck: true, Exit: ExitKilled, Want: Refuse},
@@ -143,8 +161,16 @@ var Scenarios = []Scenario{
 		Exit: ExitOrphanKilledDuringStop, Want: HoldFromExit},
 	{Name: "a server no record names is waited out, then held for", Issue: 5, Runtimes: Both, Ran: true,
 		Marker: MarkerHere, ServerOnAddress: true, Want: HoldFromGone},
+	{Name: "a server run during the hold and stopped before it ends is held for", Issue: 8, Runtimes: Both, Ran: true,
+		Hold: HoldThisBoot, HoldLeftMS: 1_500, ServerDuringHold: true, Want: HoldFromGone},
+	{Name: "a paused server no record names is waited out, then held for", Issue: 12, Runtimes: Both, Ran: true,
+		Marker: MarkerHere, ServerOnAddress: true, ServerPaused: true, Want: HoldFromGone},
+	{Name: "stopped while waiting for a server no record names, the next start holds from then", Issue: 10, Runtimes: Both, Ran: true,
+		Marker: MarkerHere, ServerOnAddress: true, StopWhileWaiting: true, Want: HoldFromNow},
 	{Name: "SHUTDOWN with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitAdminShutdownAOFOff, Want: HoldFromExit},
 	{Name: "a stop with the AOF off holds from the exit", Issue: 6, Runtimes: Both, Ran: true, Exit: ExitStopAOFOff, Want: HoldFromExit},
+	{Name: "the AOF turned off between the stop's check and its SHUTDOWN holds from the exit", Issue: 9, Runtimes: Host, Ran: true,
+		Exit: ExitAOFOffAfterStopCheck, Want: HoldFromExit},
 	{Name: "a lowered delay holds for the delay the last run granted under", Issue: 7, Runtimes: Both, Ran: true,
 		LastRunDelayMS: 3_600_000, Exit: ExitKilled, Want: HoldFromExit},
 }
