@@ -112,6 +112,11 @@ type Master struct {
 	FunctionLibrary        string `json:"function_library"`
 	FunctionLibraryVersion string `json:"function_library_version,omitempty"`
 	FunctionLibraryError   string `json:"function_library_error,omitempty"`
+	// ShadowedFunctions are functions this build's clients call by name that the master
+	// runs with other code than this build's library (funclib.Status.Shadowed);
+	// ForgedFunctions says that code cannot be any kit version's.
+	ShadowedFunctions []string `json:"shadowed_functions,omitempty"`
+	ForgedFunctions   bool     `json:"forged_functions,omitempty"`
 	// LockUserCanEval: the lock user may run EVAL (arbitrary Lua, busy loops included),
 	// asked with ACL DRYRUN as admin.
 	LockUserCanEval bool `json:"lock_user_can_eval"`
@@ -492,6 +497,10 @@ func (m *Master) readScriptLimits(ctx context.Context, t Target, c *redis.Client
 		m.FunctionLibrary = FunctionLibraryMissing
 	}
 	m.FunctionLibraryVersion = st.Version
+	m.ShadowedFunctions, m.ForgedFunctions = st.Shadowed, st.Forged
+	if len(st.Shadowed) > 0 && !st.Forged {
+		m.uncheck("the code behind the kit's function names ("+strings.Join(st.Shadowed, ", ")+") is another kit version's library, which this build cannot verify", nil)
+	}
 }
 
 // Values of Master.FunctionLibrary.

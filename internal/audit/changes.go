@@ -66,7 +66,7 @@ func (m Master) settings() map[string]string {
 		s["busy-reply-threshold"] = m.BusyReplyThreshold.String()
 	}
 	if m.FunctionLibrary != "" {
-		s["function library"] = m.FunctionLibrary + " " + m.FunctionLibraryVersion
+		s["function library"] = m.FunctionLibrary + " " + m.FunctionLibraryVersion + " " + strings.Join(m.ShadowedFunctions, ",")
 	}
 	if m.usersRead {
 		var users []string
