@@ -178,6 +178,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 				add("Master %s has user %s enabled with no password: nothing proves who may log in as it, and one nopass or a password added later opens it. Fix: give it a password (ACL SETUSER %s >a-long-secret) or switch it off (ACL SETUSER %s off).", ep, u.Name, u.Name, u.Name)
 			}
 		}
+		for _, f := range passwordFindings(append(slices.Clone(m.LockUsers), derefUsers(m.Admin)...)) {
+			add("Master %s: %s. Fix: give every user a long password of its own (ACL SETUSER <user> <old-password >new-password, or resetpass >new-password), and in the ACL file or config the master loads.", ep, f)
+		}
 		for _, u := range m.LockUsers {
 			if u.Enabled && len(u.Dangerous) > 0 {
 				add("Master %s lets user %s run %s, which the server marks as administrative or dangerous or which rewrite the functions every client calls (CONFIG GET also reveals every password): any client with %s's password can switch off durability, drop or move every lock, stop or re-point the master, or replace the lock functions. Fix: ACL SETUSER %s -@all plus only what it needs (a lock user: redisconf.LockUserCommands; a monitoring user: no keys and read-only commands).", ep, u.Name, strings.Join(u.Dangerous, ", "), u.Name, u.Name)

@@ -33,6 +33,8 @@ type LockUserACL struct {
 	DangerousChecked bool     `json:"dangerous_checked"`
 	// selectorKeys are the key patterns of its selectors (probed like Keys).
 	selectorKeys []string
+	// hashes are its password hashes (SHA-256, hex) as ACL GETUSER reports them.
+	hashes []string
 	// WritesDeployment are the hash writes it may run on DeploymentKey: with them a client
 	// can forge the restart delay the master's runtime publishes.
 	WritesDeployment []string `json:"writes_deployment,omitempty"`
@@ -79,6 +81,7 @@ func readUsers(ctx context.Context, c *redis.Client, timeout time.Duration) ([]L
 			Keys: patterns(fields["keys"], "~"), Channels: patterns(fields["channels"], "&")}
 		if p, ok := fields["passwords"].([]any); ok {
 			u.Passwords = len(p)
+			u.hashes = toStrings(p)
 		}
 		if sel, ok := fields["selectors"].([]any); ok {
 			u.Selectors = len(sel)
@@ -89,6 +92,42 @@ func readUsers(ctx context.Context, c *redis.Client, timeout time.Duration) ([]L
 		users = append(users, u)
 	}
 	return users, nil
+}
+
+// emptyPasswordHash is ACL GETUSER's hash of the empty password (ACL SETUSER u >).
+const emptyPasswordHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// passwordFindings says, one line each, which enabled users log in with the empty
+// password, and which share a password with another enabled user: a client of one then
+// logs in as the other, with its rights (a lock client as the admin, a tenant as another).
+func passwordFindings(users []LockUserACL) []string {
+	var out []string
+	owners := map[string][]string{}
+	for _, u := range users {
+		if !u.Enabled || u.NoPass {
+			continue // nopass is reported on its own
+		}
+		for _, h := range u.hashes {
+			if h == emptyPasswordHash {
+				out = append(out, fmt.Sprintf("user %s logs in with the empty password", u.Name))
+				continue
+			}
+			if !slices.Contains(owners[h], u.Name) {
+				owners[h] = append(owners[h], u.Name)
+			}
+		}
+	}
+	hashes := make([]string, 0, len(owners))
+	for h := range owners {
+		hashes = append(hashes, h)
+	}
+	sort.Strings(hashes)
+	for _, h := range hashes {
+		if names := owners[h]; len(names) > 1 {
+			out = append(out, fmt.Sprintf("users %s share a password (hash %s...): a client of one can log in as any of them", strings.Join(names, ", "), h[:min(8, len(h))]))
+		}
+	}
+	return out
 }
 
 // probeKeys are keys inside u's own key patterns (or one key when it has none): asking

@@ -329,6 +329,14 @@ func UnsafeCatalogue() []UnsafeCase {
 				}
 				return undo, env.each(ctx, "FUNCTION", "LOAD", strings.Replace(lib.Code, "name="+lib.Name, "name="+catalogueLibrary, 1))
 			}},
+		{Name: "the admin user also accepts the lock user's password", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				admin, pass := env.Config.AdminUsername, env.Config.Password
+				undo := func(ctx context.Context) error { return env.each(ctx, "ACL", "SETUSER", admin, "<"+pass) }
+				return undo, env.each(ctx, "ACL", "SETUSER", admin, ">"+pass)
+			}},
+		{Name: "a user whose password is empty", Want: VerdictUnsafe,
+			Apply: extraUser(catalogueUser, "on", ">", "~*", "+get")},
 	}
 }
 
