@@ -165,7 +165,12 @@ type Master struct {
 	infoRead, configRead, clockRead bool
 	busyRead, usersRead             bool
 	deploymentRead                  bool
-	uncheckedTransient              []bool // per Unchecked entry: no answer (may pass on a new audit)
+	// commands is the server's command table (read by checkUsers); stateCalls counts how
+	// often each state-changing command has run since the server started (INFO
+	// commandstats), so that two audits can tell a change made and undone in between.
+	commands           []ServerCommand
+	stateCalls         string
+	uncheckedTransient []bool // per Unchecked entry: no answer (may pass on a new audit)
 }
 
 // PublishedRestartDelayMS is PublishedRestartDelay in milliseconds, -1 when it was not read.
@@ -462,6 +467,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	if t.LockUsername != "" {
 		m.checkLockUser(ctx, t, c)
 	}
+	m.readStateCalls(ctx, c, t)
 	if len(errs) > 0 {
 		m.Error = strings.Join(errs, "; ")
 	} else {

@@ -68,6 +68,9 @@ func (m Master) settings() map[string]string {
 	if m.FunctionLibrary != "" {
 		s["function library"] = m.FunctionLibrary + " " + m.FunctionLibraryVersion + " " + strings.Join(m.ShadowedFunctions, ",")
 	}
+	if m.stateCalls != "" {
+		s["commands that change the deployment run since it started (INFO commandstats)"] = m.stateCalls
+	}
 	if m.usersRead {
 		var users []string
 		for _, u := range append(append([]LockUserACL{}, m.LockUsers...), derefUsers(m.Admin)...) {

@@ -216,6 +216,7 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 		m.uncheck("the server's command table (COMMAND) could not be read, so the users' rights could not be checked", err)
 		return
 	}
+	m.commands = table
 	dangerous, hashWrites := dangerousCommands(table), hashWriteCommands(table)
 	for i := range m.LockUsers {
 		u := &m.LockUsers[i]

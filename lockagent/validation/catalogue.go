@@ -337,6 +337,14 @@ func UnsafeCatalogue() []UnsafeCase {
 			}},
 		{Name: "a user whose password is empty", Want: VerdictUnsafe,
 			Apply: extraUser(catalogueUser, "on", ">", "~*", "+get")},
+		{Name: "appendfsync no and back to always while validate runs", Want: VerdictUnsafe, During: true,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				undo, err := configSetOne("appendfsync", "no")(ctx, env)
+				if err != nil {
+					return undo, err
+				}
+				return func(context.Context) error { return nil }, undo(ctx)
+			}},
 	}
 }
 
