@@ -197,3 +197,57 @@ func TestAnotherTenantsRightsAreChecked(t *testing.T) {
 		t.Fatalf("no problem about orders' rights:\n%s", strings.Join(rep.Problems, "\n"))
 	}
 }
+
+// TestGlobKeyPatternsAreProbed: key patterns that are globs rather than prefixes were
+// skipped by the probes, so a tenant confined to ord?rs:* with RESTORE and MIGRATE, and a
+// tenant whose pattern reaches billing's keys while billing's own pattern is bill[i]ng:*,
+// were both SAFE. Each is a problem now; the isolated tenants are the negative control.
+func TestGlobKeyPatternsAreProbed(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	tgt := target(c)
+	tgt.LockUsername, tgt.LockPassword = tenants[0].Name, tenants[0].Password
+	if rep := run(t, tgt); !rep.Safe {
+		t.Fatalf("isolated tenants reported unsafe:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	set := func(user string, rules ...string) {
+		t.Helper()
+		for _, m := range c.Masters {
+			if err := m.Admin().ACLSetUser(ctx, user, rules...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	set("orders", "resetkeys", "~ord?rs:*", "+restore", "+migrate")
+	rep := run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"user orders run migrate, restore"}) {
+		t.Fatalf("no problem about orders' RESTORE and MIGRATE on ord?rs:*:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	set("orders", "resetkeys", "~orders:*", "~bill*", "-restore", "-migrate")
+	set("billing", "resetkeys", "~bill[i]ng:*")
+	rep = run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"orders can read its token (GET)", "of billing's locks"}) {
+		t.Fatalf("no tenant leak from orders into billing's bill[i]ng:*:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	set("billing", "resetkeys", "~b[^x]lling:*")
+	if rep := run(t, tgt); rep.Safe || len(rep.Unchecked) == 0 {
+		t.Fatalf("a negated class was not reported unchecked: safe %v, unchecked %q", rep.Safe, rep.Unchecked)
+	}
+}
+
+func TestKeyMatching(t *testing.T) {
+	for pat, want := range map[string]string{
+		"billing:*": "billing:redlock-audit-probe", "ord?rs:*": "ordxrs:redlock-audit-probe",
+		"bill[i]ng:*": "billing:redlock-audit-probe", "a[b-d]c": "abc", `x\*y`: "x*y", "*": "redlock-audit-probe",
+	} {
+		if got, ok := audit.KeyMatching(pat); !ok || got != want {
+			t.Errorf("KeyMatching(%q) = %q, %v; want %q", pat, got, ok, want)
+		}
+	}
+	for _, pat := range []string{"a[^b]c", "a[bc"} {
+		if _, ok := audit.KeyMatching(pat); ok {
+			t.Errorf("KeyMatching(%q): ok, want false", pat)
+		}
+	}
+}

@@ -131,20 +131,66 @@ func passwordFindings(users []LockUserACL) []string {
 }
 
 // probeKeys are keys inside u's own key patterns (or one key when it has none): asking
-// DRYRUN with them makes the answer about the command, not about the key.
-func (u LockUserACL) probeKeys() []string {
-	var keys []string
+// DRYRUN with them makes the answer about the command, not about the key. A pattern no key
+// can be made for (a negated class) is returned in unprobed: a command confined to it was
+// not asked about.
+func (u LockUserACL) probeKeys() (keys, unprobed []string) {
 	for _, pat := range append(slices.Clone(u.Keys), u.selectorKeys...) {
-		prefix := strings.TrimSuffix(pat, "*")
-		if strings.ContainsAny(prefix, "*?[\\") {
-			continue
+		if k, ok := KeyMatching(pat); ok {
+			keys = append(keys, k)
+		} else {
+			unprobed = append(unprobed, pat)
 		}
-		keys = append(keys, prefix+"redlock-audit-probe")
 	}
 	if len(keys) == 0 {
-		keys = []string{"redlock-audit-probe"}
+		keys = []string{probeWord}
 	}
-	return keys
+	return keys, unprobed
+}
+
+// probeWord is what a probe key holds where its pattern allows anything.
+const probeWord = "redlock-audit-probe"
+
+// KeyMatching makes a key that the glob pattern (Redis's: * ? [abc] [a-z] \x) matches:
+// every * becomes probeWord, every ? an "x", every class its first member, so
+// "billing:*" gives "billing:redlock-audit-probe" and "bill[i]ng:*" "billing:...". ok is
+// false for a negated class ([^a]), for which no member is named.
+func KeyMatching(pattern string) (key string, ok bool) {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*':
+			b.WriteString(probeWord)
+		case '?':
+			b.WriteByte('x')
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+			}
+			b.WriteByte(pattern[i])
+		case '[':
+			i++
+			if i >= len(pattern) || pattern[i] == '^' {
+				return "", false
+			}
+			if pattern[i] == '\\' && i+1 < len(pattern) {
+				i++
+			}
+			b.WriteByte(pattern[i])
+			for i < len(pattern) && pattern[i] != ']' {
+				if pattern[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(pattern) {
+				return "", false // an unclosed class
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
 }
 
 // errProbe marks a question the server did not answer: the check is unmade.
@@ -223,7 +269,11 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 		if !u.Enabled {
 			continue // it cannot log in
 		}
-		allowed, err := mayRunAll(ctx, c, t.NodeTimeout, *u, dangerous, u.probeKeys())
+		keys, unprobed := u.probeKeys()
+		if len(unprobed) > 0 {
+			m.uncheck(fmt.Sprintf("what user %s may run on keys of its patterns %s could not be asked: no key can be made that they match", u.Name, strings.Join(unprobed, " ")), nil)
+		}
+		allowed, err := mayRunAll(ctx, c, t.NodeTimeout, *u, dangerous, keys)
 		if err == nil {
 			u.WritesDeployment, err = mayRunAll(ctx, c, t.NodeTimeout, *u, hashWrites, []string{DeploymentKey})
 		}
