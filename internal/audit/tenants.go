@@ -44,7 +44,7 @@ func (m *Master) checkTenants(ctx context.Context, c *redis.Client, t Target) {
 				continue // a user with every key is reported on its own
 			}
 			var can []string
-			for _, pat := range b.Keys {
+			for _, pat := range b.keyPatterns() {
 				k, ok := KeyMatching(pat)
 				if !ok {
 					m.TenantsChecked = false

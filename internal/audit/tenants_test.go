@@ -251,3 +251,26 @@ func TestKeyMatching(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectorKeysMakeATenant: a tenant whose key pattern is in a selector rather than its
+// root rules ((~billing:* ...)) was not seen as confined, so a user with every key next to
+// it was SAFE; it is a problem now.
+func TestSelectorKeysMakeATenant(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range c.Masters {
+		if err := m.Admin().ACLSetUser(ctx, "billing", "resetkeys", "(~billing:* +fcall)").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Admin().ACLSetUser(ctx, "orders", "~*").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tgt := target(c)
+	tgt.LockUsername, tgt.LockPassword = "", "" // the audit of the lock user is not what this is about
+	rep := run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"orders reaches every key"}) {
+		t.Fatalf("no problem about orders reaching billing's keys:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+}

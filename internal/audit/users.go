@@ -40,13 +40,17 @@ type LockUserACL struct {
 	WritesDeployment []string `json:"writes_deployment,omitempty"`
 }
 
-// AllKeys reports whether u reaches every key.
-func (u LockUserACL) AllKeys() bool { return slices.Contains(u.Keys, "*") }
+// AllKeys reports whether u reaches every key, through its root rules or a selector.
+func (u LockUserACL) AllKeys() bool { return slices.Contains(u.keyPatterns(), "*") }
+
+// keyPatterns are u's key patterns, its selectors' included: a selector's keys are as much
+// the user's as its root ones.
+func (u LockUserACL) keyPatterns() []string { return append(slices.Clone(u.Keys), u.selectorKeys...) }
 
 // confined reports whether u is an enabled user confined to some keys (a tenant): next to
 // one, a user that reaches every key breaks the isolation. A keyless user (monitoring)
 // is not a tenant.
-func (u LockUserACL) confined() bool { return u.Enabled && len(u.Keys) > 0 && !u.AllKeys() }
+func (u LockUserACL) confined() bool { return u.Enabled && len(u.keyPatterns()) > 0 && !u.AllKeys() }
 
 // Keyless reports whether u reaches no key at all (a monitoring user).
 func (u LockUserACL) Keyless() bool { return len(u.Keys) == 0 && u.Selectors == 0 }
@@ -135,7 +139,7 @@ func passwordFindings(users []LockUserACL) []string {
 // can be made for (a negated class) is returned in unprobed: a command confined to it was
 // not asked about.
 func (u LockUserACL) probeKeys() (keys, unprobed []string) {
-	for _, pat := range append(slices.Clone(u.Keys), u.selectorKeys...) {
+	for _, pat := range u.keyPatterns() {
 		if k, ok := KeyMatching(pat); ok {
 			keys = append(keys, k)
 		} else {
