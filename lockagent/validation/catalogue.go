@@ -32,6 +32,10 @@ type UnsafeCase struct {
 	During bool
 	// NeedsSpare: the case needs CaseEnv.Spare, a second server (CatalogueOptions.Spare).
 	NeedsSpare bool
+	// NeedsTwoAudits: the change is made and undone during the run, so only a validator
+	// that audits before and after (validate) can see it; a single read (the redlock_audit
+	// data source) is not expected to.
+	NeedsTwoAudits bool
 	// Apply makes the change and returns how to undo it. It may edit env.Config (this
 	// case's copy): the credentials or endpoints validation then uses.
 	Apply func(ctx context.Context, env *CaseEnv) (undo func(context.Context) error, err error)
@@ -337,7 +341,7 @@ func UnsafeCatalogue() []UnsafeCase {
 			}},
 		{Name: "a user whose password is empty", Want: VerdictUnsafe,
 			Apply: extraUser(catalogueUser, "on", ">", "~*", "+get")},
-		{Name: "appendfsync no and back to always while validate runs", Want: VerdictUnsafe, During: true,
+		{Name: "appendfsync no and back to always while validate runs", Want: VerdictUnsafe, During: true, NeedsTwoAudits: true,
 			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
 				undo, err := configSetOne("appendfsync", "no")(ctx, env)
 				if err != nil {
