@@ -22,7 +22,7 @@ import (
 var notStateChanges = []string{
 	"config|get", "acl|users", "acl|getuser", "acl|dryrun", "acl|whoami", "acl|list", "acl|cat",
 	"acl|log", "acl|genpass", "keys", "monitor", "lastsave", "role", "bgsave", "save",
-	"bgrewriteaof", "select", "replconf",
+	"bgrewriteaof", "select", "replconf", "module|list",
 }
 
 // changesState reports whether c, run by anyone, changes the deployment.
