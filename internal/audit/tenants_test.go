@@ -274,3 +274,23 @@ func TestSelectorKeysMakeATenant(t *testing.T) {
 		t.Fatalf("no problem about orders reaching billing's keys:\n%s", strings.Join(rep.Problems, "\n"))
 	}
 }
+
+// TestCopyOntoTheDeploymentRecordIsAProblem: a tenant that may HSET its own keys and, in a
+// selector, COPY or RENAME one of them onto redlock-kit:deployment can forge the published
+// restart delay without any hash write there; that was SAFE.
+func TestCopyOntoTheDeploymentRecordIsAProblem(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	tgt := target(c)
+	tgt.LockUsername, tgt.LockPassword = tenants[0].Name, tenants[0].Password
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range c.Masters {
+		if err := m.Admin().ACLSetUser(ctx, "orders", "+hset", "(~orders:* %W~"+audit.DeploymentKey+" +copy +rename)").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"lets user orders run copy (from orders:redlock-audit-probe), rename (from orders:redlock-audit-probe) on " + audit.DeploymentKey}) {
+		t.Fatalf("no problem about orders copying onto the deployment record:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+}

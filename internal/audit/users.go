@@ -281,6 +281,11 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 		if err == nil {
 			u.WritesDeployment, err = mayRunAll(ctx, c, t.NodeTimeout, *u, hashWrites, []string{DeploymentKey})
 		}
+		if err == nil {
+			var moves []string
+			moves, err = movesOntoDeployment(ctx, c, t, u.Name, keys)
+			u.WritesDeployment = append(u.WritesDeployment, moves...)
+		}
 		if err != nil {
 			m.uncheck("what user "+u.Name+" may run could not be asked", err)
 			continue
@@ -290,6 +295,30 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 		}
 		u.Dangerous, u.DangerousChecked = allowed, true
 	}
+}
+
+// keyMoves are the commands that put a key a user made elsewhere (a hash under its own
+// prefix, written with its own HSET) at another name: with one whose destination may be
+// DeploymentKey, a user forges the published restart delay without any hash write there.
+var keyMoves = []string{"copy", "rename", "renamenx"}
+
+// movesOntoDeployment asks which of keyMoves user may run from one of its own keys onto
+// DeploymentKey.
+func movesOntoDeployment(ctx context.Context, c *redis.Client, t Target, user string, own []string) ([]string, error) {
+	var out []string
+	for _, cmd := range keyMoves {
+		for _, k := range own {
+			ok, err := mayRun(ctx, c, t.NodeTimeout, user, cmd, k, DeploymentKey)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, cmd+" (from "+k+")")
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // uncheck records a check that could not be made on this master.
