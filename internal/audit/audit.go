@@ -168,8 +168,10 @@ type Master struct {
 	// commands is the server's command table (read by checkUsers); stateCalls counts how
 	// often each state-changing command has run since the server started (INFO
 	// commandstats), so that two audits can tell a change made and undone in between.
-	commands           []ServerCommand
-	stateCalls         string
+	commands   []ServerCommand
+	stateCalls string
+	// serverVersion is INFO's redis_version ("" when not read).
+	serverVersion      string
 	uncheckedTransient []bool // per Unchecked entry: no answer (may pass on a new audit)
 }
 
@@ -495,6 +497,11 @@ func (m *Master) readScriptLimits(ctx context.Context, t Target, c *redis.Client
 	switch {
 	case err != nil:
 		m.FunctionLibraryError = err.Error()
+		if !m.beforeFunctions() {
+			// A server with Functions whose FUNCTION LIST fails (renamed, NOPERM) may run
+			// anything under the kit's function names.
+			m.uncheck("the functions the kit's clients call could not be read (FUNCTION LIST)", err)
+		}
 	case st.Current:
 		m.FunctionLibrary = FunctionLibraryCurrent
 	case st.Loaded:
@@ -507,6 +514,14 @@ func (m *Master) readScriptLimits(ctx context.Context, t Target, c *redis.Client
 	if len(st.Shadowed) > 0 && !st.Forged {
 		m.uncheck("the code behind the kit's function names ("+strings.Join(st.Shadowed, ", ")+") is another kit version's library, which this build cannot verify", nil)
 	}
+}
+
+// beforeFunctions reports whether the server predates Redis Functions (7.0): FUNCTION LIST
+// failing there is no gap, since no function can shadow the kit's.
+func (m Master) beforeFunctions() bool {
+	major, _, _ := strings.Cut(m.serverVersion, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n < 7
 }
 
 // Values of Master.FunctionLibrary.
@@ -602,6 +617,7 @@ func parseInfo(text string) map[string]string {
 func (m *Master) applyInfo(info map[string]string) {
 	m.Role = info["role"]
 	m.RunID = info["run_id"]
+	m.serverVersion = info["redis_version"]
 	m.ConnectedReplicas, _ = strconv.Atoi(info["connected_slaves"])
 	if h := info["master_host"]; h != "" {
 		m.MasterHost = net.JoinHostPort(h, info["master_port"])
