@@ -199,6 +199,9 @@ data "redlock_audit" "cluster" {
 	t.Run("clean deployment (negative control)", func(t *testing.T) { read(t, cfg, "true") })
 	for _, uc := range validation.UnsafeCatalogue() {
 		t.Run(uc.Name, func(t *testing.T) {
+			if uc.NeedsTwoAudits {
+				t.Skip("made and undone during a run: only validate, which audits twice, can see it")
+			}
 			env, err := validation.NewCaseEnv(cfg, spare.Masters[0].Addr, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -112,6 +112,11 @@ type Master struct {
 	FunctionLibrary        string `json:"function_library"`
 	FunctionLibraryVersion string `json:"function_library_version,omitempty"`
 	FunctionLibraryError   string `json:"function_library_error,omitempty"`
+	// ShadowedFunctions are functions this build's clients call by name that the master
+	// runs with other code than this build's library (funclib.Status.Shadowed);
+	// ForgedFunctions says that code cannot be any kit version's.
+	ShadowedFunctions []string `json:"shadowed_functions,omitempty"`
+	ForgedFunctions   bool     `json:"forged_functions,omitempty"`
 	// LockUserCanEval: the lock user may run EVAL (arbitrary Lua, busy loops included),
 	// asked with ACL DRYRUN as admin.
 	LockUserCanEval bool `json:"lock_user_can_eval"`
@@ -160,7 +165,14 @@ type Master struct {
 	infoRead, configRead, clockRead bool
 	busyRead, usersRead             bool
 	deploymentRead                  bool
-	uncheckedTransient              []bool // per Unchecked entry: no answer (may pass on a new audit)
+	// commands is the server's command table (read by checkUsers); stateCalls counts how
+	// often each state-changing command has run since the server started (INFO
+	// commandstats), so that two audits can tell a change made and undone in between.
+	commands   []ServerCommand
+	stateCalls string
+	// serverVersion is INFO's redis_version ("" when not read).
+	serverVersion      string
+	uncheckedTransient []bool // per Unchecked entry: no answer (may pass on a new audit)
 }
 
 // PublishedRestartDelayMS is PublishedRestartDelay in milliseconds, -1 when it was not read.
@@ -457,6 +469,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	if t.LockUsername != "" {
 		m.checkLockUser(ctx, t, c)
 	}
+	m.readStateCalls(ctx, c, t)
 	if len(errs) > 0 {
 		m.Error = strings.Join(errs, "; ")
 	} else {
@@ -484,6 +497,11 @@ func (m *Master) readScriptLimits(ctx context.Context, t Target, c *redis.Client
 	switch {
 	case err != nil:
 		m.FunctionLibraryError = err.Error()
+		if !m.beforeFunctions() {
+			// A server with Functions whose FUNCTION LIST fails (renamed, NOPERM) may run
+			// anything under the kit's function names.
+			m.uncheck("the functions the kit's clients call could not be read (FUNCTION LIST)", err)
+		}
 	case st.Current:
 		m.FunctionLibrary = FunctionLibraryCurrent
 	case st.Loaded:
@@ -492,6 +510,18 @@ func (m *Master) readScriptLimits(ctx context.Context, t Target, c *redis.Client
 		m.FunctionLibrary = FunctionLibraryMissing
 	}
 	m.FunctionLibraryVersion = st.Version
+	m.ShadowedFunctions, m.ForgedFunctions = st.Shadowed, st.Forged
+	if len(st.Shadowed) > 0 && !st.Forged {
+		m.uncheck("the code behind the kit's function names ("+strings.Join(st.Shadowed, ", ")+") is another kit version's library, which this build cannot verify", nil)
+	}
+}
+
+// beforeFunctions reports whether the server predates Redis Functions (7.0): FUNCTION LIST
+// failing there is no gap, since no function can shadow the kit's.
+func (m Master) beforeFunctions() bool {
+	major, _, _ := strings.Cut(m.serverVersion, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n < 7
 }
 
 // Values of Master.FunctionLibrary.
@@ -587,6 +617,7 @@ func parseInfo(text string) map[string]string {
 func (m *Master) applyInfo(info map[string]string) {
 	m.Role = info["role"]
 	m.RunID = info["run_id"]
+	m.serverVersion = info["redis_version"]
 	m.ConnectedReplicas, _ = strconv.Atoi(info["connected_slaves"])
 	if h := info["master_host"]; h != "" {
 		m.MasterHost = net.JoinHostPort(h, info["master_port"])

@@ -66,7 +66,10 @@ func (m Master) settings() map[string]string {
 		s["busy-reply-threshold"] = m.BusyReplyThreshold.String()
 	}
 	if m.FunctionLibrary != "" {
-		s["function library"] = m.FunctionLibrary + " " + m.FunctionLibraryVersion
+		s["function library"] = m.FunctionLibrary + " " + m.FunctionLibraryVersion + " " + strings.Join(m.ShadowedFunctions, ",")
+	}
+	if m.stateCalls != "" {
+		s["commands that change the deployment run since it started (INFO commandstats)"] = m.stateCalls
 	}
 	if m.usersRead {
 		var users []string

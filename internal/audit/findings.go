@@ -145,6 +145,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			}
 			warn("Master %s answers BUSY and accepts SCRIPT KILL %s (busy-reply-threshold): a client allowed EVAL can stall it that long with a busy script, and the kit's supervisor cannot kill it sooner (the kit's functions run in microseconds). Fix: CONFIG SET busy-reply-threshold %d (the kit's redis.conf sets it).", ep, limit, redisconf.BusyReplyThreshold)
 		}
+		if m.ForgedFunctions {
+			add("Master %s runs functions this kit's clients call with code that is not the kit's: %s. Every lock client that FCALLs them runs that code, which can grant a held lock again or release another client's. Fix: as the admin FUNCTION DELETE the library that registers them, then FUNCTION LOAD REPLACE the output of `lockagent functions` (or restart the master with the kit, which loads it at every start).", ep, strings.Join(m.ShadowedFunctions, ", "))
+		}
 		switch m.FunctionLibrary {
 		case FunctionLibraryMissing:
 			warn("Master %s does not have the kit's function library: lock users that may FCALL only cannot lock there (the library falls back to EVALSHA only for users allowed EVAL). Fix: restart the master with the kit (it loads the library at every start), or as the admin FUNCTION LOAD REPLACE the output of `lockagent functions`.", ep)
@@ -174,6 +177,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			case u.Passwords == 0:
 				add("Master %s has user %s enabled with no password: nothing proves who may log in as it, and one nopass or a password added later opens it. Fix: give it a password (ACL SETUSER %s >a-long-secret) or switch it off (ACL SETUSER %s off).", ep, u.Name, u.Name, u.Name)
 			}
+		}
+		for _, f := range passwordFindings(append(slices.Clone(m.LockUsers), derefUsers(m.Admin)...)) {
+			add("Master %s: %s. Fix: give every user a long password of its own (ACL SETUSER <user> <old-password >new-password, or resetpass >new-password), and in the ACL file or config the master loads.", ep, f)
 		}
 		for _, u := range m.LockUsers {
 			if u.Enabled && len(u.Dangerous) > 0 {

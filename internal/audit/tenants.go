@@ -44,12 +44,13 @@ func (m *Master) checkTenants(ctx context.Context, c *redis.Client, t Target) {
 				continue // a user with every key is reported on its own
 			}
 			var can []string
-			for _, pat := range b.Keys {
-				prefix := strings.TrimSuffix(pat, "*")
-				if strings.ContainsAny(prefix, "*?[\\") {
-					continue // not a prefix pattern: nothing sensible to probe
+			for _, pat := range b.keyPatterns() {
+				k, ok := KeyMatching(pat)
+				if !ok {
+					m.TenantsChecked = false
+					m.uncheck(fmt.Sprintf("tenant isolation could not be checked: no key can be made that %s's pattern %s matches", b.Name, pat), nil)
+					return
 				}
-				k := prefix + "redlock-audit-probe"
 				for _, p := range tenantProbes {
 					ok, err := mayRun(ctx, c, t.NodeTimeout, a.Name, p.args(k, k+":released")...)
 					if err != nil {

@@ -197,3 +197,100 @@ func TestAnotherTenantsRightsAreChecked(t *testing.T) {
 		t.Fatalf("no problem about orders' rights:\n%s", strings.Join(rep.Problems, "\n"))
 	}
 }
+
+// TestGlobKeyPatternsAreProbed: key patterns that are globs rather than prefixes were
+// skipped by the probes, so a tenant confined to ord?rs:* with RESTORE and MIGRATE, and a
+// tenant whose pattern reaches billing's keys while billing's own pattern is bill[i]ng:*,
+// were both SAFE. Each is a problem now; the isolated tenants are the negative control.
+func TestGlobKeyPatternsAreProbed(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	tgt := target(c)
+	tgt.LockUsername, tgt.LockPassword = tenants[0].Name, tenants[0].Password
+	if rep := run(t, tgt); !rep.Safe {
+		t.Fatalf("isolated tenants reported unsafe:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	set := func(user string, rules ...string) {
+		t.Helper()
+		for _, m := range c.Masters {
+			if err := m.Admin().ACLSetUser(ctx, user, rules...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	set("orders", "resetkeys", "~ord?rs:*", "+restore", "+migrate")
+	rep := run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"user orders run migrate, restore"}) {
+		t.Fatalf("no problem about orders' RESTORE and MIGRATE on ord?rs:*:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	set("orders", "resetkeys", "~orders:*", "~bill*", "-restore", "-migrate")
+	set("billing", "resetkeys", "~bill[i]ng:*")
+	rep = run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"orders can read its token (GET)", "of billing's locks"}) {
+		t.Fatalf("no tenant leak from orders into billing's bill[i]ng:*:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+	set("billing", "resetkeys", "~b[^x]lling:*")
+	if rep := run(t, tgt); rep.Safe || len(rep.Unchecked) == 0 {
+		t.Fatalf("a negated class was not reported unchecked: safe %v, unchecked %q", rep.Safe, rep.Unchecked)
+	}
+}
+
+func TestKeyMatching(t *testing.T) {
+	for pat, want := range map[string]string{
+		"billing:*": "billing:redlock-audit-probe", "ord?rs:*": "ordxrs:redlock-audit-probe",
+		"bill[i]ng:*": "billing:redlock-audit-probe", "a[b-d]c": "abc", `x\*y`: "x*y", "*": "redlock-audit-probe",
+	} {
+		if got, ok := audit.KeyMatching(pat); !ok || got != want {
+			t.Errorf("KeyMatching(%q) = %q, %v; want %q", pat, got, ok, want)
+		}
+	}
+	for _, pat := range []string{"a[^b]c", "a[bc"} {
+		if _, ok := audit.KeyMatching(pat); ok {
+			t.Errorf("KeyMatching(%q): ok, want false", pat)
+		}
+	}
+}
+
+// TestSelectorKeysMakeATenant: a tenant whose key pattern is in a selector rather than its
+// root rules ((~billing:* ...)) was not seen as confined, so a user with every key next to
+// it was SAFE; it is a problem now.
+func TestSelectorKeysMakeATenant(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range c.Masters {
+		if err := m.Admin().ACLSetUser(ctx, "billing", "resetkeys", "(~billing:* +fcall)").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Admin().ACLSetUser(ctx, "orders", "~*").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tgt := target(c)
+	tgt.LockUsername, tgt.LockPassword = "", "" // the audit of the lock user is not what this is about
+	rep := run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"orders reaches every key"}) {
+		t.Fatalf("no problem about orders reaching billing's keys:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+}
+
+// TestCopyOntoTheDeploymentRecordIsAProblem: a tenant that may HSET its own keys and, in a
+// selector, COPY or RENAME one of them onto redlock-kit:deployment can forge the published
+// restart delay without any hash write there; that was SAFE.
+func TestCopyOntoTheDeploymentRecordIsAProblem(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
+	tgt := target(c)
+	tgt.LockUsername, tgt.LockPassword = tenants[0].Name, tenants[0].Password
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range c.Masters {
+		if err := m.Admin().ACLSetUser(ctx, "orders", "+hset", "(~orders:* %W~"+audit.DeploymentKey+" +copy +rename)").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := run(t, tgt)
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"lets user orders run copy (from orders:redlock-audit-probe), rename (from orders:redlock-audit-probe) on " + audit.DeploymentKey}) {
+		t.Fatalf("no problem about orders copying onto the deployment record:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+}

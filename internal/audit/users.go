@@ -33,18 +33,24 @@ type LockUserACL struct {
 	DangerousChecked bool     `json:"dangerous_checked"`
 	// selectorKeys are the key patterns of its selectors (probed like Keys).
 	selectorKeys []string
+	// hashes are its password hashes (SHA-256, hex) as ACL GETUSER reports them.
+	hashes []string
 	// WritesDeployment are the hash writes it may run on DeploymentKey: with them a client
 	// can forge the restart delay the master's runtime publishes.
 	WritesDeployment []string `json:"writes_deployment,omitempty"`
 }
 
-// AllKeys reports whether u reaches every key.
-func (u LockUserACL) AllKeys() bool { return slices.Contains(u.Keys, "*") }
+// AllKeys reports whether u reaches every key, through its root rules or a selector.
+func (u LockUserACL) AllKeys() bool { return slices.Contains(u.keyPatterns(), "*") }
+
+// keyPatterns are u's key patterns, its selectors' included: a selector's keys are as much
+// the user's as its root ones.
+func (u LockUserACL) keyPatterns() []string { return append(slices.Clone(u.Keys), u.selectorKeys...) }
 
 // confined reports whether u is an enabled user confined to some keys (a tenant): next to
 // one, a user that reaches every key breaks the isolation. A keyless user (monitoring)
 // is not a tenant.
-func (u LockUserACL) confined() bool { return u.Enabled && len(u.Keys) > 0 && !u.AllKeys() }
+func (u LockUserACL) confined() bool { return u.Enabled && len(u.keyPatterns()) > 0 && !u.AllKeys() }
 
 // Keyless reports whether u reaches no key at all (a monitoring user).
 func (u LockUserACL) Keyless() bool { return len(u.Keys) == 0 && u.Selectors == 0 }
@@ -79,6 +85,7 @@ func readUsers(ctx context.Context, c *redis.Client, timeout time.Duration) ([]L
 			Keys: patterns(fields["keys"], "~"), Channels: patterns(fields["channels"], "&")}
 		if p, ok := fields["passwords"].([]any); ok {
 			u.Passwords = len(p)
+			u.hashes = toStrings(p)
 		}
 		if sel, ok := fields["selectors"].([]any); ok {
 			u.Selectors = len(sel)
@@ -91,21 +98,103 @@ func readUsers(ctx context.Context, c *redis.Client, timeout time.Duration) ([]L
 	return users, nil
 }
 
-// probeKeys are keys inside u's own key patterns (or one key when it has none): asking
-// DRYRUN with them makes the answer about the command, not about the key.
-func (u LockUserACL) probeKeys() []string {
-	var keys []string
-	for _, pat := range append(slices.Clone(u.Keys), u.selectorKeys...) {
-		prefix := strings.TrimSuffix(pat, "*")
-		if strings.ContainsAny(prefix, "*?[\\") {
-			continue
+// emptyPasswordHash is ACL GETUSER's hash of the empty password (ACL SETUSER u >).
+const emptyPasswordHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// passwordFindings says, one line each, which enabled users log in with the empty
+// password, and which share a password with another enabled user: a client of one then
+// logs in as the other, with its rights (a lock client as the admin, a tenant as another).
+func passwordFindings(users []LockUserACL) []string {
+	var out []string
+	owners := map[string][]string{}
+	for _, u := range users {
+		if !u.Enabled || u.NoPass {
+			continue // nopass is reported on its own
 		}
-		keys = append(keys, prefix+"redlock-audit-probe")
+		for _, h := range u.hashes {
+			if h == emptyPasswordHash {
+				out = append(out, fmt.Sprintf("user %s logs in with the empty password", u.Name))
+				continue
+			}
+			if !slices.Contains(owners[h], u.Name) {
+				owners[h] = append(owners[h], u.Name)
+			}
+		}
+	}
+	hashes := make([]string, 0, len(owners))
+	for h := range owners {
+		hashes = append(hashes, h)
+	}
+	sort.Strings(hashes)
+	for _, h := range hashes {
+		if names := owners[h]; len(names) > 1 {
+			out = append(out, fmt.Sprintf("users %s share a password (hash %s...): a client of one can log in as any of them", strings.Join(names, ", "), h[:min(8, len(h))]))
+		}
+	}
+	return out
+}
+
+// probeKeys are keys inside u's own key patterns (or one key when it has none): asking
+// DRYRUN with them makes the answer about the command, not about the key. A pattern no key
+// can be made for (a negated class) is returned in unprobed: a command confined to it was
+// not asked about.
+func (u LockUserACL) probeKeys() (keys, unprobed []string) {
+	for _, pat := range u.keyPatterns() {
+		if k, ok := KeyMatching(pat); ok {
+			keys = append(keys, k)
+		} else {
+			unprobed = append(unprobed, pat)
+		}
 	}
 	if len(keys) == 0 {
-		keys = []string{"redlock-audit-probe"}
+		keys = []string{probeWord}
 	}
-	return keys
+	return keys, unprobed
+}
+
+// probeWord is what a probe key holds where its pattern allows anything.
+const probeWord = "redlock-audit-probe"
+
+// KeyMatching makes a key that the glob pattern (Redis's: * ? [abc] [a-z] \x) matches:
+// every * becomes probeWord, every ? an "x", every class its first member, so
+// "billing:*" gives "billing:redlock-audit-probe" and "bill[i]ng:*" "billing:...". ok is
+// false for a negated class ([^a]), for which no member is named.
+func KeyMatching(pattern string) (key string, ok bool) {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*':
+			b.WriteString(probeWord)
+		case '?':
+			b.WriteByte('x')
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+			}
+			b.WriteByte(pattern[i])
+		case '[':
+			i++
+			if i >= len(pattern) || pattern[i] == '^' {
+				return "", false
+			}
+			if pattern[i] == '\\' && i+1 < len(pattern) {
+				i++
+			}
+			b.WriteByte(pattern[i])
+			for i < len(pattern) && pattern[i] != ']' {
+				if pattern[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(pattern) {
+				return "", false // an unclosed class
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
 }
 
 // errProbe marks a question the server did not answer: the check is unmade.
@@ -177,15 +266,25 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 		m.uncheck("the server's command table (COMMAND) could not be read, so the users' rights could not be checked", err)
 		return
 	}
+	m.commands = table
 	dangerous, hashWrites := dangerousCommands(table), hashWriteCommands(table)
 	for i := range m.LockUsers {
 		u := &m.LockUsers[i]
 		if !u.Enabled {
 			continue // it cannot log in
 		}
-		allowed, err := mayRunAll(ctx, c, t.NodeTimeout, *u, dangerous, u.probeKeys())
+		keys, unprobed := u.probeKeys()
+		if len(unprobed) > 0 {
+			m.uncheck(fmt.Sprintf("what user %s may run on keys of its patterns %s could not be asked: no key can be made that they match", u.Name, strings.Join(unprobed, " ")), nil)
+		}
+		allowed, err := mayRunAll(ctx, c, t.NodeTimeout, *u, dangerous, keys)
 		if err == nil {
 			u.WritesDeployment, err = mayRunAll(ctx, c, t.NodeTimeout, *u, hashWrites, []string{DeploymentKey})
+		}
+		if err == nil {
+			var moves []string
+			moves, err = movesOntoDeployment(ctx, c, t, u.Name, keys)
+			u.WritesDeployment = append(u.WritesDeployment, moves...)
 		}
 		if err != nil {
 			m.uncheck("what user "+u.Name+" may run could not be asked", err)
@@ -196,6 +295,30 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 		}
 		u.Dangerous, u.DangerousChecked = allowed, true
 	}
+}
+
+// keyMoves are the commands that put a key a user made elsewhere (a hash under its own
+// prefix, written with its own HSET) at another name: with one whose destination may be
+// DeploymentKey, a user forges the published restart delay without any hash write there.
+var keyMoves = []string{"copy", "rename", "renamenx"}
+
+// movesOntoDeployment asks which of keyMoves user may run from one of its own keys onto
+// DeploymentKey.
+func movesOntoDeployment(ctx context.Context, c *redis.Client, t Target, user string, own []string) ([]string, error) {
+	var out []string
+	for _, cmd := range keyMoves {
+		for _, k := range own {
+			ok, err := mayRun(ctx, c, t.NodeTimeout, user, cmd, k, DeploymentKey)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, cmd+" (from "+k+")")
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // uncheck records a check that could not be made on this master.

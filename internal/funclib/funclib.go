@@ -9,6 +9,7 @@ package funclib
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -39,22 +40,43 @@ type Status struct {
 	Current bool
 	// Version is the loaded library's version ("" when not loaded, or unreadable).
 	Version string
+	// Shadowed are this build's function names ("redlock_acquire_<sha>") that the master
+	// runs with code that is not this build's library, each as "name (library L)": this
+	// build's clients FCALL them by name, so they run that code. Function names are global
+	// across libraries, so any library can register them.
+	Shadowed []string
+	// Forged is true when a shadowed function cannot be a kit version's: it is registered
+	// by a library of another name, or by one that claims this build's version with other
+	// code. Otherwise (an older or newer kit library) the code is merely unverified.
+	Forged bool
 }
 
-// Check reads the library the master holds (FUNCTION LIST, as the admin).
+// Check reads the libraries the master holds (FUNCTION LIST WITHCODE, as the admin).
 func Check(ctx context.Context, admin redis.Cmdable) (Status, error) {
 	lib := redlock.FunctionLibrary()
-	libs, err := admin.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: lib.Name, WithCode: true}).Result()
+	libs, err := admin.FunctionList(ctx, redis.FunctionListQuery{WithCode: true}).Result()
 	if err != nil {
 		return Status{}, fmt.Errorf("FUNCTION LIST: %w", err)
 	}
+	var st Status
 	for _, l := range libs {
-		if l.Name != lib.Name {
-			continue // the pattern is a glob; the name is exact
+		if l.Name == lib.Name {
+			st.Loaded, st.Current, st.Version = true, l.Code == lib.Code, Version(l.Code)
 		}
-		return Status{Loaded: true, Current: l.Code == lib.Code, Version: Version(l.Code)}, nil
+		if l.Name == lib.Name && l.Code == lib.Code {
+			continue
+		}
+		for _, f := range l.Functions {
+			if !slices.Contains(lib.Functions, f.Name) {
+				continue
+			}
+			st.Shadowed = append(st.Shadowed, fmt.Sprintf("%s (library %s)", f.Name, l.Name))
+			if l.Name != lib.Name || Version(l.Code) == lib.Version {
+				st.Forged = true
+			}
+		}
 	}
-	return Status{}, nil
+	return st, nil
 }
 
 // Version reads the version from a library's code (its header line), "" when absent.

@@ -11,7 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 // The catalogue of unsafe deployments: each case makes one change, through the admin
@@ -30,6 +32,10 @@ type UnsafeCase struct {
 	During bool
 	// NeedsSpare: the case needs CaseEnv.Spare, a second server (CatalogueOptions.Spare).
 	NeedsSpare bool
+	// NeedsTwoAudits: the change is made and undone during the run, so only a validator
+	// that audits before and after (validate) can see it; a single read (the redlock_audit
+	// data source) is not expected to.
+	NeedsTwoAudits bool
 	// Apply makes the change and returns how to undo it. It may edit env.Config (this
 	// case's copy): the credentials or endpoints validation then uses.
 	Apply func(ctx context.Context, env *CaseEnv) (undo func(context.Context) error, err error)
@@ -194,6 +200,8 @@ const (
 	catalogueTenant = "redlock-catalogue-tenant"
 	catalogueAdmin  = "redlock-catalogue-admin"
 	cataloguePass   = "redlock-catalogue-password-0123456789"
+	// catalogueLibrary is a function library the catalogue loads.
+	catalogueLibrary = "redlock_catalogue"
 )
 
 // UnsafeCatalogue is every unsafe change the kit's validation must catch, in the order the
@@ -308,6 +316,51 @@ func UnsafeCatalogue() []UnsafeCase {
 			}},
 		{Name: "the lock user may CONFIG", Want: VerdictUnsafe, Apply: setUserRights(lockUser, "+config")},
 		{Name: "the lock user may FLUSHALL and SELECT", Want: VerdictUnsafe, Apply: setUserRights(lockUser, "+flushall", "+select")},
+		{Name: "the kit's function library replaced by other code under the same function names", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				undo := restoreLibrary(env)
+				return undo, env.each(ctx, "FUNCTION", "LOAD", "REPLACE", redlock.FunctionLibrary().Code+"\n-- not the kit's code\n")
+			}},
+		{Name: "the kit's function names registered by a library of another name", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				lib := redlock.FunctionLibrary()
+				undo := func(ctx context.Context) error {
+					_ = env.each(ctx, "FUNCTION", "DELETE", catalogueLibrary)
+					return restoreLibrary(env)(ctx)
+				}
+				if err := env.each(ctx, "FUNCTION", "DELETE", lib.Name); err != nil {
+					return undo, err
+				}
+				return undo, env.each(ctx, "FUNCTION", "LOAD", strings.Replace(lib.Code, "name="+lib.Name, "name="+catalogueLibrary, 1))
+			}},
+		{Name: "the admin user also accepts the lock user's password", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				admin, pass := env.Config.AdminUsername, env.Config.Password
+				undo := func(ctx context.Context) error { return env.each(ctx, "ACL", "SETUSER", admin, "<"+pass) }
+				return undo, env.each(ctx, "ACL", "SETUSER", admin, ">"+pass)
+			}},
+		{Name: "a user whose password is empty", Want: VerdictUnsafe,
+			Apply: extraUser(catalogueUser, "on", ">", "~*", "+get")},
+		{Name: "appendfsync no and back to always while validate runs", Want: VerdictUnsafe, During: true, NeedsTwoAudits: true,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				undo, err := configSetOne("appendfsync", "no")(ctx, env)
+				if err != nil {
+					return undo, err
+				}
+				return func(context.Context) error { return nil }, undo(ctx)
+			}},
+	}
+}
+
+// restoreLibrary loads the kit's current function library on every master again.
+func restoreLibrary(env *CaseEnv) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, c := range env.admins {
+			if err := funclib.Load(ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 

@@ -6,6 +6,7 @@ require (
 	github.com/gruntwork-io/terratest v0.56.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0
+	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/overlap v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0
@@ -36,7 +37,6 @@ require (
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
 	github.com/mitchellh/go-testing-interface v1.14.1 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
-	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/tmccombs/hcl2json v0.6.4 // indirect
 	github.com/ulikunitz/xz v0.5.10 // indirect
