@@ -101,6 +101,10 @@ func TestRenderExportersTLS(t *testing.T) {
 	if len(b.UserDataGzipBase64) == 0 {
 		t.Error("no gzip form")
 	}
+	// The state file's certificate expiry reads the server certificate master.conf names.
+	if conf, want := file(t, b, MasterConfPath).Content, "TLS_CERT_FILE="+shellQuote(h.Spec.TLSFiles(ConfDir).CertFile)+"\n"; !strings.Contains(conf, want) {
+		t.Errorf("master.conf of a TLS host lacks %s", want)
+	}
 }
 
 // TestRenderExportersNeedMonitorPassword: exporters without the monitoring user's password

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/redlock-kit/redlock-kit/internal/pki"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
@@ -355,5 +356,62 @@ func TestStateFileFailureChangesNothing(t *testing.T) {
 				t.Errorf("records differ with a broken state file:\n ok:     %s\n broken: %s", results[false], results[true])
 			}
 		})
+	}
+}
+
+// TestStateFileTLSExpiry: with TLS, the state file carries the server certificate's expiry
+// (from the file master.conf names), which node_exporter publishes; without TLS it is absent
+// (the held/serving test above checks that).
+func TestStateFileTLSExpiry(t *testing.T) {
+	textfiles := t.TempDir()
+	path := filepath.Join(textfiles, "redlock.prom")
+	url := nodeExporter(t, textfiles)
+	ca, err := pki.NewCA(pki.CAOptions{Validity: 48 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pki.NewServer(ca, pki.ServerOptions{IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, Validity: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := pki.ParseCert(cert.CertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPolicy(t, time.Second)
+	certFile := filepath.Join(p.dir, "server.crt")
+	if err := os.WriteFile(certFile, []byte(cert.CertPEM), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.withStateFile(path)
+	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "TLS_CERT_FILE=%s\n", shellQuote(certFile))
+	f.Close()
+	p.run("state")
+	if v, ok := gauge(checkState(t, url, path), "redlock_tls_cert_not_after_seconds", nil); !ok || int64(v) != parsed.NotAfter.Unix() {
+		t.Errorf("redlock_tls_cert_not_after_seconds = %v (present %v), want the certificate's NotAfter %d", v, ok, parsed.NotAfter.Unix())
+	}
+}
+
+// TestRenderStateFile: master.conf names the state file when the exporters are on, and
+// nothing when they are off (the policy then writes no file and runs no timer).
+func TestRenderStateFile(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		h := exporterHost()
+		h.Exporters = on
+		b, err := Render(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "STATE_FILE=''\n"
+		if on {
+			want = "STATE_FILE='" + StateMetricsPath + "'\n"
+		}
+		if conf := file(t, b, MasterConfPath).Content; !strings.Contains(conf, want) {
+			t.Errorf("exporters %v: master.conf lacks %s:\n%s", on, want, conf)
+		}
 	}
 }
