@@ -25,8 +25,8 @@ import (
 // exporters on by default): every host's redis_exporter answers as the monitoring user and
 // node_exporter runs; a real Prometheus (Debian's package) in the client namespace scrapes
 // the module's scrape_targets and evaluates monitoring/redlock.rules.yml. Healthy: no
-// alert. A master killed -9 is reported held, by name, and clears (once hosts publish their
-// state file). Two hosts partitioned away: RedlockMajorityAtRisk fires (never RedlockNoMajority);
+// alert. A master killed -9 is reported held, by name (from the host's state file), and
+// clears. Two hosts partitioned away: RedlockMajorityAtRisk fires (never RedlockNoMajority);
 // healed: every alert clears.
 func TestHostsMonitoring(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
@@ -107,11 +107,13 @@ scrape_configs:
 
 	hosts := lab.Hosts()
 	t.Run("kill -9 of a master: held, by name, then clear", func(t *testing.T) {
-		// The host's restart policy publishes the hold in its state file (docs/monitoring.md);
-		// without that file the hold is invisible to Prometheus and this step has nothing to check.
-		if prom.query(ctx, `count(node_textfile_mtime_seconds{master="h1",file=~".*/redlock.prom"})`) != "1" {
-			t.Skip("h1 publishes no /var/lib/prometheus/node-exporter/redlock.prom yet: the held alert needs the state file (docs/monitoring.md)")
-		}
+		// The host's restart policy publishes its state (docs/monitoring.md): serving, every
+		// host says not holding and appendfsync always; the hold below is seen through it.
+		waitFor(ctx, t, "every host's state file: not holding, appendfsync always", func() (bool, string) {
+			holding := prom.query(ctx, `count(redlock_master_holding{master=~"h[1-5]"} == 0)`)
+			always := prom.query(ctx, `count(redlock_master_appendfsync_always{master=~"h[1-5]"} == 1)`)
+			return holding == "5" && always == "5", "not holding " + holding + ", appendfsync always " + always
+		})
 		killed := time.Now()
 		if err := hosts[0].Kill(ctx, d.units[0], syscall.SIGKILL); err != nil {
 			t.Fatal(err)

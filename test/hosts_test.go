@@ -558,6 +558,11 @@ func (d *hostsDeployment) waitServing(t *testing.T, i int) time.Time {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("master %s not serving after %s: %v", d.endpoints[i], time.Since(start).Round(time.Second), last)
+	// What the host says about it: the unit's journal (the gate's log) and its state.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	journal, _ := d.lab.Hosts()[i].Exec(ctx, "journalctl", "--no-pager", "-n", "60", "-u", d.units[i])
+	status, _ := d.lab.Hosts()[i].Exec(ctx, "systemctl", "--no-pager", "status", d.units[i])
+	t.Fatalf("master %s not serving after %s: %v\n%s\n%s", d.endpoints[i], time.Since(start).Round(time.Second), last, status, journal)
 	return time.Time{}
 }

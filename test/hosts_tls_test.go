@@ -4,6 +4,7 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,26 @@ func TestHostsTLS(t *testing.T) {
 			t.Fatalf("lockagent validate: %v\n%s", err, out)
 		}
 		d.planIsEmpty(t)
+	})
+
+	t.Run("each host's state file has its certificate's expiry and appendfsync read over TLS", func(t *testing.T) {
+		for _, h := range d.lab.Hosts() {
+			// The timer or the next start rewrites it; the started step wrote it already.
+			out, err := h.Exec(context.Background(), "cat", "/var/lib/prometheus/node-exporter/redlock.prom")
+			if err != nil {
+				t.Fatalf("%s: no state file: %v %s", h.Name(), err, out)
+			}
+			var notAfter float64
+			line := `redlock_tls_cert_not_after_seconds{master="` + h.Name() + `"} `
+			if i := strings.Index(out, line); i < 0 {
+				t.Errorf("%s: the state file has no %s:\n%s", h.Name(), line, out)
+			} else if _, err := fmt.Sscanf(out[i+len(line):], "%g", &notAfter); err != nil || notAfter < float64(time.Now().Unix()) {
+				t.Errorf("%s: certificate expiry %v (%v), want a time in the future", h.Name(), notAfter, err)
+			}
+			if !strings.Contains(out, `redlock_master_appendfsync_always{master="`+h.Name()+`"} 1`) {
+				t.Errorf("%s: the state file does not say appendfsync always (CONFIG GET over TLS):\n%s", h.Name(), out)
+			}
+		}
 	})
 
 	t.Run("a plain-text client is refused", func(t *testing.T) {

@@ -29,10 +29,10 @@ type cloudInitFile struct {
 }
 
 // gzipFilesOver is the size above which a file goes into write_files gzipped and
-// base64-encoded (cloud-init's encoding gz+b64): the function library, mostly, which
-// would otherwise take most of the 16 KiB, and the host script. Smaller files (the configs)
-// stay readable.
-const gzipFilesOver = 4096
+// base64-encoded (cloud-init's encoding gz+b64): the function library, the host script, the
+// server config, master.conf and the unit's drop-in, which would otherwise not fit in
+// 16 KiB with the exporters; the files on the host are the same either way.
+const gzipFilesOver = 512
 
 // contentOf returns the file as written in write_files: its content, or for a large file
 // its gzip+base64 form and the encoding that tells cloud-init so.

@@ -18,7 +18,10 @@
 //     rewrites the AOF and shuts down, start limits that never give up on a held start;
 //   - the policy script those steps run (redlock-master.sh, embedded) and its settings,
 //     with the hooks as shell functions that get the same REDLOCK_* environment as the
-//     local supervisor gives them.
+//     local supervisor gives them;
+//   - with the exporters (exporters.go), the master's state for node_exporter's textfile
+//     collector (StateMetricsPath), which the script rewrites at every gate decision, start
+//     and stop, and a timer every 30 s; a write that fails is logged and changes nothing.
 //
 // Fail-closed: only a clean, durable stop recorded on this machine, data dir and boot starts
 // at once. An unclean stop holds restart_delay from the exit (CLOCK_BOOTTIME, same boot);

@@ -69,10 +69,10 @@ func exporterFiles(spec master.Spec) ([]File, error) {
 }
 
 // exporterCommands start both exporters with the files above (restart: an image may run them
-// already, with the package's defaults).
+// already, with the package's defaults). They run after the master's setup, whose
+// daemon-reload has read the exporter's drop-in already (every file is written first).
 func exporterCommands() [][]string {
 	return [][]string{
-		{"systemctl", "daemon-reload"},
 		{"systemctl", "enable", RedisExporterPackage, NodeExporterPackage},
 		{"systemctl", "restart", RedisExporterPackage, NodeExporterPackage},
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/pki"
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
 func exporterHost() Host {
@@ -47,8 +48,13 @@ func TestRenderExporters(t *testing.T) {
 	if d := file(t, b, redisExporterDropInPath); !strings.Contains(d.Content, "EnvironmentFile="+RedisExporterEnvPath+"\n") {
 		t.Errorf("the exporter's drop-in does not load %s:\n%s", RedisExporterEnvPath, d.Content)
 	}
-	if conf := file(t, b, ConfDir+"/redis-server.conf"); !strings.Contains(conf.Content, "\nuser redlock-monitor on ") {
-		t.Errorf("the server config lacks the monitoring user:\n%s", conf.Content)
+	// In the ACL file (as a hash), never in the server config: redis-server refuses to start
+	// with users in both.
+	if acl := file(t, b, ACLSeedPath); !strings.Contains(acl.Content, "\nuser redlock-monitor reset on #"+redisconf.HashPassword(strings.Repeat("c", 64))+" resetkeys resetchannels -@all +ping +info ") {
+		t.Errorf("the ACL file lacks the monitoring user:\n%s", acl.Content)
+	}
+	if conf := file(t, b, ConfDir+"/redis-server.conf"); strings.Contains(conf.Content, "\nuser ") || strings.Contains(conf.Content, strings.Repeat("c", 64)) {
+		t.Errorf("the server config defines a user (or holds the monitoring password) although it loads an ACL file:\n%s", conf.Content)
 	}
 	var doc cloudConfigDoc
 	if err := yaml.Unmarshal([]byte(b.UserData), &doc); err != nil {
@@ -100,6 +106,10 @@ func TestRenderExportersTLS(t *testing.T) {
 	}
 	if len(b.UserDataGzipBase64) == 0 {
 		t.Error("no gzip form")
+	}
+	// The state file's certificate expiry reads the server certificate master.conf names.
+	if conf, want := file(t, b, MasterConfPath).Content, "TLS_CERT_FILE="+shellQuote(h.Spec.TLSFiles(ConfDir).CertFile)+"\n"; !strings.Contains(conf, want) {
+		t.Errorf("master.conf of a TLS host lacks %s", want)
 	}
 }
 

@@ -8,6 +8,7 @@
 #   stop     ExecStop       pause writes, rewrite the AOF, SHUTDOWN (bounded)
 #   stopped  ExecStopPost   record how the run ended: a clean-stop marker or a hold
 #   setup    cloud-init     enable and start the unit (once, at provisioning)
+#   state    a timer        publish the master's state for node_exporter (STATE_FILE, below)
 #
 # The policy and its records: docs/guides/restart-hold.md (fail-closed).
 set -u
@@ -170,6 +171,7 @@ gate() {
 		forget_clean
 		open_floor "$now" "$boot"
 		log "last stop was clean: starting at once"
+		state
 		return 0
 	fi
 	read_floor
@@ -193,6 +195,7 @@ gate() {
 	forget_clean
 	record_hold "$boot $until"
 	wait_ms=$((until - now))
+	state
 	if [ "$wait_ms" -gt 0 ]; then
 		restart_at=$(date -u -d "@$(($(date +%s) + (wait_ms + 999) / 1000))" +%Y-%m-%dT%H:%M:%SZ)
 		log "holding the start for ${wait_ms}ms until $restart_at (boot clock ${until}ms): $why"
@@ -215,6 +218,7 @@ gate() {
 	open_floor "$now" "$boot"
 	forget "$hold" || fail "cannot remove the hold record $hold"
 	log "hold over: starting"
+	state
 }
 
 # open_floor NOW BOOT: the run about to start grants under RESTART_DELAY_MS.
@@ -238,6 +242,7 @@ close_floor() {
 started() {
 	mkdir -p "$run_dir"
 	echo "${MAINPID:-}" >"$run_dir/pid"
+	state
 	if [ -e "$run_dir/restarted" ]; then
 		rm -f "$run_dir/restarted"
 		run_hook after_restart hook_after_restart "${MAINPID:-}" ""
@@ -342,15 +347,19 @@ stopped() {
 	now=$(now_ms) || { log "cannot read the clock $uptime_file"; exit 1; }
 	boot=$(boot_id)
 	pid=$(cat "$run_dir/pid" 2>/dev/null)
+	# Whatever the records below become, the state file says so (telemetry, after them).
+	trap 'rm -f "$proof"; state' EXIT
 	if [ -e "$hold" ]; then
 		# The gate was interrupted before the server started: its hold record stays.
 		log "stopped during the hold ($result)"
 		return 0
 	fi
+	exited "$(date +%s) 0"
 	read_floor
 	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; exit 1; }
 	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
 		durable "$clean" "v3 $(machine_id) $boot $now $(aof_digest) $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
+		exited "$(date +%s) 1"
 		log "clean stop recorded"
 		return 0
 	fi
@@ -367,6 +376,66 @@ stopped() {
 	run_hook crash hook_on_crash "$pid" ""
 }
 
+# exited WALL CLEAN: the server's last exit, for the state file only (this boot's).
+exited() { echo "$1" >"$run_dir/last-exit" 2>/dev/null || :; }
+
+# state: with STATE_FILE set (exporters on), publish the master's state for node_exporter's
+# textfile collector (docs/monitoring.md has the contract). Telemetry: it runs in a subshell
+# that cannot touch the caller's variables or exit it, and a failure is logged, never more.
+state() {
+	[ -n "${STATE_FILE:-}" ] || return 0
+	(write_state) || log "cannot write $STATE_FILE (the policy goes on)"
+	return 0
+}
+
+# g NAME HELP VALUE [LABELS,]: one gauge, with the HELP line the contract fixes.
+g() { printf '# HELP redlock_%s %s\n# TYPE redlock_%s gauge\nredlock_%s{%smaster="%s"} %s\n' "$1" "$2" "$1" "$1" "${4:-}" "$label" "$3"; }
+
+write_state() {
+	now=$(now_ms) && wall=$(date +%s) || return 1
+	boot=$(boot_id)
+	label=$(printf %s "$NAME" | sed 's/[\\"]/\\&/g')
+	held=0 left=0
+	if [ -e "$hold" ]; then
+		# The gate holds, or will as soon as systemd starts it again.
+		held=1 until=
+		read -r rec_boot until <"$hold" && is_count "$until" && [ "$rec_boot" = "$boot" ] || until=$(hold_from_now "$now" "$boot")
+		left=$(max $((until - now)) 0)
+	fi
+	ex=0 ok=0
+	[ -f "$run_dir/last-exit" ] && read -r ex ok <"$run_dir/last-exit"
+	is_count "$ex" && is_count "$ok" || ex=0 ok=0
+	fsync=$(cli CONFIG GET appendfsync 2>/dev/null </dev/null | sed -n 2p)
+	cert=
+	[ -z "${TLS_CERT_FILE:-}" ] || cert=$(date -d "$(openssl x509 -enddate -noout -in "$TLS_CERT_FILE" | cut -d= -f2)" +%s) || cert=
+	mkdir -p "${STATE_FILE%/*}" && tmp=$(mktemp "$STATE_FILE.XXXXXX") || return 1
+	{
+		g master_holding "1 while the gate holds the master's start after an unclean stop, else 0." $held
+		g master_hold_until_seconds "Unix time at which the current hold ends; 0 when not holding." $((held * (wall + (left + 999) / 1000)))
+		g master_restart_delay_seconds "How long a master that did not stop cleanly is held down." "$((RESTART_DELAY_MS / 1000)).$(printf %03d $((RESTART_DELAY_MS % 1000)))"
+		g master_last_exit_seconds "Unix time of the server's last exit; 0 when none is recorded." "$ex"
+		g master_last_exit_clean "1 when the last exit left a valid clean-stop marker, else 0." "$ok"
+		g master_boot_info "The boot (/proc/sys/kernel/random/boot_id) the restart records belong to." 1 "boot_id=\"$boot\","
+		case "$fsync" in
+		always) g master_appendfsync_always "$fh" 1 ;;
+		everysec | no) g master_appendfsync_always "$fh" 0 ;;
+		esac
+		# No seeding of the fence registers exists yet: every master counts as seeded.
+		g fence_seeded "1 once the fence registers are seeded from a majority of the other masters (or needed no seeding), 0 while lock users wait for it." 1
+		[ -z "$cert" ] || g tls_cert_not_after_seconds "Unix time at which the master's TLS server certificate expires (TLS only)." "$cert"
+	} >"$tmp" && chmod 0644 "$tmp" && mv -f "$tmp" "$STATE_FILE" && return
+	rm -f "$tmp"
+	return 1
+}
+fh="1 when the server's appendfsync was always at the last check, 0 when not; absent when unknown."
+
+# state_timer: a timer runs the state step every 30 s (the file must never be a minute old).
+state_timer() {
+	u=/etc/systemd/system/redlock-state
+	printf '[Unit]\nDescription=redlock.prom\n[Service]\nType=oneshot\nExecStart=%s state\n' "$0" >$u.service &&
+		printf '[Timer]\nOnBootSec=5s\nOnUnitActiveSec=30s\nAccuracySec=1s\n[Install]\nWantedBy=timers.target\n' >$u.timer
+}
+
 setup() {
 	host_admin || { log "cannot add the host's admin password to $ACL_FILE"; return 1; }
 	# The server config holds the passwords: readable by the service's user only.
@@ -374,18 +443,20 @@ setup() {
 	if [ -n "${TLS_KEY_FILE:-}" ]; then
 		chown "$SERVICE_USER:$SERVICE_GROUP" "$TLS_KEY_FILE" && chmod 0600 "$TLS_KEY_FILE"
 	fi
+	[ -z "${STATE_FILE:-}" ] || state_timer || log "cannot write the state timer's units"
 	systemctl daemon-reload
 	systemctl enable "$UNIT"
+	[ -z "${STATE_FILE:-}" ] || systemctl enable --now redlock-state.timer
 	# --no-block: a new host holds restart_delay before its first start, and cloud-init
 	# need not wait for that.
 	systemctl start --no-block "$UNIT"
 }
 
 case "${1:-}" in
-gate | functions | started | stop | stopped | setup | host_admin) "$1" ;;
+gate | functions | started | stop | stopped | setup | host_admin | state) "$1" ;;
 hook) case "${2:-}" in hook_on_crash | hook_before_restart | hook_after_restart) "$2" ;; *) exit 64 ;; esac ;;
 *)
-	echo "usage: redlock-master gate|functions|started|stop|stopped|setup" >&2
+	echo "usage: redlock-master gate|functions|started|stop|stopped|setup|state" >&2
 	exit 64
 	;;
 esac

@@ -144,9 +144,13 @@ func Render(h Host) (*Bundle, error) {
 		return nil, err
 	}
 	serverConfPath := ConfDir + "/" + srv.Package + ".conf"
+	stateFile := "" // the policy publishes its state for node_exporter only when it runs
+	if h.Exporters {
+		stateFile = StateMetricsPath
+	}
 	b := &Bundle{Server: srv, Spec: spec}
 	b.Files = []File{
-		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath), Permissions: "0644"},
+		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath, stateFile), Permissions: "0644"},
 		// Password hashes only; 0600 all the same.
 		{Path: ACLSeedPath, Content: aclSeed, Permissions: "0600"},
 		// 0600, and the setup step gives it to the service's user (the TLS key's path is in it).
@@ -193,7 +197,8 @@ func DropInPath(srv Server) string {
 }
 
 // masterConf is the shell fragment the policy script reads: settings and hooks, no secret.
-func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
+// stateFile is where the script publishes the master's state for node_exporter ("": nowhere).
+func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string) string {
 	var b strings.Builder
 	b.WriteString("# Written by redlock-kit: settings of the Redlock master's restart policy, read by " + ScriptPath + ".\n")
 	for _, kv := range [][2]string{
@@ -201,10 +206,10 @@ func masterConf(spec master.Spec, srv Server, serverConfPath string) string {
 		{"DATA_DIR", spec.DataDir}, {"RESTART_DELAY_MS", fmt.Sprint(spec.RestartDelay.Milliseconds())},
 		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
-		{"SERVICE_USER", srv.User}, {"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")},
+		{"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")}, {"TLS_CERT_FILE", tlsFile(spec, "cert")},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", redlock.FunctionLibraryName},
 		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BIN", srv.Binary},
-		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)},
+		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)}, {"STATE_FILE", stateFile},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}
@@ -257,8 +262,8 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// tlsFile is the path of a TLS master's key or CA file on the host: "" without TLS (the
-// policy script then talks plain text to the server).
+// tlsFile is the path of a TLS master's key, CA or certificate file on the host: "" without
+// TLS (the policy script then talks plain text to the server).
 func tlsFile(spec master.Spec, which string) string {
 	files := spec.TLSFiles(ConfDir)
 	switch {
@@ -266,6 +271,8 @@ func tlsFile(spec master.Spec, which string) string {
 		return ""
 	case which == "key":
 		return files.KeyFile
+	case which == "cert":
+		return files.CertFile
 	}
 	return files.CACertFile
 }

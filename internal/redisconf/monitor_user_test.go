@@ -91,3 +91,32 @@ func TestMonitorUserRights(t *testing.T) {
 		}
 	}
 }
+
+// TestMonitorUserInACLFile: a master that loads an ACL file gets the monitoring user from
+// that file (as a hash), not from its config: redis-server refuses to start with users in
+// both. It starts, and the user reads INFO and no key.
+func TestMonitorUserInACLFile(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 1, Monitor: true, ACLFile: true})
+	m := c.Masters[0]
+	ctx := context.Background()
+	monitor := m.ClientAs(redistest.MonitorUser, redistest.MonitorPassword)
+	t.Cleanup(func() { _ = monitor.Close() })
+	if err := monitor.Info(ctx, "server").Err(); err != nil {
+		t.Errorf("monitoring user INFO: %v", err)
+	}
+	if err := monitor.Get(ctx, "lock:a").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("monitoring user GET: %v, want NOPERM", err)
+	}
+	rc := redisconf.Config{Port: 6379, DataDir: "/data", AdminPassword: "a", LockPassword: "l", MonitorPassword: "m", ACLFile: "/data/users.acl"}
+	conf, err := rc.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acl, err := rc.RenderACL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(conf, redisconf.DefaultMonitorUser) || !strings.Contains(acl, "\nuser redlock-monitor reset on #"+redisconf.HashPassword("m")+" resetkeys resetchannels -@all +ping ") {
+		t.Errorf("with an ACL file the monitoring user belongs in it, hashed:\nconfig:\n%s\nacl:\n%s", conf, acl)
+	}
+}

@@ -238,6 +238,11 @@ func (c Config) RenderACL() (string, error) {
 	if c.EvalPassword != "" {
 		user(or(c.EvalUser, DefaultEvalUser), HashedUserRules([]string{HashPassword(c.EvalPassword)}, "*", EvalUserCommands()))
 	}
+	if c.MonitorPassword != "" {
+		// MonitorUserRules, with the password as its hash.
+		user(or(c.MonitorUser, DefaultMonitorUser), append([]string{"reset", "on", "#" + HashPassword(c.MonitorPassword),
+			"resetkeys", "resetchannels", "-@all"}, MonitorUserCommands...))
+	}
 	return b.String(), nil
 }
 
@@ -339,7 +344,9 @@ func (c Config) Render() (string, error) {
 			line("user %s", userLine(or(c.EvalUser, DefaultEvalUser), c.EvalPassword, "*", EvalUserCommands()))
 		}
 	}
-	if c.MonitorPassword != "" {
+	// With an ACL file the monitoring user is in it (RenderACL): the server refuses to start
+	// with users both in its config and in an ACL file.
+	if c.MonitorPassword != "" && c.ACLFile == "" {
 		line("# Exporters log in as the monitoring user: server state, no key, no CONFIG.")
 		line("user %s on %s resetkeys resetchannels -@all %s", or(c.MonitorUser, DefaultMonitorUser),
 			quote(">"+c.MonitorPassword), strings.Join(MonitorUserCommands, " "))
