@@ -11,7 +11,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 LIB_DIRS := lockagent/redlock lockagent/redlockprom
 in_lib_dirs = for d in $(LIB_DIRS); do (cd $$d && $(1)) || exit 1; done
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs cross release-check bench demo down docs module-docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs cross release-check bench model demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -54,6 +54,9 @@ chaos: deps ## Jepsen-style run on five systemd hosts (root): workers contend un
 test-unit: ## library and harness tests only (no terraform)
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
 	@$(call in_lib_dirs,go test -race $(GO_TEST_FLAGS) ./...)
+
+model: ## check the hand-off protocol's Spin model exhaustively; its negative controls must fail
+	@scripts/model.sh
 
 bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
 	go run ./lockagent/cmd/lockagent bench --spawn 5

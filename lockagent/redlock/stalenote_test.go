@@ -227,18 +227,27 @@ func (w *scriptWaiter) attempt(t *testing.T, m *redistest.Master) queuedReply {
 	return r
 }
 
-// rewriteAOF runs BGREWRITEAOF on m and waits until it is done.
-func rewriteAOF(t *testing.T, m *redistest.Master) {
+// rewriteAOF runs BGREWRITEAOF on m and waits until it is done (t: a *testing.T or a
+// *rapid.T).
+func rewriteAOF(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, m *redistest.Master) {
 	t.Helper()
 	ctx := context.Background()
 	if err := m.Admin().BgRewriteAOF(ctx).Err(); err != nil {
 		t.Fatalf("BGREWRITEAOF on %s: %v", m.Addr, err)
 	}
-	waitUntil(t, "the AOF rewrite on "+m.Addr, func() bool {
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		info := m.Admin().Info(ctx, "persistence").Val()
-		return strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") &&
-			strings.Contains(info, "aof_last_bgrewrite_status:ok")
-	})
+		if strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") &&
+			strings.Contains(info, "aof_last_bgrewrite_status:ok") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for the AOF rewrite on %s", m.Addr)
+		}
+	}
 }
 
 // outsideWindow waits, when needed, until the master's clock is clear of the windows a
