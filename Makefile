@@ -11,7 +11,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 LIB_DIRS := lockagent/redlock lockagent/redlockprom
 in_lib_dirs = for d in $(LIB_DIRS); do (cd $$d && $(1)) || exit 1; done
 
-.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs cross release-check bench model demo down docs module-docs fmt vet clean
+.PHONY: all deps build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs cross release-check bench model fuzz-protocol demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -57,6 +57,10 @@ test-unit: ## library and harness tests only (no terraform)
 
 model: ## check the hand-off protocol's Spin model exhaustively; its negative controls must fail
 	@scripts/model.sh
+
+DURATION ?= 90s
+fuzz-protocol: ## stateful protocol tests on real masters for DURATION (default 90s; e.g. DURATION=1h)
+	cd lockagent/redlock && PROTOCOL_FUZZ_DURATION=$(DURATION) go test -count=1 -timeout 0 -v -run '^TestProtocolStateMachine$$' .
 
 bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
 	go run ./lockagent/cmd/lockagent bench --spawn 5

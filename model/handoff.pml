@@ -51,6 +51,9 @@
 #ifndef NATT
 #define NATT   3      /* attempts per client */
 #endif
+#ifndef LOSSY
+#define LOSSY  0      /* a round may lose one master's message */
+#endif
 #ifndef EXT
 #define EXT    0      /* extensions per holder (late ones included) */
 #endif
@@ -221,15 +224,13 @@ proctype nemesis() {
                                  printf("t=%d all masters: AOF rewrite\n", now) }
   :: faults < NFAULT -> d_step { for (m : 0 .. M - 1) { if :: up[m] -> restore(m) :: else fi }; faults++; m = 0;
                                  printf("t=%d all masters: restart (AOF replayed)\n", now) }
-  /* on one master: master 0 (the masters are alike; which one is hit does not matter
-   * for the search, and the clients may leave any master out of any step) */
-  :: faults < NFAULT -> m = 0;
-     if
-     :: up[m] -> d_step { rewrite(m); faults++; printf("t=%d m%d: AOF rewrite\n", now, m); m = 0 }
-     :: up[m] -> d_step { restore(m); faults++; printf("t=%d m%d: restart (AOF replayed): key c%d until %d\n", now, m, key[m], kexp[m]); m = 0 }
-     :: up[m] -> d_step { up[m] = 0; downto[m] = now + TTL + SLACK; faults++; printf("t=%d m%d: crash, held down until %d\n", now, m, downto[m]); m = 0 }
-     :: !up[m] -> m = 0
-     fi
+  /* on one master: master 0 (the masters are alike, and the clients may leave any
+   * master out of any round) */
+#ifdef ONE_MASTER_FAULTS
+  :: faults < NFAULT && up[0] -> d_step { m = 0; rewrite(m); faults++; m = 0; printf("t=%d m0: AOF rewrite\n", now) }
+  :: faults < NFAULT && up[0] -> d_step { m = 0; restore(m); faults++; m = 0; printf("t=%d m0: restart (AOF replayed)\n", now) }
+#endif
+  :: faults < NFAULT && up[0] -> d_step { up[0] = 0; downto[0] = now + TTL + SLACK; faults++; printf("t=%d m0: crash, held down until %d\n", now, downto[0]) }
   :: now == TMAX -> break
   od
 }
@@ -243,6 +244,13 @@ inline granted(m, f, a) {
   :: gours[m] && (a < gatt[m] || a == gatt[m] && graised[m]) -> skip  /* known, or older */
   :: else -> gours[m] = 1; gatt[m] = a; graised[m] = 1; gfence[m] = f; greg[m] = f
   fi
+}
+
+/* deliver: the notice on m's grant channel reaches the client; it may come again once. */
+inline deliver() {
+  printf("t=%d c%d: notice from m%d: fence %d for attempt %d\n", now, c, m, nf[QI(m, c)], na[QI(m, c)]);
+  granted(m, nf[QI(m, c)], na[QI(m, c)]);
+  if :: nf[QI(m, c)] = 0; na[QI(m, c)] = 0 :: !dupd -> dupd = 1 fi
 }
 
 /* record_reply: what an attempt's reply on m says. */
@@ -297,6 +305,20 @@ inline forget() {
   readmax = 0; agree = 0; left = 0; hf = 0; proven = 0; ours = 0; confirmed = 0; refused = 0
 }
 
+/* a round: on each master the script runs (d_step), or its message is lost (at most
+ * one per round), or the master is down. A round is atomic: no other actor's step falls
+ * between its masters (an abstraction: the model's rounds reach the masters in the same
+ * order relative to other rounds). */
+#define ROUND(script) \
+  atomic { \
+  m = 0; \
+  do \
+  :: m == M -> m = 0; lost = 0; break \
+  :: m < M && up[m] -> d_step { script; m++ } \
+  :: m < M && (!up[m] || !lost && LOSSY) -> lost = lost || up[m]; m++ \
+  od \
+  }
+
 proctype client(byte c; byte natt) {
   byte n, j, k, m, h, g, rep, rreg, rg, prop, cache, live, dl, dl2, fence, readmax, agree, confirmed, refused, left, ext, hf;
   bool proven, ours, lost, dupd;
@@ -304,53 +326,31 @@ proctype client(byte c; byte natt) {
   bool gours[M], graised[M];
   byte gatt[M], gfence[M], greg[M], lastq[M];
 
-  lastq[0] = 1; lastq[1] = 1; lastq[2] = 1;  /* no entry older than the first attempt */
+  d_step { lastq[0] = 1; lastq[1] = 1; lastq[2] = 1 }  /* no entry older than the first attempt */
 wait:
   do
   :: n < natt ->
-     n++; sent[n] = now; prop = cache + 1;
-     for (m : 0 .. M - 1) {
-       if
-       :: up[m] -> d_step { acquire_queued(m, c, n, prop); record_reply(m);
-                   printf("t=%d m%d: c%d attempt %d: reply %d (register %d, note fence %d)\n", now, m, c, n, rep, rreg, rg); forget() }
-       :: !up[m] -> skip
-       :: up[m] && !lost -> lost = 1   /* lost, or late past the node timeout */
-       fi
-     };
-     lost = 0;
+     d_step { n++; sent[n] = now; prop = cache + 1 };
+     ROUND(acquire_queued(m, c, n, prop); record_reply(m);
+           printf("t=%d m%d: c%d attempt %d: reply %d (register %d, note fence %d)\n", now, m, c, n, rep, rreg, rg); forget());
      goto lock
-  :: nf[QI(0, c)] != 0 -> m = 0; goto notice
-  :: nf[QI(1, c)] != 0 -> m = 1; goto notice
-  :: nf[QI(2, c)] != 0 -> m = 2; goto notice
+  :: nf[QI(0, c)] != 0 -> d_step { m = 0; deliver(); m = 0 }; goto lock
+  :: nf[QI(1, c)] != 0 -> d_step { m = 1; deliver(); m = 0 }; goto lock
+  :: nf[QI(2, c)] != 0 -> d_step { m = 2; deliver(); m = 0 }; goto lock
   :: n == natt -> goto done
   od;
-notice:
-  skip;
-     d_step {
-       printf("t=%d c%d: notice from m%d: fence %d for attempt %d\n", now, c, m, nf[QI(m, c)], na[QI(m, c)]);
-       granted(m, nf[QI(m, c)], na[QI(m, c)]);
-       if :: nf[QI(m, c)] = 0 :: !dupd -> dupd = 1 fi;   /* once, a duplicate follows */
-       m = 0
-     };
-     goto lock
 lock:
   skip;
   d_step { try_lock(); skip };
   if
   :: live < Q -> d_step { forget(); fence = 0 }; goto wait
   :: live >= Q && fence != 0 -> skip
+  :: live >= Q && fence == 0 -> d_step { forget(); fence = 0 }; goto wait   /* the fence round timed out */
   :: live >= Q && fence == 0 ->
-     confirmed = 0; refused = 0;
-     for (m : 0 .. M - 1) {
-       if
-       :: up[m] -> d_step { fence_script(m, c, readmax + 1); printf("t=%d m%d: c%d fence round %d: register %d\n", now, m, c, readmax + 1, reg[m]); j = 0; k = 0 }
-       :: !up[m] -> skip
-       :: up[m] && !lost -> lost = 1
-       fi
-     };
-     lost = 0;
+     ROUND(fence_script(m, c, readmax + 1);
+           printf("t=%d m%d: c%d fence round %d: register %d\n", now, m, c, readmax + 1, reg[m]); j = 0; k = 0);
      if
-     :: confirmed >= Q -> fence = readmax + 1
+     :: confirmed >= Q -> d_step { fence = readmax + 1; confirmed = 0; refused = 0 }
      :: refused > M - Q ->   /* ErrLost: look again */
         d_step { for (j : 0 .. M - 1) { gours[j] = 0; graised[j] = 0 }; forget(); fence = 0 }; goto wait
      :: else -> d_step { forget(); fence = 0 }; goto wait   /* unavailable, retryable: the grants are kept */
@@ -386,18 +386,14 @@ lock:
   fi;
   /* hold: extensions move keys only (late ones too) */
   do
-  :: ext < EXT -> ext++; select(m : 0 .. M - 1); if :: up[m] -> d_step { extend_script(m, c); printf("t=%d m%d: c%d extends: key c%d until %d\n", now, m, c, key[m], kexp[m]); forget(); m = 0 } :: m = 0 fi
+  :: ext < EXT && up[0] -> d_step { ext++; m = 0; extend_script(m, c); m = 0 }
+  :: ext < EXT && up[1] -> d_step { ext++; m = 1; extend_script(m, c); m = 0 }
+  :: ext < EXT && up[2] -> d_step { ext++; m = 2; extend_script(m, c); m = 0 }
   :: break
   od;
-  holding[c] = 0; printf("t=%d c%d stops holding\n", now, c);
-  for (m : 0 .. M - 1) {
-    if
-    :: up[m] -> d_step { printf("t=%d m%d: c%d releases\n", now, m, c); release_script(m, c, fence); forget() }
-    :: !up[m] -> skip
-    :: up[m] && !lost -> lost = 1
-    fi
-  };
-  lost = 0;
+  skip;
+  d_step { holding[c] = 0; printf("t=%d c%d stops holding\n", now, c) };
+  ROUND(printf("t=%d m%d: c%d releases\n", now, m, c); release_script(m, c, fence); forget());
 done:
   skip
 }

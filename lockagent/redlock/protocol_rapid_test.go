@@ -53,7 +53,6 @@ type protocolMachine struct {
 	held   *redlock.Lock // the holder's lock
 	wheld  *redlock.Lock // the waiter's lock
 	fences []uint64      // in acquisition order
-	locks  []*redlock.Lock
 }
 
 func (pm *protocolMachine) ctx() context.Context { return context.Background() }
@@ -64,8 +63,8 @@ func (pm *protocolMachine) acquired(t *rapid.T, who string, l *redlock.Lock) {
 	if n := len(pm.fences); n > 0 && l.Fence() <= pm.fences[n-1] {
 		t.Fatalf("%s acquired with fence %d after an acquisition with fence %d (fences %v)", who, l.Fence(), pm.fences[n-1], pm.fences)
 	}
-	for _, o := range pm.locks {
-		if o != l && o.Deadline().After(now) {
+	for _, o := range []*redlock.Lock{pm.held, pm.wheld} { // the holders that have not released
+		if o != nil && o != l && o.Deadline().After(now) {
 			t.Fatalf("%s acquired while another holder (fence %d) is valid for %v more", who, o.Fence(), o.Deadline().Sub(now))
 		}
 	}
@@ -86,7 +85,6 @@ func (pm *protocolMachine) acquired(t *rapid.T, who string, l *redlock.Lock) {
 		t.Fatalf("%s reports validity until %d (master ms) but the key lives that long on %d masters only", who, deadlineMs, live)
 	}
 	pm.fences = append(pm.fences, l.Fence())
-	pm.locks = append(pm.locks, l)
 	t.Logf("%s acquired: fence %d", who, l.Fence())
 }
 
