@@ -54,6 +54,15 @@
 #ifndef LOSSY
 #define LOSSY  0      /* a round may lose one master's message */
 #endif
+#ifndef REWRITES
+#define REWRITES NFAULT  /* of which AOF rewrites on every master */
+#endif
+#ifndef RESTARTS
+#define RESTARTS NFAULT  /* ... restarts of every master (crash or clean, at once) */
+#endif
+#ifndef CRASHES
+#define CRASHES NFAULT   /* ... crashes under the restart hold */
+#endif
 #ifndef EXT
 #define EXT    0      /* extensions per holder (late ones included) */
 #endif
@@ -84,7 +93,7 @@ byte nf[M * (C + 1)], na[M * (C + 1)];
 bool holding[C + 1];
 byte hdead[C + 1];    /* reported validity: holding until now reaches it */
 byte lastFence;
-byte faults;
+byte faults, rewrites, restarts, crashes;
 
 /* ---- scripts (each runs atomically, inside a d_step of its caller) ---- */
 
@@ -114,7 +123,7 @@ inline handto(m, e, f, proven, left) {
   if
   :: proven && reg[m] > f && left >= TTL ->
      /* unlogged: the key keeps the released expiry, fence f + 1 */
-     key[m] = e; g = f + 1
+     key[m] = e; kexp[m] = now + left; g = f + 1
   :: else ->
      key[m] = e; kexp[m] = now + TTL + SLACK; dkey[m] = e; dkexp[m] = kexp[m];
      g = (reg[m] > f -> reg[m] : f) + 1;
@@ -220,9 +229,9 @@ proctype nemesis() {
   do
   :: now < TMAX -> d_step { now++; expire(); printf("t=%d\n", now) }
   /* on every master at once (an operator's action, a deploy) */
-  :: faults < NFAULT -> d_step { for (m : 0 .. M - 1) { if :: up[m] -> rewrite(m) :: else fi }; faults++; m = 0;
+  :: faults < NFAULT && rewrites < REWRITES -> d_step { for (m : 0 .. M - 1) { if :: up[m] -> rewrite(m) :: else fi }; faults++; rewrites++; m = 0;
                                  printf("t=%d all masters: AOF rewrite\n", now) }
-  :: faults < NFAULT -> d_step { for (m : 0 .. M - 1) { if :: up[m] -> restore(m) :: else fi }; faults++; m = 0;
+  :: faults < NFAULT && restarts < RESTARTS -> d_step { for (m : 0 .. M - 1) { if :: up[m] -> restore(m) :: else fi }; faults++; restarts++; m = 0;
                                  printf("t=%d all masters: restart (AOF replayed)\n", now) }
   /* on one master: master 0 (the masters are alike, and the clients may leave any
    * master out of any round) */
@@ -230,7 +239,7 @@ proctype nemesis() {
   :: faults < NFAULT && up[0] -> d_step { m = 0; rewrite(m); faults++; m = 0; printf("t=%d m0: AOF rewrite\n", now) }
   :: faults < NFAULT && up[0] -> d_step { m = 0; restore(m); faults++; m = 0; printf("t=%d m0: restart (AOF replayed)\n", now) }
 #endif
-  :: faults < NFAULT && up[0] -> d_step { up[0] = 0; downto[0] = now + TTL + SLACK; faults++; printf("t=%d m0: crash, held down until %d\n", now, downto[0]) }
+  :: faults < NFAULT && crashes < CRASHES && up[0] -> d_step { crashes++; up[0] = 0; downto[0] = now + TTL + SLACK; faults++; printf("t=%d m0: crash, held down until %d\n", now, downto[0]) }
   :: now == TMAX -> break
   od
 }

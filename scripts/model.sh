@@ -24,7 +24,7 @@ trap 'rm -rf "$work"' EXIT
 # check NAME EXPECT [-DVARIANT]: EXPECT is "pass" (exhaustive, no error) or "fail" (a
 # counterexample, printed as the model's event log).
 check() {
-  local name=$1 expect=$2 define=${3:-}
+  local name=$1 expect=$2 define=${3:-}  # define: -D options, split on spaces
   local dir=$work/$name
   mkdir -p "$dir"
   cp "$root/model/handoff.pml" "$dir/"
@@ -61,8 +61,16 @@ check() {
   esac
 }
 
+# The bounds: three masters, three clients (the first may try three times, the others
+# once), ticks 0..3. Each configuration is exhaustive within its bounds; together they
+# cover the faults, and each negative control fails in the one its bug needs.
+faults="-DTMAX=3 -DNFAULT=1"                                                # one fault of any kind
+rewrite_restart="-DTMAX=3 -DNFAULT=2 -DREWRITES=1 -DRESTARTS=1 -DCRASHES=0" # a rewrite and a restart
+extensions="-DTMAX=2 -DNFAULT=0 -DEXT=2"                                    # late extensions
 status=0
-check protocol pass || status=1
-check note-trusted fail -DNOTE_TRUSTED || status=1
-check release-unproven fail -DRELEASE_UNPROVEN || status=1
+check protocol-faults pass "$faults" || status=1
+check protocol-rewrite-restart pass "$rewrite_restart" || status=1
+check protocol-extensions pass "$extensions" || status=1
+check note-trusted fail "$rewrite_restart -DNOTE_TRUSTED" || status=1
+check release-unproven fail "$extensions -DRELEASE_UNPROVEN" || status=1
 exit $status
