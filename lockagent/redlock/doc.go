@@ -280,9 +280,10 @@
 // counts from the attempt before the key was set. A value at the queue's key that is not
 // a queue is refused, never overwritten.
 //
-// The hand-off protocol is checked three ways: a Promela model of it (model/handoff.pml:
-// three masters, three clients, every interleaving of the faults above within its
-// bounds, with the fixes removed as negative controls that must fail; `make model`),
+// The hand-off protocol is checked three ways: a Promela model of it (model/handoff.pml,
+// `make model`: three masters, three clients, the faults above, with the fixes removed
+// as negative controls that must fail; its search does not yet complete within CI
+// memory at the configured bounds, so it is not yet a proof),
 // stateful property tests on real masters (TestProtocolStateMachine: random step
 // sequences, shrunk on failure; `make fuzz-protocol DURATION=1h` for long runs), and
 // regression tests of each hole found (TestStaleNoteAfterRewriteAndRestart,
