@@ -13,7 +13,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 # not descend into them, so every go command names them too.
 NESTED_PKGS := $(shell scripts/modules.sh list | sed -n 's|^\([^.].*\)|./\1/...|p')
 
-.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs check-parts cross release-check bench demo down docs module-docs fmt vet clean
+.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs check-parts cross release-check bench model fuzz-protocol demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -64,6 +64,13 @@ test-unit: ## library and harness tests only (no terraform)
 .PHONY: monitoring-check
 monitoring-check: ## Prometheus rules in monitoring/: promtool check + unit tests (installs Debian's prometheus when missing)
 	@scripts/monitoring-check.sh
+
+model: ## check the hand-off protocol's Spin model exhaustively; its negative controls must fail
+	@scripts/model.sh
+
+DURATION ?= 90s
+fuzz-protocol: ## stateful protocol tests on real masters for DURATION (default 90s; e.g. DURATION=1h)
+	cd lockagent/redlock && PROTOCOL_FUZZ_DURATION=$(DURATION) go test -count=1 -timeout 0 -v -run '^TestProtocolStateMachine$$' .
 
 bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
 	go run ./lockagent/cmd/lockagent bench --spawn 5

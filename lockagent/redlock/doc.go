@@ -45,8 +45,10 @@
 // majority; another holder's key is never touched. An extension counts only when a
 // majority confirmed within the remaining validity, by the same arithmetic as acquire; an
 // acquisition can be extended Options.MaxExtensions times (default 100), so a holder
-// cannot keep a lock forever. Scripts are sent with EVALSHA, loaded with SCRIPT LOAD on
-// first use, and re-sent with EVAL on NOSCRIPT (a restarted master has no script cache).
+// cannot keep a lock forever. Scripts run as functions of the kit's function library
+// (FCALL) on a master that has it (FunctionLibrary, loaded by the admin at every start);
+// elsewhere they are sent with EVALSHA, loaded with SCRIPT LOAD on first use, and re-sent
+// with EVAL on NOSCRIPT (a restarted master has no script cache). See Scripts.
 //
 // # Releases are not logged
 //
@@ -175,6 +177,17 @@
 //     (a hold longer than the slack, a waiter asking for a longer TTL, a durable release,
 //     a holder without a fence or whose fence came from a fence round, a restarted
 //     master, a lost queue) the hand-off is logged as above, which starts a new chain.
+//     A waiter's attempt that finds the key already its own reads its fence from the
+//     note under the same proof (its token and the key's expiry).
+//   - A note is never trusted for what it says, only for a key it still describes. It
+//     is memory only, but an AOF rewrite (auto-rewrite, BGREWRITEAOF, the supervisor's
+//     compaction) copies it into the AOF's base with every other key, and a restart
+//     brings it back while the unlogged writes that cleared it are gone: the key may by
+//     then be another SET's (the waiter's own, after its handed key expired and another
+//     client held with a higher fence). Every such SET gives the key a later expiry, and
+//     masters keep and restore expiries as absolute times, so the note's expiry no
+//     longer matches and the note proves nothing: the hand-off is logged, the waiter
+//     runs the fence round.
 //
 // Why this keeps the guarantees:
 //
@@ -213,8 +226,10 @@
 //     after its last renewal may be handed the lock within that time; the lock then
 //     frees up at that acquisition's TTL, as when a holder dies.
 //   - It degrades to the behaviour without the queue. A master that is down, slow or
-//     restarted (its queue lost: queue writes are not logged) has no say or no queue; a
-//     queue key holding anything else is ignored and never overwritten. Queues that
+//     restarted (its queue lost: queue writes are not logged) has no say or no queue. A
+//     queue key holding anything else (another application's key) is never read as a
+//     queue nor overwritten: a release there hands nothing over, and a queued Acquire
+//     returns a *ForeignQueueError (it matches ErrInvalid) naming the key. Queues that
 //     disagree (an entry missing on some master) can hand the key to different waiters
 //     on different masters; a waiter holding a minority while no one can hold a majority
 //     gives its keys back and comes back with a new token and a new ticket, at the back
@@ -233,6 +248,47 @@
 //   - Fairness is by ticket, so it depends on the hosts' wall clocks agreeing roughly: a
 //     host whose clock is behind by d queues ahead of waiters that arrived up to d before
 //     it. Never more than a place in line.
+//
+// # The protocol's invariants and fault model
+//
+// What the library promises, for every interleaving of the faults below:
+//
+//   - Exclusion: no two clients hold a lock within the validity each was told (the
+//     deadline of Lock.Deadline).
+//   - Fences strictly increase in acquisition order: a holder's fence is above the fence
+//     of every holder before it.
+//   - The reported validity never outlasts the key on a majority of the masters: until
+//     the deadline, a majority holds a key that refuses every other client (the
+//     holder's own, or an earlier holder's key a restart brought back with a later
+//     expiry).
+//
+// The faults it is built for: a master that crashes and stays down past every TTL (the
+// kit's restart hold); a master that crashes and restarts at once, or stops cleanly and
+// restarts, with or without rewriting its AOF first (unlogged writes are then lost, or
+// kept, as of the last rewrite); an AOF rewrite at any moment (it persists every key,
+// the wait queue and its notes included, which a restart then brings back as they were);
+// a client paused for any length of time; messages (replies and hand-off notices) lost,
+// late, reordered or delivered twice; keys expiring. Not covered: clocks that drift
+// apart by more than the drift allowance, a master restarted at once that lost a logged
+// write (appendfsync other than always), or a master that answers for another's data.
+//
+// What the library trusts, and why it may: nothing in memory a restart can lose or a
+// rewrite can resurrect decides a fence or a validity on its own. A note is trusted only
+// while it describes the key as it is (token and expiry); the queue only orders waiters
+// (a lost or stale queue can make a master refuse, never grant); a waiter's record of a
+// grant is replaced by a newer hand-off and dropped for an older one, and its validity
+// counts from the attempt before the key was set. A value at the queue's key that is not
+// a queue is refused, never overwritten.
+//
+// The hand-off protocol is checked three ways: a Promela model of it (model/handoff.pml,
+// `make model`: three masters, three clients, the faults above, with the fixes removed
+// as negative controls that must fail; its search does not yet complete within CI
+// memory at the configured bounds, so it is not yet a proof),
+// stateful property tests on real masters (TestProtocolStateMachine: random step
+// sequences, shrunk on failure; `make fuzz-protocol DURATION=1h` for long runs), and
+// regression tests of each hole found (TestStaleNoteAfterRewriteAndRestart,
+// TestWaitQueueStaleReleaseFence). docs/protocol.md maps the model's steps to these
+// scripts.
 //
 // # Validity, renewal and the lock's context
 //

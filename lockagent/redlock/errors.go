@@ -215,3 +215,35 @@ func (e *UnavailableError) Unwrap() []error {
 	}
 	return errs
 }
+
+// ForeignQueueError reports a lock whose wait-queue key (the lock's key + QueueSuffix)
+// holds a value that is not a wait queue on a master: another application uses that name.
+// The library never reads such a value as a queue nor overwrites it; Acquire returns this
+// error (it matches ErrInvalid) instead of waiting in a queue it cannot keep. Fix: rename
+// the other application's key or lock another name.
+type ForeignQueueError struct {
+	Key    string // the wait-queue key
+	Master int    // index of the master that refused
+}
+
+func (e *ForeignQueueError) Error() string {
+	return fmt.Sprintf("redlock: %q on master %d holds a value that is not a wait queue (another application's key?): "+
+		"rename that key or lock another name; the library never overwrites it", e.Key, e.Master)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ForeignQueueError) Is(target error) bool { return target == ErrInvalid }
+
+// foreignQueueCode starts the error reply of acquireQueuedScript on a master whose queue
+// key holds a value that is not a queue.
+const foreignQueueCode = "REDLOCKFOREIGNQUEUE"
+
+// asForeignQueue returns the *ForeignQueueError for an error reply that starts with
+// foreignQueueCode, else nil.
+func asForeignQueue(err error, key string, master int) *ForeignQueueError {
+	var re redis.Error
+	if errors.As(err, &re) && strings.HasPrefix(re.Error(), foreignQueueCode) {
+		return &ForeignQueueError{Key: key, Master: master}
+	}
+	return nil
+}

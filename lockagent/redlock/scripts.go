@@ -53,11 +53,15 @@ local function nowms()
   local t = redis.call("time")
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- readq returns the queue at k ("0\n" when there is none) and whether k holds something
+-- else: a value that is not a queue (another type, or a string not in the queue's format)
+-- belongs to someone else and is never read as a queue nor overwritten.
 local function readq(k)
   local ok, s = pcall(redis.call, "get", k)
-  if not ok then return nil end
-  if not s or not string.find(s, "^%d+ ?[%x:%d]*\n") then return "0\n" end
-  return s
+  if not ok then return nil, true end
+  if not s then return "0\n", false end
+  if not string.find(s, "^%d+ ?[%x:%d]*\n") then return nil, true end
+  return s, false
 end
 local function window(s) return tonumber(string.match(s, "^(%d+)")) end
 local function note(s) return string.match(s, "^%d+ ([%x:%d]+)\n") or "" end
@@ -72,19 +76,27 @@ local function setnote(s, n) return header(window(s), n) .. string.sub(s, body(s
 -- tagof names a token as the masters report it: the first 8 hex digits of its SHA-1.
 local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
 -- handed is the note a hand-off leaves: which token it set, with which fence, expiring
--- when (master ms, from TIME and PTTL: exact to a millisecond). proves says whether the
--- key is still the one a note describes: any other SET of it (even of the same token, by
--- an extension after it expired) gives it an expiry later by at least its TTL.
+-- when (master ms, from TIME and PTTL: exact to a millisecond). The note is memory only,
+-- but an AOF rewrite copies it into the AOF's base like any key, and a restart brings it
+-- back while the writes after the rewrite that cleared it in memory (all unlogged) are
+-- lost: a note is never trusted for what it says, only for a key it still describes.
+-- noted returns the note's fence when the key holds tok with the note's expiry, else nil:
+-- any other SET of the key (even of the same token, by an extension or by the waiter's
+-- own attempt after the handed key expired) gives it an expiry later by at least its TTL,
+-- and a master keeps and restores expiries as absolute times (PXAT).
 local function handed(key, tok, g, now)
   if not string.match(g, "^%d+$") then return "" end
   return tagof(tok) .. ":" .. g .. ":" .. string.format("%d", now + redis.call("pttl", key))
 end
-local function proves(n, key, tok, g, now)
+local function noted(n, key, tok, now)
   local tag, f, at = string.match(n, "^(%x+):(%d+):(%d+)$")
+  if tag == nil or tag ~= tagof(tok) then return nil end
   local ttl = redis.call("pttl", key)
-  return tag ~= nil and ttl > 0 and tag == tagof(tok) and f == g and
-    math.abs(tonumber(at) - (now + ttl)) <= 1
+  if ttl <= 0 or math.abs(tonumber(at) - (now + ttl)) > 1 then return nil end
+  return f
 end
+-- proves says whether the note describes the key as the hand-off to tok with fence g.
+local function proves(n, key, tok, g, now) return noted(n, key, tok, now) == g end
 local function entry(s, p)
   local id, tk, tok, lease, ttl, n, e = string.match(s, "^(%S+) (%d+) (%S+) (%d+) (%d+) (%d+)\n()", p)
   if id then return {id = id, tk = tk, tok = tok, lease = tonumber(lease), ttl = ttl, n = n, from = p, to = e} end
@@ -239,7 +251,7 @@ end
 // ARGV[5] the caller's waiter id or ""; ARGV[6] "", "drop", "leave" or "leave <tag>".
 // Returns 0 when the key is not ours, 1 released, 2 released and handed to a waiter.
 const releaseBody = queueLua + `
-local s = readq(KEYS[3])
+local s = readq(KEYS[3]) -- nil: no queue of ours, only the release runs
 local read = s
 local mode = ARGV[6] or "" -- callers of the bare release pass only ARGV[1-3]
 local leaving = string.sub(mode, 1, 5) == "leave"
@@ -323,7 +335,8 @@ func withGrantChannel(src string) string {
 	return strings.NewReplacer("GRANT_CHANNEL", `"`+GrantChannelInfix+`"`,
 		"HANDOFF_PERIOD", strconv.FormatInt(handOffPeriod.Milliseconds(), 10),
 		"OPEN_WINDOW", strconv.FormatInt(openWindow.Milliseconds(), 10),
-		"CHAIN_FENCES", strconv.Itoa(chainFences)).Replace(src)
+		"CHAIN_FENCES", strconv.Itoa(chainFences),
+		"FOREIGN_QUEUE", `"`+foreignQueueCode+`"`).Replace(src)
 }
 
 // releaseScript is the release without durability (the default): the same
@@ -369,15 +382,19 @@ var durableReleaseScript = newScript("release_durable", withGrantChannel("local 
 var acquireQueuedScript = newScript("acquire_queued", withGrantChannel(queueLua+`
 local reg = redis.call("get", KEYS[2]) or "0"
 local v = redis.call("get", KEYS[1])
-local s = readq(KEYS[3])
+local s, foreign = readq(KEYS[3])
+if foreign then
+  return redis.error_reply(FOREIGN_QUEUE .. " " .. KEYS[3] .. " holds a value that is not a wait queue")
+end
 if v == ARGV[1] then
-  -- Handed to us: the fence the hand-off gave, from its note, when it is ours.
-  local tag, g = string.match(s and note(s) or "", "^(%x+):(%d+):")
-  if tag and tag == tagof(ARGV[1]) then return {2, reg, g} end
+  -- Handed to us: the fence the hand-off gave, from its note, when the note still
+  -- describes the key (noted: not a note a restart brought back from an AOF rewrite).
+  local g = noted(note(s), KEYS[1], ARGV[1], nowms())
+  if g then return {2, reg, g} end
   return {2, reg}
 end
 local leasems = tonumber(ARGV[6])
-if not v and s then
+if not v then
   local now = nowms()
   local w = window(s)
   if w > now then
@@ -399,22 +416,19 @@ if not v then
   if ARGV[3] ~= "0" and string.match(reg, "^%d+$") and tonumber(reg) < tonumber(ARGV[3]) then
     redis.call("set", KEYS[2], ARGV[3])
   end
-  if s then
-    -- The window is over (a window refuses above), and the note of the last hand-off no
-    -- longer describes the key (it may name this very token, handed earlier).
-    local left = setnote(setwindow(drop(s, ARGV[4]), 0), "")
-    if left ~= s then
-      quiet()
-      writeq(KEYS[3], left, nowms(), 0)
-    end
+  -- The window is over (a window refuses above), and the note of the last hand-off no
+  -- longer describes the key (it may name this very token, handed earlier; noted tells
+  -- even when a restart brings the note back).
+  local left = setnote(setwindow(drop(s, ARGV[4]), 0), "")
+  if left ~= s then
+    quiet()
+    writeq(KEYS[3], left, nowms(), 0)
   end
   return {1, reg}
 end
-if s then
-  quiet()
-  local now = nowms()
-  writeq(KEYS[3], put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7]), now, leasems)
-end
+quiet()
+local now = nowms()
+writeq(KEYS[3], put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7]), now, leasems)
 return {0, redis.call("pttl", KEYS[1]), reg, tagof(v)}
 `))
 

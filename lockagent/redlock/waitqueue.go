@@ -217,6 +217,7 @@ func (qw *queuedWait) attempt(ctx context.Context) (holders map[string]int, unkn
 		pttls   []time.Duration
 		errs    []MasterError
 		seenMax uint64
+		foreign *ForeignQueueError
 	)
 	ctxErr := rd.gather(ctx, &c.timers, t1.Add(nodeTimeout), func(req *request) bool {
 		i := req.master.index
@@ -224,6 +225,9 @@ func (qw *queuedWait) attempt(ctx context.Context) (holders map[string]int, unkn
 		c.masterEvent(OpAcquire, qw.key, req, rep.ok, rep.err)
 		switch {
 		case rep.err != nil:
+			if fq := asForeignQueue(rep.err, qw.key+QueueSuffix, i); fq != nil {
+				foreign = fq
+			}
 			errs = append(errs, masterError(req, rep.err))
 		case rep.ok && holder == "new":
 			g := grantState{ours: true, since: t1, reg: rep.register, regOK: rep.registerErr == nil}
@@ -238,8 +242,11 @@ func (qw *queuedWait) attempt(ctx context.Context) (holders map[string]int, unkn
 			if !qw.grants[i].ours {
 				qw.grants[i] = grantState{ours: true, since: qw.queued[i], reg: rep.register, regOK: rep.registerErr == nil}
 			}
-			if fencing && rep.handed > 0 && !qw.grants[i].raised {
-				// The fence the hand-off's notice carries, from the master's note of it.
+			if fencing && rep.handed > 0 && (!qw.grants[i].raised || qw.grants[i].fence != rep.handed) {
+				// The fence of the hand-off that set the key as it is now, from the
+				// master's note of it (which the script checks against the key): a fence
+				// recorded from an older hand-off there is stale. since stays: the older
+				// hand-off's lower bound holds for a later one too.
 				qw.grants[i].raised, qw.grants[i].fence = true, rep.handed
 			}
 			seenMax = max(seenMax, rep.register)
@@ -260,6 +267,9 @@ func (qw *queuedWait) attempt(ctx context.Context) (holders map[string]int, unkn
 	c.straggle(rd, c.reportAcquireReply(qw.key, fencing))
 	if ctxErr != nil {
 		return holders, unknown, 0, ctxErr
+	}
+	if foreign != nil {
+		return holders, unknown, 0, foreign // never retried: the key is not ours to use
 	}
 	live := qw.live(time.Now())
 	if live >= c.quorum {
@@ -330,13 +340,21 @@ func parseQueuedReply(req *request) (acquireReply, string) {
 // names (that attempt had renewed our entry there): the key has been ours there since
 // that attempt was sent at least. A notice naming an attempt we no longer remember is
 // dropped (the next attempt finds the key).
+//
+// Notices are late, duplicated or lost, and what we recorded before may be stale (the
+// key expired, or a restart lost it): so a notice counts only when its hand-off is the
+// latest we know of there. One that names an attempt older than the last attempt the
+// master answered "queued" ran before that answer (a hand-off after it would name that
+// attempt or a later one): it is stale and dropped. One that names a later attempt than
+// the grant we hold replaces it, fence and all: it is a newer hand-off of a key we had
+// lost there (an older grant must not make us ignore it, nor keep its fence).
 func (qw *queuedWait) granted(g grantMsg) {
 	if g.master < 0 || g.master >= len(qw.grants) || g.turnIn > 0 {
 		return
 	}
 	n, err := strconv.ParseUint(g.attempt, 10, 64)
 	since, ok := qw.sent[n]
-	if err != nil || !ok {
+	if err != nil || !ok || since.Before(qw.queued[g.master]) {
 		return
 	}
 	st := grantState{ours: true, since: since}
@@ -347,8 +365,8 @@ func (qw *queuedWait) granted(g grantMsg) {
 	} else if f, err := parseRegister(g.fence); err == nil {
 		st.raised, st.fence, st.reg, st.regOK = true, f, f, true
 	}
-	if cur := qw.grants[g.master]; cur.ours && (cur.raised || !st.raised) {
-		return // already known, with as much information
+	if cur := qw.grants[g.master]; cur.ours && (since.Before(cur.since) || since.Equal(cur.since) && (cur.raised || !st.raised)) {
+		return // a later hand-off, or this one with as much information, is known
 	}
 	qw.grants[g.master] = st
 }

@@ -1,0 +1,264 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// TestStaleNoteAfterRewriteAndRestart is the stale-note hole, step by step on real
+// masters, the waiter's attempts run as its client runs them (the acquire_queued script):
+//
+//  1. A releases; a logged hand-off gives waiter X fence fA+1 and leaves a note.
+//  2. An AOF rewrite copies the note into the AOF's base.
+//  3. X is paused past its TTL: its handed keys expire.
+//  4. B acquires (fence fB > fA+1) and releases.
+//  5. X's attempt finds the key free and sets it (logged); the note is cleared in memory.
+//  6. The masters restart at once (clean SHUTDOWN without a rewrite, or a crash).
+//  7. The key is X's again (its logged SET) and the old note is back from the base.
+//  8. X's next attempt must not report the note's fence: X would hold with fA+1 after B
+//     held with fB.
+//
+// Before the fix the script trusted the note by the token's tag alone and step 8 reported
+// fA+1 on every master.
+func TestStaleNoteAfterRewriteAndRestart(t *testing.T) {
+	for _, restart := range []string{"clean", "crash"} {
+		t.Run("restart="+restart, func(t *testing.T) {
+			cl := redistest.Start(t, redistest.Options{Masters: 3})
+			ctx := context.Background()
+			const key = "stale-note"
+			const xTTL = 400 * time.Millisecond
+			a, b := newClient(t, cl, redlock.Options{}), newClient(t, cl, redlock.Options{})
+			x := scriptWaiter{key: key, token: redlock.NewToken(), id: "x/1", ttl: xTTL,
+				ticket: strconv.FormatInt(time.Now().UnixMicro(), 10)}
+
+			la := acquireEverywhere(t, a, cl, key)
+			for _, m := range cl.Masters {
+				if r := x.attempt(t, m); r.flag != 0 {
+					t.Fatalf("X's first attempt on %s: %+v, want queued", m.Addr, r)
+				}
+			}
+			outsideWindow(t, cl.Masters[0])
+			if err := la.Release(ctx); err != nil { // step 1
+				t.Fatal(err)
+			}
+			for _, m := range cl.Masters {
+				r := x.attempt(t, m)
+				if r.flag != 2 || r.handed != strconv.FormatUint(la.Fence()+1, 10) {
+					// The control: a note that describes the key is read.
+					t.Fatalf("X's attempt after the hand-off on %s: %+v, want ours with fence %d", m.Addr, r, la.Fence()+1)
+				}
+			}
+			for _, m := range cl.Masters { // step 2
+				rewriteAOF(t, m)
+			}
+			waitUntil(t, "X's handed keys expired", func() bool { // step 3
+				for _, m := range cl.Masters {
+					if m.Admin().Exists(ctx, key).Val() != 0 {
+						return false
+					}
+				}
+				return true
+			})
+			lb, err := b.TryAcquire(ctx, key, 5*time.Second) // step 4
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lb.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range cl.Masters { // step 5
+				if r := x.attempt(t, m); r.flag != 1 {
+					t.Fatalf("X's attempt on the free key on %s: %+v, want set", m.Addr, r)
+				}
+			}
+			for _, m := range cl.Masters { // step 6
+				stop := m.Shutdown
+				if restart == "crash" {
+					stop = m.Kill
+				}
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				if err := m.Restart(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, m := range cl.Masters { // step 7: the sequence is reproduced
+				if v := m.Admin().Get(ctx, key).Val(); v != x.token {
+					t.Fatalf("after the restart %s holds %q, want X's token", m.Addr, v)
+				}
+				if q := m.Admin().Get(ctx, key+redlock.QueueSuffix).Val(); !strings.Contains(q, redlock.TokenTag(x.token)+":") {
+					t.Fatalf("after the restart the queue on %s is %q: the note did not come back from the rewrite", m.Addr, q)
+				}
+			}
+			for _, m := range cl.Masters { // step 8
+				r := x.attempt(t, m)
+				if r.flag != 2 {
+					t.Fatalf("X's attempt after the restart on %s: %+v, want ours", m.Addr, r)
+				}
+				if r.handed != "" {
+					if f, _ := strconv.ParseUint(r.handed, 10, 64); f <= lb.Fence() {
+						t.Errorf("%s reports the stale note's fence %d to X after B held with %d", m.Addr, f, lb.Fence())
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestForeignQueueKeyRefused: a value at the queue's key that is not a queue (another
+// application's) is refused with a ForeignQueueError and never overwritten.
+func TestForeignQueueKeyRefused(t *testing.T) {
+	for name, set := range map[string]func(ctx context.Context, m *redistest.Master, k string) error{
+		"string": func(ctx context.Context, m *redistest.Master, k string) error {
+			return m.Admin().Set(ctx, k, "not a queue", 0).Err()
+		},
+		"hash": func(ctx context.Context, m *redistest.Master, k string) error {
+			return m.Admin().HSet(ctx, k, "f", "v").Err()
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cl := redistest.Start(t, redistest.Options{Masters: 3})
+			ctx := context.Background()
+			const key = "foreign-queue"
+			for _, m := range cl.Masters {
+				if err := set(ctx, m, key+redlock.QueueSuffix); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := make([]string, len(cl.Masters))
+			for i, m := range cl.Masters {
+				before[i] = dumpOf(t, m, key+redlock.QueueSuffix)
+			}
+			holder, waiter := newClient(t, cl, redlock.Options{}), newClient(t, cl, redlock.Options{})
+			l, err := holder.TryAcquire(ctx, key, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, err = waiter.Acquire(actx, key, time.Second)
+			var fq *redlock.ForeignQueueError
+			if !errors.As(err, &fq) || !errors.Is(err, redlock.ErrInvalid) || fq.Key != key+redlock.QueueSuffix {
+				t.Fatalf("Acquire with a foreign value at %s: %v, want a ForeignQueueError (redlock.ErrInvalid)", key+redlock.QueueSuffix, err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range cl.Masters {
+				if after := dumpOf(t, m, key+redlock.QueueSuffix); after != before[i] {
+					t.Errorf("the foreign value on %s changed", m.Addr)
+				}
+			}
+		})
+	}
+}
+
+// acquireEverywhere acquires key with a key on every master (Acquire returns at a
+// majority, and a late SET is dropped by design: then it releases and tries again).
+func acquireEverywhere(t *testing.T, c *redlock.Client, cl *redistest.Cluster, key string) *redlock.Lock {
+	t.Helper()
+	ctx := context.Background()
+	for {
+		l, err := c.Acquire(ctx, key, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if holders(t, cl, key, l.Token()) == len(cl.Masters) {
+			return l
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dumpOf is DUMP of k on m: equal dumps, equal values.
+func dumpOf(t *testing.T, m *redistest.Master, k string) string {
+	t.Helper()
+	v, err := m.Admin().Dump(context.Background(), k).Result()
+	if err != nil {
+		t.Fatalf("DUMP %s on %s: %v", k, m.Addr, err)
+	}
+	return v
+}
+
+// scriptWaiter is a waiter of the wait queue whose attempts the test runs one master at a
+// time, with the arguments queuedWait.attempt sends.
+type scriptWaiter struct {
+	key, token, id, ticket string
+	ttl                    time.Duration
+	seq                    int
+}
+
+// queuedReply is acquireQueuedScript's reply: flag 1 set, 2 ours (handed: the note's
+// fence, "" without one), 0 refused.
+type queuedReply struct {
+	flag   int64
+	reg    string
+	handed string
+	holder string
+}
+
+func (w *scriptWaiter) attempt(t *testing.T, m *redistest.Master) queuedReply {
+	t.Helper()
+	w.seq++
+	v, err := m.Admin().Eval(context.Background(), redlock.AcquireQueuedScript(),
+		[]string{w.key, w.key + redlock.FenceSuffix, w.key + redlock.QueueSuffix}, w.token, w.ttl.Milliseconds(), "1",
+		w.id, w.ticket, 60000, w.seq).Slice()
+	if err != nil {
+		t.Fatalf("acquire_queued on %s: %v", m.Addr, err)
+	}
+	r := queuedReply{flag: v[0].(int64), reg: fmt.Sprint(v[1])}
+	if r.flag == 2 && len(v) == 3 {
+		r.handed = fmt.Sprint(v[2])
+	}
+	if r.flag == 0 {
+		r.holder = fmt.Sprint(v[3])
+	}
+	return r
+}
+
+// rewriteAOF runs BGREWRITEAOF on m and waits until it is done (t: a *testing.T or a
+// *rapid.T).
+func rewriteAOF(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, m *redistest.Master) {
+	t.Helper()
+	ctx := context.Background()
+	if err := m.Admin().BgRewriteAOF(ctx).Err(); err != nil {
+		t.Fatalf("BGREWRITEAOF on %s: %v", m.Addr, err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		info := m.Admin().Info(ctx, "persistence").Val()
+		if strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") &&
+			strings.Contains(info, "aof_last_bgrewrite_status:ok") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for the AOF rewrite on %s", m.Addr)
+		}
+	}
+}
+
+// outsideWindow waits, when needed, until the master's clock is clear of the windows a
+// release opens for polling clients (see the release script), so that a release hands over.
+func outsideWindow(t *testing.T, m *redistest.Master) {
+	t.Helper()
+	now, err := m.Admin().Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := now.UnixMilli() % 100; ms < 20 || ms > 70 {
+		time.Sleep(time.Duration((145-ms)%100) * time.Millisecond)
+	}
+}
