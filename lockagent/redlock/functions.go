@@ -87,7 +87,7 @@ func generateLibrary(scripts []*script) FunctionLib {
 			flags[i] = "'" + f + "'"
 		}
 		fmt.Fprintf(&body, "\nredis.register_function{function_name='%s', flags={%s}, callback=function(KEYS, ARGV)\n%s\nend}\n",
-			s.fn, strings.Join(flags, ", "), strings.Trim(s.src, "\n"))
+			s.fn, strings.Join(flags, ", "), compactLua(s.src))
 	}
 	sum := sha1.Sum([]byte(body.String()))
 	version := hex.EncodeToString(sum[:])[:12]
@@ -95,6 +95,23 @@ func generateLibrary(scripts []*script) FunctionLib {
 		"-- github.com/redlock-kit/redlock-kit/lockagent/redlock. The admin loads it (FUNCTION LOAD REPLACE);\n"+
 		"-- lock users run it with FCALL only.\n%s", FunctionLibraryName, version, body.String())
 	return FunctionLib{Name: FunctionLibraryName, Version: version, Code: code, Functions: names, byScript: byScript}
+}
+
+// compactLua is a script's body as the library carries it: without its comment lines, blank
+// lines and indentation, which Lua ignores. The library travels in every host's user-data,
+// which must stay under 16 KiB; the commented source stays in scripts.go (and is what EVAL
+// sends). The scripts have no long strings or comments ([[ ]]), so a line whose first
+// non-blank characters are "--" is a comment.
+func compactLua(src string) string {
+	var out []string
+	for _, line := range strings.Split(strings.Trim(src, "\n"), "\n") {
+		line = strings.TrimLeft(line, " \t")
+		if line == "" || strings.HasPrefix(line, "--") {
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }
 
 // How one master runs the scripts (master.scriptsVia, batcher goroutine only).
