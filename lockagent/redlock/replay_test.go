@@ -1,0 +1,130 @@
+package redlock_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+)
+
+// TestReplayedReleaseAfterCrashKeepsHandOff: a release replayed after a crash with an
+// immediate restart must not free the key that an unlogged hand-off gave to the next
+// waiter. go-redis replays a command whose reply it lost on a connection error (io.EOF)
+// unless the client is built with MaxRetries -1 (only recommended, and for another
+// reason, in the package doc; the go-redis default is 3): when the master crashed after
+// it ran the release and before the reply left, the replay runs on the restarted master.
+// Each master, step by step, the replay run as go-redis sends it (the same script and
+// arguments):
+//
+//  1. H releases; a logged hand-off gives waiter X the key (fence fH+1) and a note.
+//  2. X releases; the note proves X's key: an unlogged hand-off gives it to waiter Y
+//     (fence fH+2, the key keeps X's expiry). Y holds a majority (every master).
+//  3. The master crashes and restarts at once: the unlogged hand-off is lost, and the key
+//     is X's again from the AOF (the doc's argument: it refuses everyone until Y's key
+//     would have expired).
+//  4. X's release is replayed: the restored key is X's, so it is deleted.
+//  5. Z acquires the lock while Y's hand-off is well within its TTL: two holders.
+//
+// The control (durable): X's release is logged, so is its hand-off, the restarted master
+// holds Y's key and the replay finds nothing of X's to delete; Z is refused.
+//
+// Known hole, not fixed here (the fix is in the client, not the scripts): the test is
+// skipped unless REDLOCK_KNOWN_HOLES=1.
+func TestReplayedReleaseAfterCrashKeepsHandOff(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run("durable="+strconv.FormatBool(durable), func(t *testing.T) {
+			if !durable && os.Getenv("REDLOCK_KNOWN_HOLES") == "" {
+				t.Skip("known hole: a go-redis replay of a release after a crash frees a key handed over unlogged; run with REDLOCK_KNOWN_HOLES=1")
+			}
+			replayedRelease(t, durable)
+		})
+	}
+}
+
+func replayedRelease(t *testing.T, durable bool) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	ctx := context.Background()
+	const key = "replayed-release"
+	const xTTL, yTTL = 30 * time.Second, 20 * time.Second
+	h := newClient(t, cl, redlock.Options{})
+	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	x := scriptWaiter{key: key, token: redlock.NewToken(), id: "x/1", ttl: xTTL, ticket: now}
+	y := scriptWaiter{key: key, token: redlock.NewToken(), id: "y/1", ttl: yTTL, ticket: now + "1"} // later ticket
+
+	lh := acquireEverywhere(t, h, cl, key)
+	for _, w := range []*scriptWaiter{&x, &y} {
+		for _, m := range cl.Masters {
+			if r := w.attempt(t, m); r.flag != 0 {
+				t.Fatalf("%s's first attempt on %s: %+v, want queued", w.id, m.Addr, r)
+			}
+		}
+	}
+	outsideWindow(t, cl.Masters[0])
+	if err := lh.Release(ctx); err != nil { // step 1
+		t.Fatal(err)
+	}
+	fx := lh.Fence() + 1
+	for _, m := range cl.Masters {
+		if r := x.attempt(t, m); r.flag != 2 || r.handed != strconv.FormatUint(fx, 10) {
+			t.Fatalf("X after H's release on %s: %+v, want ours with fence %d", m.Addr, r, fx)
+		}
+	}
+	release := func(m *redistest.Master) int64 {
+		t.Helper()
+		v, err := m.Admin().Eval(ctx, redlock.ReleaseScript(durable),
+			[]string{key, key + redlock.FenceSuffix, key + redlock.QueueSuffix},
+			x.token, "", x.token, strconv.FormatUint(fx, 10), x.id, "drop").Int64()
+		if err != nil {
+			t.Fatalf("X's release on %s: %v", m.Addr, err)
+		}
+		return v
+	}
+	outsideWindow(t, cl.Masters[0])
+	yFrom := time.Now()            // Y's hand-offs run after this: its validity lasts until yFrom+yTTL at least
+	for _, m := range cl.Masters { // step 2
+		if v := release(m); v != 2 {
+			t.Fatalf("X's release on %s returned %d, want 2 (handed on)", m.Addr, v)
+		}
+		r := y.attempt(t, m)
+		f, _ := strconv.ParseUint(r.handed, 10, 64)
+		// Unlogged: the releaser's fence + 1; logged: above the register.
+		if r.flag != 2 || !durable && f != fx+1 || f <= fx {
+			t.Fatalf("Y after X's release on %s: %+v, want ours with fence %d (durable %v: above it)", m.Addr, r, fx+1, durable)
+		}
+	}
+	for _, m := range cl.Masters { // step 3
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		want := x.token // the reproduction: the hand-off to Y was not logged
+		if durable {
+			want = y.token
+		}
+		if v := valueOn(t, m, key); v != want {
+			t.Fatalf("after the crash %s holds %q, want %q (X %q, Y %q)", m.Addr, v, want, x.token, y.token)
+		}
+	}
+	for _, m := range cl.Masters { // step 4: the replay
+		release(m)
+	}
+	z := newClient(t, cl, redlock.Options{}) // step 5
+	lz, err := z.TryAcquire(ctx, key, time.Second)
+	at := time.Now()
+	if err == nil {
+		defer func() { _ = lz.Release(ctx) }()
+	}
+	if at.After(yFrom.Add(yTTL / 2)) {
+		t.Fatalf("the steps took %v, too long to tell whether Y's hand-off still held", at.Sub(yFrom))
+	}
+	if err == nil {
+		t.Errorf("Z acquired (fence %d) %v after Y was handed the lock (TTL %v) on every master: two holders",
+			lz.Fence(), at.Sub(yFrom).Round(time.Millisecond), yTTL)
+	}
+}
