@@ -414,8 +414,13 @@
 // *DeniedError naming the fix. FCALL runs exactly what EVAL would (same keys, values and
 // replies), so other Redlock clients that EVAL their own scripts on their own user still
 // exclude this library's holders.
-// Recommended client options: MaxRetries -1 (a replayed SET can look like a refusal),
-// ContextTimeoutEnabled (a stuck master's connection is then dropped at the pipeline
+// Required client option: MaxRetries -1. go-redis's default (3 retries) resends a command
+// whose reply was lost; a release resent after its master crashed and restarted at once
+// deletes the releaser's key that the restart brought back, and that key is what kept an
+// unlogged hand-off's new holder safe there: a third client can then hold beside it
+// (TestReplayedReleaseThroughGoRedis, skipped until New refuses such clients; a replayed SET
+// can also look like a refusal). New does not refuse them yet.
+// Recommended client options: ContextTimeoutEnabled (a stuck master's connection is then dropped at the pipeline
 // bound instead of go-redis's read timeout) and DialerRetries 1 (go-redis otherwise
 // retries a refused dial for about half a second, longer than a node timeout: the
 // first attempt then reports a node timeout, and later ones the refusal).
