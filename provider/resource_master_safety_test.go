@@ -323,7 +323,9 @@ func TestAccMaster_destroyRefusesLateLocks(t *testing.T) {
 func TestAccMaster_destroyCutShortLeavesHold(t *testing.T) {
 	m := newTestMaster(t)
 	var expires time.Time
-	conf := masterConfig(m, "  max_lock_ttl = \"12s\"\n  timeouts = { delete = \"6s\" }\n")
+	// The lock outlives the delete timeout by far more than the steps in between can take
+	// on a loaded machine (a 12s lock was down to less than the 6s timeout there once).
+	conf := masterConfig(m, "  max_lock_ttl = \"40s\"\n  timeouts = { delete = \"6s\" }\n")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
 		CheckDestroy:             m.checkGone(false),
@@ -331,7 +333,7 @@ func TestAccMaster_destroyCutShortLeavesHold(t *testing.T) {
 			{
 				Config: conf,
 				Check: resource.ComposeAggregateTestCheckFunc(m.capture(), func(*terraform.State) error {
-					_, expires = m.grantLock(t, 12*time.Second)
+					_, expires = m.grantLock(t, 40*time.Second)
 					return nil
 				}),
 			},
