@@ -16,7 +16,7 @@ const (
 	tlPlotW  = 1000.0
 	tlRowH   = 14.0
 	tlRowGap = 4.0
-	tlTop    = 30.0  // room for the title and the time ticks
+	tlTop    = 44.0  // room for the title and the time ticks
 	tlFenceH = 120.0 // the fence panel under the rows
 )
 

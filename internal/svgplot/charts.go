@@ -53,7 +53,7 @@ func Histogram(c *Canvas, x, y, w, h float64, title string, values []float64, bi
 	}
 	counts := make([]int, bins)
 	for _, v := range values {
-		i := bins - 1
+		i := bins / 2 // all values equal: one bin in the middle
 		if hi > lo {
 			i = min(int((v-lo)/(hi-lo)*float64(bins)), bins-1)
 		}
