@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"html"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -92,12 +93,11 @@ func Timeline(in Input) string {
 	sec := func(t int64) string { return (time.Duration(t - t0)).Round(time.Millisecond).String() }
 
 	c.Text(0, 14, "title", "start", "timeline: waits (amber, red when failed) and holds (green) per worker; faults per host")
-	total := time.Duration(t1 - t0)
-	for i := 0; i <= 10; i++ {
-		t := t0 + int64(total)*int64(i)/10
+	step := tickStep(time.Duration(t1 - t0))
+	for t := t0; t <= t1; t += int64(step) {
 		px := x.At(float64(t))
 		c.Line(px, tlTop-4, px, fenceTop+tlFenceH, "grid")
-		c.Text(px, tlTop-6, "muted", "middle", sec(t))
+		c.Text(px, tlTop-6, "muted", "middle", time.Duration(t-t0).String())
 	}
 	for i, w := range wrows {
 		c.Text(tlLabelW-6, rowY(i)+11, "", "end", fmt.Sprintf("worker %d", w))
@@ -152,17 +152,31 @@ func Timeline(in Input) string {
 	return c.SVG()
 }
 
-// LatencyHistogram draws how long successful Acquire calls took.
+// tickStep is the time axis' step: 1, 2 or 5 times a power of ten, giving at most ten
+// ticks, so the labels are round numbers.
+func tickStep(total time.Duration) time.Duration {
+	for p := time.Millisecond; ; p *= 10 {
+		for _, m := range []time.Duration{1, 2, 5} {
+			if total <= 10*m*p {
+				return m * p
+			}
+		}
+	}
+}
+
+// LatencyHistogram draws how long successful Acquire calls took, in bins of equal width
+// on a log scale: the calls during a fault are orders of magnitude slower than the rest,
+// and a linear scale would put nearly all calls into the first bin.
 func LatencyHistogram(recs []Record) string {
-	var ms []float64
+	var logMs []float64
 	for _, r := range recs {
 		if r.Op == OpAcquire && r.OK {
-			ms = append(ms, float64(r.End-r.Start)/1e6)
+			logMs = append(logMs, math.Log10(max(float64(r.End-r.Start)/1e6, 0.001)))
 		}
 	}
 	c := svgplot.New(600, 220)
-	svgplot.Histogram(c, 0, 0, 580, 220, fmt.Sprintf("latency of successful Acquire calls (%d)", len(ms)), ms, 30,
-		func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " ms" })
+	svgplot.Histogram(c, 0, 0, 580, 220, fmt.Sprintf("latency of successful Acquire calls (%d), log scale", len(logMs)), logMs, 30,
+		func(v float64) string { return strconv.FormatFloat(math.Pow(10, v), 'g', 3, 64) + " ms" })
 	return c.SVG()
 }
 

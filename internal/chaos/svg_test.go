@@ -167,3 +167,16 @@ func TestWriteFilesWritesHTML(t *testing.T) {
 		t.Fatalf("report.html has %d holds, want 2", len(holds))
 	}
 }
+
+func TestTickStep(t *testing.T) {
+	for _, tc := range []struct{ total, want time.Duration }{
+		{4 * time.Second, 500 * time.Millisecond},
+		{2*time.Minute + 1600*time.Millisecond, 20 * time.Second},
+		{10 * time.Second, time.Second},
+		{0, time.Millisecond}, // an empty run still gets a positive step
+	} {
+		if got := tickStep(tc.total); got != tc.want {
+			t.Errorf("tickStep(%v) = %v, want %v", tc.total, got, tc.want)
+		}
+	}
+}
