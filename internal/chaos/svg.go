@@ -106,6 +106,7 @@ func Timeline(in Input) string {
 		c.Text(tlLabelW-6, rowY(len(wrows)+i)+11, "", "end", h)
 	}
 	rowAttr := func(row int) svgplot.Attr { return svgplot.Attr{Name: "data-row", Value: strconv.Itoa(row)} }
+	var waits, holds []mark
 	for _, r := range in.Records {
 		if r.Op != OpAcquire {
 			continue
@@ -114,12 +115,18 @@ func Timeline(in Input) string {
 		if !r.OK {
 			class, what = "wait failed", "failed: "+r.Err
 		}
-		c.Rect(x.At(float64(r.Start)), rowY(wrow[r.Worker]), x.At(float64(r.End))-x.At(float64(r.Start)), tlRowH, class,
-			fmt.Sprintf("worker %d acquire %s %s..%s %s", r.Worker, r.Key, sec(r.Start), sec(r.End), what), rowAttr(wrow[r.Worker]))
+		waits = append(waits, mark{row: wrow[r.Worker], who: fmt.Sprintf("worker %d", r.Worker), class: class, s: r.Start, e: r.End, n: 1,
+			title: fmt.Sprintf("worker %d acquire %s %s..%s %s", r.Worker, r.Key, sec(r.Start), sec(r.End), what)})
 	}
 	for _, h := range Holds(in.Records) {
-		c.Rect(x.At(float64(h.Start)), rowY(wrow[h.Worker])+2, x.At(float64(h.End))-x.At(float64(h.Start)), tlRowH-4, "hold",
-			fmt.Sprintf("worker %d holds %s %s..%s fence %d", h.Worker, h.Key, sec(h.Start), sec(h.End), h.Fence), rowAttr(wrow[h.Worker]))
+		holds = append(holds, mark{row: wrow[h.Worker], who: fmt.Sprintf("worker %d", h.Worker), class: "hold", s: h.Start, e: h.End, n: 1,
+			title: fmt.Sprintf("worker %d holds %s %s..%s fence %d", h.Worker, h.Key, sec(h.Start), sec(h.End), h.Fence)})
+	}
+	for _, m := range coalesce(waits, x, "acquire calls", sec) {
+		c.Rect(x.At(float64(m.s)), rowY(m.row), x.At(float64(m.e))-x.At(float64(m.s)), tlRowH, m.class, m.title, rowAttr(m.row))
+	}
+	for _, m := range coalesce(holds, x, "holds", sec) {
+		c.Rect(x.At(float64(m.s)), rowY(m.row)+2, x.At(float64(m.e))-x.At(float64(m.s)), tlRowH-4, m.class, m.title, rowAttr(m.row))
 	}
 	for _, f := range in.Faults {
 		names := f.Hosts
@@ -150,6 +157,44 @@ func Timeline(in Input) string {
 		}
 	}
 	return c.SVG()
+}
+
+// mark is one bar of a worker's row before it is drawn.
+type mark struct {
+	row   int
+	who   string // the row's label
+	class string
+	s, e  int64
+	n     int // calls or holds it stands for
+	title string
+}
+
+// coalesce merges the marks of one row and class that lie within half a pixel of each
+// other into one bar titled with their count: a run of minutes has tens of thousands of
+// holds, far more than the axis has pixels, and one element each made pages of megabytes
+// per minute that look the same.
+func coalesce(ms []mark, x svgplot.Scale, what string, sec func(int64) string) []mark {
+	sort.SliceStable(ms, func(i, j int) bool {
+		if ms[i].row != ms[j].row {
+			return ms[i].row < ms[j].row
+		}
+		if ms[i].class != ms[j].class {
+			return ms[i].class < ms[j].class
+		}
+		return ms[i].s < ms[j].s
+	})
+	var out []mark
+	for _, m := range ms {
+		if k := len(out) - 1; k >= 0 && out[k].row == m.row && out[k].class == m.class &&
+			x.At(float64(m.s)) <= x.At(float64(out[k].e))+0.5 {
+			out[k].e = max(out[k].e, m.e)
+			out[k].n += m.n
+			out[k].title = fmt.Sprintf("%s: %d %s %s..%s", out[k].who, out[k].n, what, sec(out[k].s), sec(out[k].e))
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // tickStep is the time axis' step: 1, 2 or 5 times a power of ten, giving at most ten

@@ -180,3 +180,29 @@ func TestTickStep(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineCoalesces: calls and holds closer than half a pixel are drawn as one bar
+// that says how many it stands for (a long run has far more holds than pixels); the small
+// run above, whose marks are far apart, keeps one bar each.
+func TestTimelineCoalesces(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	in := Input{Start: ms, End: ms + 4000*ms} // 1000 px for 4 s: 0.25 px per ms
+	for i := int64(0); i < 2000; i++ {
+		at := ms + 2*i*ms
+		holder := "0-" + strconv.FormatInt(i, 10)
+		in.Records = append(in.Records,
+			Record{Worker: 0, Op: OpAcquire, Key: "k", Start: at, End: at + ms/2, OK: true, Holder: holder, Fence: uint64(i + 1), Deadline: at + 10*ms},
+			Record{Worker: 0, Op: OpRelease, Key: "k", Start: at + ms, End: at + ms + ms/4, OK: true, Holder: holder})
+	}
+	els := parsePage(t, Timeline(in))
+	holds, waits := withClass(els, "rect", "hold"), withClass(els, "rect", "wait")
+	if len(holds) != 1 || len(waits) != 1 {
+		t.Fatalf("%d hold bars and %d wait bars, want one each", len(holds), len(waits))
+	}
+	if fences := withClass(els, "circle", "fence"); len(fences) != 2000 {
+		t.Fatalf("%d fence points, want one per acquisition (2000)", len(fences))
+	}
+	if page := Timeline(in); !strings.Contains(page, "worker 0: 2000 holds") {
+		t.Fatal("the merged hold bar does not say it stands for 2000 holds")
+	}
+}
