@@ -68,6 +68,8 @@ type Report struct {
 	Violations        []Violation    `json:"violations"` // the first 100
 	Safe              bool           `json:"safe"`       // no overlap, fence, lost-write or stale-write violation
 	Live              bool           `json:"live"`
+
+	input Input // what the report was made from, for its pictures
 }
 
 // Analyze runs every checker over a run's records.
@@ -76,7 +78,7 @@ func Analyze(in Input) *Report {
 		Duration: in.Elapsed.Round(time.Second).String(), Workers: in.Workers, ClientHosts: in.Clients, Keys: in.Keys,
 		TTL: in.TTL.String(), RestartDelay: in.RestartDelay.String(), Work: in.Work.String(),
 		AcquireFailed: map[string]int64{}, Releases: map[string]int64{}, Faults: map[string]int{}, FaultLog: in.Faults,
-		ViolationCounts: map[string]int{}}
+		ViolationCounts: map[string]int{}, input: in}
 	for _, rec := range in.Records {
 		switch rec.Op {
 		case OpAcquire:
@@ -201,7 +203,8 @@ func contended(recs []Record) int64 {
 	return n
 }
 
-// WriteFiles writes report.json and summary.txt into dir.
+// WriteFiles writes report.json, summary.txt and report.html (the summary with a timeline
+// and a latency histogram) into dir.
 func (r *Report) WriteFiles(dir string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -210,7 +213,10 @@ func (r *Report) WriteFiles(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(r.Summary()), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(r.Summary()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.html"), []byte(HTML(r.input, r)), 0o644)
 }
 
 // Summary is the report for people.

@@ -100,6 +100,8 @@ Benchmark:
   --cpuprofile FILE    write a CPU profile of the whole run (go tool pprof FILE)
   --memprofile FILE    write an allocation profile at the end
                        (go tool pprof -sample_index=alloc_space FILE)
+  --svg FILE           also write the results as an SVG file (per scenario a bar per
+                       implementation; opens in a browser with no network)
 
 Exit codes:
   0   the table was printed (targets missed are reported, not failed)
@@ -116,6 +118,7 @@ type benchOptions struct {
 	processes  string
 	cpuprofile string
 	memprofile string
+	svg        string
 	cfg        bench.Config
 }
 
@@ -137,6 +140,7 @@ func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
 	fs.DurationVar(&o.cfg.TTL, "ttl", 10*time.Second, "lock TTL")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "CPU profile file")
 	fs.StringVar(&o.memprofile, "memprofile", "", "allocation profile file")
+	fs.StringVar(&o.svg, "svg", "", "write the results as an SVG bar chart to FILE")
 	return fs, dep, o
 }
 
@@ -252,6 +256,12 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := rep.WriteTable(stdout); err != nil {
 		fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
 		return 1
+	}
+	if o.svg != "" {
+		if err := os.WriteFile(o.svg, []byte(rep.SVG()), 0o644); err != nil {
+			fmt.Fprintf(stderr, "lockagent bench: --svg: %v\n", err)
+			return 1
+		}
 	}
 	if o.memprofile != "" {
 		if err := writeAllocProfile(o.memprofile); err != nil {

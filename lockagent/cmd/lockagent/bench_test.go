@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -47,7 +50,8 @@ func assertStopped(t *testing.T, endpoints []string) {
 // TestBenchSpawn: bench starts its masters, prints the table with every implementation,
 // and stops the masters at the end.
 func TestBenchSpawn(t *testing.T) {
-	code, stdout, stderr := runAgent(t, nil, tinyBench...)
+	svgFile := filepath.Join(t.TempDir(), "bench.svg")
+	code, stdout, stderr := runAgent(t, nil, append(append([]string{}, tinyBench...), "--svg", svgFile)...)
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
@@ -61,6 +65,13 @@ func TestBenchSpawn(t *testing.T) {
 		t.Errorf("no targets section:\n%s", stdout)
 	}
 	assertStopped(t, spawnedEndpoints(t, stderr))
+	svg, err := os.ReadFile(svgFile)
+	if err != nil {
+		t.Fatalf("--svg wrote no file: %v", err)
+	}
+	if err := xml.Unmarshal(svg, new(struct{})); err != nil || !strings.Contains(string(svg), `data-label="redsync"`) {
+		t.Fatalf("--svg file is not an SVG with a bar for redsync (%v):\n%s", err, svg)
+	}
 }
 
 // TestBenchInterrupt: Ctrl-C during the run exits 130 and still stops the masters.
