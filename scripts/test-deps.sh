@@ -6,7 +6,8 @@
 #   staticcheck and terraform-docs (make module-docs), pinned, into ./bin;
 #   for the host tests (internal/hostlab) and unless REDLOCK_HOSTS=0, the tools that run
 #   Debian containers: systemd-nspawn (systemd-container), debootstrap (builds the host
-#   image once), nft (nftables), ip (iproute2), nsenter/mount (util-linux), via apt-get.
+#   image once), nft (nftables), ip (iproute2), nsenter/mount (util-linux), and chromium
+#   (the chaos report's headless screenshot test), via apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin
@@ -15,7 +16,7 @@ mkdir -p bin
 if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
   missing=""
   for pair in systemd-nspawn:systemd-container debootstrap:debootstrap nft:nftables ip:iproute2 \
-      nsenter:util-linux chroot:coreutils; do
+      nsenter:util-linux chroot:coreutils chromium:chromium; do
     cmd=${pair%%:*} pkg=${pair#*:}
     if ! command -v "$cmd" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$cmd" ] && ! [ -x "/sbin/$cmd" ]; then
       case " $missing " in *" $pkg "*) ;; *) missing="$missing $pkg" ;; esac
