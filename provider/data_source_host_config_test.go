@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -62,8 +63,16 @@ func TestAccHostConfigDataSource(t *testing.T) {
 					resource.TestCheckResourceAttr(ds, "file_permissions./etc/redlock/redis-exporter.env", "0600"),
 					resource.TestMatchResourceAttr(ds, "files./etc/redlock/redis-exporter.env",
 						regexp.MustCompile(`REDIS_USER="redlock-monitor"\nREDIS_PASSWORD="monitor-password-0123456789"\n`)),
-					resource.TestMatchResourceAttr(ds, "files./etc/redlock/redis-server.conf",
-						regexp.MustCompile(`user redlock-monitor on ">monitor-password-0123456789" resetkeys resetchannels -@all \+ping \+info `)),
+					// On hosts every user is in the ACL file, as a password hash
+					// (sha256 of monitor-password-0123456789); redis.conf names none.
+					resource.TestMatchResourceAttr(ds, "files./etc/redlock/users.acl",
+						regexp.MustCompile(`user redlock-monitor reset on #898b8af1057c83d6cdcf6b5f518ff05b6e2ac6c4962d05ce80873a35092ff0ee resetkeys resetchannels -@all \+ping \+info `)),
+					resource.TestCheckResourceAttrWith(ds, "files./etc/redlock/redis-server.conf", func(conf string) error {
+						if strings.Contains(conf, "monitor-password-0123456789") || strings.Contains(conf, "user redlock-monitor") {
+							return fmt.Errorf("redis-server.conf names the monitoring user or holds its password:\n%s", conf)
+						}
+						return nil
+					}),
 					resource.TestMatchResourceAttr(ds, "user_data", regexp.MustCompile(`- prometheus-redis-exporter\n\s+- prometheus-node-exporter\n`)),
 				),
 			},
