@@ -32,7 +32,7 @@ type cloudInitFile struct {
 // base64-encoded (cloud-init's encoding gz+b64): the function library, the host script, the
 // server config, master.conf and the unit's drop-in, which would otherwise not fit in
 // 16 KiB with the exporters; the files on the host are the same either way.
-const gzipFilesOver = 512
+const gzipFilesOver = 4096
 
 // contentOf returns the file as written in write_files: its content, or for a large file
 // its gzip+base64 form and the encoding that tells cloud-init so.

@@ -56,11 +56,12 @@ func exporterFiles(spec master.Spec) ([]File, error) {
 		scheme, args = "rediss", RedisExporterArgs(files.CACertFile)
 	}
 	addr := (&url.URL{Scheme: scheme, Host: spec.Addr()}).String()
-	env := fmt.Sprintf("# Written by redlock-kit: redis_exporter logs in to master %q as the monitoring user.\n"+
+	// Comments kept short: every byte counts against the user-data's 16 KiB.
+	env := fmt.Sprintf("# redlock-kit: redis_exporter as %s's monitoring user\n"+
 		"REDIS_ADDR=%s\nREDIS_USER=%s\nREDIS_PASSWORD=%s\nARGS=%s\n",
 		spec.Name, systemdQuote(addr), systemdQuote(spec.MonitorUser), systemdQuote(spec.MonitorPassword),
 		systemdQuote(strings.Join(args, " ")))
-	dropIn := "# Written by redlock-kit: the monitoring user's credentials (root-only file).\n" +
+	dropIn := "# redlock-kit\n" +
 		"[Service]\nEnvironmentFile=" + RedisExporterEnvPath + "\n"
 	return []File{
 		{Path: RedisExporterEnvPath, Content: env, Permissions: "0600"},
