@@ -29,9 +29,9 @@ type cloudInitFile struct {
 }
 
 // gzipFilesOver is the size above which a file goes into write_files gzipped and
-// base64-encoded (cloud-init's encoding gz+b64): the function library, the host script, the
-// server config, master.conf and the unit's drop-in, which would otherwise not fit in
-// 16 KiB with the exporters; the files on the host are the same either way.
+// base64-encoded (cloud-init's encoding gz+b64): the function library and the host script.
+// Smaller files (the configs, the ACL file) stay readable in the user-data, and gzipping them
+// would save little; the files on the host are the same either way.
 const gzipFilesOver = 4096
 
 // contentOf returns the file as written in write_files: its content, or for a large file
