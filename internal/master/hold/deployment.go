@@ -1,18 +1,21 @@
 package hold
 
+import "github.com/redlock-kit/redlock-kit/internal/audit"
+
 // The deployment record: after every start of a master, the runtime that enforces its
 // restart hold writes, as the admin, the hash DeploymentKey with the delay the hold actually
 // uses (after any floor) and its own name, so that a validator can read what is enforced
-// rather than what was configured.
+// rather than what was configured. The names are the audit's, which reads the record: one
+// definition for writer and reader.
 const (
-	DeploymentKey = "redlock-kit:deployment"
+	DeploymentKey = audit.DeploymentKey
 	// FieldRestartDelayMS is a decimal integer of milliseconds.
-	FieldRestartDelayMS = "restart_delay_ms"
-	FieldRuntime        = "runtime"
+	FieldRestartDelayMS = audit.DeploymentRestartDelayField
+	FieldRuntime        = audit.DeploymentRuntimeField
 )
 
 // The runtimes that enforce a hold (FieldRuntime).
 const (
-	RuntimeLocal = "local-supervisor" // the kit's supervisor (redlock_master)
-	RuntimeHost  = "host-gate"        // the host's systemd unit and its gate script
+	RuntimeLocal = audit.RuntimeLocalSupervisor // the kit's supervisor (redlock_master)
+	RuntimeHost  = audit.RuntimeHostGate        // the host's systemd unit and its gate script
 )
