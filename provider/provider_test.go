@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // TestMain lets the test binary be the supervisor: redlock_master spawns os.Executable()

@@ -20,7 +20,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // lockValidity is the longest a lock granted just before a crash can stay valid on the

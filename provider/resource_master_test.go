@@ -23,7 +23,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // Short TTLs keep every restart delay at about three seconds (2s + the 1s default margin).

@@ -19,8 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
 // tlsMasterConfig is a CA, a server certificate for 127.0.0.1 (validity sets it apart, so

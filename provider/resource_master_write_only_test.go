@@ -21,7 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // Write-only arguments need Terraform >= 1.11 (ephemeral resources >= 1.10): these tests

@@ -4,8 +4,8 @@
 // types. Two runtimes take the same Spec and neither keeps its own copy of the rules:
 //
 //   - local: internal/master/local, behind the provider's redlock_master resource, which runs
-//     redis-server under its supervisor (provider/supervisor) on the machine that runs
-//     terraform;
+//     redis-server under its supervisor (internal/master/local/supervisor) on the machine
+//     that runs terraform;
 //   - host: internal/hostconfig, which renders the files and systemd drop-in a host the user
 //     runs needs (Debian's redis-server or valkey-server under systemd, via cloud-init).
 //

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // Two masters must never share a data dir: they would overwrite each other's redis.conf and

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
 
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // Destroy stops the master cleanly (AOF fsynced), makes sure no process is left and the port

@@ -1,6 +1,7 @@
 // Package local runs a master.Spec on this machine: redis-server under the restart-policy
-// supervisor of provider/supervisor, in a data dir of its own. It is the lifecycle behind the
-// provider's redlock_master resource, with no Terraform types.
+// supervisor of the subpackage supervisor (the daemon, one per master), in a data dir of its
+// own. It is the lifecycle behind the provider's redlock_master resource, with no Terraform
+// types.
 //
 // Start creates the data dir, writes redis.conf, supervisor.json and redlock-master.json, spawns
 // the supervisor and waits until the master answers with the AOF on. Refresh reports what runs

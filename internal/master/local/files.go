@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // record is <data_dir>/redlock-master.json (0600): what supervisor.json and redis.conf do not

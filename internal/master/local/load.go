@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // ErrNotAMaster marks a data dir that lacks the files Start writes.

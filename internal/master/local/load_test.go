@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // TestLoadReadsTheRecordFormat: a data dir written before the runtime moved here (the JSON

@@ -2,7 +2,7 @@ package local
 
 import (
 	"github.com/redlock-kit/redlock-kit/internal/master"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // Files this runtime keeps in a master's data dir, beside the supervisor's.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // pollInterval is how often Start, Update and Destroy look at the master while they wait.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // Observed is what Refresh or Update found.

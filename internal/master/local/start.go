@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // Started is a master Start left running.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
 // Update changes the master from runs as to in place: a running server gets what can change

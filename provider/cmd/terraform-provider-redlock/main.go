@@ -42,8 +42,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 	"github.com/redlock-kit/redlock-kit/provider"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
 // version is set by the build from the VERSION file (-ldflags "-X main.version=X.Y.Z": make

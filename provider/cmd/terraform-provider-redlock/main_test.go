@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
 )
 
 // The test binary is the provider binary here: "supervise <dir>" makes it a supervisor.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/redlock-kit/redlock-kit/provider/supervisor"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // The provider's side of a master's life: describe it, start its supervisor detached, wait
