@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -111,9 +110,10 @@ func parseLogLevel(s string) (slog.Level, error) {
 }
 
 // routeRedisLogs sends go-redis's internal log lines to a slog logger on w at debug
-// level: below --log-level debug they are dropped. It returns that logger.
+// level: below --log-level debug they are dropped. It returns that logger. go-redis logs
+// from its own goroutines; the handler makes each record one serialized Write to w.
 func routeRedisLogs(w io.Writer, level slog.Level) *slog.Logger {
-	l := slog.New(slog.NewTextHandler(&lockedWriter{w: w}, &slog.HandlerOptions{Level: level}))
+	l := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 	redis.SetLogger(goRedisLogs{l})
 	return l
 }
@@ -123,18 +123,6 @@ type goRedisLogs struct{ log *slog.Logger }
 
 func (g goRedisLogs) Printf(ctx context.Context, format string, v ...any) {
 	g.log.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
-}
-
-// lockedWriter serialises writes: go-redis logs from its own goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // version is set by the build from the VERSION file: -ldflags "-X main.version=X.Y.Z" (make

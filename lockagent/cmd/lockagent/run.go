@@ -332,7 +332,7 @@ func (r *runner) run(ctx context.Context, lc *redlock.Client) int {
 	}
 	// Release on every path from here on, with a context no signal or caller cancels.
 	defer r.release(lock)
-	return r.supervise(lock)
+	return r.runWhileHeld(lock)
 }
 
 // acquire takes the lock, or returns the exit code saying why it could not.
@@ -426,9 +426,9 @@ func (r *runner) progress() func(int, error) {
 	}
 }
 
-// supervise runs the command while the lock is held, until every process of the
+// runWhileHeld runs the command while the lock is held, until every process of the
 // command is gone, and returns the exit code.
-func (r *runner) supervise(lock *redlock.Lock) int {
+func (r *runner) runWhileHeld(lock *redlock.Lock) int {
 	// Orphans of the command (background jobs, daemons that left its group or session)
 	// become lockagent's children: it can wait for the last of them.
 	subreaper := becomeSubreaper() == nil
