@@ -203,7 +203,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string) 
 	b.WriteString("# Written by redlock-kit: settings of the Redlock master's restart policy, read by " + ScriptPath + ".\n")
 	for _, kv := range [][2]string{
 		{"NAME", spec.Name}, {"HOST", spec.Bind}, {"PORT", fmt.Sprint(spec.Port)}, {"ADDR", spec.Addr()},
-		{"DATA_DIR", spec.DataDir}, {"RESTART_DELAY_MS", fmt.Sprint(spec.RestartDelay.Milliseconds())},
+		{"DATA_DIR", spec.DataDir}, {hold.ShellName(hold.SettingRestartDelayMS), fmt.Sprint(spec.RestartDelay.Milliseconds())},
 		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")}, {"TLS_CERT_FILE", tlsFile(spec, "cert")},

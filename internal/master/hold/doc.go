@@ -1,5 +1,6 @@
 // Package hold is the restart-hold policy of a Redlock master written once as data: the
-// names of the records both runtimes keep, the deployment record they publish, and the table
+// names of the records both runtimes keep and of the settings they share (settings.go), the
+// deployment record they publish, and the table
 // of scenarios (Scenarios) that the local supervisor and the host gate script are each
 // tested against.
 //

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
 // TestLoadReadsTheRecordFormat: a data dir written before the runtime moved here (the JSON
-// below is what the provider wrote) still loads, with the values as they were written.
+// below is what the provider wrote, supervisor.json included) still loads, with the values
+// as they were written.
 func TestLoadReadsTheRecordFormat(t *testing.T) {
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, RecordFileName), `{
@@ -35,11 +35,24 @@ func TestLoadReadsTheRecordFormat(t *testing.T) {
 }
 `)
 	writeTestFile(t, filepath.Join(dir, RedisConfFileName), "appendonly yes\nappendfsync always\n")
-	hooks := master.Hooks{OnCrash: []string{"/bin/true"}}
-	if err := supervisor.WriteConfig(dir, supervisor.Config{Name: "m1", ServerBinary: "/usr/bin/redis-server",
-		ConfigFile: filepath.Join(dir, RedisConfFileName), DataDir: dir, Addr: "127.0.0.1:7001",
-		AdminPassword: "admin-password-0123456789", RestartDelay: 61 * time.Second, Hooks: hooks}); err != nil {
-		t.Fatal(err)
+	// supervisor.json as earlier versions wrote it: the restart delay as restart_delay.
+	writeTestFile(t, filepath.Join(dir, supervisor.ConfigFileName), `{
+  "name": "m1",
+  "server_binary": "/usr/bin/redis-server",
+  "config_file": "`+filepath.Join(dir, RedisConfFileName)+`",
+  "data_dir": "`+dir+`",
+  "addr": "127.0.0.1:7001",
+  "admin_password": "admin-password-0123456789",
+  "restart_delay": "61s",
+  "hooks": {
+    "on_crash": [
+      "/bin/true"
+    ]
+  }
+}
+`)
+	if c, err := supervisor.LoadConfig(dir); err != nil || c.RestartDelay != 61*time.Second {
+		t.Fatalf("supervisor.json of an earlier version: restart delay %v, %v; want 61s", c.RestartDelay, err)
 	}
 	l, err := Load(dir)
 	if err != nil {

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 // Files the supervisor owns inside a master's data dir.
@@ -46,38 +48,63 @@ type Config struct {
 	TLSCACertFile string
 }
 
-// configJSON is the file format. restart_delay is written as a duration string ("31s") and
-// read as either a duration string or a number of milliseconds.
+// configJSON is the file format. The restart delay is hold.SettingRestartDelayMS, whole
+// milliseconds, the name and unit the host's master.conf and the deployment record use.
+// Earlier versions wrote it as restart_delay, a duration string ("31s"): a file with only
+// that key still loads, and keeps it while a supervisor runs (see keepLegacyDelay).
 type configJSON struct {
-	Name          string          `json:"name"`
-	ServerBinary  string          `json:"server_binary"`
-	ConfigFile    string          `json:"config_file"`
-	DataDir       string          `json:"data_dir"`
-	Addr          string          `json:"addr"`
-	AdminPassword string          `json:"admin_password"`
-	RestartDelay  json.RawMessage `json:"restart_delay"`
-	Hooks         Hooks           `json:"hooks"`
-	TLSCACertFile string          `json:"tls_ca_cert_file,omitempty"`
+	Name           string          `json:"name"`
+	ServerBinary   string          `json:"server_binary"`
+	ConfigFile     string          `json:"config_file"`
+	DataDir        string          `json:"data_dir"`
+	Addr           string          `json:"addr"`
+	AdminPassword  string          `json:"admin_password"`
+	RestartDelayMS json.RawMessage `json:"restart_delay_ms,omitempty"`
+	// LegacyRestartDelay is restart_delay as earlier versions wrote and read it.
+	LegacyRestartDelay json.RawMessage `json:"restart_delay,omitempty"`
+	Hooks              Hooks           `json:"hooks"`
+	TLSCACertFile      string          `json:"tls_ca_cert_file,omitempty"`
 }
+
+// legacyRestartDelayKey is the restart delay's key in the supervisor.json of earlier versions.
+const legacyRestartDelayKey = "restart_delay"
 
 // MarshalJSON writes the supervisor.json format.
-func (c Config) MarshalJSON() ([]byte, error) {
-	delay, err := json.Marshal(c.RestartDelay.String())
-	if err != nil {
-		return nil, err
+func (c Config) MarshalJSON() ([]byte, error) { return encodeConfig(c, false) }
+
+// encodeConfig is the supervisor.json format of c; withLegacyDelay adds the restart delay
+// under the key earlier versions read too.
+func encodeConfig(c Config, withLegacyDelay bool) ([]byte, error) {
+	raw := configJSON{Name: c.Name, ServerBinary: c.ServerBinary, ConfigFile: c.ConfigFile,
+		DataDir: c.DataDir, Addr: c.Addr, AdminPassword: c.AdminPassword,
+		RestartDelayMS: json.RawMessage(strconv.FormatInt(delayMS(c.RestartDelay), 10)), Hooks: c.Hooks,
+		TLSCACertFile: c.TLSCACertFile}
+	if withLegacyDelay {
+		legacy, err := json.Marshal(c.RestartDelay.String())
+		if err != nil {
+			return nil, err
+		}
+		raw.LegacyRestartDelay = legacy
 	}
-	return json.Marshal(configJSON{Name: c.Name, ServerBinary: c.ServerBinary, ConfigFile: c.ConfigFile,
-		DataDir: c.DataDir, Addr: c.Addr, AdminPassword: c.AdminPassword, RestartDelay: delay, Hooks: c.Hooks,
-		TLSCACertFile: c.TLSCACertFile})
+	return json.Marshal(raw)
 }
 
-// UnmarshalJSON reads the supervisor.json format; restart_delay may be "31s" or 31000 (ms).
+// delayMS is d in whole milliseconds, rounded up: written to disk, a delay never shortens.
+func delayMS(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// UnmarshalJSON reads the supervisor.json format: restart_delay_ms, else (a file written by
+// an earlier version) restart_delay, "31s" or 31000 (ms).
 func (c *Config) UnmarshalJSON(data []byte) error {
 	var raw configJSON
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
 	}
-	delay, err := parseDelay(raw.RestartDelay)
+	delay, err := parseDelayMS(raw.RestartDelayMS)
+	if len(raw.RestartDelayMS) == 0 {
+		delay, err = parseLegacyDelay(raw.LegacyRestartDelay)
+	}
 	if err != nil {
 		return err
 	}
@@ -87,7 +114,20 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func parseDelay(raw json.RawMessage) (time.Duration, error) {
+// parseDelayMS reads restart_delay_ms: a whole number of milliseconds.
+func parseDelayMS(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: want a whole number of milliseconds, e.g. 31000", hold.SettingRestartDelayMS, raw)
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// parseLegacyDelay reads restart_delay as earlier versions wrote it.
+func parseLegacyDelay(raw json.RawMessage) (time.Duration, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, nil
 	}
@@ -95,13 +135,13 @@ func parseDelay(raw json.RawMessage) (time.Duration, error) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return 0, fmt.Errorf("restart_delay %q: %w (use a duration like \"31s\" or milliseconds as a number)", s, err)
+			return 0, fmt.Errorf("restart_delay %q: %w (use %s, a whole number of milliseconds)", s, err, hold.SettingRestartDelayMS)
 		}
 		return d, nil
 	}
 	var ms json.Number
 	if err := json.Unmarshal(raw, &ms); err != nil {
-		return 0, fmt.Errorf("restart_delay %s: want a duration string like \"31s\" or milliseconds as a number", raw)
+		return 0, fmt.Errorf("restart_delay %s: want a duration string like \"31s\" (or use %s, a whole number of milliseconds)", raw, hold.SettingRestartDelayMS)
 	}
 	n, err := strconv.ParseInt(ms.String(), 10, 64)
 	if err != nil {
@@ -125,7 +165,7 @@ func (c Config) Validate() error {
 	case c.AdminPassword == "":
 		return errors.New("supervisor config: admin_password is empty: the health check needs the admin password")
 	case c.RestartDelay < 0:
-		return fmt.Errorf("supervisor config: restart_delay %v is negative: use max lock TTL + drift margin", c.RestartDelay)
+		return fmt.Errorf("supervisor config: %s %d is negative: use max lock TTL + drift margin", hold.SettingRestartDelayMS, c.RestartDelay.Milliseconds())
 	}
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		return fmt.Errorf("supervisor config: addr %q is not host:port: set it to the address redis-server listens on", c.Addr)
@@ -155,11 +195,15 @@ func WriteConfig(dataDir string, c Config) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(c, "", "  ")
+	data, err := encodeConfig(c, keepLegacyDelay(dir))
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, ConfigFileName), append(data, '\n'))
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, data, "", "  "); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, ConfigFileName), append(indented.Bytes(), '\n'))
 }
 
 // LoadConfig reads and validates <dataDir>/supervisor.json.
@@ -182,4 +226,25 @@ func LoadConfig(dataDir string) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
+}
+
+// keepLegacyDelay reports whether the supervisor.json in the absolute dir has the restart
+// delay under its earlier key while a supervisor runs there. That supervisor may be of an
+// earlier version: it reloads the file on SIGHUP and reads only that key (a missing one is a
+// delay of 0), so the replacement keeps the key, same value. Once none runs (the next start
+// spawns one of this version), the key goes.
+func keepLegacyDelay(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, ConfigFileName))
+	if err != nil {
+		return false
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(data, &keys) != nil {
+		return false
+	}
+	if _, ok := keys[legacyRestartDelayKey]; !ok {
+		return false
+	}
+	st, _ := ReadState(dir)
+	return len(supervisorPIDs(dir, st)) > 0
 }

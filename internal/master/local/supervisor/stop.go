@@ -111,14 +111,21 @@ func Running(dataDir string) []int {
 		return nil
 	}
 	st, _ := ReadState(dir)
+	pids := supervisorPIDs(dir, st)
+	if c, err := LoadConfig(dir); err == nil && isRedisProcess(st.RedisPID, c) {
+		pids = append(pids, st.RedisPID)
+	}
+	return pids
+}
+
+// supervisorPIDs returns the supervisors of the master in the absolute dir that run, from
+// its state st or the lock file, each proven by /proc.
+func supervisorPIDs(dir string, st State) []int {
 	var pids []int
 	for _, pid := range []int{st.SupervisorPID, lockHolder(dir)} {
 		if pid != 0 && !slices.Contains(pids, pid) && isSupervisorProcess(pid, dir) {
 			pids = append(pids, pid)
 		}
-	}
-	if c, err := LoadConfig(dir); err == nil && isRedisProcess(st.RedisPID, c) {
-		pids = append(pids, st.RedisPID)
 	}
 	return pids
 }
