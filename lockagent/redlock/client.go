@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // Key suffixes of the siblings a lock key may have. They are reserved: a lock name ending
@@ -28,7 +30,7 @@ const (
 	QueueSuffix = ":waitq"
 	// GrantChannelInfix names the channel on which a release tells a Client that it handed
 	// the lock to one of its waiters: key+GrantChannelInfix+<the Client's id>.
-	GrantChannelInfix = ":granted:"
+	GrantChannelInfix = lua.GrantChannelInfix
 )
 
 // Client runs Redlock over independent masters. It is safe for concurrent use by many
@@ -612,7 +614,7 @@ func (c *Client) releaseRound(op Op, key, token string, fence uint64, waiter str
 	return c.broadcast(op, key, sendBy, c.releaseCall(key, token, channel, msg, fence, waiter, mode))
 }
 
-// releaseCall is the release script with its arguments (see releaseBody).
+// releaseCall is the release script with its arguments (see lua/release.lua).
 func (c *Client) releaseCall(key, token, channel, msg string, fence uint64, waiter, mode string) call {
 	s := releaseScript
 	if c.opts.DurableRelease {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // Sentinel errors. Every error the package returns can be inspected with errors.Is and,
@@ -234,15 +236,11 @@ func (e *ForeignQueueError) Error() string {
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *ForeignQueueError) Is(target error) bool { return target == ErrInvalid }
 
-// foreignQueueCode starts the error reply of acquireQueuedScript on a master whose queue
-// key holds a value that is not a queue.
-const foreignQueueCode = "REDLOCKFOREIGNQUEUE"
-
 // asForeignQueue returns the *ForeignQueueError for an error reply that starts with
-// foreignQueueCode, else nil.
+// lua.ForeignQueueCode (acquire_queued on a queue key that holds something else), else nil.
 func asForeignQueue(err error, key string, master int) *ForeignQueueError {
 	var re redis.Error
-	if errors.As(err, &re) && strings.HasPrefix(re.Error(), foreignQueueCode) {
+	if errors.As(err, &re) && strings.HasPrefix(re.Error(), lua.ForeignQueueCode) {
 		return &ForeignQueueError{Key: key, Master: master}
 	}
 	return nil

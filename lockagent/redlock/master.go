@@ -260,7 +260,7 @@ func (m *master) exec(batch []*request) {
 		pipe := m.rdb.Pipeline()
 		if needLoad {
 			for _, s := range allScripts {
-				loads = append(loads, pipe.ScriptLoad(ctx, s.src))
+				loads = append(loads, pipe.ScriptLoad(ctx, s.Source))
 			}
 		}
 		for _, r := range live {
@@ -333,7 +333,7 @@ func (c call) command(ctx context.Context, via int, sha bool) *redis.Cmd {
 		return redis.NewCmd(ctx, c.shaArgs...)
 	}
 	args := slices.Clone(c.shaArgs)
-	args[0], args[1] = "eval", c.script.src
+	args[0], args[1] = "eval", c.script.Source
 	return redis.NewCmd(ctx, args...)
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // queueing reports whether Acquire waits in the masters' wait queues.
@@ -426,8 +428,8 @@ func (qw *queuedWait) tryLock(ctx context.Context, cfg lockConfig) (*Lock, error
 			}
 			var err error
 			// A waiter holds the lock while others may wait: the round reserves fences
-			// for the hand-offs after it, as a logged hand-off does (chainFences).
-			fence, err = c.fence(ctx, qw.key, qw.token, readMax+1, chainFences-1, c.opts.nodeTimeout(qw.ttl), deadline)
+			// for the hand-offs after it, as a logged hand-off does (lua.ChainFences).
+			fence, err = c.fence(ctx, qw.key, qw.token, readMax+1, lua.ChainFences-1, c.opts.nodeTimeout(qw.ttl), deadline)
 			if err != nil {
 				if errors.Is(err, ErrLost) {
 					qw.grants = make([]grantState, len(qw.grants)) // look again
