@@ -245,3 +245,50 @@ func asForeignQueue(err error, key string, master int) *ForeignQueueError {
 	}
 	return nil
 }
+
+// unavailable builds the error for a round that got too few confirmations. Every master
+// is counted once: votes, refusals, then one error per master (errs, plus a node
+// timeout, or the connection error its last pipeline ended with, for every master that
+// did not answer in time).
+func (c *Client) unavailable(op Op, key string, votes, refused int, errs []MasterError, rd *round) error {
+	seen := make([]bool, len(c.masters))
+	out := make([]MasterError, 0, len(c.masters))
+	for _, me := range errs {
+		if me.Master >= 0 && me.Master < len(seen) {
+			if seen[me.Master] {
+				continue
+			}
+			seen[me.Master] = true
+		}
+		me.Err = describe(me.Err)
+		out = append(out, me)
+	}
+	for i := range rd.reqs {
+		if rd.reqs[i].seen || seen[i] {
+			continue
+		}
+		var err error = ErrNodeTimeout
+		if f := c.masters[i].recentFailure(2 * c.opts.CleanupTimeout); f != nil {
+			err = &unansweredError{last: f}
+		}
+		out = append(out, MasterError{Master: i, Addr: c.masters[i].addr, Err: err})
+	}
+	return &UnavailableError{Op: string(op), Key: key, Votes: votes, Refused: refused, Masters: len(c.masters), Quorum: c.quorum, Errors: out}
+}
+
+// unansweredError is a master that did not answer within the node timeout while its
+// previous pipeline had failed with a connection error (go-redis retries a refused dial
+// for longer than a node timeout): that error is the cause. It matches ErrNodeTimeout
+// only when that error was a timeout.
+type unansweredError struct{ last error }
+
+func (e *unansweredError) Error() string {
+	return e.last.Error() + " (still failing: no reply within the node timeout)"
+}
+
+func (e *unansweredError) Unwrap() error { return e.last }
+
+// masterError is one master's failure in a round, with its cause named (describe).
+func masterError(req *request, err error) MasterError {
+	return MasterError{Master: req.master.index, Addr: req.master.addr, Err: describe(err)}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,139 +59,6 @@ type queuedWait struct {
 	// unclear: since when we have held a minority of grants while another holder might
 	// hold a majority only with the votes of masters that did not answer (zero: not so).
 	unclear time.Time
-}
-
-// acquireQueued waits for key in the masters' wait queues after a refused attempt (see
-// "Waiting across processes" in doc.go). attempt counts the attempts made so far.
-func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duration, cfg lockConfig, attempt int, lastErr error) (*Lock, int, error) {
-	ttl = ttl.Truncate(time.Millisecond)
-	token := newToken()
-	n := len(c.masters)
-	qw := &queuedWait{c: c, key: key, ttl: ttl, token: token, tag: tokenTag(token),
-		id:     c.id + "/" + strconv.FormatUint(c.seq.Add(1), 10),
-		ticket: strconv.FormatInt(time.Now().UnixMicro(), 10),
-		grants: make([]grantState, n), queued: make([]time.Time, n), sent: map[uint64]time.Time{}, lastErr: lastErr}
-	nodeTimeout := c.opts.nodeTimeout(ttl)
-	w, confirmed := c.notify.joinQueued(key, token)
-	qw.w = w
-	acquired := false
-	defer func() {
-		c.notify.leave(w)
-		if !acquired {
-			qw.leave()
-		}
-	}()
-	// A release that hands us the lock before we hear of it is found by the next attempt.
-	c.awaitConfirm(ctx, confirmed, nodeTimeout)
-	first := time.Now()
-	for i := range qw.queued {
-		qw.queued[i] = first // no entry of ours can be older than the first queued attempt
-	}
-	giveUp := func(cause error) (*Lock, int, error) {
-		if qw.lastErr == nil {
-			return nil, attempt, cause
-		}
-		return nil, attempt, fmt.Errorf("redlock: acquire %q: %w (last attempt: %w)", key, cause, qw.lastErr)
-	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	var (
-		split   <-chan time.Time // armed while we hold a minority of grants
-		splitAt *time.Timer
-	)
-	defer func() {
-		if splitAt != nil {
-			splitAt.Stop()
-		}
-	}()
-	attemptNow, splitCheck := true, false
-	for {
-		if attemptNow {
-			attempt++
-			qw.drain() // notices that came before the attempt are older than its replies
-			holders, unknown, freeIn, err := qw.attempt(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return giveUp(ctx.Err())
-				}
-				if !retryable(err) {
-					return nil, attempt, err
-				}
-				qw.lastErr = err
-			}
-			if l, err := qw.tryLock(ctx, cfg); l != nil || err != nil {
-				if err != nil && !retryable(err) {
-					return nil, attempt, err
-				}
-				if l != nil {
-					acquired = true
-					return l, attempt, nil
-				}
-				qw.lastErr = err
-			}
-			if splitCheck {
-				if keeper, split := qw.isSplit(holders, unknown); split {
-					qw.yield(keeper)
-				}
-			}
-			splitCheck = false
-			if c.opts.MaxRetries > 0 && attempt > c.opts.MaxRetries {
-				return nil, attempt, qw.lastErr
-			}
-			if cfg.onRetry != nil && qw.lastErr != nil {
-				cfg.onRetry(attempt, qw.lastErr)
-			}
-			// The entry's lease is renewed by the next attempt; the wait also bounds how
-			// late a release by a client that publishes nothing is noticed.
-			wait := c.queueRenewal()/2 + rand.N(c.queueRenewal()/2+1)
-			if freeIn > 0 && freeIn < wait {
-				wait = freeIn + time.Millisecond
-			}
-			timer.Reset(wait)
-			attemptNow = false
-		}
-		if split == nil && qw.live(time.Now()) > 0 {
-			// A minority of grants: the rest usually follow within the release round. If
-			// they do not, the next attempt looks at who holds the others.
-			splitAt = time.NewTimer(nodeTimeout + rand.N(nodeTimeout+1))
-			split = splitAt.C
-		}
-		c.notify.idle(w) // release notifications may wake it now
-		select {
-		case g := <-w.grants:
-			if g.turnIn > 0 {
-				// A window for other clients: ours is the first turn after it.
-				timer.Reset(g.turnIn)
-				break
-			}
-			qw.granted(g)
-			qw.drain()
-			l, err := qw.tryLock(ctx, cfg)
-			if l != nil {
-				acquired = true
-				return l, attempt, nil
-			}
-			if err != nil {
-				if !retryable(err) {
-					return nil, attempt, err
-				}
-				qw.lastErr = err
-			}
-		case <-w.wake:
-			// Released without a hand-off (the queue was empty or unreadable there, or the
-			// holder's client does not hand off): try now.
-			attemptNow = true
-		case <-timer.C:
-			attemptNow = true
-		case <-split:
-			split, splitAt = nil, nil
-			attemptNow, splitCheck = true, true
-		case <-ctx.Done():
-			return giveUp(ctx.Err())
-		case <-c.closing:
-			return giveUp(ErrClosed)
-		}
-	}
 }
 
 // attempt runs acquireQueuedScript on every master and records what each said. It
@@ -297,44 +163,6 @@ func (qw *queuedWait) drain() {
 		default:
 			return
 		}
-	}
-}
-
-// parseQueuedReply reads {1, reg} (holder "new"), {2, reg} (holder "ours") or
-// {0, pttl, reg, holder}.
-func parseQueuedReply(req *request) (acquireReply, string) {
-	if req.err != nil {
-		return acquireReply{err: req.err}, ""
-	}
-	vals, err := req.cmds[0].Slice()
-	if err != nil {
-		return acquireReply{err: err}, ""
-	}
-	var flag int64 = -1
-	if len(vals) > 0 {
-		flag, _ = vals[0].(int64)
-	}
-	switch {
-	case (len(vals) == 2 || len(vals) == 3 && flag == 2) && (flag == 1 || flag == 2):
-		rep := acquireReply{ok: true}
-		rep.register, rep.registerErr = parseRegister(vals[1])
-		if flag == 1 {
-			return rep, "new"
-		}
-		if len(vals) == 3 {
-			rep.handed, _ = parseRegister(vals[2])
-		}
-		return rep, "ours"
-	case len(vals) == 4 && flag == 0:
-		rep := acquireReply{pttl: -1}
-		if ms, ok := vals[1].(int64); ok {
-			rep.pttl = time.Duration(ms) * time.Millisecond
-		}
-		rep.register, _ = parseRegister(vals[2])
-		holder, _ := vals[3].(string)
-		return rep, holder
-	default:
-		return acquireReply{err: fmt.Errorf("unexpected queued acquire reply %v", vals)}, ""
 	}
 }
 
