@@ -225,6 +225,12 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		ok, err := parse(req)
 		c.masterEvent(OpExtend, h.key, req, ok, err)
 	})
+	return h.settleExtend(err, end, newDeadline)
+}
+
+// settleExtend applies the outcome of an extension round that ended at end: on success
+// the deadline moves to newDeadline; on failure it never moves later than that.
+func (h *hold) settleExtend(err error, end, newDeadline time.Time) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err == nil && (h.done || !end.Before(h.deadline)) {

@@ -1,5 +1,8 @@
 package redlock
 
+// Releases: Lock.Release, the cleanup after a failed or cancelled acquisition, and the
+// release round they share (the release script, lua/release.lua).
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,7 @@
 package redlock
 
+// Reading the masters' replies to the acquisition and release scripts.
+
 import (
 	"errors"
 	"fmt"

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,22 +44,116 @@ type grantState struct {
 
 // queuedWait is one Acquire waiting in the masters' wait queues.
 type queuedWait struct {
-	c       *Client
-	key     string
-	ttl     time.Duration
-	token   string
-	tag     string // how the masters name our token (acquireQueuedScript)
-	id      string // waiter id: "<client id>/<n>"
-	ticket  string // place in line: wall-clock microseconds of the first queued attempt
-	w       *waiter
-	grants  []grantState
-	queued  []time.Time // per master: send time of the last attempt it answered "queued"
-	sent    map[uint64]time.Time
-	seq     uint64 // attempts sent
-	lastErr error
+	c      *Client
+	key    string
+	ttl    time.Duration
+	cfg    lockConfig
+	token  string
+	tag    string // how the masters name our token (acquireQueuedScript)
+	id     string // waiter id: "<client id>/<n>"
+	ticket string // place in line: wall-clock microseconds of the first queued attempt
+	w      *waiter
+	grants []grantState
+	queued []time.Time // per master: send time of the last attempt it answered "queued"
+	sent   map[uint64]time.Time
+	seq    uint64 // attempts sent
+	// attempts counts the Acquire's attempts, the ones before it queued included.
+	attempts int
+	lastErr  error
 	// unclear: since when we have held a minority of grants while another holder might
 	// hold a majority only with the votes of masters that did not answer (zero: not so).
 	unclear time.Time
+}
+
+// newQueuedWait starts a waiter for key; attempts counts the attempts made so far,
+// lastErr is the last one's error.
+func (c *Client) newQueuedWait(key string, ttl time.Duration, cfg lockConfig, attempts int, lastErr error) *queuedWait {
+	ttl = ttl.Truncate(time.Millisecond)
+	token := newToken()
+	n := len(c.masters)
+	return &queuedWait{c: c, key: key, ttl: ttl, cfg: cfg, token: token, tag: tokenTag(token),
+		id:     c.id + "/" + strconv.FormatUint(c.seq.Add(1), 10),
+		ticket: strconv.FormatInt(time.Now().UnixMicro(), 10),
+		grants: make([]grantState, n), queued: make([]time.Time, n), sent: map[uint64]time.Time{},
+		attempts: attempts, lastErr: lastErr}
+}
+
+// try makes one attempt and takes the lock when a majority of grants is live. stop: the
+// wait is over, with the lock or with the error Acquire returns. Otherwise timer is set to
+// the next attempt. splitCheck: look for a split (see isSplit) after the attempt.
+func (qw *queuedWait) try(ctx context.Context, splitCheck bool, timer *time.Timer) (l *Lock, stop bool, err error) {
+	c := qw.c
+	qw.attempts++
+	qw.drain() // notices that came before the attempt are older than its replies
+	holders, unknown, freeIn, err := qw.attempt(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, true, qw.giveUp(ctx.Err())
+		}
+		if !retryable(err) {
+			return nil, true, err
+		}
+		qw.lastErr = err
+	}
+	if l, err := qw.tryLock(ctx, qw.cfg); l != nil || err != nil {
+		if err != nil && !retryable(err) {
+			return nil, true, err
+		}
+		if l != nil {
+			return l, true, nil
+		}
+		qw.lastErr = err
+	}
+	if splitCheck {
+		if keeper, split := qw.isSplit(holders, unknown); split {
+			qw.yield(keeper)
+		}
+	}
+	if c.opts.MaxRetries > 0 && qw.attempts > c.opts.MaxRetries {
+		return nil, true, qw.lastErr
+	}
+	if qw.cfg.onRetry != nil && qw.lastErr != nil {
+		qw.cfg.onRetry(qw.attempts, qw.lastErr)
+	}
+	// The entry's lease is renewed by the next attempt; the wait also bounds how
+	// late a release by a client that publishes nothing is noticed.
+	wait := c.queueRenewal()/2 + rand.N(c.queueRenewal()/2+1)
+	if freeIn > 0 && freeIn < wait {
+		wait = freeIn + time.Millisecond
+	}
+	timer.Reset(wait)
+	return nil, false, nil
+}
+
+// onGrant takes a hand-off notice: the lock when it completes a majority of grants, an
+// error that ends the wait, or neither. A window for other clients sets timer to our turn.
+func (qw *queuedWait) onGrant(ctx context.Context, g grantMsg, timer *time.Timer) (*Lock, error) {
+	if g.turnIn > 0 {
+		// A window for other clients: ours is the first turn after it.
+		timer.Reset(g.turnIn)
+		return nil, nil
+	}
+	qw.granted(g)
+	qw.drain()
+	l, err := qw.tryLock(ctx, qw.cfg)
+	if l != nil {
+		return l, nil
+	}
+	if err != nil {
+		if !retryable(err) {
+			return nil, err
+		}
+		qw.lastErr = err
+	}
+	return nil, nil
+}
+
+// giveUp is the error of a wait that stops for cause.
+func (qw *queuedWait) giveUp(cause error) error {
+	if qw.lastErr == nil {
+		return cause
+	}
+	return fmt.Errorf("redlock: acquire %q: %w (last attempt: %w)", qw.key, cause, qw.lastErr)
 }
 
 // attempt runs acquireQueuedScript on every master and records what each said. It
@@ -66,88 +161,99 @@ type queuedWait struct {
 // when the key expires on enough masters to make a majority possible.
 func (qw *queuedWait) attempt(ctx context.Context) (holders map[string]int, unknown int, wait time.Duration, err error) {
 	c := qw.c
-	fencing := !c.opts.NoFencing
-	proposed := uint64(0)
-	if fencing {
-		proposed = c.fences.get(qw.key) + 1
+	t := queuedTally{fencing: !c.opts.NoFencing, holders: map[string]int{}}
+	if t.fencing {
+		t.proposed = c.fences.get(qw.key) + 1
 	}
 	nodeTimeout := c.opts.nodeTimeout(qw.ttl)
 	qw.seq++
-	t1 := time.Now()
-	qw.sent[qw.seq] = t1
+	t.sent = time.Now()
+	qw.sent[qw.seq] = t.sent
 	delete(qw.sent, qw.seq-sentKept)
-	rd := c.broadcast(OpAcquire, qw.key, t1.Add(nodeTimeout), scriptCall(acquireQueuedScript,
+	rd := c.broadcast(OpAcquire, qw.key, t.sent.Add(nodeTimeout), scriptCall(acquireQueuedScript,
 		[]string{qw.key, qw.key + FenceSuffix, qw.key + QueueSuffix}, qw.token, qw.ttl.Milliseconds(),
-		strconv.FormatUint(proposed, 10), qw.id, qw.ticket, c.queueLease().Milliseconds(), qw.seq))
-	holders = map[string]int{}
-	var (
-		refused []int
-		pttls   []time.Duration
-		errs    []MasterError
-		seenMax uint64
-		foreign *ForeignQueueError
-	)
-	ctxErr := rd.gather(ctx, &c.timers, t1.Add(nodeTimeout), func(req *request) bool {
-		i := req.master.index
-		rep, holder := parseQueuedReply(req)
-		c.masterEvent(OpAcquire, qw.key, req, rep.ok, rep.err)
-		switch {
-		case rep.err != nil:
-			if fq := asForeignQueue(rep.err, qw.key+QueueSuffix, i); fq != nil {
-				foreign = fq
-			}
-			errs = append(errs, masterError(req, rep.err))
-		case rep.ok && holder == "new":
-			g := grantState{ours: true, since: t1, reg: rep.register, regOK: rep.registerErr == nil}
-			if fencing && g.regOK && rep.register < proposed {
-				g.raised, g.fence = true, proposed
-			}
-			qw.grants[i] = g
-			seenMax = max(seenMax, rep.register)
-		case rep.ok:
-			// Handed to us by a release after the last attempt this master answered
-			// "queued" (or after our first attempt).
-			if !qw.grants[i].ours {
-				qw.grants[i] = grantState{ours: true, since: qw.queued[i], reg: rep.register, regOK: rep.registerErr == nil}
-			}
-			if fencing && rep.handed > 0 && (!qw.grants[i].raised || qw.grants[i].fence != rep.handed) {
-				// The fence of the hand-off that set the key as it is now, from the
-				// master's note of it (which the script checks against the key): a fence
-				// recorded from an older hand-off there is stale. since stays: the older
-				// hand-off's lower bound holds for a later one too.
-				qw.grants[i].raised, qw.grants[i].fence = true, rep.handed
-			}
-			seenMax = max(seenMax, rep.register)
-		default:
-			qw.queued[i] = t1
-			qw.grants[i] = grantState{} // ours no more (expired), if it was
-			refused = append(refused, i)
-			pttls = append(pttls, rep.pttl)
-			holders[holder]++
-			seenMax = max(seenMax, rep.register)
-		}
+		strconv.FormatUint(t.proposed, 10), qw.id, qw.ticket, c.queueLease().Milliseconds(), qw.seq))
+	ctxErr := rd.gather(ctx, &c.timers, t.sent.Add(nodeTimeout), func(req *request) bool {
+		qw.record(&t, req)
 		return false
 	})
-	if fencing {
-		c.fences.see(qw.key, seenMax)
+	if t.fencing {
+		c.fences.see(qw.key, t.seenMax)
 	}
 	unknown = rd.pending
-	c.straggle(rd, c.reportAcquireReply(qw.key, fencing))
+	c.straggle(rd, c.reportAcquireReply(qw.key, t.fencing))
 	if ctxErr != nil {
-		return holders, unknown, 0, ctxErr
+		return t.holders, unknown, 0, ctxErr
 	}
-	if foreign != nil {
-		return holders, unknown, 0, foreign // never retried: the key is not ours to use
+	if t.foreign != nil {
+		return t.holders, unknown, 0, t.foreign // never retried: the key is not ours to use
 	}
 	live := qw.live(time.Now())
 	if live >= c.quorum {
-		return holders, unknown, 0, nil
+		return t.holders, unknown, 0, nil
 	}
-	if len(errs) == 0 && unknown == 0 || len(refused) > len(c.masters)-c.quorum {
-		wait = freeIn(pttls, c.quorum-live, nodeTimeout)
-		return holders, unknown, wait, &TakenError{Key: qw.key, Refused: refused, Votes: live, Quorum: c.quorum, FreeIn: wait}
+	if len(t.errs) == 0 && unknown == 0 || len(t.refused) > len(c.masters)-c.quorum {
+		wait = freeIn(t.pttls, c.quorum-live, nodeTimeout)
+		return t.holders, unknown, wait, &TakenError{Key: qw.key, Refused: t.refused, Votes: live, Quorum: c.quorum, FreeIn: wait}
 	}
-	return holders, unknown, 0, c.unavailable(OpAcquire, qw.key, live, len(refused), errs, rd)
+	return t.holders, unknown, 0, c.unavailable(OpAcquire, qw.key, live, len(t.refused), t.errs, rd)
+}
+
+// queuedTally is what one attempt's replies said (besides the grants, which go to
+// queuedWait.grants).
+type queuedTally struct {
+	fencing  bool
+	proposed uint64    // the optimistic fence (fencing only)
+	sent     time.Time // when the attempt was sent
+	holders  map[string]int
+	refused  []int
+	pttls    []time.Duration
+	errs     []MasterError
+	seenMax  uint64
+	foreign  *ForeignQueueError
+}
+
+// record takes one master's reply to the attempt.
+func (qw *queuedWait) record(t *queuedTally, req *request) {
+	c := qw.c
+	i := req.master.index
+	rep, holder := parseQueuedReply(req)
+	c.masterEvent(OpAcquire, qw.key, req, rep.ok, rep.err)
+	switch {
+	case rep.err != nil:
+		if fq := asForeignQueue(rep.err, qw.key+QueueSuffix, i); fq != nil {
+			t.foreign = fq
+		}
+		t.errs = append(t.errs, masterError(req, rep.err))
+	case rep.ok && holder == "new":
+		g := grantState{ours: true, since: t.sent, reg: rep.register, regOK: rep.registerErr == nil}
+		if t.fencing && g.regOK && rep.register < t.proposed {
+			g.raised, g.fence = true, t.proposed
+		}
+		qw.grants[i] = g
+		t.seenMax = max(t.seenMax, rep.register)
+	case rep.ok:
+		// Handed to us by a release after the last attempt this master answered
+		// "queued" (or after our first attempt).
+		if !qw.grants[i].ours {
+			qw.grants[i] = grantState{ours: true, since: qw.queued[i], reg: rep.register, regOK: rep.registerErr == nil}
+		}
+		if t.fencing && rep.handed > 0 && (!qw.grants[i].raised || qw.grants[i].fence != rep.handed) {
+			// The fence of the hand-off that set the key as it is now, from the
+			// master's note of it (which the script checks against the key): a fence
+			// recorded from an older hand-off there is stale. since stays: the older
+			// hand-off's lower bound holds for a later one too.
+			qw.grants[i].raised, qw.grants[i].fence = true, rep.handed
+		}
+		t.seenMax = max(t.seenMax, rep.register)
+	default:
+		qw.queued[i] = t.sent
+		qw.grants[i] = grantState{} // ours no more (expired), if it was
+		t.refused = append(t.refused, i)
+		t.pttls = append(t.pttls, rep.pttl)
+		t.holders[holder]++
+		t.seenMax = max(t.seenMax, rep.register)
+	}
 }
 
 // sentKept is how many attempts' send times a waiter remembers: a hand-off notice names
