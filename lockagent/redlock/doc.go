@@ -404,10 +404,11 @@
 //
 // # Scripts
 //
-// The scripts run as the kit's Redis Function library (FunctionLibrary, library
-// "redlock"), which the admin loads at every start of a master (the kit's runtimes do;
-// `lockagent functions` prints it for masters the kit does not run), so that a lock user
-// needs FCALL and may run no Lua of its own. On a master where the function is missing
+// The scripts are Lua files in package lua (embedded), which also builds the kit's Redis
+// Function library from them (FunctionLibrary, library "redlock"). The admin loads it at
+// every start of a master (the kit's runtimes do; `lockagent functions` prints it for
+// masters the kit does not run), so that a lock user needs FCALL and may run no Lua of its
+// own. On a master where the function is missing
 // (not loaded, another library version, Redis < 7) or the user may not FCALL, the Client
 // sends the call again at once with EVAL; when that works, the master's later pipelines
 // use EVALSHA, with every script loaded (SCRIPT LOAD) ahead of the first. A NOSCRIPT reply
@@ -416,8 +417,7 @@
 // EVAL, EVALSHA and SCRIPT LOAD instead. Where neither works, operations fail with a
 // *DeniedError naming the fix. FCALL runs exactly what EVAL would (same keys, values and
 // replies), so other Redlock clients that EVAL their own scripts on their own user still
-// exclude this library's holders. The scripts are Lua files in package lua (embedded),
-// which also builds the library from them.
+// exclude this library's holders.
 // Required client option: MaxRetries -1. go-redis's default (3 retries) resends a command
 // whose reply was lost; a release resent after its master crashed and restarted at once
 // deletes the releaser's key that the restart brought back, and that key is what kept an
