@@ -1,5 +1,5 @@
 // Package funclib is the admin's side of the kit's Redis Function library
-// (lockagent/redlock.FunctionLibrary): every runtime that starts a master loads it there,
+// (lockagent/redlock/lua.FunctionLibrary): every runtime that starts a master loads it there,
 // and the audit checks that the loaded library is the current one.
 //
 // Lock users may run FCALL only (internal/redisconf.LockUserCommands): the library's
@@ -10,11 +10,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // Load loads (FUNCTION LOAD REPLACE) the current library on the master admin is
@@ -22,7 +21,7 @@ import (
 // already has the version it ran before; loading at every start replaces it with the
 // current one.
 func Load(ctx context.Context, admin redis.Cmdable) error {
-	lib := redlock.FunctionLibrary()
+	lib := lua.FunctionLibrary()
 	name, err := admin.FunctionLoadReplace(ctx, lib.Code).Result()
 	switch {
 	case err != nil:
@@ -35,7 +34,7 @@ func Load(ctx context.Context, admin redis.Cmdable) error {
 
 // Status is what a master holds of the library.
 type Status struct {
-	Loaded bool // a library named redlock.FunctionLibraryName is loaded
+	Loaded bool // a library named lua.LibraryName is loaded
 	// Current: its code is the current library's (this build's scripts, byte for byte).
 	Current bool
 	// Version is the loaded library's version ("" when not loaded, or unreadable).
@@ -53,7 +52,7 @@ type Status struct {
 
 // Check reads the libraries the master holds (FUNCTION LIST WITHCODE, as the admin).
 func Check(ctx context.Context, admin redis.Cmdable) (Status, error) {
-	lib := redlock.FunctionLibrary()
+	lib := lua.FunctionLibrary()
 	libs, err := admin.FunctionList(ctx, redis.FunctionListQuery{WithCode: true}).Result()
 	if err != nil {
 		return Status{}, fmt.Errorf("FUNCTION LIST: %w", err)
@@ -61,7 +60,7 @@ func Check(ctx context.Context, admin redis.Cmdable) (Status, error) {
 	var st Status
 	for _, l := range libs {
 		if l.Name == lib.Name {
-			st.Loaded, st.Current, st.Version = true, l.Code == lib.Code, Version(l.Code)
+			st.Loaded, st.Current, st.Version = true, l.Code == lib.Code, lua.LibraryVersion(l.Code)
 		}
 		if l.Name == lib.Name && l.Code == lib.Code {
 			continue
@@ -71,7 +70,7 @@ func Check(ctx context.Context, admin redis.Cmdable) (Status, error) {
 				continue
 			}
 			st.Shadowed = append(st.Shadowed, fmt.Sprintf("%s (library %s)", f.Name, l.Name))
-			if l.Name != lib.Name || Version(l.Code) == lib.Version {
+			if l.Name != lib.Name || lua.LibraryVersion(l.Code) == lib.Version {
 				st.Forged = true
 			}
 		}
@@ -79,16 +78,5 @@ func Check(ctx context.Context, admin redis.Cmdable) (Status, error) {
 	return st, nil
 }
 
-// Version reads the version from a library's code (its header line), "" when absent.
-func Version(code string) string {
-	const marker = "function library, version "
-	i := strings.Index(code, marker)
-	if i < 0 {
-		return ""
-	}
-	v, _, _ := strings.Cut(code[i+len(marker):], ":")
-	return v
-}
-
 // CurrentVersion is this build's library version.
-func CurrentVersion() string { return redlock.FunctionLibrary().Version }
+func CurrentVersion() string { return lua.FunctionLibrary().Version }

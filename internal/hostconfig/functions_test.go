@@ -13,7 +13,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
-	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // TestFunctionsStep: the policy script's ExecStartPost step loads the rendered function
@@ -37,7 +37,7 @@ func TestFunctionsStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := file(t, b, FunctionsPath)
-	if f.Content != redlock.FunctionLibrary().Code || f.Permissions != "0644" {
+	if f.Content != lua.FunctionLibrary().Code || f.Permissions != "0644" {
 		t.Fatalf("%s: permissions %s, content is not the library", f.Path, f.Permissions)
 	}
 	if err := os.WriteFile(lib, []byte(f.Content), 0o644); err != nil {
@@ -53,7 +53,7 @@ func TestFunctionsStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(conf), "FUNCTIONS_LIBRARY='"+redlock.FunctionLibraryName+"'") {
+	if !strings.Contains(string(conf), "FUNCTIONS_LIBRARY='"+lua.LibraryName+"'") {
 		t.Fatalf("master.conf lacks FUNCTIONS_LIBRARY:\n%s", conf)
 	}
 	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), append(conf, extra...), 0o644); err != nil {
@@ -66,7 +66,7 @@ func TestFunctionsStep(t *testing.T) {
 		return string(out), err
 	}
 
-	if err := m.Admin().FunctionDelete(ctx, redlock.FunctionLibraryName).Err(); err != nil {
+	if err := m.Admin().FunctionDelete(ctx, lua.LibraryName).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := run(); err != nil {

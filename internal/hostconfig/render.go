@@ -9,7 +9,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
-	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // Paths on the host. The server config and the admin password are readable by root (and the
@@ -29,7 +29,7 @@ const (
 	// the host, and the user-data holds no password at all.
 	ACLSeedPath = ConfDir + "/users.acl"
 
-	// FunctionsPath is the kit's function library (lockagent/redlock.FunctionLibrary), which
+	// FunctionsPath is the kit's function library (lockagent/redlock/lua.FunctionLibrary), which
 	// the policy script loads as the admin at every start of the server.
 	FunctionsPath = ConfDir + "/redlock-functions.lua"
 )
@@ -155,7 +155,7 @@ func Render(h Host) (*Bundle, error) {
 		{Path: ACLSeedPath, Content: aclSeed, Permissions: "0600"},
 		// 0600, and the setup step gives it to the service's user (the TLS key's path is in it).
 		{Path: serverConfPath, Content: serverConf, Permissions: "0600"},
-		{Path: FunctionsPath, Content: redlock.FunctionLibrary().Code, Permissions: "0644"},
+		{Path: FunctionsPath, Content: lua.FunctionLibrary().Code, Permissions: "0644"},
 		{Path: ScriptPath, Content: hostScript, Permissions: "0755"},
 		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
 	}
@@ -207,7 +207,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string) 
 		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")}, {"TLS_CERT_FILE", tlsFile(spec, "cert")},
-		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", redlock.FunctionLibraryName},
+		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", lua.LibraryName},
 		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BIN", srv.Binary},
 		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)}, {"STATE_FILE", stateFile},
 	} {

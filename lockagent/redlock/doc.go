@@ -47,8 +47,8 @@
 // acquisition can be extended Options.MaxExtensions times (default 100), so a holder
 // cannot keep a lock forever. Scripts run as functions of the kit's function library
 // (FCALL) on a master that has it (FunctionLibrary, loaded by the admin at every start);
-// elsewhere they are sent with EVALSHA, loaded with SCRIPT LOAD on first use, and re-sent
-// with EVAL on NOSCRIPT (a restarted master has no script cache). See Scripts.
+// where FCALL fails the call is sent again with EVAL, and when that works the master gets
+// EVALSHA for the next calls (see Scripts).
 //
 // # Releases are not logged
 //
@@ -404,12 +404,16 @@
 //
 // # Scripts
 //
-// The scripts run as the kit's Redis Function library (FunctionLibrary, library
-// "redlock"), which the admin loads at every start of a master (the kit's runtimes do;
-// `lockagent functions` prints it for masters the kit does not run), so that a lock user
-// needs FCALL and may run no Lua of its own. On a master where the function is missing
+// The scripts are Lua files in package lua (embedded), which also builds the kit's Redis
+// Function library from them (FunctionLibrary, library "redlock"). The admin loads it at
+// every start of a master (the kit's runtimes do; `lockagent functions` prints it for
+// masters the kit does not run), so that a lock user needs FCALL and may run no Lua of its
+// own. On a master where the function is missing
 // (not loaded, another library version, Redis < 7) or the user may not FCALL, the Client
-// falls back to EVALSHA (with SCRIPT LOAD, and EVAL on NOSCRIPT); a user for that needs
+// sends the call again at once with EVAL; when that works, the master's later pipelines
+// use EVALSHA, with every script loaded (SCRIPT LOAD) ahead of the first. A NOSCRIPT reply
+// (a restarted master has no script cache) is answered with EVAL, and the master tries
+// FCALL first again (the admin loads the library at every start). A user for that needs
 // EVAL, EVALSHA and SCRIPT LOAD instead. Where neither works, operations fail with a
 // *DeniedError naming the fix. FCALL runs exactly what EVAL would (same keys, values and
 // replies), so other Redlock clients that EVAL their own scripts on their own user still

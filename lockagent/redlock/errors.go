@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // Sentinel errors. Every error the package returns can be inspected with errors.Is and,
@@ -234,16 +236,59 @@ func (e *ForeignQueueError) Error() string {
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *ForeignQueueError) Is(target error) bool { return target == ErrInvalid }
 
-// foreignQueueCode starts the error reply of acquireQueuedScript on a master whose queue
-// key holds a value that is not a queue.
-const foreignQueueCode = "REDLOCKFOREIGNQUEUE"
-
 // asForeignQueue returns the *ForeignQueueError for an error reply that starts with
-// foreignQueueCode, else nil.
+// lua.ForeignQueueCode (acquire_queued on a queue key that holds something else), else nil.
 func asForeignQueue(err error, key string, master int) *ForeignQueueError {
 	var re redis.Error
-	if errors.As(err, &re) && strings.HasPrefix(re.Error(), foreignQueueCode) {
+	if errors.As(err, &re) && strings.HasPrefix(re.Error(), lua.ForeignQueueCode) {
 		return &ForeignQueueError{Key: key, Master: master}
 	}
 	return nil
+}
+
+// unavailable builds the error for a round that got too few confirmations. Every master
+// is counted once: votes, refusals, then one error per master (errs, plus a node
+// timeout, or the connection error its last pipeline ended with, for every master that
+// did not answer in time).
+func (c *Client) unavailable(op Op, key string, votes, refused int, errs []MasterError, rd *round) error {
+	seen := make([]bool, len(c.masters))
+	out := make([]MasterError, 0, len(c.masters))
+	for _, me := range errs {
+		if me.Master >= 0 && me.Master < len(seen) {
+			if seen[me.Master] {
+				continue
+			}
+			seen[me.Master] = true
+		}
+		me.Err = describe(me.Err)
+		out = append(out, me)
+	}
+	for i := range rd.reqs {
+		if rd.reqs[i].seen || seen[i] {
+			continue
+		}
+		var err error = ErrNodeTimeout
+		if f := c.masters[i].recentFailure(2 * c.opts.CleanupTimeout); f != nil {
+			err = &unansweredError{last: f}
+		}
+		out = append(out, MasterError{Master: i, Addr: c.masters[i].addr, Err: err})
+	}
+	return &UnavailableError{Op: string(op), Key: key, Votes: votes, Refused: refused, Masters: len(c.masters), Quorum: c.quorum, Errors: out}
+}
+
+// unansweredError is a master that did not answer within the node timeout while its
+// previous pipeline had failed with a connection error (go-redis retries a refused dial
+// for longer than a node timeout): that error is the cause. It matches ErrNodeTimeout
+// only when that error was a timeout.
+type unansweredError struct{ last error }
+
+func (e *unansweredError) Error() string {
+	return e.last.Error() + " (still failing: no reply within the node timeout)"
+}
+
+func (e *unansweredError) Unwrap() error { return e.last }
+
+// masterError is one master's failure in a round, with its cause named (describe).
+func masterError(req *request, err error) MasterError {
+	return MasterError{Master: req.master.index, Addr: req.master.addr, Err: describe(err)}
 }

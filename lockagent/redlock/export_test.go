@@ -16,7 +16,7 @@ func SetBeforeExtendSend(c *Client, f func()) { c.beforeExtendSend = f }
 
 // AcquireQueuedScript is the source of a waiter's attempt (acquireQueuedScript), for tests
 // that run a waiter's attempts one master at a time.
-func AcquireQueuedScript() string { return acquireQueuedScript.src }
+func AcquireQueuedScript() string { return acquireQueuedScript.Source }
 
 // NewToken is a new lock token.
 func NewToken() string { return newToken() }

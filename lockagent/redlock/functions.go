@@ -2,117 +2,27 @@ package redlock
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // FunctionLibraryName is the name of the kit's Redis Function library (Redis >= 7.0,
 // Valkey): FUNCTION LOAD REPLACE of FunctionLibrary().Code replaces the previous version.
-const FunctionLibraryName = "redlock"
+const FunctionLibraryName = lua.LibraryName
 
-// allowOOM is the function flag of a script that must run on a master that is out of
-// memory: a release only deletes. Without it a function is refused as a whole under OOM
-// (where EVAL would only refuse its SET), which is what an acquisition wants.
-const allowOOM = "allow-oom"
+// FunctionLib is the kit's function library (package lua): every script of the library as
+// a Redis function, for the admin to load (FUNCTION LOAD REPLACE Code) at every start of a
+// master. Lock users then need FCALL only, not EVAL, EVALSHA or SCRIPT: they can run the
+// kit's scripts and nothing else.
+type FunctionLib = lua.Library
 
-// FunctionLib is the kit's function library: every script of the library as a Redis
-// function, for the admin to load (FUNCTION LOAD REPLACE Code) at every start of a master.
-// Lock users then need FCALL only, not EVAL, EVALSHA or SCRIPT: they can run the kit's
-// scripts and nothing else.
-type FunctionLib struct {
-	Name string // FunctionLibraryName
-	// Version identifies the library's code (a SHA-1 prefix of the functions): two kit
-	// versions with the same scripts have the same Version.
-	Version string
-	// Code is the library source, starting "#!lua name=redlock".
-	Code string
-	// Functions are the function names, one per script, in registration order. Each name
-	// ends in its script's SHA-1 prefix, so a client never runs another body than its own:
-	// on a master whose library is of another version the function is not found and the
-	// client falls back to EVALSHA (where its user may run scripts).
-	Functions []string
-	byScript  map[string]string
-}
-
-// Function returns the function name of the library's script named script ("acquire",
-// "release", "release_durable", "extend", "fence", ...), "" when there is none.
-func (l FunctionLib) Function(script string) string { return l.byScript[script] }
-
-var (
-	libOnce sync.Once
-	lib     FunctionLib
-)
-
-// FunctionLibrary returns the kit's function library, generated from the library's
-// scripts: a script added to the library is a function of it at once.
-func FunctionLibrary() FunctionLib {
-	libOnce.Do(func() { lib = generateLibrary(allScripts) })
-	lib := lib
-	lib.Functions = append([]string(nil), lib.Functions...)
-	return lib
-}
-
-// functionName is the function of the script name with body SHA-1 sha.
-func functionName(name, sha string) string {
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			panic(fmt.Sprintf("redlock: script name %q: use lower case letters, digits and '_'", name))
-		}
-	}
-	return "redlock_" + name + "_" + sha[:12]
-}
-
-// generateLibrary writes one redis.register_function per script. The script's body
-// becomes the function's body as it is: KEYS and ARGV are the function's parameters, so
-// FCALL fn numkeys keys... args... runs exactly what EVAL src numkeys keys... args...
-// runs (same keys, values and replies: wire-compatible with other Redlock clients).
-func generateLibrary(scripts []*script) FunctionLib {
-	var body strings.Builder
-	var names []string
-	byScript := map[string]string{}
-	for _, s := range scripts {
-		if byScript[s.name] != "" {
-			panic(fmt.Sprintf("redlock: two scripts are named %q", s.name))
-		}
-		byScript[s.name] = s.fn
-		names = append(names, s.fn)
-		flags := make([]string, len(s.flags))
-		for i, f := range s.flags {
-			flags[i] = "'" + f + "'"
-		}
-		fmt.Fprintf(&body, "\nredis.register_function{function_name='%s', flags={%s}, callback=function(KEYS, ARGV)\n%s\nend}\n",
-			s.fn, strings.Join(flags, ", "), compactLua(s.src))
-	}
-	sum := sha1.Sum([]byte(body.String()))
-	version := hex.EncodeToString(sum[:])[:12]
-	code := fmt.Sprintf("#!lua name=%s\n-- redlock-kit function library, version %s: the Redlock scripts of\n"+
-		"-- github.com/redlock-kit/redlock-kit/lockagent/redlock. The admin loads it (FUNCTION LOAD REPLACE);\n"+
-		"-- lock users run it with FCALL only.\n%s", FunctionLibraryName, version, body.String())
-	return FunctionLib{Name: FunctionLibraryName, Version: version, Code: code, Functions: names, byScript: byScript}
-}
-
-// compactLua is a script's body as the library carries it: without its comment lines, blank
-// lines and indentation, which Lua ignores. The library travels in every host's user-data,
-// which must stay under 16 KiB; the commented source stays in scripts.go (and is what EVAL
-// sends). The scripts have no long strings or comments ([[ ]]), so a line whose first
-// non-blank characters are "--" is a comment.
-func compactLua(src string) string {
-	var out []string
-	for _, line := range strings.Split(strings.Trim(src, "\n"), "\n") {
-		line = strings.TrimLeft(line, " \t")
-		if line == "" || strings.HasPrefix(line, "--") {
-			continue
-		}
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n")
-}
+// FunctionLibrary returns the kit's function library (lua.FunctionLibrary).
+func FunctionLibrary() FunctionLib { return lua.FunctionLibrary() }
 
 // How one master runs the scripts (master.scriptsVia, batcher goroutine only).
 const (

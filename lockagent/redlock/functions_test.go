@@ -12,6 +12,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // TestFunctionLibrary: the library is generated from every script, loads on a real
@@ -27,8 +28,8 @@ func TestFunctionLibrary(t *testing.T) {
 	if len(lib.Functions) != redlock.ScriptCount() {
 		t.Fatalf("library has %d functions, the package %d scripts", len(lib.Functions), redlock.ScriptCount())
 	}
-	if funclib.Version(lib.Code) != lib.Version || len(lib.Version) != 12 {
-		t.Fatalf("version in the header %q, Version %q", funclib.Version(lib.Code), lib.Version)
+	if lua.LibraryVersion(lib.Code) != lib.Version || len(lib.Version) != 12 {
+		t.Fatalf("version in the header %q, Version %q", lua.LibraryVersion(lib.Code), lib.Version)
 	}
 	cl := redistest.Start(t, redistest.Options{Masters: 1})
 	libs, err := cl.Masters[0].Admin().FunctionList(adminCtx(t), redis.FunctionListQuery{LibraryNamePattern: lib.Name}).Result()

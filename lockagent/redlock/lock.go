@@ -225,6 +225,12 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		ok, err := parse(req)
 		c.masterEvent(OpExtend, h.key, req, ok, err)
 	})
+	return h.settleExtend(err, end, newDeadline)
+}
+
+// settleExtend applies the outcome of an extension round that ended at end: on success
+// the deadline moves to newDeadline; on failure it never moves later than that.
+func (h *hold) settleExtend(err error, end, newDeadline time.Time) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err == nil && (h.done || !end.Before(h.deadline)) {
@@ -257,88 +263,6 @@ func (h *hold) shortenLocked(d time.Time) {
 		return
 	}
 	h.finishLocked(h.expiryWhy)
-}
-
-// Release gives the lock up: the compare-and-delete script runs on every master. With
-// re-entrant holds, only the last handle's Release touches the masters. It returns nil
-// when a majority confirmed; ErrExpired when the validity had already run out (the work
-// may have overlapped another holder); ErrLost when the key was not ours on enough
-// masters; *UnavailableError when too few answered; ErrReleased on a second call.
-// Releasing is not cut short by ctx beyond the wait: the deletes are sent regardless.
-func (l *Lock) Release(ctx context.Context) error {
-	if !l.released.CompareAndSwap(false, true) {
-		return ErrReleased
-	}
-	start := time.Now()
-	l.cancel(ErrReleased)
-	err := l.h.release(ctx)
-	l.h.c.opts.Hooks.Operation(OperationEvent{Op: OpRelease, Key: l.h.key, Attempts: 1, Elapsed: time.Since(start),
-		Fence: l.h.fence, Err: err})
-	return err
-}
-
-func (h *hold) release(ctx context.Context) error {
-	c := h.c
-	h.mu.Lock()
-	if h.holds > 1 {
-		h.holds--
-		h.mu.Unlock()
-		return nil
-	}
-	h.mu.Unlock()
-	// The last handle: no extension may be in flight when the release goes out, or its
-	// script (which sets the key again where it is missing) could reach a master after
-	// the delete and block everyone for a TTL. Taking extendMu waits for a running
-	// extension; once done is set, none starts.
-	h.extendMu.Lock()
-	h.mu.Lock()
-	h.holds--
-	if h.holds > 0 { // a re-entry came in meanwhile
-		h.mu.Unlock()
-		h.extendMu.Unlock()
-		return nil
-	}
-	deadline := h.deadline
-	lostCause := error(nil)
-	if h.done {
-		lostCause = context.Cause(h.ctx)
-	}
-	h.finishLocked(ErrReleased)
-	h.mu.Unlock()
-	h.extendMu.Unlock()
-
-	start := time.Now()
-	// A waiter of this Client may take the lock at once: its SET queues behind the release
-	// on every master. After a few such hand-offs in a row the next one waits for the
-	// release to complete and competes with other processes' waiters (see notifier).
-	handOff := c.notify.handOff(h.key, h.token)
-	rd := c.releaseRound(OpRelease, h.key, h.token, h.fence, h.waiter, handOff, start.Add(c.opts.CleanupTimeout))
-	if handOff {
-		c.notify.wakeLocal(h.key)
-	} else {
-		defer c.notify.wakeAfterRelease(h.key)
-	}
-	// Wait for the majority up to the cleanup bound rather than the node timeout: the
-	// answer only reports what happened (the key expires anyway), and a slow but healthy
-	// master should not turn a good release into an error. A stopped minority costs
-	// nothing: the call returns at the majority.
-	v, ctxErr := c.gatherVotes(ctx, rd, OpRelease, h.key, start.Add(c.opts.CleanupTimeout), parseRelease)
-	var err error
-	switch {
-	case lostCause != nil && errors.Is(lostCause, ErrLost):
-		err = lostCause
-	case !start.Before(deadline):
-		err = fmt.Errorf("%w: release %q: the validity had ended %v before the release", ErrExpired, h.key, start.Sub(deadline).Round(time.Millisecond))
-	case ctxErr != nil:
-		err = ctxErr
-	case v.confirmed >= c.quorum:
-	case c.majorityRefused(v):
-		err = fmt.Errorf("%w: release %q: %d masters hold another token", ErrLost, h.key, v.refused)
-	default:
-		err = c.unavailable(OpRelease, h.key, v.confirmed, v.refused, v.errs, rd)
-	}
-	c.straggleVotes(rd, OpRelease, h.key, parseRelease)
-	return err
 }
 
 // reenter returns a new handle on the hold owner already has on key, if any.

@@ -215,69 +215,18 @@ func (m *master) run() {
 	}
 }
 
+// exec sends one batch as one pipeline (a lone command as itself) and completes its
+// requests: the ones whose send bound has passed with ErrNodeTimeout, the abandoned ones
+// not at all.
 func (m *master) exec(batch []*request) {
 	now := time.Now()
-	live := m.live[:0]
+	live, anyScript := m.admit(batch, now)
 	defer func() { clear(live); m.live = live[:0] }() // keep no finished request alive
-	anyScript := false
-	for _, r := range batch {
-		if now.After(r.sendBy) {
-			if r.state.CompareAndSwap(statePending, stateDropped) {
-				r.complete(ErrNodeTimeout)
-			}
-			continue
-		}
-		if !r.state.CompareAndSwap(statePending, stateSent) {
-			continue // abandoned: the caller is gone and knows it was never sent
-		}
-		for _, c := range r.calls {
-			anyScript = anyScript || c.script != nil
-		}
-		live = append(live, r)
-	}
 	if len(live) == 0 {
 		return
 	}
 	ctx := m.execContext(now)
-
-	for _, r := range live {
-		if len(r.calls) <= len(r.cmdBuf) {
-			r.cmds = r.cmdBuf[:len(r.calls)]
-		} else {
-			r.cmds = make([]*redis.Cmd, len(r.calls))
-		}
-		for i, c := range r.calls {
-			r.cmds[i] = c.command(ctx, m.scriptsVia, true)
-		}
-	}
-	needLoad := anyScript && m.scriptsVia == viaScripts && !m.scriptsLoaded
-	var execErr error
-	var loads []*redis.StringCmd
-	if len(live) == 1 && len(live[0].cmds) == 1 && !needLoad {
-		// A lone command (the usual case when idle) needs no pipeline.
-		execErr = m.rdb.Process(ctx, live[0].cmds[0])
-	} else {
-		pipe := m.rdb.Pipeline()
-		if needLoad {
-			for _, s := range allScripts {
-				loads = append(loads, pipe.ScriptLoad(ctx, s.src))
-			}
-		}
-		for _, r := range live {
-			for _, cmd := range r.cmds {
-				_ = pipe.Process(ctx, cmd)
-			}
-		}
-		_, execErr = pipe.Exec(ctx)
-	}
-	if len(loads) > 0 {
-		loaded := true
-		for _, l := range loads {
-			loaded = loaded && l.Err() == nil
-		}
-		m.scriptsLoaded = loaded
-	}
-
+	execErr := m.pipeline(ctx, live, anyScript)
 	if anyScript {
 		m.retryScripts(ctx, live)
 	}
@@ -295,6 +244,69 @@ func (m *master) exec(batch []*request) {
 	case m.failure.Load() != nil:
 		m.failure.Store(nil)
 	}
+}
+
+// admit returns the requests of batch to send (in m.live's storage), and whether any
+// runs a script.
+func (m *master) admit(batch []*request, now time.Time) (live []*request, anyScript bool) {
+	live = m.live[:0]
+	for _, r := range batch {
+		if now.After(r.sendBy) {
+			if r.state.CompareAndSwap(statePending, stateDropped) {
+				r.complete(ErrNodeTimeout)
+			}
+			continue
+		}
+		if !r.state.CompareAndSwap(statePending, stateSent) {
+			continue // abandoned: the caller is gone and knows it was never sent
+		}
+		for _, c := range r.calls {
+			anyScript = anyScript || c.script != nil
+		}
+		live = append(live, r)
+	}
+	return live, anyScript
+}
+
+// pipeline builds the commands of live (scripts the way this master runs them) and sends
+// them, loading the scripts first where EVALSHA needs them; it returns the pipeline's error.
+func (m *master) pipeline(ctx context.Context, live []*request, anyScript bool) error {
+	for _, r := range live {
+		if len(r.calls) <= len(r.cmdBuf) {
+			r.cmds = r.cmdBuf[:len(r.calls)]
+		} else {
+			r.cmds = make([]*redis.Cmd, len(r.calls))
+		}
+		for i, c := range r.calls {
+			r.cmds[i] = c.command(ctx, m.scriptsVia, true)
+		}
+	}
+	needLoad := anyScript && m.scriptsVia == viaScripts && !m.scriptsLoaded
+	if len(live) == 1 && len(live[0].cmds) == 1 && !needLoad {
+		// A lone command (the usual case when idle) needs no pipeline.
+		return m.rdb.Process(ctx, live[0].cmds[0])
+	}
+	pipe := m.rdb.Pipeline()
+	var loads []*redis.StringCmd
+	if needLoad {
+		for _, s := range allScripts {
+			loads = append(loads, pipe.ScriptLoad(ctx, s.Source))
+		}
+	}
+	for _, r := range live {
+		for _, cmd := range r.cmds {
+			_ = pipe.Process(ctx, cmd)
+		}
+	}
+	_, execErr := pipe.Exec(ctx)
+	if len(loads) > 0 {
+		loaded := true
+		for _, l := range loads {
+			loaded = loaded && l.Err() == nil
+		}
+		m.scriptsLoaded = loaded
+	}
+	return execErr
 }
 
 // pipelineErr is the request-level error: a connection failure shows on every command;
@@ -333,7 +345,7 @@ func (c call) command(ctx context.Context, via int, sha bool) *redis.Cmd {
 		return redis.NewCmd(ctx, c.shaArgs...)
 	}
 	args := slices.Clone(c.shaArgs)
-	args[0], args[1] = "eval", c.script.src
+	args[0], args[1] = "eval", c.script.Source
 	return redis.NewCmd(ctx, args...)
 }
 

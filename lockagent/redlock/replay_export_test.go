@@ -5,7 +5,7 @@ package redlock
 // replays it.
 func ReleaseScript(durable bool) string {
 	if durable {
-		return durableReleaseScript.src
+		return durableReleaseScript.Source
 	}
-	return releaseScript.src
+	return releaseScript.Source
 }

@@ -145,9 +145,6 @@ type votes struct {
 	errs               []MasterError // masters that answered neither (timeouts, errors)
 }
 
-// majorityRefused: so many masters said no that a majority can no longer say yes.
-func (c *Client) majorityRefused(v votes) bool { return v.refused > len(c.masters)-c.quorum }
-
 // gatherVotes collects the replies of rd until a majority confirmed, a majority refused,
 // or the deadline or ctx ended, reporting each reply to the hooks.
 func (c *Client) gatherVotes(ctx context.Context, rd *round, op Op, key string, deadline time.Time, parse func(*request) (bool, error)) (votes, error) {

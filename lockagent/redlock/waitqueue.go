@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // queueing reports whether Acquire waits in the masters' wait queues.
@@ -42,155 +44,116 @@ type grantState struct {
 
 // queuedWait is one Acquire waiting in the masters' wait queues.
 type queuedWait struct {
-	c       *Client
-	key     string
-	ttl     time.Duration
-	token   string
-	tag     string // how the masters name our token (acquireQueuedScript)
-	id      string // waiter id: "<client id>/<n>"
-	ticket  string // place in line: wall-clock microseconds of the first queued attempt
-	w       *waiter
-	grants  []grantState
-	queued  []time.Time // per master: send time of the last attempt it answered "queued"
-	sent    map[uint64]time.Time
-	seq     uint64 // attempts sent
-	lastErr error
+	c      *Client
+	key    string
+	ttl    time.Duration
+	cfg    lockConfig
+	token  string
+	tag    string // how the masters name our token (acquireQueuedScript)
+	id     string // waiter id: "<client id>/<n>"
+	ticket string // place in line: wall-clock microseconds of the first queued attempt
+	w      *waiter
+	grants []grantState
+	queued []time.Time // per master: send time of the last attempt it answered "queued"
+	sent   map[uint64]time.Time
+	seq    uint64 // attempts sent
+	// attempts counts the Acquire's attempts, the ones before it queued included.
+	attempts int
+	lastErr  error
 	// unclear: since when we have held a minority of grants while another holder might
 	// hold a majority only with the votes of masters that did not answer (zero: not so).
 	unclear time.Time
 }
 
-// acquireQueued waits for key in the masters' wait queues after a refused attempt (see
-// "Waiting across processes" in doc.go). attempt counts the attempts made so far.
-func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duration, cfg lockConfig, attempt int, lastErr error) (*Lock, int, error) {
+// newQueuedWait starts a waiter for key; attempts counts the attempts made so far,
+// lastErr is the last one's error.
+func (c *Client) newQueuedWait(key string, ttl time.Duration, cfg lockConfig, attempts int, lastErr error) *queuedWait {
 	ttl = ttl.Truncate(time.Millisecond)
 	token := newToken()
 	n := len(c.masters)
-	qw := &queuedWait{c: c, key: key, ttl: ttl, token: token, tag: tokenTag(token),
+	return &queuedWait{c: c, key: key, ttl: ttl, cfg: cfg, token: token, tag: tokenTag(token),
 		id:     c.id + "/" + strconv.FormatUint(c.seq.Add(1), 10),
 		ticket: strconv.FormatInt(time.Now().UnixMicro(), 10),
-		grants: make([]grantState, n), queued: make([]time.Time, n), sent: map[uint64]time.Time{}, lastErr: lastErr}
-	nodeTimeout := c.opts.nodeTimeout(ttl)
-	w, confirmed := c.notify.joinQueued(key, token)
-	qw.w = w
-	acquired := false
-	defer func() {
-		c.notify.leave(w)
-		if !acquired {
-			qw.leave()
+		grants: make([]grantState, n), queued: make([]time.Time, n), sent: map[uint64]time.Time{},
+		attempts: attempts, lastErr: lastErr}
+}
+
+// try makes one attempt and takes the lock when a majority of grants is live. stop: the
+// wait is over, with the lock or with the error Acquire returns. Otherwise timer is set to
+// the next attempt. splitCheck: look for a split (see isSplit) after the attempt.
+func (qw *queuedWait) try(ctx context.Context, splitCheck bool, timer *time.Timer) (l *Lock, stop bool, err error) {
+	c := qw.c
+	qw.attempts++
+	qw.drain() // notices that came before the attempt are older than its replies
+	holders, unknown, freeIn, err := qw.attempt(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, true, qw.giveUp(ctx.Err())
 		}
-	}()
-	// A release that hands us the lock before we hear of it is found by the next attempt.
-	c.awaitConfirm(ctx, confirmed, nodeTimeout)
-	first := time.Now()
-	for i := range qw.queued {
-		qw.queued[i] = first // no entry of ours can be older than the first queued attempt
+		if !retryable(err) {
+			return nil, true, err
+		}
+		qw.lastErr = err
 	}
-	giveUp := func(cause error) (*Lock, int, error) {
-		if qw.lastErr == nil {
-			return nil, attempt, cause
+	if l, err := qw.tryLock(ctx, qw.cfg); l != nil || err != nil {
+		if err != nil && !retryable(err) {
+			return nil, true, err
 		}
-		return nil, attempt, fmt.Errorf("redlock: acquire %q: %w (last attempt: %w)", key, cause, qw.lastErr)
+		if l != nil {
+			return l, true, nil
+		}
+		qw.lastErr = err
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	var (
-		split   <-chan time.Time // armed while we hold a minority of grants
-		splitAt *time.Timer
-	)
-	defer func() {
-		if splitAt != nil {
-			splitAt.Stop()
-		}
-	}()
-	attemptNow, splitCheck := true, false
-	for {
-		if attemptNow {
-			attempt++
-			qw.drain() // notices that came before the attempt are older than its replies
-			holders, unknown, freeIn, err := qw.attempt(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return giveUp(ctx.Err())
-				}
-				if !retryable(err) {
-					return nil, attempt, err
-				}
-				qw.lastErr = err
-			}
-			if l, err := qw.tryLock(ctx, cfg); l != nil || err != nil {
-				if err != nil && !retryable(err) {
-					return nil, attempt, err
-				}
-				if l != nil {
-					acquired = true
-					return l, attempt, nil
-				}
-				qw.lastErr = err
-			}
-			if splitCheck {
-				if keeper, split := qw.isSplit(holders, unknown); split {
-					qw.yield(keeper)
-				}
-			}
-			splitCheck = false
-			if c.opts.MaxRetries > 0 && attempt > c.opts.MaxRetries {
-				return nil, attempt, qw.lastErr
-			}
-			if cfg.onRetry != nil && qw.lastErr != nil {
-				cfg.onRetry(attempt, qw.lastErr)
-			}
-			// The entry's lease is renewed by the next attempt; the wait also bounds how
-			// late a release by a client that publishes nothing is noticed.
-			wait := c.queueRenewal()/2 + rand.N(c.queueRenewal()/2+1)
-			if freeIn > 0 && freeIn < wait {
-				wait = freeIn + time.Millisecond
-			}
-			timer.Reset(wait)
-			attemptNow = false
-		}
-		if split == nil && qw.live(time.Now()) > 0 {
-			// A minority of grants: the rest usually follow within the release round. If
-			// they do not, the next attempt looks at who holds the others.
-			splitAt = time.NewTimer(nodeTimeout + rand.N(nodeTimeout+1))
-			split = splitAt.C
-		}
-		c.notify.idle(w) // release notifications may wake it now
-		select {
-		case g := <-w.grants:
-			if g.turnIn > 0 {
-				// A window for other clients: ours is the first turn after it.
-				timer.Reset(g.turnIn)
-				break
-			}
-			qw.granted(g)
-			qw.drain()
-			l, err := qw.tryLock(ctx, cfg)
-			if l != nil {
-				acquired = true
-				return l, attempt, nil
-			}
-			if err != nil {
-				if !retryable(err) {
-					return nil, attempt, err
-				}
-				qw.lastErr = err
-			}
-		case <-w.wake:
-			// Released without a hand-off (the queue was empty or unreadable there, or the
-			// holder's client does not hand off): try now.
-			attemptNow = true
-		case <-timer.C:
-			attemptNow = true
-		case <-split:
-			split, splitAt = nil, nil
-			attemptNow, splitCheck = true, true
-		case <-ctx.Done():
-			return giveUp(ctx.Err())
-		case <-c.closing:
-			return giveUp(ErrClosed)
+	if splitCheck {
+		if keeper, split := qw.isSplit(holders, unknown); split {
+			qw.yield(keeper)
 		}
 	}
+	if c.opts.MaxRetries > 0 && qw.attempts > c.opts.MaxRetries {
+		return nil, true, qw.lastErr
+	}
+	if qw.cfg.onRetry != nil && qw.lastErr != nil {
+		qw.cfg.onRetry(qw.attempts, qw.lastErr)
+	}
+	// The entry's lease is renewed by the next attempt; the wait also bounds how
+	// late a release by a client that publishes nothing is noticed.
+	wait := c.queueRenewal()/2 + rand.N(c.queueRenewal()/2+1)
+	if freeIn > 0 && freeIn < wait {
+		wait = freeIn + time.Millisecond
+	}
+	timer.Reset(wait)
+	return nil, false, nil
+}
+
+// onGrant takes a hand-off notice: the lock when it completes a majority of grants, an
+// error that ends the wait, or neither. A window for other clients sets timer to our turn.
+func (qw *queuedWait) onGrant(ctx context.Context, g grantMsg, timer *time.Timer) (*Lock, error) {
+	if g.turnIn > 0 {
+		// A window for other clients: ours is the first turn after it.
+		timer.Reset(g.turnIn)
+		return nil, nil
+	}
+	qw.granted(g)
+	qw.drain()
+	l, err := qw.tryLock(ctx, qw.cfg)
+	if l != nil {
+		return l, nil
+	}
+	if err != nil {
+		if !retryable(err) {
+			return nil, err
+		}
+		qw.lastErr = err
+	}
+	return nil, nil
+}
+
+// giveUp is the error of a wait that stops for cause.
+func (qw *queuedWait) giveUp(cause error) error {
+	if qw.lastErr == nil {
+		return cause
+	}
+	return fmt.Errorf("redlock: acquire %q: %w (last attempt: %w)", qw.key, cause, qw.lastErr)
 }
 
 // attempt runs acquireQueuedScript on every master and records what each said. It
@@ -198,88 +161,99 @@ func (c *Client) acquireQueued(ctx context.Context, key string, ttl time.Duratio
 // when the key expires on enough masters to make a majority possible.
 func (qw *queuedWait) attempt(ctx context.Context) (holders map[string]int, unknown int, wait time.Duration, err error) {
 	c := qw.c
-	fencing := !c.opts.NoFencing
-	proposed := uint64(0)
-	if fencing {
-		proposed = c.fences.get(qw.key) + 1
+	t := queuedTally{fencing: !c.opts.NoFencing, holders: map[string]int{}}
+	if t.fencing {
+		t.proposed = c.fences.get(qw.key) + 1
 	}
 	nodeTimeout := c.opts.nodeTimeout(qw.ttl)
 	qw.seq++
-	t1 := time.Now()
-	qw.sent[qw.seq] = t1
+	t.sent = time.Now()
+	qw.sent[qw.seq] = t.sent
 	delete(qw.sent, qw.seq-sentKept)
-	rd := c.broadcast(OpAcquire, qw.key, t1.Add(nodeTimeout), scriptCall(acquireQueuedScript,
+	rd := c.broadcast(OpAcquire, qw.key, t.sent.Add(nodeTimeout), scriptCall(acquireQueuedScript,
 		[]string{qw.key, qw.key + FenceSuffix, qw.key + QueueSuffix}, qw.token, qw.ttl.Milliseconds(),
-		strconv.FormatUint(proposed, 10), qw.id, qw.ticket, c.queueLease().Milliseconds(), qw.seq))
-	holders = map[string]int{}
-	var (
-		refused []int
-		pttls   []time.Duration
-		errs    []MasterError
-		seenMax uint64
-		foreign *ForeignQueueError
-	)
-	ctxErr := rd.gather(ctx, &c.timers, t1.Add(nodeTimeout), func(req *request) bool {
-		i := req.master.index
-		rep, holder := parseQueuedReply(req)
-		c.masterEvent(OpAcquire, qw.key, req, rep.ok, rep.err)
-		switch {
-		case rep.err != nil:
-			if fq := asForeignQueue(rep.err, qw.key+QueueSuffix, i); fq != nil {
-				foreign = fq
-			}
-			errs = append(errs, masterError(req, rep.err))
-		case rep.ok && holder == "new":
-			g := grantState{ours: true, since: t1, reg: rep.register, regOK: rep.registerErr == nil}
-			if fencing && g.regOK && rep.register < proposed {
-				g.raised, g.fence = true, proposed
-			}
-			qw.grants[i] = g
-			seenMax = max(seenMax, rep.register)
-		case rep.ok:
-			// Handed to us by a release after the last attempt this master answered
-			// "queued" (or after our first attempt).
-			if !qw.grants[i].ours {
-				qw.grants[i] = grantState{ours: true, since: qw.queued[i], reg: rep.register, regOK: rep.registerErr == nil}
-			}
-			if fencing && rep.handed > 0 && (!qw.grants[i].raised || qw.grants[i].fence != rep.handed) {
-				// The fence of the hand-off that set the key as it is now, from the
-				// master's note of it (which the script checks against the key): a fence
-				// recorded from an older hand-off there is stale. since stays: the older
-				// hand-off's lower bound holds for a later one too.
-				qw.grants[i].raised, qw.grants[i].fence = true, rep.handed
-			}
-			seenMax = max(seenMax, rep.register)
-		default:
-			qw.queued[i] = t1
-			qw.grants[i] = grantState{} // ours no more (expired), if it was
-			refused = append(refused, i)
-			pttls = append(pttls, rep.pttl)
-			holders[holder]++
-			seenMax = max(seenMax, rep.register)
-		}
+		strconv.FormatUint(t.proposed, 10), qw.id, qw.ticket, c.queueLease().Milliseconds(), qw.seq))
+	ctxErr := rd.gather(ctx, &c.timers, t.sent.Add(nodeTimeout), func(req *request) bool {
+		qw.record(&t, req)
 		return false
 	})
-	if fencing {
-		c.fences.see(qw.key, seenMax)
+	if t.fencing {
+		c.fences.see(qw.key, t.seenMax)
 	}
 	unknown = rd.pending
-	c.straggle(rd, c.reportAcquireReply(qw.key, fencing))
+	c.straggle(rd, c.reportAcquireReply(qw.key, t.fencing))
 	if ctxErr != nil {
-		return holders, unknown, 0, ctxErr
+		return t.holders, unknown, 0, ctxErr
 	}
-	if foreign != nil {
-		return holders, unknown, 0, foreign // never retried: the key is not ours to use
+	if t.foreign != nil {
+		return t.holders, unknown, 0, t.foreign // never retried: the key is not ours to use
 	}
 	live := qw.live(time.Now())
 	if live >= c.quorum {
-		return holders, unknown, 0, nil
+		return t.holders, unknown, 0, nil
 	}
-	if len(errs) == 0 && unknown == 0 || len(refused) > len(c.masters)-c.quorum {
-		wait = freeIn(pttls, c.quorum-live, nodeTimeout)
-		return holders, unknown, wait, &TakenError{Key: qw.key, Refused: refused, Votes: live, Quorum: c.quorum, FreeIn: wait}
+	if len(t.errs) == 0 && unknown == 0 || len(t.refused) > len(c.masters)-c.quorum {
+		wait = freeIn(t.pttls, c.quorum-live, nodeTimeout)
+		return t.holders, unknown, wait, &TakenError{Key: qw.key, Refused: t.refused, Votes: live, Quorum: c.quorum, FreeIn: wait}
 	}
-	return holders, unknown, 0, c.unavailable(OpAcquire, qw.key, live, len(refused), errs, rd)
+	return t.holders, unknown, 0, c.unavailable(OpAcquire, qw.key, live, len(t.refused), t.errs, rd)
+}
+
+// queuedTally is what one attempt's replies said (besides the grants, which go to
+// queuedWait.grants).
+type queuedTally struct {
+	fencing  bool
+	proposed uint64    // the optimistic fence (fencing only)
+	sent     time.Time // when the attempt was sent
+	holders  map[string]int
+	refused  []int
+	pttls    []time.Duration
+	errs     []MasterError
+	seenMax  uint64
+	foreign  *ForeignQueueError
+}
+
+// record takes one master's reply to the attempt.
+func (qw *queuedWait) record(t *queuedTally, req *request) {
+	c := qw.c
+	i := req.master.index
+	rep, holder := parseQueuedReply(req)
+	c.masterEvent(OpAcquire, qw.key, req, rep.ok, rep.err)
+	switch {
+	case rep.err != nil:
+		if fq := asForeignQueue(rep.err, qw.key+QueueSuffix, i); fq != nil {
+			t.foreign = fq
+		}
+		t.errs = append(t.errs, masterError(req, rep.err))
+	case rep.ok && holder == "new":
+		g := grantState{ours: true, since: t.sent, reg: rep.register, regOK: rep.registerErr == nil}
+		if t.fencing && g.regOK && rep.register < t.proposed {
+			g.raised, g.fence = true, t.proposed
+		}
+		qw.grants[i] = g
+		t.seenMax = max(t.seenMax, rep.register)
+	case rep.ok:
+		// Handed to us by a release after the last attempt this master answered
+		// "queued" (or after our first attempt).
+		if !qw.grants[i].ours {
+			qw.grants[i] = grantState{ours: true, since: qw.queued[i], reg: rep.register, regOK: rep.registerErr == nil}
+		}
+		if t.fencing && rep.handed > 0 && (!qw.grants[i].raised || qw.grants[i].fence != rep.handed) {
+			// The fence of the hand-off that set the key as it is now, from the
+			// master's note of it (which the script checks against the key): a fence
+			// recorded from an older hand-off there is stale. since stays: the older
+			// hand-off's lower bound holds for a later one too.
+			qw.grants[i].raised, qw.grants[i].fence = true, rep.handed
+		}
+		t.seenMax = max(t.seenMax, rep.register)
+	default:
+		qw.queued[i] = t.sent
+		qw.grants[i] = grantState{} // ours no more (expired), if it was
+		t.refused = append(t.refused, i)
+		t.pttls = append(t.pttls, rep.pttl)
+		t.holders[holder]++
+		t.seenMax = max(t.seenMax, rep.register)
+	}
 }
 
 // sentKept is how many attempts' send times a waiter remembers: a hand-off notice names
@@ -295,44 +269,6 @@ func (qw *queuedWait) drain() {
 		default:
 			return
 		}
-	}
-}
-
-// parseQueuedReply reads {1, reg} (holder "new"), {2, reg} (holder "ours") or
-// {0, pttl, reg, holder}.
-func parseQueuedReply(req *request) (acquireReply, string) {
-	if req.err != nil {
-		return acquireReply{err: req.err}, ""
-	}
-	vals, err := req.cmds[0].Slice()
-	if err != nil {
-		return acquireReply{err: err}, ""
-	}
-	var flag int64 = -1
-	if len(vals) > 0 {
-		flag, _ = vals[0].(int64)
-	}
-	switch {
-	case (len(vals) == 2 || len(vals) == 3 && flag == 2) && (flag == 1 || flag == 2):
-		rep := acquireReply{ok: true}
-		rep.register, rep.registerErr = parseRegister(vals[1])
-		if flag == 1 {
-			return rep, "new"
-		}
-		if len(vals) == 3 {
-			rep.handed, _ = parseRegister(vals[2])
-		}
-		return rep, "ours"
-	case len(vals) == 4 && flag == 0:
-		rep := acquireReply{pttl: -1}
-		if ms, ok := vals[1].(int64); ok {
-			rep.pttl = time.Duration(ms) * time.Millisecond
-		}
-		rep.register, _ = parseRegister(vals[2])
-		holder, _ := vals[3].(string)
-		return rep, holder
-	default:
-		return acquireReply{err: fmt.Errorf("unexpected queued acquire reply %v", vals)}, ""
 	}
 }
 
@@ -426,8 +362,8 @@ func (qw *queuedWait) tryLock(ctx context.Context, cfg lockConfig) (*Lock, error
 			}
 			var err error
 			// A waiter holds the lock while others may wait: the round reserves fences
-			// for the hand-offs after it, as a logged hand-off does (chainFences).
-			fence, err = c.fence(ctx, qw.key, qw.token, readMax+1, chainFences-1, c.opts.nodeTimeout(qw.ttl), deadline)
+			// for the hand-offs after it, as a logged hand-off does (lua.ChainFences).
+			fence, err = c.fence(ctx, qw.key, qw.token, readMax+1, lua.ChainFences-1, c.opts.nodeTimeout(qw.ttl), deadline)
 			if err != nil {
 				if errors.Is(err, ErrLost) {
 					qw.grants = make([]grantState, len(qw.grants)) // look again

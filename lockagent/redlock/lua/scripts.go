@@ -1,0 +1,102 @@
+package lua
+
+import (
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// Script is one of the library's Lua scripts.
+type Script struct {
+	// Name is stable across versions (lower case letters, digits and '_').
+	Name string
+	// Source is the script as EVAL and SCRIPT LOAD send it.
+	Source string
+	// SHA1 is the hex SHA-1 of Source (EVALSHA).
+	SHA1 string
+	// Function is its function in the library: "redlock_<Name>_<SHA1 prefix>", so a master
+	// whose library holds another body of the script has no function of that name.
+	Function string
+	// Flags are the function's flags (redis.register_function).
+	Flags []string
+}
+
+// Constants of the scripts, put into their code where it names them (GRANT_CHANNEL, ...).
+const (
+	// GrantChannelInfix names the channel on which a release tells a Client that it handed
+	// the lock to one of its waiters: key+GrantChannelInfix+<the Client's id>.
+	GrantChannelInfix = ":granted:"
+	// HandOffPeriod and OpenWindow leave room for clients that only poll: a release in the
+	// first OpenWindow of every HandOffPeriod, by the master's clock, leaves the key free
+	// until the window ends (see release.lua).
+	HandOffPeriod = 100 * time.Millisecond
+	OpenWindow    = 5 * time.Millisecond
+	// ChainFences is how many fences a logged hand-off reserves: the register goes that far
+	// minus one past the new holder's fence, so that up to as many hand-offs after it need
+	// no log write for their fence (see release.lua).
+	ChainFences = 100
+	// ForeignQueueCode starts the error reply of acquire_queued on a master whose queue
+	// key holds a value that is not a wait queue.
+	ForeignQueueCode = "REDLOCKFOREIGNQUEUE"
+)
+
+// allowOOM is the function flag of a script that must run on a master that is out of
+// memory: a release only deletes. Without it a function is refused as a whole under OOM
+// (where EVAL would only refuse its SET), which is what an acquisition wants.
+const allowOOM = "allow-oom"
+
+// The scripts. Each file's code is put together with the constants above.
+var (
+	Acquire        = newScript("acquire", code("acquire.lua"))
+	AcquireQueued  = newScript("acquire_queued", code("queue.lua")+code("acquire_queued.lua"))
+	Release        = newScript("release", "local durable = false"+code("queue.lua")+code("release.lua"), allowOOM)
+	ReleaseDurable = newScript("release_durable", "local durable = true"+code("queue.lua")+code("release.lua"), allowOOM)
+	Extend         = newScript("extend", code("extend.lua"))
+	Fence          = newScript("fence", code("fence.lua"))
+)
+
+// All returns every script of the library, in the order of its functions.
+func All() []Script {
+	return []Script{Acquire, AcquireQueued, Release, ReleaseDurable, Extend, Fence}
+}
+
+// code is the file's code: the file without its header comment lines, with the
+// constants put in.
+func code(file string) string {
+	b, err := files.ReadFile(file)
+	if err != nil {
+		panic(fmt.Sprintf("lua: %s is not embedded: %v", file, err))
+	}
+	src := string(b)
+	for strings.HasPrefix(src, "--") {
+		_, src, _ = strings.Cut(src, "\n")
+	}
+	return constants.Replace(src)
+}
+
+var constants = strings.NewReplacer(
+	"GRANT_CHANNEL", `"`+GrantChannelInfix+`"`,
+	"HANDOFF_PERIOD", strconv.FormatInt(HandOffPeriod.Milliseconds(), 10),
+	"OPEN_WINDOW", strconv.FormatInt(OpenWindow.Milliseconds(), 10),
+	"CHAIN_FENCES", strconv.Itoa(ChainFences),
+	"FOREIGN_QUEUE", `"`+ForeignQueueCode+`"`)
+
+// newScript names a script: name (lower case letters, digits and '_') is stable across
+// versions, the function name adds the script's SHA-1 prefix.
+func newScript(name, src string, flags ...string) Script {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			panic(fmt.Sprintf("lua: script name %q: use lower case letters, digits and '_'", name))
+		}
+	}
+	sum := sha1.Sum([]byte(src))
+	sha := hex.EncodeToString(sum[:])
+	return Script{Name: name, Source: src, SHA1: sha, Function: "redlock_" + name + "_" + sha[:12], Flags: flags}
+}
