@@ -59,10 +59,10 @@ type Client struct {
 // New returns a Client over masters, one go-redis client per independent master (no
 // replicas, no Cluster). The caller keeps ownership of the clients and closes them after
 // Client.Close. Client options that help: ContextTimeoutEnabled (a stuck master then
-// frees its connection at the pipeline bound). MaxRetries -1 is required for safety, not
-// only recommended: go-redis must not replay a SET the server may have applied, nor a
-// release whose reply a crash lost (a replayed release can undo an unlogged hand-off after
-// the master restarts: see the package doc). New does not check it yet.
+// frees its connection at the pipeline bound). MaxRetries -1 is required: go-redis must
+// not replay a script the server may have run (a replayed release can undo an unlogged
+// hand-off after the master restarts: see the package doc). New refuses a client that
+// may resend a command with a *RetryingClientError.
 func New(masters []redis.UniversalClient, opts Options) (*Client, error) {
 	if len(masters) == 0 {
 		return nil, fmt.Errorf("%w: no masters: pass one client per independent Redis master (N odd, >= 3; 5 is the reference)", ErrInvalid)
@@ -71,6 +71,9 @@ func New(masters []redis.UniversalClient, opts Options) (*Client, error) {
 		if m == nil {
 			return nil, fmt.Errorf("%w: masters[%d] is nil", ErrInvalid, i)
 		}
+	}
+	if err := refuseRetryingClients(masters); err != nil {
+		return nil, err
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {

@@ -280,6 +280,40 @@
 // counts from the attempt before the key was set. A value at the queue's key that is not
 // a queue is refused, never overwritten.
 //
+// A script call is sent once. A message may be lost, but a command is never delivered
+// twice: go-redis resends a command whose reply it lost on a connection error unless the
+// client is built with MaxRetries -1, and New refuses a client that may resend
+// (*RetryingClientError, which matches ErrInvalid: a *redis.Client without MaxRetries -1,
+// a Cluster or Ring client, or a client of a type it cannot inspect). The release is why:
+// a release that ran, lost its reply to a crash of its master and ran again after an
+// immediate restart deletes the releaser's key that the restart brought back from the
+// AOF; that key is what keeps the new holder of an unlogged hand-off safe on that master,
+// so a third client could hold beside it (TestReplayedReleaseAfterCrashKeepsHandOff,
+// TestReplayedReleaseThroughGoRedis). The other scripts would survive a replay, with or
+// without a crash in between (the first run's logged writes are fsynced before its reply,
+// so a restart keeps them; its unlogged writes, queue entries and notes, may be lost):
+//
+//   - acquire: the second SET NX finds the first run's key and refuses; the client counts
+//     a refusal where it holds the key (a lost vote, and a key its failure cleanup
+//     deletes). Raising the register is a max: running it twice changes nothing.
+//   - queued attempt: a second run finds the key its first run set ("ours", counted
+//     from the last attempt this master answered "queued", before the first run was
+//     sent), or renews the entry again, or finds the key handed to an earlier waiter by
+//     the first run (logged) and queues. A note it reads counts only while it describes
+//     the key (token and expiry).
+//   - extend: a second PEXPIRE moves the key's expiry later than the client counted
+//     (validity counts from the first send); a second "set again" finds the first run's
+//     key and extends it. It never touches another token's key, and a moved expiry makes
+//     a note prove nothing (the next hand-off is logged). The release goes out after the
+//     extension's pipeline, replays included, so it cannot resurrect a released key.
+//   - fence round: a max on a register that only goes up, where the key holds the token.
+//   - notices: PUBLISH is not resent by a receiver; a notice that comes twice, late or
+//     out of order counts only for the latest hand-off it can be (see Waiting across
+//     processes), and a release notice only wakes.
+//   - a durable release, and a release or a waiter's leave whose hand-off was logged:
+//     after a restart the master holds the new holder's key, so the second run finds a
+//     key that is not the releaser's and does nothing.
+//
 // The hand-off protocol is checked three ways: a Promela model of it (model/handoff.pml,
 // `make model`: three masters, three clients, the faults above, with the fixes removed
 // as negative controls that must fail; its search does not yet complete within CI
@@ -418,12 +452,10 @@
 // *DeniedError naming the fix. FCALL runs exactly what EVAL would (same keys, values and
 // replies), so other Redlock clients that EVAL their own scripts on their own user still
 // exclude this library's holders.
-// Required client option: MaxRetries -1. go-redis's default (3 retries) resends a command
-// whose reply was lost; a release resent after its master crashed and restarted at once
-// deletes the releaser's key that the restart brought back, and that key is what kept an
-// unlogged hand-off's new holder safe there: a third client can then hold beside it
-// (TestReplayedReleaseThroughGoRedis, skipped until New refuses such clients; a replayed SET
-// can also look like a refusal). New does not refuse them yet.
+// Required client option: MaxRetries -1 (New refuses clients without it: see The
+// protocol's invariants and fault model). go-redis normalises the option in place, so a
+// copy of a client's Options() holds 0 for -1, which a new client reads as 3 retries:
+// set it to -1 again on a copy.
 // Recommended client options: ContextTimeoutEnabled (a stuck master's connection is then dropped at the pipeline
 // bound instead of go-redis's read timeout) and DialerRetries 1 (go-redis otherwise
 // retries a refused dial for about half a second, longer than a node timeout: the

@@ -213,7 +213,7 @@ func TestInputValidation(t *testing.T) {
 }
 
 func TestNewValidation(t *testing.T) {
-	one := []redis.UniversalClient{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}
+	one := []redis.UniversalClient{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})}
 	t.Cleanup(func() { _ = one[0].Close() })
 	tests := []struct {
 		name    string
@@ -223,7 +223,7 @@ func TestNewValidation(t *testing.T) {
 	}{
 		{"no masters", nil, redlock.Options{}, "no masters"},
 		{"nil master", []redis.UniversalClient{nil}, redlock.Options{}, "masters[0] is nil"},
-		{"the same master twice", []redis.UniversalClient{one[0], redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, redlock.Options{}, "masters[0] and masters[1] both connect to 127.0.0.1:1"},
+		{"the same master twice", []redis.UniversalClient{one[0], redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})}, redlock.Options{}, "masters[0] and masters[1] both connect to 127.0.0.1:1"},
 		{"negative NodeTimeout", one, redlock.Options{NodeTimeout: -1}, "Options.NodeTimeout"},
 		{"negative MaxTTL", one, redlock.Options{MaxTTL: -1}, "Options.MaxTTL"},
 		{"retry delays inverted", one, redlock.Options{RetryDelayMin: time.Second, RetryDelayMax: time.Millisecond}, "RetryDelayMax"},

@@ -21,7 +21,7 @@ func plainClients(t *testing.T, cl *redistest.Cluster) []redis.UniversalClient {
 	t.Helper()
 	var out []redis.UniversalClient
 	for _, m := range cl.Masters {
-		r := redis.NewClient(&redis.Options{Addr: m.Addr, Username: redistest.LockUser, Password: redistest.LockPassword})
+		r := redis.NewClient(&redis.Options{Addr: m.Addr, Username: redistest.LockUser, Password: redistest.LockPassword, MaxRetries: -1})
 		t.Cleanup(func() { _ = r.Close() })
 		out = append(out, r)
 	}

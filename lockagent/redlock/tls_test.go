@@ -48,6 +48,7 @@ func TestTLSMasters(t *testing.T) {
 		o := tlsClient.Options()
 		_ = tlsClient.Close()
 		o.TLSConfig = nil
+		o.MaxRetries = -1 // the copy holds 0 for -1, which go-redis reads as 3 retries
 		r := redis.NewClient(o)
 		t.Cleanup(func() { _ = r.Close() })
 		plain = append(plain, r)

@@ -110,6 +110,7 @@ func TestRunRefusesUnusableDeployment(t *testing.T) {
 			for i, c := range clients {
 				o := c.Options()
 				o.Password = "wrong"
+				o.MaxRetries = -1 // the copy holds 0 for -1, which go-redis reads as 3 retries
 				_ = c.Close()
 				clients[i] = redis.NewClient(o)
 			}

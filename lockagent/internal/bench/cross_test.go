@@ -50,7 +50,7 @@ func testWorkerClients(raw json.RawMessage) ([]*redis.Client, error) {
 	}
 	clients := make([]*redis.Client, len(d.Addrs))
 	for i, a := range d.Addrs {
-		clients[i] = redis.NewClient(&redis.Options{Addr: a, Username: d.Username, Password: d.Password, ContextTimeoutEnabled: true})
+		clients[i] = redis.NewClient(&redis.Options{Addr: a, Username: d.Username, Password: d.Password, ContextTimeoutEnabled: true, MaxRetries: -1})
 	}
 	return clients, nil
 }
