@@ -52,6 +52,7 @@ type hostConfigModel struct {
 	MonitorUser      types.String         `tfsdk:"monitor_user"`
 	MonitorPassword  types.String         `tfsdk:"monitor_password"`
 	Exporters        types.Bool           `tfsdk:"exporters"`
+	SeedFences       types.Bool           `tfsdk:"seed_fences"`
 	Hooks            types.Object         `tfsdk:"hooks"`
 	InstallPackages  types.Bool           `tfsdk:"install_packages"`
 	// TLS (data_source_host_config_tls.go).
@@ -149,6 +150,13 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 					"TLS when on, port 9121) and `prometheus-node-exporter` (port 9100, textfile collector in " +
 					"`/var/lib/prometheus/node-exporter`, where the host publishes the master's state as `redlock.prom`). " +
 					"Default false; the `redlock-hosts` module turns it on."},
+			"seed_fences": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Admit lock users on a master that started empty (a new or replaced host, a lost data " +
+					"disk) only once its fence registers are seeded from a majority of the other masters: its lock users " +
+					"are rendered off, and it marks itself unseeded at start (`redlock-kit:fence-seed`). A `redlock_users` " +
+					"over every endpoint seeds it and turns its users on; without one they stay off. Needs `lock_users`. " +
+					"Default false (users on at first boot: replacing a majority of the hosts one by one can make fences " +
+					"go backwards). The day-2 guide has the procedure."},
 			"lock_users": schema.MapNestedAttribute{
 				Optional: true, MarkdownDescription: lockUsersDescription, Validators: lockUsersValidators(),
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -208,6 +216,11 @@ func (d *hostConfigDataSource) ValidateConfig(ctx context.Context, req datasourc
 	if m.LockUsers.IsNull() && m.LockPassword.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "No lock user",
 			"Neither lock_password nor lock_users is set: set lock_password (the single lock user, every key) or lock_users (one user per application, each confined to its key prefix).")
+	}
+	if m.SeedFences.ValueBool() && m.LockUsers.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("seed_fences"), "seed_fences needs lock_users",
+			"seed_fences = true renders the lock users off until redlock_users seeds the master, and redlock_users manages "+
+				"lock_users (each confined to its key_prefix): set lock_users, or leave seed_fences out.")
 	}
 	var cfgLockUser types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("lock_user"), &cfgLockUser)...)
@@ -291,7 +304,8 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	tflog.Debug(ctx, "redlock_host_config read: rendering the host's files", map[string]any{
 		"name": spec.Name, "address": spec.Bind, "server": m.Server.ValueString()})
 	b, err := hostconfig.Render(hostconfig.Host{Spec: spec, Server: m.Server.ValueString(),
-		InstallPackages: m.InstallPackages.IsNull() || m.InstallPackages.ValueBool(), Exporters: m.Exporters.ValueBool()})
+		InstallPackages: m.InstallPackages.IsNull() || m.InstallPackages.ValueBool(), Exporters: m.Exporters.ValueBool(),
+		SeedFences: m.SeedFences.ValueBool()})
 	if err != nil {
 		tflog.Debug(ctx, "redlock_host_config read failed", map[string]any{"name": spec.Name, "error": err.Error()})
 		addFieldErrors(err, &resp.Diagnostics)

@@ -95,6 +95,7 @@ func TestAccHostConfigDataSource_refusedAtPlan(t *testing.T) {
 		{"unknown server", `server = "keydb"`, `value must be one of`},
 		{"admin and lock passwords equal", `lock_password_override = true`, `lock_password must differ`},
 		{"drift margin below the minimum", `max_lock_ttl = "100s"` + "\n" + `clock_drift_margin = "500ms"`, `clock_drift_margin = 500ms is less than`},
+		{"seed_fences without lock_users", `seed_fences = true`, `seed_fences = true renders the lock users off`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := tc.body

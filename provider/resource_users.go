@@ -14,8 +14,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/redlock-kit/redlock-kit/internal/acl"
+	"github.com/redlock-kit/redlock-kit/internal/fenceseed"
 	"github.com/redlock-kit/redlock-kit/internal/pki"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
@@ -228,6 +230,7 @@ func markDrift(ctx context.Context, target acl.Target, endpoints []string, users
 		names[i] = u.Name
 	}
 	live, failed := target.ReadAll(ctx, endpoints, names)
+	unseeded := unseededEndpoints(ctx, target, endpoints)
 	for _, ep := range endpoints {
 		if err := failed[ep]; err != nil {
 			diags.AddWarning("A master could not be read", fmt.Sprintf("%v: its users are planned to be set again; "+
@@ -242,7 +245,7 @@ func markDrift(ctx context.Context, target acl.Target, endpoints []string, users
 		}
 		drifted := false
 		for _, ep := range endpoints {
-			if d, ok := live[ep][u.Name]; failed[ep] != nil || !ok || !u.Matches(d) {
+			if d, ok := live[ep][u.Name]; failed[ep] != nil || unseeded[ep] || !ok || !u.Matches(d) {
 				acls[ep] = types.StringUnknown()
 				drifted = true
 			}
@@ -314,7 +317,28 @@ func (r *usersResource) apply(ctx context.Context, planState tfsdk.Plan, config 
 			target.PreviousPassword = p // the masters may not accept the new one yet
 		}
 	}
-	if failed := target.ApplyChangeAll(ctx, endpoints, change); failed != nil {
+	// A master marked unseeded (it started empty) gets its lock users only once its fence
+	// registers are seeded from a majority of the others; one that cannot be is left as it
+	// is, named, and the next apply tries again.
+	seeded, failed := fenceseed.Seed(ctx, target, endpoints)
+	for _, s := range seeded {
+		tflog.Info(ctx, "fence registers seeded", map[string]any{"endpoint": s.Endpoint, "registers": s.Registers, "reason": s.Reason})
+		diags.AddWarning("Master "+s.Endpoint+" seeded", fmt.Sprintf("%s started empty: its fence registers were %s (%d "+
+			"registers). Its lock users are let in now.", s.Endpoint, s.Reason, s.Registers))
+	}
+	var ready []string
+	for _, ep := range endpoints {
+		if failed[ep] == nil {
+			ready = append(ready, ep)
+		}
+	}
+	for ep, err := range target.ApplyChangeAll(ctx, ready, change) {
+		if failed == nil {
+			failed = map[string]error{}
+		}
+		failed[ep] = err
+	}
+	if failed != nil {
 		reportFailed(endpoints, failed, "was not changed", diags)
 		return plan, false
 	}
@@ -340,6 +364,7 @@ func (r *usersResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	live, failed := target.ReadAll(ctx, endpoints, sortedNames(entries))
+	unseeded := unseededEndpoints(ctx, target, endpoints)
 	for _, ep := range endpoints {
 		if err := failed[ep]; err != nil {
 			resp.Diagnostics.AddWarning("A master could not be read",
@@ -354,6 +379,9 @@ func (r *usersResource) Read(ctx context.Context, req resource.ReadRequest, resp
 			switch {
 			case failed[ep] != nil:
 				acls[ep] = aclUnreachable + ": " + failed[ep].Error()
+				absentEverywhere = false
+			case ok && unseeded[ep]:
+				acls[ep] = aclUnseeded + ": " + d.String()
 				absentEverywhere = false
 			case ok:
 				acls[ep] = d.String()
@@ -399,6 +427,18 @@ func (r *usersResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if failed := target.ApplyAll(ctx, endpoints, nil, sortedNames(entries)); failed != nil {
 		reportFailed(endpoints, failed, "still has the users", &resp.Diagnostics)
 	}
+}
+
+// unseededEndpoints are the masters marked unseeded (they started empty): their users are
+// planned to be set again, which seeds their fence registers first. A master whose mark
+// cannot be read is left to the users' own read.
+func unseededEndpoints(ctx context.Context, target acl.Target, endpoints []string) map[string]bool {
+	states, _ := fenceseed.ReadStates(ctx, target, endpoints)
+	out := map[string]bool{}
+	for ep, s := range states {
+		out[ep] = s.Unseeded()
+	}
+	return out
 }
 
 // reportFailed adds one error per endpoint that failed, in endpoint order.

@@ -53,6 +53,8 @@ var usersEntryAttrTypes = map[string]attr.Type{
 const (
 	aclAbsent      = "absent"
 	aclUnreachable = "unreachable"
+	// aclUnseeded prefixes a user's ACL on a master whose fence registers wait to be seeded.
+	aclUnseeded = "unseeded"
 )
 
 var sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -68,7 +70,12 @@ func usersSchema() schema.Schema {
 			"login. Refresh reads each user back from every master (`ACL GETUSER`): a change made by hand, a user missing " +
 			"on a master or a master that was down shows in `acl` and is planned back. A master that is down fails the " +
 			"apply naming it; the others are changed, and the next apply converges it. Masters without an ACL file are " +
-			"refused before anything changes.",
+			"refused before anything changes. A master that started empty (a new or replaced host rendered with " +
+			"`seed_fences`: its lock users off, marked unseeded) gets its users only after the apply seeded its fence " +
+			"registers from a majority of the other masters (each at the largest value they hold + 1000), so that a " +
+			"rolling replacement never makes fences go backwards; without such a majority the apply fails naming it, " +
+			"and its users stay off. The reason is recorded on the master (`redlock-kit:fence-seed`, which the audit " +
+			"reads) and in its server log.",
 		Attributes: map[string]schema.Attribute{
 			"endpoints": schema.ListAttribute{
 				ElementType: types.StringType, Required: true,
@@ -151,7 +158,8 @@ func usersSchema() schema.Schema {
 						ElementType: types.StringType, Computed: true,
 						MarkdownDescription: "By endpoint, the user's ACL as the master has it (flags, password hashes, " +
 							"keys, channels and commands, sorted), `" + aclAbsent + "` where the master has no such user, or `" +
-							aclUnreachable + ": <error>` where refresh could not reach it. A difference from the kit's " +
+							aclUnreachable + ": <error>` where refresh could not reach it, prefixed `" + aclUnseeded + ": ` where " +
+							"the master waits for its fence registers to be seeded. A difference from the kit's " +
 							"definition is planned as an update.",
 					},
 				}},

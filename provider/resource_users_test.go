@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/fenceseed"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
@@ -494,6 +498,99 @@ func TestAccUsers_sharedPasswordRefused(t *testing.T) {
 			{
 				Config:      usersConfig(c, fmt.Sprintf(`    billing = { key_prefix = "billing:", password_sha256 = sha256(%q) }`, redistest.AdminPassword)),
 				ExpectError: regexp.MustCompile(`users\["billing"\] has the same password as the admin`),
+			},
+		},
+	})
+}
+
+// TestAccUsers_seedsReplacedMaster: a master that came back empty (lock users off, marked
+// unseeded, as a new host starts) is planned as drift; the apply seeds its fence
+// registers from the other masters (largest + margin) before it turns its users on. With
+// no majority of seeded masters to seed from, the apply fails naming it and leaves its
+// users off.
+func TestAccUsers_seedsReplacedMaster(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
+	replaced, other := c.Masters[2], c.Masters[1]
+	config := usersConfig(c, billingUser(billingPassword1))
+	replace := func() {
+		ctx := usersCtx(t)
+		for _, m := range c.Masters[:2] {
+			if err := m.Admin().Set(ctx, "billing:job:fence", 77, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := replaced.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(filepath.Join(replaced.DataDir, "appendonlydir")); err != nil {
+			t.Fatal(err)
+		}
+		rendered, err := redisconf.Config{AdminPassword: redistest.AdminPassword, LockUsersOff: true,
+			LockUsers: []redisconf.LockUser{{Name: "billing", Password: billingPassword1, KeyPrefix: "billing:"}}}.RenderACL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(replaced.DataDir, "users.acl"), []byte(rendered), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := replaced.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if err := fenceseed.MarkUnseeded(ctx, replaced.Admin()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seeded := func(*terraform.State) error {
+		ctx := usersCtx(t)
+		got, err := replaced.Admin().Get(ctx, "billing:job:fence").Int64()
+		if want := int64(77 + fenceseed.Margin); err != nil || got != want {
+			return fmt.Errorf("register on %s = %d (%v), want %d", replaced.Addr, got, err, want)
+		}
+		if s, err := audit.ReadFenceSeed(ctx, replaced.Admin()); err != nil || s.State != audit.FenceSeedSeeded {
+			return fmt.Errorf("record on %s: %+v (%v), want seeded", replaced.Addr, s, err)
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		CheckDestroy:             usersGoneEverywhere(t, c, "billing"),
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig:          replace,
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true, // its users are off: planned back on
+				Check:              resource.TestMatchResourceAttr(usersResourceName, "users.billing.acl."+replaced.Addr, regexp.MustCompile(`^`+aclUnseeded+`: off `)),
+			},
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(usersResourceName, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(seeded, canLockEverywhere(t, c, "billing", billingPassword1, "billing:lock", true)),
+			},
+			{
+				// Replaced again while another master is down: one seeded master is no majority of the others.
+				PreConfig: func() {
+					replace()
+					if err := other.Kill(); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:      config,
+				ExpectError: regexp.MustCompile(`Master ` + regexp.QuoteMeta(replaced.Addr) + ` was not changed(.|\n)*must be seeded(.|\n)*from 2 of the other(.|\n)*masters`),
+			},
+			{
+				PreConfig: func() {
+					if err := lockAs(t, replaced, "billing", billingPassword1, "billing:lock"); err == nil {
+						t.Fatalf("billing can lock on %s, which could not be seeded", replaced.Addr)
+					}
+					if err := other.Restart(); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config,
+				Check:  resource.ComposeAggregateTestCheckFunc(seeded, canLockEverywhere(t, c, "billing", billingPassword1, "billing:lock", true)),
 			},
 		},
 	})

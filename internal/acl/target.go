@@ -73,6 +73,16 @@ func (t Target) connect(ctx context.Context, endpoint string) (*redis.Client, er
 	return c, nil
 }
 
+// Connect is connect for other work done as the admin on endpoint (seeding its fence
+// registers: internal/fenceseed); the caller closes the client.
+func (t Target) Connect(ctx context.Context, endpoint string) (*redis.Client, error) {
+	c, err := t.connect(ctx, endpoint)
+	if err != nil {
+		return nil, &EndpointError{Endpoint: endpoint, Err: err}
+	}
+	return c, nil
+}
+
 func (t Target) client(endpoint, password string) *redis.Client {
 	timeout := t.Timeout
 	if timeout == 0 {

@@ -147,6 +147,13 @@ type Master struct {
 	PublishedRestartDelay time.Duration `json:"-"`
 	Runtime               string        `json:"runtime,omitempty"`
 	DeploymentError       string        `json:"deployment_error,omitempty"`
+	// FenceSeed is the master's record of whether its fence registers are seeded
+	// (FenceSeedKey); its zero value: no record.
+	FenceSeed FenceSeed `json:"fence_seed"`
+	// CertNotAfter is when the master's TLS server certificate expires (TLS only; zero when
+	// not read, CertError says why).
+	CertNotAfter time.Time `json:"cert_not_after,omitempty"`
+	CertError    string    `json:"cert_error,omitempty"`
 	// Unchecked are the checks that could not be made on this master (a probe that failed,
 	// a command renamed or missing, a field that could not be read). Each leaves the
 	// verdict unknown: the audit fails closed.
@@ -405,6 +412,10 @@ func (t Target) clientOptions(ep, user, pass string) *redis.Options {
 
 func auditMaster(ctx context.Context, t Target, ep string) Master {
 	m := Master{Endpoint: ep}
+	if t.TLS {
+		// First, and whatever follows: an expired certificate makes the master unreachable.
+		m.readServerCert(ctx, t)
+	}
 	c := redis.NewClient(t.clientOptions(ep, t.Username, t.Password))
 	defer c.Close()
 
@@ -458,6 +469,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	m.checkAnonymous(ctx, t, c)
 	m.checkIdentity(ctx, t)
 	m.readDeployment(ctx, c, t)
+	m.readFenceSeed(ctx, c, t)
 	m.checkUsers(ctx, c, t)
 	m.checkTenants(ctx, c, t)
 	if off, rate, rateErr, err := measureClock(ctx, c, t.NodeTimeout, t.ClockInterval); err != nil {

@@ -70,6 +70,8 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 	rttLimit := time.Duration(float64(t.MaxLockTTL) * t.DriftFactor)
 	for _, m := range r.Masters {
 		ep := m.Endpoint
+		certProblems, certWarnings := m.certFindings(time.Now())
+		ps, ws = append(ps, certProblems...), append(ws, certWarnings...)
 		if !m.Reachable {
 			// Below the quorum the deployment-wide problem above already says no lock can be
 			// taken; with a quorum left, locks stay exclusive and only fault tolerance is lost.
@@ -201,6 +203,8 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 				add("Master %s's runtime (%s) publishes a restart delay of %v but the configuration says %v: one of them is stale. Fix: make agent.json's restart_delay match the deployment (the module's agent_config output does).", ep, m.Runtime, m.PublishedRestartDelay, t.RestartDelay)
 			}
 		}
+		seedProblems, seedWarnings := m.fenceSeedFindings()
+		ps, ws = append(ps, seedProblems...), append(ws, seedWarnings...)
 		if m.LockUserChecked {
 			if m.LockUserCanEval {
 				warn("Master %s lets the lock user run EVAL: any lock client can run Lua of its own, such as a busy loop that stalls the master until busy-reply-threshold and a SCRIPT KILL. Fix: restrict the lock user to FCALL of the kit's function library (redisconf.LockUserCommands) and give clients that need EVAL (other Redlock clients) a user of their own.", ep)

@@ -286,7 +286,11 @@ functions() {
 }
 
 # publish: the deployment record a validator reads: the delay the hold uses, this runtime.
+# With SEED_KEY (seed_fences), a master that started empty is marked unseeded (its lock
+# users are off in the rendered ACL file; redlock_users seeds its fence registers from the
+# other masters, then turns them on); a master that cannot be marked stays down.
 publish() {
+	[ -z "${SEED_KEY:-}" ] || is_count "$(cli HSETNX "$SEED_KEY" state unseeded)" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
 	delay_ms=$(effective_delay_ms) || return 1
 	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
 	if ! is_count "$out"; then
@@ -420,8 +424,9 @@ write_state() {
 		always) g master_appendfsync_always "$fh" 1 ;;
 		everysec | no) g master_appendfsync_always "$fh" 0 ;;
 		esac
-		# No seeding of the fence registers exists yet: every master counts as seeded.
-		g fence_seeded "1 once the fence registers are seeded from a majority of the other masters (or needed no seeding), 0 while lock users wait for it." 1
+		sd=1
+		[ -z "${SEED_KEY:-}" ] || [ "$(cli HGET "$SEED_KEY" state)" != unseeded ] || sd=0
+		g fence_seeded "1 once the fence registers are seeded from a majority of the other masters (or needed no seeding), 0 while lock users wait for it." $sd
 		[ -z "$cert" ] || g tls_cert_not_after_seconds "Unix time at which the master's TLS server certificate expires (TLS only)." "$cert"
 	} >"$tmp" && chmod 0644 "$tmp" && mv -f "$tmp" "$STATE_FILE" && return
 	rm -f "$tmp"

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
@@ -82,6 +83,10 @@ type Host struct {
 	// Exporters adds redis_exporter (logged in as the monitoring user: Spec.MonitorPassword is
 	// required) and node_exporter with its textfile collector (exporters.go).
 	Exporters bool
+	// SeedFences renders the lock users off and has the master marked unseeded whenever it
+	// starts empty (audit.FenceSeedKey): redlock_users seeds its fence registers from a
+	// majority of the other masters, then turns its users on (internal/fenceseed).
+	SeedFences bool
 }
 
 // File is one file the host needs.
@@ -135,6 +140,7 @@ func Render(h Host) (*Bundle, error) {
 	conf := spec.RedisConfig(ConfDir)
 	conf.PidFile = srv.PIDFile
 	conf.ACLFile = ACLFilePath(srv)
+	conf.LockUsersOff = h.SeedFences
 	serverConf, err := conf.Render()
 	if err != nil {
 		return nil, err
@@ -150,7 +156,7 @@ func Render(h Host) (*Bundle, error) {
 	}
 	b := &Bundle{Server: srv, Spec: spec}
 	b.Files = []File{
-		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath, stateFile), Permissions: "0644"},
+		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath, stateFile, h.SeedFences), Permissions: "0644"},
 		// Password hashes only; 0600 all the same.
 		{Path: ACLSeedPath, Content: aclSeed, Permissions: "0600"},
 		// 0600, and the setup step gives it to the service's user (the TLS key's path is in it).
@@ -198,7 +204,8 @@ func DropInPath(srv Server) string {
 
 // masterConf is the shell fragment the policy script reads: settings and hooks, no secret.
 // stateFile is where the script publishes the master's state for node_exporter ("": nowhere).
-func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string) string {
+// With seedFences, SEED_KEY names the record the script marks a new master unseeded in.
+func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string, seedFences bool) string {
 	var b strings.Builder
 	b.WriteString("# Written by redlock-kit: settings of the Redlock master's restart policy, read by " + ScriptPath + ".\n")
 	for _, kv := range [][2]string{
@@ -212,6 +219,9 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string) 
 		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)}, {"STATE_FILE", stateFile},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	if seedFences {
+		fmt.Fprintf(&b, "SEED_KEY=%s\n", shellQuote(audit.FenceSeedKey))
 	}
 	spec.Hooks.Each(func(name string, argv []string) {
 		body := ":"
@@ -231,10 +241,9 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string) 
 // policy steps run with '+' (root, outside the sandbox), the server inside it.
 func dropIn(spec master.Spec, srv Server, serverConfPath string) string {
 	delay := spec.RestartDelay
-	return fmt.Sprintf(`# Written by redlock-kit: the delayed restart of Redlock master %[1]q.
-# The gate holds a start until every lock the last run granted has expired (%[2]s after an
-# unclean stop), and starts at once after a clean one. The hold is counted once, by the
-# gate: RestartSec only spaces the attempts.
+	return fmt.Sprintf(`# Written by redlock-kit: the delayed restart of Redlock master %[1]q. The gate
+# holds a start until every lock the last run granted has expired (%[2]s after an unclean
+# stop); after a clean one it starts at once. RestartSec only spaces the attempts.
 [Unit]
 # Never give up on a gated start.
 StartLimitIntervalSec=0
@@ -243,8 +252,7 @@ StartLimitIntervalSec=0
 ExecStart=
 ExecStart=%[3]s %[4]s --supervised systemd --daemonize no
 ExecStartPre=+%[5]s gate
-# The kit's function library, loaded as the admin at every start (lock users may FCALL
-# it and run no other Lua): a start whose load fails fails.
+# Load the kit's function library as the admin (a failed load fails the start).
 ExecStartPost=+%[5]s functions
 ExecStartPost=-+%[5]s started
 ExecStop=+%[5]s stop

@@ -68,7 +68,7 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 	record := []string{"/bin/sh", "-c", `env | grep ^REDLOCK_ | sort >> "$0"; echo -- >> "$0"`, p.hookLog}
 	spec := master.Spec{Name: "m1", Bind: "10.0.0.11", Port: 6379, DataDir: p.dataDir, RestartDelay: delay,
 		Hooks: master.Hooks{OnCrash: record, BeforeRestart: record, AfterRestart: record}}
-	conf := masterConf(spec, Servers["redis-server"], "/nonexistent", "")
+	conf := masterConf(spec, Servers["redis-server"], "/nonexistent", "", false)
 	// Pointed at the test's address, CLI, password and server log (later assignments win).
 	conf += fmt.Sprintf("HOST=127.0.0.1\nPORT=%d\nADDR=127.0.0.1:%d\nCLI=%s\nADMIN_PASSWORD_FILE=%s\nSERVER_LOG_FILE=%s\n",
 		port, port, shellQuote(cli), shellQuote(adminPasswordFile), shellQuote(p.serverLog))

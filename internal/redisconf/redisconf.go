@@ -217,6 +217,10 @@ type Config struct {
 	// (internal/acl), so the server's next start keeps it. The server must be able to
 	// write its directory (ACL SAVE writes a temp file and renames it).
 	ACLFile string
+	// LockUsersOff renders the lock users off in the ACL file (RenderACL): a master that
+	// starts empty admits them only once its fence registers are seeded (internal/fenceseed
+	// turns them on).
+	LockUsersOff bool
 }
 
 // RenderACL returns the content of c.ACLFile: the admin as the default user, every lock
@@ -233,7 +237,11 @@ func (c Config) RenderACL() (string, error) {
 		if u.Password == "" {
 			return "", fmt.Errorf("redisconf: lock user %s has no password", u.Name)
 		}
-		user(u.Name, u.HashedACLRules([]string{HashPassword(u.Password)}))
+		rules := u.HashedACLRules([]string{HashPassword(u.Password)})
+		if c.LockUsersOff {
+			rules = switchedOff(rules)
+		}
+		user(u.Name, rules)
 	}
 	if c.EvalPassword != "" {
 		user(or(c.EvalUser, DefaultEvalUser), HashedUserRules([]string{HashPassword(c.EvalPassword)}, "*", EvalUserCommands()))
@@ -244,6 +252,17 @@ func (c Config) RenderACL() (string, error) {
 			"resetkeys", "resetchannels", "-@all"}, MonitorUserCommands...))
 	}
 	return b.String(), nil
+}
+
+// switchedOff is rules with "on" turned "off" (the user exists, and cannot log in).
+func switchedOff(rules []string) []string {
+	out := append([]string(nil), rules...)
+	for i, r := range out {
+		if r == "on" {
+			out[i] = "off"
+		}
+	}
+	return out
 }
 
 // TLSFiles are the PEM files a TLS master reads at start (and again on CONFIG SET of any

@@ -288,6 +288,22 @@ func UnsafeCatalogue() []UnsafeCase {
 				env.Config.RestartDelay.Duration = 3 * env.Config.MaxLockTTL.Duration
 				return func(context.Context) error { return nil }, nil
 			}},
+		{Name: "a master marked unseeded (it started empty, its fence registers not seeded) while its lock user can log in", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				c := env.admins[min(1, len(env.admins)-1)]
+				saved, err := c.HGetAll(ctx, audit.FenceSeedKey).Result()
+				if err != nil {
+					return nil, err
+				}
+				undo := func(ctx context.Context) error {
+					if err := c.Del(ctx, audit.FenceSeedKey).Err(); err != nil || len(saved) == 0 {
+						return err
+					}
+					return c.HSet(ctx, audit.FenceSeedKey, saved).Err()
+				}
+				return undo, c.HSet(ctx, audit.FenceSeedKey, audit.FenceSeedStateField, audit.FenceSeedUnseeded,
+					audit.FenceSeedReasonField, "the catalogue marked it").Err()
+			}},
 		{Name: "the lock user may HSET (rewrite the published restart delay)", Want: VerdictUnsafe, Apply: setUserRights(lockUser, "+hset")},
 		{Name: "appendfsync no after phase 1", Want: VerdictUnsafe, During: true, Apply: configSetOne("appendfsync", "no")},
 		{Name: "maxmemory-policy allkeys-lru after phase 1", Want: VerdictUnsafe, During: true, Apply: configSetOne("maxmemory-policy", "allkeys-lru")},

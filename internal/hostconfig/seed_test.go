@@ -1,0 +1,120 @@
+package hostconfig
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// TestRenderSeedFences: with SeedFences the lock users are rendered off and master.conf
+// names the record the script marks; the user-data with exporters still fits. Without it
+// (the negative control) the users are on and nothing is marked.
+func TestRenderSeedFences(t *testing.T) {
+	h := exporterHost()
+	h.Spec.LockUsers = []redisconf.LockUser{{Name: "billing", Password: strings.Repeat("d", 64), KeyPrefix: "billing:"},
+		{Name: "orders", Password: strings.Repeat("e", 64), KeyPrefix: "orders:"}}
+	for _, seed := range []bool{true, false} {
+		h.SeedFences = seed
+		b, err := Render(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed_fences %v: user-data with exporters and two tenants: %d bytes", seed, len(b.UserData))
+		acl := file(t, b, ACLSeedPath).Content
+		conf := file(t, b, MasterConfPath).Content
+		for _, u := range []string{"billing", "orders"} {
+			line := ""
+			for _, l := range strings.Split(acl, "\n") {
+				if strings.HasPrefix(l, "user "+u+" ") {
+					line = l
+				}
+			}
+			if want := map[bool]string{true: " off ", false: " on "}[seed]; !strings.Contains(line, want) {
+				t.Errorf("seed_fences %v: user %s is %q, want it%s", seed, u, line, want)
+			}
+		}
+		if !strings.Contains(acl, "user default reset on ") {
+			t.Errorf("seed_fences %v: the admin must stay on:\n%s", seed, acl)
+		}
+		hasKey := strings.Contains(conf, "SEED_KEY='"+audit.FenceSeedKey+"'\n")
+		if hasKey != seed {
+			t.Errorf("seed_fences %v: master.conf names SEED_KEY: %v\n%s", seed, hasKey, conf)
+		}
+	}
+}
+
+// TestFunctionsStepMarksUnseeded: with SEED_KEY, the step that runs after every start marks
+// a master with no record unseeded, leaves a seeded one as it is, and fails the start when
+// it cannot mark it (a master that could not be marked would look seeded).
+func TestFunctionsStepMarksUnseeded(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 1, ACLFile: true})
+	m := cl.Masters[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := newPolicy(t, time.Second)
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatal("redis-cli not on PATH: run `make deps`")
+	}
+	withHostAdmin(t, p, m)
+	h := testHost()
+	h.SeedFences = true
+	b, err := Render(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(p.dir, "redlock-functions.lua")
+	if err := os.WriteFile(lib, []byte(file(t, b, FunctionsPath).Content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(filepath.Join(p.dir, "master.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := fmt.Sprintf("HOST=%s\nPORT=%d\nCLI=%s\nFUNCTIONS_FILE=%s\nSEED_KEY=%s\n", m.Host, m.Port, cli, lib, audit.FenceSeedKey)
+	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), append(conf, extra...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (string, error) {
+		out, err := p.command("functions").CombinedOutput()
+		return string(out), err
+	}
+	state := func() string {
+		s, err := audit.ReadFenceSeed(ctx, m.Admin())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.State
+	}
+
+	if out, err := run(); err != nil {
+		t.Fatalf("functions step: %v\n%s", err, out)
+	}
+	if s := state(); s != audit.FenceSeedUnseeded {
+		t.Fatalf("a master that started empty: state %q, want %q", s, audit.FenceSeedUnseeded)
+	}
+	if err := m.Admin().HSet(ctx, audit.FenceSeedKey, audit.FenceSeedStateField, audit.FenceSeedSeeded).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err != nil {
+		t.Fatalf("functions step: %v\n%s", err, out)
+	}
+	if s := state(); s != audit.FenceSeedSeeded {
+		t.Fatalf("a seeded master restarted: state %q, want it still %q", s, audit.FenceSeedSeeded)
+	}
+	if err := m.Admin().Set(ctx, audit.FenceSeedKey, "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err == nil || !strings.Contains(out, "cannot mark "+audit.FenceSeedKey+" unseeded") {
+		t.Fatalf("functions step with an unwritable record: %v\n%s; want a failure that says so", err, out)
+	}
+}
