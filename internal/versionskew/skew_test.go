@@ -13,6 +13,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // previous is the function library of the kit version before this one.
@@ -35,7 +36,7 @@ const ttl = 5 * time.Second
 //     version's code under its names) and, FCALL only, fails there as above;
 //   - a rolling upgrade with a minority of masters behind: the client locks on the majority.
 func TestVersionSkew(t *testing.T) {
-	prevVersion := funclib.Version(previous)
+	prevVersion := lua.LibraryVersion(previous)
 	current := redlock.FunctionLibrary()
 	if prevVersion == "" || prevVersion == current.Version {
 		t.Fatalf("testdata's library (version %q) must be another version than this build's (%s)", prevVersion, current.Version)
