@@ -49,6 +49,16 @@ func TestStaleNoteAfterRewriteAndRestart(t *testing.T) {
 			if err := la.Release(ctx); err != nil { // step 1
 				t.Fatal(err)
 			}
+			// Release returns once a majority answered: wait for every master's hand-off
+			// before reading each one.
+			waitUntil(t, "A's release applied on every master", func() bool {
+				for _, m := range cl.Masters {
+					if m.Admin().Get(ctx, key).Val() == la.Token() {
+						return false
+					}
+				}
+				return true
+			})
 			for _, m := range cl.Masters {
 				r := x.attempt(t, m)
 				if r.flag != 2 || r.handed != strconv.FormatUint(la.Fence()+1, 10) {
@@ -74,6 +84,14 @@ func TestStaleNoteAfterRewriteAndRestart(t *testing.T) {
 			if err := lb.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
+			waitUntil(t, "B's release applied on every master", func() bool {
+				for _, m := range cl.Masters {
+					if m.Admin().Exists(ctx, key).Val() != 0 {
+						return false
+					}
+				}
+				return true
+			})
 			for _, m := range cl.Masters { // step 5
 				if r := x.attempt(t, m); r.flag != 1 {
 					t.Fatalf("X's attempt on the free key on %s: %+v, want set", m.Addr, r)
