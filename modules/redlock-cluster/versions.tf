@@ -1,3 +1,6 @@
+# Generated from modules/.shared/versions.tf by scripts/module-shared.sh (make module-docs): edit that file,
+# not this copy; make check-docs fails when they differ.
+
 terraform {
   required_version = ">= 1.5.0"
 

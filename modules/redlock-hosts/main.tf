@@ -5,38 +5,15 @@
 
 locals {
   domains = [for h in var.hosts : h.failure_domain if h.failure_domain != null]
-  quorum  = floor(length(var.hosts) / 2) + 1
-}
 
-# One set of credentials for the whole cluster: every lock client authenticates to every
-# master with the same restricted user, the audit with the admin password.
-resource "redlock_credentials" "this" {
-  lock_user = var.lock_user
-  keepers   = var.credentials_keepers
-}
-
-# The monitoring user's password: its own, so an exporter's config opens nothing else.
-resource "redlock_credentials" "monitor" {
-  lock_user = var.monitor_user
-  keepers   = var.credentials_keepers
-}
-
-# With lock_users, one user per application, each with its own password and key prefix.
-resource "redlock_credentials" "tenant" {
-  for_each  = var.lock_users
-  lock_user = each.key
-  keepers   = var.credentials_keepers
-}
-
-locals {
-  tenants      = length(var.lock_users) > 0
-  first_tenant = local.tenants ? sort(keys(var.lock_users))[0] : null
-  lock_users = local.tenants ? {
-    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, allow_eval = u.allow_eval, password = redlock_credentials.tenant[name].lock_password }
-  } : null
-  # The lock user the audit logs in as: the single one, or the first tenant by name.
-  audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user
-  audit_password = local.tenants ? redlock_credentials.tenant[local.first_tenant].lock_password : redlock_credentials.this.lock_password
+  # What the shared files (shared_*.tf, from modules/.shared) read.
+  lock_user            = var.lock_user
+  credentials_keepers  = var.credentials_keepers
+  master_addresses     = [for h in var.hosts : h.address]
+  ca_common_name       = "redlock-hosts CA"
+  endpoints            = data.redlock_host_config.this[*].endpoint
+  quorum               = floor(length(var.hosts) / 2) + 1
+  min_restart_delay_ms = min(data.redlock_host_config.this[*].restart_delay_ms...)
 }
 
 data "redlock_host_config" "this" {
@@ -79,13 +56,13 @@ data "redlock_host_config" "this" {
 # an unsafe setting shows as a warning naming the master, the setting and the fix.
 check "redlock_deployment" {
   data "redlock_audit" "this" {
-    endpoints     = data.redlock_host_config.this[*].endpoint
+    endpoints     = local.endpoints
     username      = "default"
     password      = redlock_credentials.this.admin_password
     lock_username = local.audit_user
     lock_password = local.audit_password
     max_lock_ttl  = var.max_lock_ttl
-    restart_delay = "${min(data.redlock_host_config.this[*].restart_delay_ms...)}ms"
+    restart_delay = "${local.min_restart_delay_ms}ms"
     tls           = var.tls
     ca_cert_pem   = local.ca_cert_pem
   }

@@ -1,16 +1,17 @@
 # TLS (var.tls): one CA for the deployment and one server certificate per master, for the
-# address it binds. The private keys are in the state: keep it secret.
+# address it listens on. The private keys are in the state (and in each rendered host's
+# user_data): keep both secret.
 resource "redlock_ca" "this" {
   count       = var.tls ? 1 : 0
-  common_name = "${var.name_prefix} redlock CA"
+  common_name = local.ca_common_name
 }
 
 resource "redlock_server_certificate" "this" {
-  count = var.tls ? var.masters : 0
+  count = var.tls ? length(local.master_addresses) : 0
 
   ca_cert_pem        = redlock_ca.this[0].cert_pem
   ca_private_key_pem = redlock_ca.this[0].private_key_pem
-  ip_addresses       = [local.binds[count.index]]
+  ip_addresses       = [local.master_addresses[count.index]]
 }
 
 locals {

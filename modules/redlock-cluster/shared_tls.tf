@@ -1,16 +1,20 @@
-# TLS (var.tls): one CA for the deployment and one server certificate per host, for its
-# address. The private keys are in the state (and in each host's user_data): keep both secret.
+# Generated from modules/.shared/tls.tf by scripts/module-shared.sh (make module-docs): edit that file,
+# not this copy; make check-docs fails when they differ.
+
+# TLS (var.tls): one CA for the deployment and one server certificate per master, for the
+# address it listens on. The private keys are in the state (and in each rendered host's
+# user_data): keep both secret.
 resource "redlock_ca" "this" {
   count       = var.tls ? 1 : 0
-  common_name = "redlock-hosts CA"
+  common_name = local.ca_common_name
 }
 
 resource "redlock_server_certificate" "this" {
-  count = var.tls ? length(var.hosts) : 0
+  count = var.tls ? length(local.master_addresses) : 0
 
   ca_cert_pem        = redlock_ca.this[0].cert_pem
   ca_private_key_pem = redlock_ca.this[0].private_key_pem
-  ip_addresses       = [var.hosts[count.index].address]
+  ip_addresses       = [local.master_addresses[count.index]]
 }
 
 locals {
