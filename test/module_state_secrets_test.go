@@ -1,9 +1,12 @@
 package test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,7 +20,7 @@ import (
 // every password and private key they generate in the raw state file and in `terraform show
 // -json`. With today's modules every one is there, which this test asserts: it is the
 // inventory of what the state holds (docs/guides/security.md), and the negative control of
-// the same search run where secrets must be absent (provider: TestAccCredentials_file).
+// the same search in the write-only subtest, where it must find none.
 func TestModuleStateSecrets(t *testing.T) {
 	t.Run("redlock-hosts", func(t *testing.T) {
 		root := copyTree(t, "modules/redlock-hosts")
@@ -56,6 +59,128 @@ module "hosts" {
 		found := secretsInStateAndShow(t, d.opts)
 		requireEverySecretFound(t, found, 14) // the same eight passwords, the CA key and five server keys
 	})
+	// Terraform >= 1.11: three masters whose passwords are kept in a credentials file (the
+	// state gets their hashes), read back by the ephemeral redlock_credentials into the
+	// masters' write-only arguments and the ephemeral audit. The same search finds none of
+	// them in the raw state or in terraform show -json, and does find their hashes.
+	t.Run("write-only", func(t *testing.T) {
+		addrs, port := uniqueLoopback(t)
+		dir := filepath.Join(t.TempDir(), "write-only")
+		dataRoot := filepath.Join(t.TempDir(), "data")
+		secretsFile := filepath.Join(t.TempDir(), "secrets", "cluster.json")
+		writeRoot(t, dir, fmt.Sprintf(writeOnlyRoot, secretsFile, addrs[0], addrs[1], addrs[2], port, dataRoot))
+		opts := terraformOptions(dir, nil)
+		opts.TerraformBinary = terraformAtLeast111(t)
+		t.Cleanup(func() { terraform.Destroy(t, opts) })
+		terraform.InitAndApply(t, opts)
+		raw, err := os.ReadFile(secretsFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var creds struct {
+			AdminPassword string `json:"admin_password"`
+			LockPassword  string `json:"lock_password"`
+		}
+		if err := json.Unmarshal(raw, &creds); err != nil || creds.AdminPassword == "" || creds.LockPassword == "" {
+			t.Fatalf("%s: no passwords (%v)", secretsFile, err)
+		}
+		state, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		show := terraform.Show(t, opts)
+		for name, v := range map[string]string{"admin password": creds.AdminPassword, "lock password": creds.LockPassword} {
+			if strings.Contains(string(state), v) || strings.Contains(show, v) {
+				t.Errorf("the %s is in the state or in terraform show -json", name)
+			}
+			if h := sha256Hex(v); !strings.Contains(string(state), h) || !strings.Contains(show, h) {
+				t.Errorf("the %s's hash is not in the state and terraform show -json: the search did not read them", name)
+			}
+		}
+		t.Logf("write-only path: 0 of 2 passwords in the raw state and terraform show -json (their hashes are)")
+	})
+}
+
+// writeOnlyRoot is three write-only masters and their ephemeral audit: the credentials file,
+// three bind addresses, the port, the data root.
+const writeOnlyRoot = `
+resource "redlock_credentials" "cluster" {
+  file = %q
+}
+
+ephemeral "redlock_credentials" "cluster" {
+  file    = redlock_credentials.cluster.file
+  version = redlock_credentials.cluster.version
+}
+
+locals {
+  binds = [%q, %q, %q]
+}
+
+resource "redlock_master" "m" {
+  count        = 3
+  name         = "wo-${count.index}"
+  bind         = local.binds[count.index]
+  port         = %d
+  data_dir     = "%s/wo-${count.index}"
+  max_lock_ttl = "2s"
+
+  admin_password_wo   = ephemeral.redlock_credentials.cluster.admin_password
+  lock_password_wo    = ephemeral.redlock_credentials.cluster.lock_password
+  password_wo_version = redlock_credentials.cluster.version
+}
+
+ephemeral "redlock_audit" "cluster" {
+  endpoints     = redlock_master.m[*].address
+  password      = ephemeral.redlock_credentials.cluster.admin_password
+  lock_username = "redlock"
+  lock_password = ephemeral.redlock_credentials.cluster.lock_password
+  max_lock_ttl  = "2s"
+}
+
+resource "terraform_data" "audited" {
+  lifecycle {
+    precondition {
+      condition     = ephemeral.redlock_audit.cluster.safe
+      error_message = "The Redlock deployment is not safe: see the warning of ephemeral.redlock_audit.cluster."
+    }
+  }
+}
+`
+
+// terraformAtLeast111 is a terraform that has write-only arguments: the one on PATH when it
+// is >= 1.11, else bin/terraform-1.11.4 (make test-deps builds it). It fails the test, never
+// skips it, when there is none.
+func terraformAtLeast111(t *testing.T) string {
+	t.Helper()
+	for _, bin := range []string{"terraform", filepath.Join(repoRoot, "bin", "terraform-1.11.4")} {
+		out, err := exec.Command(bin, "version", "-json").Output()
+		if err != nil {
+			continue
+		}
+		var v struct {
+			Version string `json:"terraform_version"`
+		}
+		if json.Unmarshal(out, &v) == nil && versionAtLeast(v.Version, 1, 11) {
+			return bin
+		}
+	}
+	t.Fatal("no terraform >= 1.11 (on PATH or bin/terraform-1.11.4): run make test-deps")
+	return ""
+}
+
+// versionAtLeast reports whether "major.minor.patch" is at least major.minor.
+func versionAtLeast(v string, major, minor int) bool {
+	var a, b int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
+		return false
+	}
+	return a > major || a == major && b >= minor
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // writeRoot writes a root module that finds the provider in the offline mirror.
