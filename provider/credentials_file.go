@@ -37,7 +37,7 @@ func writeCredentialsFile(path string, c credentialsFile) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s already exists: it holds other passwords (another redlock_credentials, or one whose state was lost). "+
-			"Give this one its own file, or remove that file if nothing uses its passwords.", path)
+			"Give this one its own file, or remove that file if nothing uses its passwords", path)
 	}
 	if err != nil {
 		return err
