@@ -220,7 +220,7 @@ func (d *hostConfigDataSource) ValidateConfig(ctx context.Context, req datasourc
 		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "No lock user",
 			"Neither lock_password (or lock_password_sha256) nor lock_users is set: set lock_password (the single lock user, every key) or lock_users (one user per application, each confined to its key prefix).")
 	}
-	if !m.LockUsers.IsNull() && !m.LockPasswordSHA256.IsNull() {
+	if !m.LockUsers.IsNull() && !m.LockUsers.IsUnknown() && known(m.LockPasswordSHA256) {
 		resp.Diagnostics.AddAttributeError(path.Root("lock_password_sha256"), "lock_password_sha256 cannot be used with lock_users",
 			"lock_password_sha256 is set and so is lock_users: with lock_users every lock user is an entry there. Remove lock_password_sha256.")
 	}

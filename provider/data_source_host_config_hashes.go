@@ -66,7 +66,7 @@ func hostLockUsersAsPasswords(ctx context.Context, v types.Map, diags *diag.Diag
 	for name, e := range entries {
 		password := e.Password
 		switch {
-		case !e.Password.IsNull() && !e.PasswordSHA256.IsNull():
+		case known(e.Password) && known(e.PasswordSHA256):
 			diags.AddAttributeError(path.Root("lock_users").AtMapKey(name), "Password given twice",
 				fmt.Sprintf("lock_users[%q] has password and password_sha256: give one (the hash keeps the password out of the state).", name))
 		case e.Password.IsNull() && e.PasswordSHA256.IsNull():
@@ -85,9 +85,10 @@ func hostLockUsersAsPasswords(ctx context.Context, v types.Map, diags *diag.Diag
 
 // passwordOrHash is a password argument and its `_sha256` twin as one Spec password
 // (redisconf.HashedPassword for a hash), refusing both at once; null when neither is set.
+// A value still unknown (a module's input while Terraform validates it) is never refused.
 func passwordOrHash(plain, hash types.String, name string, diags *diag.Diagnostics) types.String {
 	switch {
-	case !plain.IsNull() && !hash.IsNull():
+	case known(plain) && known(hash):
 		diags.AddAttributeError(path.Root(name+"_sha256"), "Password given twice",
 			fmt.Sprintf("%s and %s_sha256 are both set: give one (the hash keeps the password out of the state).", name, name))
 		return plain
@@ -110,7 +111,7 @@ func hostPasswords(m *hostConfigModel, diags *diag.Diagnostics) (admin, lock, mo
 		diags.AddAttributeError(path.Root("admin_password"), "No admin password",
 			"Set admin_password_sha256 (from a redlock_credentials with file: nothing secret in the state) or admin_password.")
 	}
-	if !m.MonitorPasswordSHA256.IsNull() && m.Exporters.ValueBool() {
+	if known(m.MonitorPasswordSHA256) && m.Exporters.ValueBool() {
 		diags.AddAttributeError(path.Root("monitor_password_sha256"), "Exporters need the monitoring password",
 			"exporters = true gives redis_exporter on the host the monitoring user's password, which a hash cannot: "+
 				"set monitor_password instead (it is then in the user-data and the state), or exporters = false.")

@@ -14,6 +14,12 @@ locals {
   endpoints            = data.redlock_host_config.this[*].endpoint
   quorum               = floor(length(var.hosts) / 2) + 1
   min_restart_delay_ms = min(data.redlock_host_config.this[*].restart_delay_ms...)
+
+  lock_user_hashes = {
+    for name, u in var.lock_users : name => {
+      key_prefix = u.key_prefix, allow_eval = u.allow_eval, password_sha256 = redlock_credentials.tenant[name].lock_password_sha256
+    }
+  }
 }
 
 data "redlock_host_config" "this" {
@@ -26,14 +32,18 @@ data "redlock_host_config" "this" {
   max_lock_ttl     = var.max_lock_ttl
   maxmemory        = var.maxmemory
   install_packages = var.install_packages
-  admin_password   = redlock_credentials.this.admin_password
-  lock_user        = local.tenants ? null : redlock_credentials.this.lock_user
-  lock_password    = local.tenants ? null : redlock_credentials.this.lock_password
-  lock_users       = local.lock_users
   hooks            = var.hooks
-  monitor_user     = var.monitor_user
-  monitor_password = redlock_credentials.monitor.lock_password
   exporters        = var.exporters
+
+  # A host checks passwords against their hashes: its arguments (kept in the state) get
+  # the hashes only, but the monitoring password, which the exporter on the host logs in with.
+  admin_password_sha256   = redlock_credentials.this.admin_password_sha256
+  lock_user               = local.tenants ? null : redlock_credentials.this.lock_user
+  lock_password_sha256    = local.tenants ? null : redlock_credentials.this.lock_password_sha256
+  lock_users              = local.tenants ? local.lock_user_hashes : null
+  monitor_user            = var.monitor_user
+  monitor_password        = var.exporters ? redlock_credentials.monitor.lock_password : null
+  monitor_password_sha256 = var.exporters ? null : redlock_credentials.monitor.lock_password_sha256
 
   tls             = var.tls
   tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null

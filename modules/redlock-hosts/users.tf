@@ -15,7 +15,7 @@ resource "redlock_users" "live" {
     for name, u in var.lock_users : name => {
       key_prefix      = u.key_prefix
       allow_eval      = u.allow_eval
-      password_sha256 = sha256(redlock_credentials.tenant[name].lock_password)
+      password_sha256 = redlock_credentials.tenant[name].lock_password_sha256
     }
   }
 
