@@ -59,6 +59,66 @@ module "hosts" {
 		found := secretsInStateAndShow(t, d.opts)
 		requireEverySecretFound(t, found, 14) // the same eight passwords, the CA key and five server keys
 	})
+	// Terraform >= 1.11, modules/redlock-hosts-write-only with two tenants: no password in the
+	// state without exporters; with them, the monitoring password only (the hosts' exporter
+	// logs in with it). The same search as above, over the passwords in the secrets files.
+	t.Run("redlock-hosts-write-only", func(t *testing.T) {
+		for _, exporters := range []bool{false, true} {
+			t.Run(fmt.Sprintf("exporters=%v", exporters), func(t *testing.T) {
+				root := copyTree(t, "modules/redlock-hosts-write-only")
+				dir := filepath.Join(root, "hosts-write-only")
+				secrets := filepath.Join(t.TempDir(), "secrets")
+				writeRoot(t, dir, fmt.Sprintf(`
+module "hosts" {
+  source = "../modules/redlock-hosts-write-only"
+  hosts = [
+    { name = "a", address = "127.66.7.21" },
+    { name = "b", address = "127.66.7.22" },
+    { name = "c", address = "127.66.7.23" },
+  ]
+  lock_users = {
+    billing = { key_prefix = "billing:" }
+    orders  = { key_prefix = "orders:" }
+  }
+  exporters   = %v
+  secrets_dir = %q
+}
+
+output "user_data" {
+  value     = module.hosts.user_data
+  sensitive = true
+}
+`, exporters, secrets))
+				opts := terraformOptions(dir, nil)
+				opts.TerraformBinary = terraformAtLeast111(t)
+				t.Cleanup(func() { terraform.Destroy(t, opts) })
+				terraform.InitAndApply(t, opts) // nothing serves there: the audit's check only warns
+				if out := terraform.Plan(t, opts); !strings.Contains(out, "No changes.") {
+					t.Errorf("the plan after the apply is not empty:\n%s", out)
+				}
+				inState := searchPasswordFiles(t, opts, secrets)
+				want := 0
+				if exporters {
+					want = 1 // the monitoring password, in the state and not in a file
+				}
+				if len(inState) != 0 {
+					t.Errorf("passwords of the secrets files in the state: %v", inState)
+				}
+				if n := len(monitorPasswordsInState(t, opts)); n != want {
+					t.Errorf("monitoring passwords in the state: %d, want %d", n, want)
+				}
+				userData := terraform.OutputList(t, opts, "user_data")
+				for _, files := range []string{"admin.json", "tenant-billing.json", "tenant-orders.json"} {
+					if _, err := os.Stat(filepath.Join(secrets, files)); err != nil {
+						t.Errorf("secrets file: %v", err)
+					}
+				}
+				if len(userData) != 3 {
+					t.Errorf("%d user-data, want 3", len(userData))
+				}
+			})
+		}
+	})
 	// Terraform >= 1.11: three masters whose passwords are kept in a credentials file (the
 	// state gets their hashes), read back by the ephemeral redlock_credentials into the
 	// masters' write-only arguments and the ephemeral audit. The same search finds none of
@@ -99,6 +159,59 @@ module "hosts" {
 		}
 		t.Logf("write-only path: 0 of 2 passwords in the raw state and terraform show -json (their hashes are)")
 	})
+}
+
+// searchPasswordFiles returns, for every password in the redlock_credentials files under dir,
+// where it is found in the raw state or `terraform show -json`; it fails the test when it
+// cannot find each password's hash there (then it did not read what it searched).
+func searchPasswordFiles(t *testing.T, opts *terraform.Options, dir string) []string {
+	t.Helper()
+	state, err := os.ReadFile(filepath.Join(opts.TerraformDir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := terraform.Show(t, opts)
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no secrets files in %s (%v)", dir, err)
+	}
+	var found []string
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c map[string]any
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"admin_password", "lock_password"} {
+			v, _ := c[k].(string)
+			if v == "" {
+				t.Fatalf("%s has no %s", f, k)
+			}
+			if strings.Contains(string(state), v) || strings.Contains(show, v) {
+				found = append(found, filepath.Base(f)+" "+k)
+			}
+			if k == "lock_password" && (!strings.Contains(string(state), sha256Hex(v)) || !strings.Contains(show, sha256Hex(v))) {
+				t.Errorf("%s: the hash of its %s is not in the state and terraform show -json: the search did not read them", f, k)
+			}
+		}
+	}
+	t.Logf("%d passwords in %d secrets files; %d of them in the raw state or terraform show -json", 2*len(files), len(files), len(found))
+	return found
+}
+
+// monitorPasswordsInState returns the monitoring user's passwords the state holds.
+func monitorPasswordsInState(t *testing.T, opts *terraform.Options) []string {
+	t.Helper()
+	var found []string
+	for _, s := range secretsInStateAndShow(t, opts) {
+		if strings.Contains(s.what, "redlock_credentials.monitor.lock_password") {
+			found = append(found, s.what)
+		}
+	}
+	return found
 }
 
 // writeOnlyRoot is three write-only masters and their ephemeral audit: the credentials file,

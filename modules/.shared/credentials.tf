@@ -1,3 +1,6 @@
+# Shared by: redlock-cluster redlock-hosts
+# The passwords, generated and kept in the state (the write-only module keeps them in files).
+
 # One set of credentials for the whole cluster: every lock client authenticates to every
 # master with the same restricted user, the audit with the admin password.
 resource "redlock_credentials" "this" {
@@ -19,8 +22,6 @@ resource "redlock_credentials" "tenant" {
 }
 
 locals {
-  tenants      = length(var.lock_users) > 0
-  first_tenant = local.tenants ? sort(keys(var.lock_users))[0] : null
   lock_users = local.tenants ? {
     for name, u in var.lock_users : name => { key_prefix = u.key_prefix, allow_eval = u.allow_eval, password = redlock_credentials.tenant[name].lock_password }
   } : null

@@ -1,3 +1,6 @@
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# TLS: the CA and the server certificates.
+
 # TLS (var.tls): one CA for the deployment and one server certificate per master, for the
 # address it listens on. The private keys are in the state (and in each rendered host's
 # user_data): keep both secret.

@@ -1,3 +1,6 @@
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# The inputs every module takes.
+
 variable "max_lock_ttl" {
   description = "The largest lock TTL any client may use (Go duration, e.g. \"30s\" or \"1m30s\"). A master that did not stop cleanly stays down a little longer than this before it rejoins."
   type        = string

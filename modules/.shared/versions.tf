@@ -1,3 +1,6 @@
+# Shared by: redlock-cluster redlock-hosts
+# Terraform >= 1.5 (the write-only module needs 1.11).
+
 terraform {
   required_version = ">= 1.5.0"
 

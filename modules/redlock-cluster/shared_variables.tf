@@ -1,5 +1,7 @@
 # Generated from modules/.shared/variables.tf by scripts/module-shared.sh (make module-docs): edit that file,
 # not this copy; make check-docs fails when they differ.
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# The inputs every module takes.
 
 variable "max_lock_ttl" {
   description = "The largest lock TTL any client may use (Go duration, e.g. \"30s\" or \"1m30s\"). A master that did not stop cleanly stays down a little longer than this before it rejoins."

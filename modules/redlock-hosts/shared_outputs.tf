@@ -1,5 +1,7 @@
 # Generated from modules/.shared/outputs.tf by scripts/module-shared.sh (make module-docs): edit that file,
 # not this copy; make check-docs fails when they differ.
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# Outputs every module has, and the client configs' non-secret part.
 
 output "quorum" {
   description = "Masters that must agree for a lock: N/2+1."
@@ -11,13 +13,15 @@ output "lock_user" {
   value       = local.tenants ? null : redlock_credentials.this.lock_user
 }
 
-output "admin_password" {
-  description = "Password of the admin (default) user: for the audit and operators, never for lock clients."
-  value       = redlock_credentials.this.admin_password
-  sensitive   = true
+output "monitor_user" {
+  description = "The ACL user Prometheus exporters log in as (server state only, no key)."
+  value       = var.monitor_user
 }
 
 locals {
+  tenants      = length(var.lock_users) > 0
+  first_tenant = local.tenants ? sort(keys(var.lock_users))[0] : null
+
   base_config = {
     endpoints     = local.endpoints
     tls           = var.tls
@@ -26,46 +30,4 @@ locals {
     restart_delay = "${local.min_restart_delay_ms}ms" # validate checks the shortest
     quorum        = local.quorum
   }
-  # One client config per lock user: the lock user only, never the admin.
-  client_configs = local.tenants ? {
-    for name, u in var.lock_users : name => merge(local.base_config, {
-      username   = name
-      password   = redlock_credentials.tenant[name].lock_password
-      key_prefix = u.key_prefix
-    })
-    } : {
-    for name in [redlock_credentials.this.lock_user] : name => merge(local.base_config, {
-      username   = name
-      password   = redlock_credentials.this.lock_password
-      key_prefix = ""
-    })
-  }
-  # client_config and agent_config: the single lock user, or the first tenant by name.
-  client_config = local.client_configs[local.tenants ? local.first_tenant : redlock_credentials.this.lock_user]
-}
-
-output "agent_config" {
-  description = "JSON for `lockagent -c agent.json` with the admin credentials `lockagent validate` needs for its audit: for operators. Contains secrets."
-  sensitive   = true
-  value = jsonencode(merge(local.client_config, {
-    admin_username = "default"
-    admin_password = redlock_credentials.this.admin_password
-  }))
-}
-
-output "client_config" {
-  description = "The same JSON without the admin credentials: what application hosts need for `lockagent run` and the library. Contains the lock user's password. With lock_users, the first user's by name: use client_configs."
-  sensitive   = true
-  value       = jsonencode(local.client_config)
-}
-
-output "client_configs" {
-  description = "One JSON per lock user, by user name (with lock_users, each with its key_prefix; otherwise the single lock user): what each application's hosts need for `lockagent -c` and the library. The lock user only, never the admin. Contains that user's password."
-  sensitive   = true
-  value       = { for name, c in local.client_configs : name => jsonencode(c) }
-}
-
-output "monitor_user" {
-  description = "The ACL user Prometheus exporters log in as (server state only, no key)."
-  value       = var.monitor_user
 }

@@ -1,3 +1,8 @@
+# Generated from modules/.shared/hosts_variables.tf by scripts/module-shared.sh (make module-docs): edit that file,
+# not this copy; make check-docs fails when they differ.
+# Shared by: redlock-hosts redlock-hosts-write-only
+# The inputs of both hosts modules.
+
 variable "hosts" {
   description = "The hosts, one master each, in the order clients use them. address is the host's private IP the master listens on; failure_domain (zone, rack) makes the module refuse two masters in one domain; server overrides var.server for this host."
   type = list(object({
