@@ -1,10 +1,14 @@
 package test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/gruntwork-io/terratest/modules/terraform"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestModuleStateSecrets applies each module as a user would (the hosts module with two
@@ -107,14 +112,45 @@ output "user_data" {
 				if n := len(monitorPasswordsInState(t, opts)); n != want {
 					t.Errorf("monitoring passwords in the state: %d, want %d", n, want)
 				}
-				userData := terraform.OutputList(t, opts, "user_data")
-				for _, files := range []string{"admin.json", "tenant-billing.json", "tenant-orders.json"} {
-					if _, err := os.Stat(filepath.Join(secrets, files)); err != nil {
-						t.Errorf("secrets file: %v", err)
+				// The hosts' user-data, every write_files entry decoded: the monitoring
+				// password with exporters (redis_exporter's environment), no other password.
+				var userData []string
+				if err := json.Unmarshal([]byte(terraform.OutputJson(t, opts, "user_data")), &userData); err != nil || len(userData) != 3 {
+					t.Fatalf("user_data: %d hosts (%v), want 3", len(userData), err)
+				}
+				monitor := 0
+				for _, f := range []string{"admin.json", "tenant-billing.json", "tenant-orders.json", "monitor.json"} {
+					raw, err := os.ReadFile(filepath.Join(secrets, f))
+					if f == "monitor.json" && exporters {
+						continue // no file: that password is in the state
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					var c map[string]string
+					_ = json.Unmarshal(raw, &c)
+					for _, u := range userData {
+						decoded := decodedWriteFiles(t, u)
+						for _, k := range []string{"admin_password", "lock_password"} {
+							if c[k] == "" || strings.Contains(decoded, c[k]) {
+								t.Errorf("a host's user-data holds %s's %s (or it is empty)", f, k)
+							}
+						}
 					}
 				}
-				if len(userData) != 3 {
-					t.Errorf("%d user-data, want 3", len(userData))
+				if exporters {
+					for _, s := range secretsInStateAndShow(t, opts) {
+						if strings.HasSuffix(s.what, "redlock_credentials.monitor.lock_password") {
+							for _, u := range userData {
+								if strings.Contains(decodedWriteFiles(t, u), s.value) {
+									monitor++
+								}
+							}
+						}
+					}
+				}
+				if want := map[bool]int{false: 0, true: 3}[exporters]; monitor != want {
+					t.Errorf("the monitoring password is in %d hosts' user-data, want %d", monitor, want)
 				}
 			})
 		}
@@ -200,6 +236,45 @@ func searchPasswordFiles(t *testing.T, opts *terraform.Options, dir string) []st
 	}
 	t.Logf("%d passwords in %d secrets files; %d of them in the raw state or terraform show -json", 2*len(files), len(files), len(found))
 	return found
+}
+
+// decodedWriteFiles is every write_files entry of a #cloud-config user-data, decoded
+// (gz+b64 entries unpacked as cloud-init does), one after another.
+func decodedWriteFiles(t *testing.T, userData string) string {
+	t.Helper()
+	var doc struct {
+		WriteFiles []struct {
+			Path, Encoding, Content string
+		} `yaml:"write_files"`
+	}
+	if err := yaml.Unmarshal([]byte(userData), &doc); err != nil || len(doc.WriteFiles) == 0 {
+		t.Fatalf("user-data is not cloud-config with write_files (%v)", err)
+	}
+	var b strings.Builder
+	for _, f := range doc.WriteFiles {
+		switch f.Encoding {
+		case "":
+			b.WriteString(f.Content)
+		case "gz+b64":
+			raw, err := base64.StdEncoding.DecodeString(f.Content)
+			if err != nil {
+				t.Fatalf("%s: %v", f.Path, err)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatalf("%s: %v", f.Path, err)
+			}
+			plain, err := io.ReadAll(zr)
+			if err != nil {
+				t.Fatalf("%s: %v", f.Path, err)
+			}
+			b.Write(plain)
+		default:
+			t.Fatalf("%s: encoding %q", f.Path, f.Encoding)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // monitorPasswordsInState returns the monitoring user's passwords the state holds.
@@ -315,7 +390,8 @@ func writeRoot(t *testing.T, dir, body string) {
 
 // stateSecret is one generated secret and where it was found.
 type stateSecret struct {
-	what    string   // e.g. module.hosts.redlock_credentials.tenant["billing"].lock_password
+	what    string // e.g. module.hosts.redlock_credentials.tenant["billing"].lock_password
+	value   string
 	inState []string // addresses (and root outputs) whose values contain it in the raw state
 	inShow  bool     // whether `terraform show -json` contains it
 }
@@ -389,6 +465,7 @@ func secretsInStateAndShow(t *testing.T, opts *terraform.Options) []stateSecret 
 	}
 	for i := range secrets {
 		v := values[secrets[i].what]
+		secrets[i].value = v
 		// JSON escapes a PEM's newlines: search for its encoded form as well.
 		enc, _ := json.Marshal(v)
 		needle := strings.Trim(string(enc), `"`)
