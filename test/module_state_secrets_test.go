@@ -87,6 +87,12 @@ module "hosts" {
   }
   exporters   = %v
   secrets_dir = %q
+  live_users  = var.live_users
+}
+
+variable "live_users" {
+  type    = bool
+  default = false
 }
 
 output "user_data" {
@@ -100,6 +106,13 @@ output "user_data" {
 				terraform.InitAndApply(t, opts) // nothing serves there: the audit's check only warns
 				if out := terraform.Plan(t, opts); !strings.Contains(out, "No changes.") {
 					t.Errorf("the plan after the apply is not empty:\n%s", out)
+				}
+				// live_users: redlock_users logs in with the admin password write-only; nothing
+				// serves here, so this plans only.
+				live := *opts
+				live.Vars = map[string]interface{}{"live_users": true}
+				if out := terraform.Plan(t, &live); !strings.Contains(out, "module.hosts.redlock_users.live[0] will be created") {
+					t.Errorf("live_users = true does not plan redlock_users:\n%s", out)
 				}
 				inState := searchPasswordFiles(t, opts, secrets)
 				want := 0
