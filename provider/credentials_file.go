@@ -24,25 +24,30 @@ type credentialsFile struct {
 // errCredentialsFileMissing means the file is gone: so are the passwords it held.
 var errCredentialsFileMissing = errors.New("credentials file missing")
 
-// writeCredentialsFile creates path (mode 0600; missing directories 0700) and never
-// replaces an existing file: clients may be using the passwords in it.
+// writeCredentialsFile creates path (see writeSecretFile) with c.
 func writeCredentialsFile(path string, c credentialsFile) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("creating the directory of %s: %w", path, err)
-	}
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
+	return writeSecretFile(path, append(data, '\n'), "passwords")
+}
+
+// writeSecretFile creates path with data (mode 0600; missing directories 0700) and never
+// replaces an existing file: what it holds (what) may be in use.
+func writeSecretFile(path string, data []byte, what string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("creating the directory of %s: %w", path, err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s already exists: it holds other passwords (another redlock_credentials, or one whose state was lost). "+
-			"Give this one its own file, or remove that file if nothing uses its passwords", path)
+		return fmt.Errorf("%s already exists: it holds other %s (another resource's, or one whose state was lost). "+
+			"Give this one its own file, or remove that file if nothing uses it", path, what)
 	}
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(data, '\n'))
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -50,7 +55,7 @@ func writeCredentialsFile(path string, c credentialsFile) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(path) // never leave half a file that a later read would take for the passwords
+		os.Remove(path) // never leave half a file that a later read would take for the secret
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

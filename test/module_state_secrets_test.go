@@ -68,8 +68,9 @@ module "hosts" {
 	// state without exporters; with them, the monitoring password only (the hosts' exporter
 	// logs in with it). The same search as above, over the passwords in the secrets files.
 	t.Run("redlock-hosts-write-only", func(t *testing.T) {
-		for _, exporters := range []bool{false, true} {
-			t.Run(fmt.Sprintf("exporters=%v", exporters), func(t *testing.T) {
+		for _, c := range []struct{ exporters, tls bool }{{false, false}, {true, false}, {false, true}} {
+			exporters, useTLS := c.exporters, c.tls
+			t.Run(fmt.Sprintf("exporters=%v,tls=%v", exporters, useTLS), func(t *testing.T) {
 				root := copyTree(t, "modules/redlock-hosts-write-only")
 				dir := filepath.Join(root, "hosts-write-only")
 				secrets := filepath.Join(t.TempDir(), "secrets")
@@ -86,6 +87,7 @@ module "hosts" {
     orders  = { key_prefix = "orders:" }
   }
   exporters   = %v
+  tls         = %v
   secrets_dir = %q
   live_users  = var.live_users
 }
@@ -99,7 +101,7 @@ output "user_data" {
   value     = module.hosts.user_data
   sensitive = true
 }
-`, exporters, secrets))
+`, exporters, useTLS, secrets))
 				opts := terraformOptions(dir, nil)
 				opts.TerraformBinary = terraformAtLeast111(t)
 				t.Cleanup(func() { terraform.Destroy(t, opts) })
@@ -164,6 +166,27 @@ output "user_data" {
 				}
 				if want := map[bool]int{false: 0, true: 3}[exporters]; monitor != want {
 					t.Errorf("the monitoring password is in %d hosts' user-data, want %d", monitor, want)
+				}
+				// Private keys: with tls, the CA's is in its file only; each host's server key is
+				// in the state (and in its user-data).
+				var serverKeys int
+				for _, s := range secretsInStateAndShow(t, opts) {
+					switch {
+					case strings.Contains(s.what, "redlock_ca."):
+						t.Errorf("the CA key is in the state: %s", s.what)
+					case strings.Contains(s.what, "redlock_server_certificate."):
+						serverKeys++
+					}
+				}
+				if want := map[bool]int{false: 0, true: 3}[useTLS]; serverKeys != want {
+					t.Errorf("%d server keys in the state, want %d", serverKeys, want)
+				}
+				if useTLS {
+					if key, err := os.ReadFile(filepath.Join(secrets, "ca.key")); err != nil || !strings.Contains(string(key), "PRIVATE KEY") {
+						t.Errorf("the CA key is not in %s (%v)", filepath.Join(secrets, "ca.key"), err)
+					} else if enc, _ := json.Marshal(string(key)); strings.Contains(terraform.Show(t, opts), strings.Trim(string(enc), `"`)) {
+						t.Errorf("the CA key is in terraform show -json")
+					}
 				}
 			})
 		}

@@ -18,6 +18,7 @@ locals {
   credentials_keepers  = null
   master_addresses     = local.binds
   ca_common_name       = "${var.name_prefix} redlock CA"
+  ca_key_file          = null
   endpoints            = redlock_master.this[*].address
   quorum               = floor(var.masters / 2) + 1
   min_restart_delay_ms = min(redlock_master.this[*].restart_delay_ms...)

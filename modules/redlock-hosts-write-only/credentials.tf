@@ -53,4 +53,7 @@ locals {
   # redlock_users (shared_users.tf) logs in with the admin password write-only.
   live_admin_password    = null
   live_admin_password_wo = ephemeral.redlock_credentials.this.admin_password
+  # With tls, the CA's key is kept beside the passwords (the server keys are in the state:
+  # each host's is in its user-data).
+  ca_key_file = "${local.secrets_dir}/ca.key"
 }

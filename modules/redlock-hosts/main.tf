@@ -8,6 +8,7 @@ locals {
   # redlock_users (shared_users.tf) logs in with the admin password from the state.
   live_admin_password    = redlock_credentials.this.admin_password
   live_admin_password_wo = null
+  ca_key_file            = null # the CA's key in the state
 }
 
 # Every plan audits the deployment once the hosts answer: drift (a CONFIG SET on a host) or

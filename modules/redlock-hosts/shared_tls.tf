@@ -7,16 +7,18 @@
 # address it listens on. The private keys are in the state (and in each rendered host's
 # user_data): keep both secret.
 resource "redlock_ca" "this" {
-  count       = var.tls ? 1 : 0
-  common_name = local.ca_common_name
+  count            = var.tls ? 1 : 0
+  common_name      = local.ca_common_name
+  private_key_file = local.ca_key_file # null: the key in the state
 }
 
 resource "redlock_server_certificate" "this" {
   count = var.tls ? length(local.master_addresses) : 0
 
-  ca_cert_pem        = redlock_ca.this[0].cert_pem
-  ca_private_key_pem = redlock_ca.this[0].private_key_pem
-  ip_addresses       = [local.master_addresses[count.index]]
+  ca_cert_pem         = redlock_ca.this[0].cert_pem
+  ca_private_key_pem  = local.ca_key_file == null ? redlock_ca.this[0].private_key_pem : null
+  ca_private_key_file = local.ca_key_file
+  ip_addresses        = [local.master_addresses[count.index]]
 }
 
 locals {
