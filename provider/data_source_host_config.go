@@ -60,6 +60,10 @@ type hostConfigModel struct {
 	TLSCertPEM   types.String `tfsdk:"tls_cert_pem"`
 	TLSKeyPEM    types.String `tfsdk:"tls_key_pem"`
 	TLSCACertPEM types.String `tfsdk:"tls_ca_cert_pem"`
+	// Password hashes instead of passwords (data_source_host_config_hashes.go).
+	AdminPasswordSHA256   types.String `tfsdk:"admin_password_sha256"`
+	LockPasswordSHA256    types.String `tfsdk:"lock_password_sha256"`
+	MonitorPasswordSHA256 types.String `tfsdk:"monitor_password_sha256"`
 
 	Endpoint           types.String `tfsdk:"endpoint"`
 	RestartDelayMS     types.Int64  `tfsdk:"restart_delay_ms"`
@@ -125,9 +129,10 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 			"maxmemory": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Explicit `maxmemory` (redis.conf units, e.g. `256mb`). Default `64mb`.",
 				Validators:          []validator.String{validate.MaxMemory()}},
-			"admin_password": schema.StringAttribute{Required: true, Sensitive: true,
-				MarkdownDescription: "Password of the admin (`default`) user, e.g. from `redlock_credentials`.",
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
+			"admin_password": schema.StringAttribute{Optional: true, Sensitive: true,
+				MarkdownDescription: "Password of the admin (`default`) user, e.g. from `redlock_credentials`. Set this or " +
+					"`admin_password_sha256`.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
 			"lock_user": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Restricted ACL user for lock clients. Default `redlock`.",
 				Validators: []validator.String{stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
@@ -162,8 +167,10 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"key_prefix": schema.StringAttribute{Required: true,
 						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`."},
-					"password": schema.StringAttribute{Required: true, Sensitive: true, Validators: lockUserPasswordValidators(),
-						MarkdownDescription: "This user's password, at least 16 characters without whitespace."},
+					"password": schema.StringAttribute{Optional: true, Sensitive: true, Validators: lockUserPasswordValidators(),
+						MarkdownDescription: "This user's password, at least 16 characters without whitespace. Set this or `password_sha256`."},
+					"password_sha256": schema.StringAttribute{Optional: true, Validators: sha256Validators(),
+						MarkdownDescription: "Hex SHA-256 of this user's password, instead of the password: the state then holds no password."},
 					"allow_eval": schema.BoolAttribute{Optional: true, MarkdownDescription: allowEvalDescription},
 				}},
 			},
@@ -200,6 +207,9 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 	for name, a := range hostConfigTLSAttributes() {
 		resp.Schema.Attributes[name] = a
 	}
+	for name, a := range hostConfigHashAttributes() {
+		resp.Schema.Attributes[name] = a
+	}
 }
 
 // ValidateConfig refuses at plan time what Render would refuse, for the values already known.
@@ -213,9 +223,14 @@ func (d *hostConfigDataSource) ValidateConfig(ctx context.Context, req datasourc
 		resp.Diagnostics.AddAttributeError(path.Root("address"), "Invalid address",
 			fmt.Sprintf("address = %q is not an IP address: give the host's private IP, e.g. aws_instance's private_ip.", m.Address.ValueString()))
 	}
-	if m.LockUsers.IsNull() && m.LockPassword.IsNull() {
+	admin, lock, _ := hostPasswords(&m, &resp.Diagnostics)
+	if m.LockUsers.IsNull() && lock.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "No lock user",
-			"Neither lock_password nor lock_users is set: set lock_password (the single lock user, every key) or lock_users (one user per application, each confined to its key prefix).")
+			"Neither lock_password (or lock_password_sha256) nor lock_users is set: set lock_password (the single lock user, every key) or lock_users (one user per application, each confined to its key prefix).")
+	}
+	if !m.LockUsers.IsNull() && !m.LockUsers.IsUnknown() && known(m.LockPasswordSHA256) {
+		resp.Diagnostics.AddAttributeError(path.Root("lock_password_sha256"), "lock_password_sha256 cannot be used with lock_users",
+			"lock_password_sha256 is set and so is lock_users: with lock_users every lock user is an entry there. Remove lock_password_sha256.")
 	}
 	if m.SeedFences.ValueBool() && m.LockUsers.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("seed_fences"), "seed_fences needs lock_users",
@@ -224,8 +239,9 @@ func (d *hostConfigDataSource) ValidateConfig(ctx context.Context, req datasourc
 	}
 	var cfgLockUser types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("lock_user"), &cfgLockUser)...)
-	checkLockUsersAtPlan(ctx, m.LockUsers, cfgLockUser, m.LockPassword, m.AdminPassword, &resp.Diagnostics)
-	if known(m.AdminPassword) && m.AdminPassword.Equal(m.LockPassword) {
+	users := hostLockUsersAsPasswords(ctx, m.LockUsers, &resp.Diagnostics)
+	checkLockUsersAtPlan(ctx, users, cfgLockUser, m.LockPassword, admin, &resp.Diagnostics)
+	if known(admin) && admin.Equal(lock) {
 		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "Lock password equals the admin password",
 			"lock_password must differ from admin_password: lock clients must not be able to act as the admin.")
 	}
@@ -287,11 +303,12 @@ func (d *hostConfigDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	}
 	spec.Name, spec.Bind, spec.Port = m.Name.ValueString(), m.Address.ValueString(), int(m.Port.ValueInt64())
 	spec.MaxMemory, spec.LockUser = m.MaxMemory.ValueString(), m.LockUser.ValueString()
-	spec.AdminPassword, spec.LockPassword = m.AdminPassword.ValueString(), m.LockPassword.ValueString()
-	users, _, ds := lockUsersFromModel(ctx, m.LockUsers)
+	admin, lock, monitor := hostPasswords(&m, &resp.Diagnostics)
+	spec.AdminPassword, spec.LockPassword = admin.ValueString(), lock.ValueString()
+	users, _, ds := lockUsersFromModel(ctx, hostLockUsersAsPasswords(ctx, m.LockUsers, &resp.Diagnostics))
 	resp.Diagnostics.Append(ds...)
 	spec.LockUsers = users
-	spec.MonitorUser, spec.MonitorPassword = ifSet(m.MonitorPassword, m.MonitorUser.ValueString()), m.MonitorPassword.ValueString()
+	spec.MonitorUser, spec.MonitorPassword = ifSet(monitor, m.MonitorUser.ValueString()), monitor.ValueString()
 	spec.TLS = hostTLS(&m)
 	if !m.Hooks.IsNull() {
 		var h hooksModel

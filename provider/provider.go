@@ -126,7 +126,7 @@ func (p *redlockProvider) Resources(context.Context) []func() resource.Resource 
 // EphemeralResources lists the ephemeral resources (Terraform >= 1.10; older versions
 // ignore them).
 func (p *redlockProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
-	return []func() ephemeral.EphemeralResource{NewCredentialsEphemeral}
+	return []func() ephemeral.EphemeralResource{NewCredentialsEphemeral, NewAuditEphemeral}
 }
 
 // DataSources lists the data sources.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
@@ -33,16 +34,17 @@ func NewServerCertificateResource() resource.Resource { return &serverCertificat
 type serverCertificateResource struct{}
 
 type serverCertificateModel struct {
-	ID              types.String         `tfsdk:"id"`
-	CACertPEM       types.String         `tfsdk:"ca_cert_pem"`
-	CAPrivateKeyPEM types.String         `tfsdk:"ca_private_key_pem"`
-	IPAddresses     types.List           `tfsdk:"ip_addresses"`
-	DNSNames        types.List           `tfsdk:"dns_names"`
-	CommonName      types.String         `tfsdk:"common_name"`
-	Validity        timetypes.GoDuration `tfsdk:"validity"`
-	CertPEM         types.String         `tfsdk:"cert_pem"`
-	PrivateKeyPEM   types.String         `tfsdk:"private_key_pem"`
-	NotAfter        types.String         `tfsdk:"not_after"`
+	ID               types.String         `tfsdk:"id"`
+	CACertPEM        types.String         `tfsdk:"ca_cert_pem"`
+	CAPrivateKeyPEM  types.String         `tfsdk:"ca_private_key_pem"`
+	CAPrivateKeyFile types.String         `tfsdk:"ca_private_key_file"`
+	IPAddresses      types.List           `tfsdk:"ip_addresses"`
+	DNSNames         types.List           `tfsdk:"dns_names"`
+	CommonName       types.String         `tfsdk:"common_name"`
+	Validity         timetypes.GoDuration `tfsdk:"validity"`
+	CertPEM          types.String         `tfsdk:"cert_pem"`
+	PrivateKeyPEM    types.String         `tfsdk:"private_key_pem"`
+	NotAfter         types.String         `tfsdk:"not_after"`
 }
 
 func (r *serverCertificateResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -69,8 +71,14 @@ func (r *serverCertificateResource) Schema(_ context.Context, _ resource.SchemaR
 				MarkdownDescription: "The CA certificate (PEM; `redlock_ca`'s `cert_pem`). Changing it replaces the certificate.",
 			},
 			"ca_private_key_pem": schema.StringAttribute{
-				Required: true, Sensitive: true, PlanModifiers: replace,
-				MarkdownDescription: "The CA's private key (PEM; `redlock_ca`'s `private_key_pem`). Changing it replaces the certificate.",
+				Optional: true, Sensitive: true, PlanModifiers: replace,
+				MarkdownDescription: "The CA's private key (PEM; `redlock_ca`'s `private_key_pem`). Set this or " +
+					"`ca_private_key_file`. Changing it replaces the certificate.",
+			},
+			"ca_private_key_file": schema.StringAttribute{
+				Optional: true, PlanModifiers: replace,
+				MarkdownDescription: "The file that holds the CA's private key (`redlock_ca`'s `private_key_file`), read " +
+					"at create: the key then stays out of this resource's state too. Changing it replaces the certificate.",
 			},
 			"ip_addresses": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
@@ -117,6 +125,11 @@ func (r *serverCertificateResource) ValidateConfig(ctx context.Context, req reso
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if !m.CAPrivateKeyPEM.IsUnknown() && !m.CAPrivateKeyFile.IsUnknown() && m.CAPrivateKeyPEM.IsNull() == m.CAPrivateKeyFile.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("ca_private_key_file"), "The CA key, once",
+			"Give the CA's private key one way: ca_private_key_pem (redlock_ca's private_key_pem) or ca_private_key_file "+
+				"(its private_key_file).")
+	}
 	if m.IPAddresses.IsNull() && m.DNSNames.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("ip_addresses"), "No address for the certificate",
 			"Neither ip_addresses nor dns_names is set: give the addresses clients reach the master at, e.g. "+
@@ -155,7 +168,17 @@ func (r *serverCertificateResource) Create(ctx context.Context, req resource.Cre
 	for _, ip := range ips {
 		o.IPAddresses = append(o.IPAddresses, net.ParseIP(ip))
 	}
-	cert, err := pki.NewServer(pki.Pair{CertPEM: m.CACertPEM.ValueString(), KeyPEM: m.CAPrivateKeyPEM.ValueString()}, o)
+	caKey := m.CAPrivateKeyPEM.ValueString()
+	if !m.CAPrivateKeyFile.IsNull() {
+		b, err := os.ReadFile(m.CAPrivateKeyFile.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("ca_private_key_file"), "Cannot read the CA key",
+				fmt.Sprintf("%v: give redlock_ca's private_key_file, on the machine that runs Terraform.", err))
+			return
+		}
+		caKey = string(b)
+	}
+	cert, err := pki.NewServer(pki.Pair{CertPEM: m.CACertPEM.ValueString(), KeyPEM: caKey}, o)
 	if err != nil {
 		field := "ca_cert_pem"
 		if strings.HasPrefix(err.Error(), "CA private key") {

@@ -11,6 +11,8 @@ if ! bin/terraform-docs --version 2>/dev/null | grep -q "${version}"; then
   echo "module-docs: bin/terraform-docs $version is missing: run make deps (installs it into ./bin)" >&2
   exit 1
 fi
+# What the modules share is written once (modules/.shared) and copied into each first.
+scripts/module-shared.sh write
 for dir in modules/*/; do
   dir=${dir%/}
   [ -f "$dir/README.md" ] || { echo "module-docs: $dir has no README.md: write one with the two markers" >&2; exit 1; }

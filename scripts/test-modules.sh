@@ -9,6 +9,8 @@ if [ "$(printf '%s\n1.6.0\n' "$version" | sort -V | head -1)" != 1.6.0 ]; then
   echo "test-modules: terraform $version cannot run .tftest.hcl files (needs >= 1.6): install a newer terraform" >&2
   exit 1
 fi
+# The modules' shared files must be the copies of modules/.shared they say they are.
+scripts/module-shared.sh check
 # Each module is tested in a copy, so no .terraform or lock file lands in the tree.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

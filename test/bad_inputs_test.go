@@ -95,9 +95,9 @@ func TestHostsModuleRefusesUnsafeInputs(t *testing.T) {
 		{"unknown server package", `server = "keydb"
   hosts = [` + strings.Join(three, ",") + `]`, `server must be "redis-server" or "valkey-server"`},
 		{"max_lock_ttl not a duration", `max_lock_ttl = "30"
-  hosts = [` + strings.Join(three, ",") + `]`, `max_lock_ttl must be a positive Go duration such as "30s"`},
+  hosts = [` + strings.Join(three, ",") + `]`, `max_lock_ttl must be a positive duration (Go syntax), such as "30s"`},
 		{"zero max_lock_ttl", `max_lock_ttl = "0s"
-  hosts = [` + strings.Join(three, ",") + `]`, `max_lock_ttl must be a positive Go duration`},
+  hosts = [` + strings.Join(three, ",") + `]`, `max_lock_ttl must be a positive duration`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,18 +3,7 @@
 # docs/guides/production-hosts.md), boot the hosts, then prove the result:
 #   terraform output -raw agent_config > agent.json && lockagent validate -c agent.json
 
-terraform {
-  required_version = ">= 1.5.0"
-
-  required_providers {
-    redlock = {
-      source  = "redlock-kit/redlock"
-      version = ">= 0.1.0"
-    }
-  }
-}
-
-provider "redlock" {}
+# The module names the provider (redlock-kit/redlock) and the Terraform versions it needs.
 
 module "hosts" {
   source = "../../modules/redlock-hosts"

@@ -2,18 +2,7 @@
 # its own loopback address, checked as a whole by the redlock_audit data source.
 # `make demo` applies it; `make down` destroys it. No input is needed.
 
-terraform {
-  required_version = ">= 1.5.0"
-
-  required_providers {
-    redlock = {
-      source  = "redlock-kit/redlock"
-      version = ">= 0.1.0"
-    }
-  }
-}
-
-provider "redlock" {}
+# The module names the provider (redlock-kit/redlock) and the Terraform versions it needs.
 
 module "cluster" {
   source = "../../modules/redlock-cluster"

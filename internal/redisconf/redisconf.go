@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -183,6 +184,38 @@ func HashPassword(password string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// HashedPassword stands, in a Config password field, for a password known only by its
+// SHA-256 (HashPassword): "#<hex>", the form ACL rules take. RenderACL writes the hash as
+// given, so a config rendered for a host never needs the password; Render refuses one
+// without an ACLFile, since requirepass and redis.conf's user lines need the password.
+func HashedPassword(sha256Hex string) string { return "#" + sha256Hex }
+
+// passwordHash is the hash RenderACL writes for a Config password field: the one a
+// HashedPassword carries, else HashPassword of the password.
+func passwordHash(p string) string {
+	if h, ok := strings.CutPrefix(p, "#"); ok && sha256Hex.MatchString(h) {
+		return h
+	}
+	return HashPassword(p)
+}
+
+// sha256Hex is a hex SHA-256 as HashPassword writes it.
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// hashedPasswords reports whether c has a password given as its hash (HashedPassword).
+func (c Config) hashedPasswords() bool {
+	pws := []string{c.AdminPassword, c.EvalPassword, c.MonitorPassword}
+	for _, u := range c.Users() {
+		pws = append(pws, u.Password)
+	}
+	for _, p := range pws {
+		if p != "" && passwordHash(p) != HashPassword(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Config describes one master. Zero values mean the safe default where one exists.
 type Config struct {
 	Bind          string // address to listen on; "127.0.0.1" when empty
@@ -232,23 +265,23 @@ func (c Config) RenderACL() (string, error) {
 	}
 	var b strings.Builder
 	user := func(name string, rules []string) { fmt.Fprintf(&b, "user %s %s\n", name, strings.Join(rules, " ")) }
-	user("default", []string{"reset", "on", "#" + HashPassword(c.AdminPassword), "~*", "&*", "+@all"})
+	user("default", []string{"reset", "on", "#" + passwordHash(c.AdminPassword), "~*", "&*", "+@all"})
 	for _, u := range c.Users() {
 		if u.Password == "" {
 			return "", fmt.Errorf("redisconf: lock user %s has no password", u.Name)
 		}
-		rules := u.HashedACLRules([]string{HashPassword(u.Password)})
+		rules := u.HashedACLRules([]string{passwordHash(u.Password)})
 		if c.LockUsersOff {
 			rules = switchedOff(rules)
 		}
 		user(u.Name, rules)
 	}
 	if c.EvalPassword != "" {
-		user(or(c.EvalUser, DefaultEvalUser), HashedUserRules([]string{HashPassword(c.EvalPassword)}, "*", EvalUserCommands()))
+		user(or(c.EvalUser, DefaultEvalUser), HashedUserRules([]string{passwordHash(c.EvalPassword)}, "*", EvalUserCommands()))
 	}
 	if c.MonitorPassword != "" {
 		// MonitorUserRules, with the password as its hash.
-		user(or(c.MonitorUser, DefaultMonitorUser), append([]string{"reset", "on", "#" + HashPassword(c.MonitorPassword),
+		user(or(c.MonitorUser, DefaultMonitorUser), append([]string{"reset", "on", "#" + passwordHash(c.MonitorPassword),
 			"resetkeys", "resetchannels", "-@all"}, MonitorUserCommands...))
 	}
 	return b.String(), nil
@@ -301,6 +334,9 @@ func (c Config) Render() (string, error) {
 	}
 	if c.MonitorUser != "" && c.MonitorPassword == "" {
 		return "", fmt.Errorf("redisconf: monitoring user %q has no password: set MonitorPassword", c.MonitorUser)
+	}
+	if c.ACLFile == "" && c.hashedPasswords() {
+		return "", fmt.Errorf("redisconf: a password given as its hash (HashedPassword) needs an ACL file: requirepass and user lines take the password")
 	}
 	if c.DataDir == "" {
 		return "", fmt.Errorf("redisconf: data dir is required")

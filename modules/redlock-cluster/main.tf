@@ -12,34 +12,16 @@ locals {
   # another instance of this module with the same data_root and name_prefix) is refused by
   # the provider: at plan once its masters run, at apply otherwise.
   data_dirs = [for i in range(var.masters) : "${local.data_root}/${var.name_prefix}-${i}"]
-}
 
-# One set of credentials for the whole cluster: every lock client authenticates to every
-# master with the same restricted user, and the audit with the admin password.
-resource "redlock_credentials" "this" {
-  lock_user = "redlock"
-}
-
-# The monitoring user's password: its own, so an exporter's config opens nothing else.
-resource "redlock_credentials" "monitor" {
-  lock_user = var.monitor_user
-}
-
-# With lock_users, one user per application, each with its own password and key prefix.
-resource "redlock_credentials" "tenant" {
-  for_each  = var.lock_users
-  lock_user = each.key
-}
-
-locals {
-  tenants      = length(var.lock_users) > 0
-  first_tenant = local.tenants ? sort(keys(var.lock_users))[0] : null
-  lock_users = local.tenants ? {
-    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, password = redlock_credentials.tenant[name].lock_password }
-  } : null
-  # The lock user the audit logs in as: the single one, or the first tenant by name.
-  audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user
-  audit_password = local.tenants ? redlock_credentials.tenant[local.first_tenant].lock_password : redlock_credentials.this.lock_password
+  # What the shared files (shared_*.tf, from modules/.shared) read.
+  lock_user            = "redlock"
+  credentials_keepers  = null
+  master_addresses     = local.binds
+  ca_common_name       = "${var.name_prefix} redlock CA"
+  ca_key_file          = null
+  endpoints            = redlock_master.this[*].address
+  quorum               = floor(var.masters / 2) + 1
+  min_restart_delay_ms = min(redlock_master.this[*].restart_delay_ms...)
 }
 
 resource "redlock_master" "this" {
@@ -97,14 +79,14 @@ resource "redlock_master" "this" {
 # The deployment is checked as a whole once every master is up: an unsafe cluster fails
 # the apply instead of being discovered by the first lock that goes wrong.
 data "redlock_audit" "this" {
-  endpoints     = redlock_master.this[*].address
+  endpoints     = local.endpoints
   username      = "default"
   password      = redlock_credentials.this.admin_password
   lock_username = local.audit_user
   lock_password = local.audit_password
   max_lock_ttl  = var.max_lock_ttl
   # The shortest delay is the one that must cover max_lock_ttl plus drift.
-  restart_delay = "${min(redlock_master.this[*].restart_delay_ms...)}ms"
+  restart_delay = "${local.min_restart_delay_ms}ms"
   tls           = var.tls
   ca_cert_pem   = local.ca_cert_pem
 

@@ -1,11 +1,6 @@
 output "endpoints" {
   description = "host:port of every master, in order."
-  value       = redlock_master.this[*].address
-}
-
-output "quorum" {
-  description = "Masters that must agree for a lock: N/2+1."
-  value       = floor(var.masters / 2) + 1
+  value       = local.endpoints
 }
 
 output "pids" {
@@ -35,20 +30,9 @@ output "max_lock_ttl_ms" {
   value = max(redlock_master.this[*].max_lock_ttl_ms...)
 }
 
-output "lock_user" {
-  description = "The restricted ACL user lock clients authenticate as; null with lock_users (see client_configs)."
-  value       = local.tenants ? null : redlock_credentials.this.lock_user
-}
-
 output "lock_password" {
   description = "Password of the lock user; null with lock_users (see client_configs)."
   value       = local.tenants ? null : redlock_credentials.this.lock_password
-  sensitive   = true
-}
-
-output "admin_password" {
-  description = "Password of the admin (default) user: for the audit and operators, never for lock clients."
-  value       = redlock_credentials.this.admin_password
   sensitive   = true
 }
 
@@ -59,59 +43,6 @@ output "audit" {
     quorum   = data.redlock_audit.this.quorum
     problems = data.redlock_audit.this.problems
   }
-}
-
-locals {
-  base_config = {
-    endpoints     = redlock_master.this[*].address
-    tls           = var.tls
-    ca_cert_pem   = local.ca_cert_pem
-    max_lock_ttl  = var.max_lock_ttl
-    restart_delay = "${min(redlock_master.this[*].restart_delay_ms...)}ms" # validate checks the shortest
-    quorum        = floor(var.masters / 2) + 1
-  }
-  # One client config per lock user: the lock user only, never the admin.
-  client_configs = local.tenants ? {
-    for name, u in var.lock_users : name => merge(local.base_config, {
-      username   = name
-      password   = redlock_credentials.tenant[name].lock_password
-      key_prefix = u.key_prefix
-    })
-    } : {
-    for name in [redlock_credentials.this.lock_user] : name => merge(local.base_config, {
-      username   = name
-      password   = redlock_credentials.this.lock_password
-      key_prefix = ""
-    })
-  }
-  # client_config and agent_config: the single lock user, or the first tenant by name.
-  client_config = local.client_configs[local.tenants ? local.first_tenant : redlock_credentials.this.lock_user]
-}
-
-output "agent_config" {
-  description = "JSON for `lockagent -c agent.json` with the admin credentials `lockagent validate` needs for its audit: for operators. Contains secrets."
-  sensitive   = true
-  value = jsonencode(merge(local.client_config, {
-    admin_username = "default"
-    admin_password = redlock_credentials.this.admin_password
-  }))
-}
-
-output "client_config" {
-  description = "The same JSON without the admin credentials: what application hosts need for `lockagent run` and the library. Contains the lock user's password. With lock_users, the first user's by name: use client_configs."
-  sensitive   = true
-  value       = jsonencode(local.client_config)
-}
-
-output "client_configs" {
-  description = "One JSON per lock user, by user name (with lock_users, each with its key_prefix; otherwise the single lock user): what each application's hosts need for `lockagent -c` and the library. The lock user only, never the admin. Contains that user's password."
-  sensitive   = true
-  value       = { for name, c in local.client_configs : name => jsonencode(c) }
-}
-
-output "monitor_user" {
-  description = "The ACL user Prometheus exporters log in as (server state only, no key)."
-  value       = var.monitor_user
 }
 
 output "monitor_password" {

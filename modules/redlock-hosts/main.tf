@@ -1,91 +1,27 @@
 # Five (or any odd number >= 3) Redlock masters, one per host the user runs: this module
 # renders each host's cloud-init user-data (Debian's redis-server or valkey-server under
 # systemd, with a fail-closed delayed restart) and audits the endpoints on every plan.
-# It creates no instances: pass user_data to your cloud's instance resource.
+# It creates no instances: pass user_data to your cloud's instance resource. Its passwords
+# are kept in the state (modules/redlock-hosts-write-only keeps them out, Terraform >= 1.11).
 
 locals {
-  domains = [for h in var.hosts : h.failure_domain if h.failure_domain != null]
-  quorum  = floor(length(var.hosts) / 2) + 1
-}
-
-# One set of credentials for the whole cluster: every lock client authenticates to every
-# master with the same restricted user, the audit with the admin password.
-resource "redlock_credentials" "this" {
-  lock_user = var.lock_user
-  keepers   = var.credentials_keepers
-}
-
-# The monitoring user's password: its own, so an exporter's config opens nothing else.
-resource "redlock_credentials" "monitor" {
-  lock_user = var.monitor_user
-  keepers   = var.credentials_keepers
-}
-
-# With lock_users, one user per application, each with its own password and key prefix.
-resource "redlock_credentials" "tenant" {
-  for_each  = var.lock_users
-  lock_user = each.key
-  keepers   = var.credentials_keepers
-}
-
-locals {
-  tenants      = length(var.lock_users) > 0
-  first_tenant = local.tenants ? sort(keys(var.lock_users))[0] : null
-  lock_users = local.tenants ? {
-    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, allow_eval = u.allow_eval, password = redlock_credentials.tenant[name].lock_password }
-  } : null
-  # The lock user the audit logs in as: the single one, or the first tenant by name.
-  audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user
-  audit_password = local.tenants ? redlock_credentials.tenant[local.first_tenant].lock_password : redlock_credentials.this.lock_password
-}
-
-data "redlock_host_config" "this" {
-  count = length(var.hosts)
-
-  name             = var.hosts[count.index].name
-  address          = var.hosts[count.index].address
-  port             = var.port
-  server           = coalesce(var.hosts[count.index].server, var.server)
-  max_lock_ttl     = var.max_lock_ttl
-  maxmemory        = var.maxmemory
-  install_packages = var.install_packages
-  admin_password   = redlock_credentials.this.admin_password
-  lock_user        = local.tenants ? null : redlock_credentials.this.lock_user
-  lock_password    = local.tenants ? null : redlock_credentials.this.lock_password
-  lock_users       = local.lock_users
-  hooks            = var.hooks
-  monitor_user     = var.monitor_user
-  monitor_password = redlock_credentials.monitor.lock_password
-  exporters        = var.exporters
-
-  tls             = var.tls
-  tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null
-  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null
-  tls_ca_cert_pem = local.ca_cert_pem
-
-  lifecycle {
-    precondition {
-      condition     = var.allow_shared_failure_domain || length(distinct(local.domains)) == length(local.domains)
-      error_message = "Two masters share a failure_domain (${join(", ", local.domains)}): one event there could take a majority. Put each host in its own zone or rack, or set allow_shared_failure_domain = true if you accept that."
-    }
-    precondition {
-      condition     = length(local.domains) == 0 || length(local.domains) == length(var.hosts)
-      error_message = "failure_domain is set on ${length(local.domains)} of ${length(var.hosts)} hosts: set it on every host or on none."
-    }
-  }
+  # redlock_users (shared_users.tf) logs in with the admin password from the state.
+  live_admin_password    = redlock_credentials.this.admin_password
+  live_admin_password_wo = null
+  ca_key_file            = null # the CA's key in the state
 }
 
 # Every plan audits the deployment once the hosts answer: drift (a CONFIG SET on a host) or
 # an unsafe setting shows as a warning naming the master, the setting and the fix.
 check "redlock_deployment" {
   data "redlock_audit" "this" {
-    endpoints     = data.redlock_host_config.this[*].endpoint
+    endpoints     = local.endpoints
     username      = "default"
     password      = redlock_credentials.this.admin_password
     lock_username = local.audit_user
     lock_password = local.audit_password
     max_lock_ttl  = var.max_lock_ttl
-    restart_delay = "${min(data.redlock_host_config.this[*].restart_delay_ms...)}ms"
+    restart_delay = "${local.min_restart_delay_ms}ms"
     tls           = var.tls
     ca_cert_pem   = local.ca_cert_pem
   }

@@ -1,3 +1,8 @@
+# Generated from modules/.shared/versions.tf by scripts/module-shared.sh (make module-docs): edit that file,
+# not this copy; make check-docs fails when they differ.
+# Shared by: redlock-cluster redlock-hosts
+# Terraform >= 1.5 (the write-only module needs 1.11).
+
 terraform {
   required_version = ">= 1.5.0"
 

@@ -1,3 +1,6 @@
+# Shared by: redlock-hosts redlock-hosts-write-only
+# Live users: redlock_users over every endpoint (the admin password in the state, or write-only).
+
 # Live lock users (var.live_users): tenants added, changed, removed and passwords rotated on
 # the running masters over the admin connection, saved to each master's ACL file. The
 # user-data keeps rendering the same users, so a host that boots later (a new or replaced
@@ -6,16 +9,17 @@
 resource "redlock_users" "live" {
   count = var.live_users ? 1 : 0
 
-  endpoints      = data.redlock_host_config.this[*].endpoint
-  admin_password = redlock_credentials.this.admin_password
-  tls            = var.tls
-  ca_cert_pem    = local.ca_cert_pem
+  endpoints         = data.redlock_host_config.this[*].endpoint
+  admin_password    = local.live_admin_password
+  admin_password_wo = local.live_admin_password_wo
+  tls               = var.tls
+  ca_cert_pem       = local.ca_cert_pem
   # Masters get the SHA-256 of each password only.
   users = {
     for name, u in var.lock_users : name => {
       key_prefix      = u.key_prefix
       allow_eval      = u.allow_eval
-      password_sha256 = sha256(redlock_credentials.tenant[name].lock_password)
+      password_sha256 = redlock_credentials.tenant[name].lock_password_sha256
     }
   }
 

@@ -1,0 +1,94 @@
+# Shared by: redlock-hosts redlock-hosts-write-only
+# The inputs of both hosts modules.
+
+variable "hosts" {
+  description = "The hosts, one master each, in the order clients use them. address is the host's private IP the master listens on; failure_domain (zone, rack) makes the module refuse two masters in one domain; server overrides var.server for this host."
+  type = list(object({
+    name           = string
+    address        = string
+    failure_domain = optional(string)
+    server         = optional(string)
+  }))
+
+  validation {
+    condition     = length(var.hosts) >= 3 && length(var.hosts) % 2 == 1
+    error_message = "hosts has ${length(var.hosts)} entries: Redlock needs an odd number of hosts, at least 3 (3, 5, 7): a majority of an even count tolerates no more failures than one host fewer. Use 5 unless you have a reason."
+  }
+  validation {
+    condition     = length(distinct([for h in var.hosts : h.address])) == length(var.hosts)
+    error_message = "Two hosts share an address (${join(", ", [for h in var.hosts : h.address])}): one master per host, each host its own address; a duplicated address would count one master twice toward the quorum."
+  }
+  validation {
+    condition     = length(distinct([for h in var.hosts : h.name])) == length(var.hosts)
+    error_message = "Two hosts share a name (${join(", ", [for h in var.hosts : h.name])}): give each host its own name."
+  }
+  validation {
+    condition     = alltrue([for h in var.hosts : can(cidrhost("${h.address}/32", 0))])
+    error_message = "Every host address must be an IPv4 address, e.g. an instance's private_ip."
+  }
+}
+
+variable "allow_shared_failure_domain" {
+  description = "Allow two masters in one failure_domain. One event in that domain can then take a majority: only for tests and small labs."
+  type        = bool
+  default     = false
+}
+
+variable "server" {
+  description = "Debian package that runs each master: redis-server (bookworm: 7.0) or valkey-server (bookworm-backports: 8.0)."
+  type        = string
+  default     = "redis-server"
+
+  validation {
+    condition     = contains(["redis-server", "valkey-server"], var.server)
+    error_message = "server must be \"redis-server\" or \"valkey-server\" (Debian package names)."
+  }
+}
+
+variable "port" {
+  description = "Port every master listens on."
+  type        = number
+  default     = 6379
+}
+
+variable "install_packages" {
+  description = "Have cloud-init install the server package (apt). Set false for images that already have it."
+  type        = bool
+  default     = true
+}
+
+variable "lock_user" {
+  description = "The restricted ACL user lock clients authenticate as."
+  type        = string
+  default     = "redlock"
+}
+
+variable "credentials_keepers" {
+  description = "Values that, when changed, generate new passwords, the admin's and every lock user's. With live_users they reach the running masters with an overlap (the apply accepts old and new, the next apply retires the old); otherwise re-provision the hosts."
+  type        = map(string)
+  default     = {}
+}
+
+variable "hooks" {
+  description = "Commands (argv, no shell) systemd runs on each host: on_crash after an unclean stop, before_restart before a held start, after_restart once a held start is ready. They get REDLOCK_EVENT, REDLOCK_MASTER_NAME, REDLOCK_MASTER_ADDR, REDLOCK_DATA_DIR, REDLOCK_REDIS_PID, REDLOCK_RESTART_DELAY_MS and REDLOCK_RESTART_AT."
+  type = object({
+    on_crash       = optional(list(string))
+    before_restart = optional(list(string))
+    after_restart  = optional(list(string))
+  })
+  default = {}
+}
+
+variable "exporters" {
+  description = "Install and start Debian's prometheus-redis-exporter (port 9121, logged in as monitor_user, TLS when on) and prometheus-node-exporter (port 9100, with the textfile collector where each host publishes its master's state) on every host. Set false to run your own."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "live_users" {
+  description = "Apply lock_users to the running masters over the admin connection (redlock_users): adding a tenant or rotating its password (credentials_keepers) then reaches the hosts without new user-data, with an overlap (the apply after a rotation accepts old and new passwords; the next apply retires the old). Needs lock_users, and the masters reachable from where Terraform runs: turn it on once the hosts are up (a new host holds restart_delay before it serves)."
+  type        = bool
+  default     = false
+  nullable    = false
+}

@@ -1,0 +1,98 @@
+# Generated from modules/.shared/hosts.tf by scripts/module-shared.sh (make module-docs): edit that file,
+# not this copy; make check-docs fails when they differ.
+# Shared by: redlock-hosts redlock-hosts-write-only
+# The hosts: each one's rendered files, checked for independent failure domains.
+
+locals {
+  domains = [for h in var.hosts : h.failure_domain if h.failure_domain != null]
+
+  # What the other shared files (modules/.shared) read.
+  lock_user            = var.lock_user
+  credentials_keepers  = var.credentials_keepers
+  master_addresses     = [for h in var.hosts : h.address]
+  ca_common_name       = "redlock-hosts CA"
+  endpoints            = data.redlock_host_config.this[*].endpoint
+  quorum               = floor(length(var.hosts) / 2) + 1
+  min_restart_delay_ms = min(data.redlock_host_config.this[*].restart_delay_ms...)
+
+  lock_user_hashes = {
+    for name, u in var.lock_users : name => {
+      key_prefix = u.key_prefix, allow_eval = u.allow_eval, password_sha256 = redlock_credentials.tenant[name].lock_password_sha256
+    }
+  }
+}
+
+data "redlock_host_config" "this" {
+  count = length(var.hosts)
+
+  name             = var.hosts[count.index].name
+  address          = var.hosts[count.index].address
+  port             = var.port
+  server           = coalesce(var.hosts[count.index].server, var.server)
+  max_lock_ttl     = var.max_lock_ttl
+  maxmemory        = var.maxmemory
+  install_packages = var.install_packages
+  hooks            = var.hooks
+  exporters        = var.exporters
+
+  # A host checks passwords against their hashes: its arguments (kept in the state) get
+  # the hashes only, but the monitoring password, which the exporter on the host logs in with.
+  admin_password_sha256   = redlock_credentials.this.admin_password_sha256
+  lock_user               = local.tenants ? null : redlock_credentials.this.lock_user
+  lock_password_sha256    = local.tenants ? null : redlock_credentials.this.lock_password_sha256
+  lock_users              = local.tenants ? local.lock_user_hashes : null
+  monitor_user            = var.monitor_user
+  monitor_password        = var.exporters ? redlock_credentials.monitor.lock_password : null
+  monitor_password_sha256 = var.exporters ? null : redlock_credentials.monitor.lock_password_sha256
+
+  tls             = var.tls
+  tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null
+  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null
+  tls_ca_cert_pem = local.ca_cert_pem
+
+  lifecycle {
+    precondition {
+      condition     = var.allow_shared_failure_domain || length(distinct(local.domains)) == length(local.domains)
+      error_message = "Two masters share a failure_domain (${join(", ", local.domains)}): one event there could take a majority. Put each host in its own zone or rack, or set allow_shared_failure_domain = true if you accept that."
+    }
+    precondition {
+      condition     = length(local.domains) == 0 || length(local.domains) == length(var.hosts)
+      error_message = "failure_domain is set on ${length(local.domains)} of ${length(var.hosts)} hosts: set it on every host or on none."
+    }
+  }
+}
+
+output "user_data" {
+  description = "#cloud-config user-data of every host, in the order of var.hosts: give each to its instance resource unchanged. Holds no password: SHA-256 hashes only (and the TLS key with tls)."
+  value       = data.redlock_host_config.this[*].user_data
+  sensitive   = true
+}
+
+output "user_data_base64_gzip" {
+  description = "The same user-data gzipped and base64-encoded (aws_instance's user_data_base64, azurerm's custom_data)."
+  value       = data.redlock_host_config.this[*].user_data_base64_gzip
+  sensitive   = true
+}
+
+output "endpoints" {
+  description = "address:port of every master, in the order of var.hosts."
+  value       = local.endpoints
+}
+
+output "restart_delay_ms" {
+  description = "How long a master that did not stop cleanly (and a new host) stays down before it grants anything."
+  value       = local.min_restart_delay_ms
+}
+
+output "units" {
+  description = "The systemd unit that runs the master on each host."
+  value       = data.redlock_host_config.this[*].unit
+}
+
+output "scrape_targets" {
+  description = "Prometheus file_sd target groups for the hosts' exporters: redis (redis_exporter, :9121) and node (node_exporter, :9100), each target labelled with its master's name, which the rules in monitoring/ join on. Write each list to a file_sd JSON file (jsonencode) of its own scrape job. Empty lists with exporters = false."
+  value = {
+    redis = var.exporters ? [for h in var.hosts : { targets = ["${h.address}:9121"], labels = { master = h.name } }] : []
+    node  = var.exporters ? [for h in var.hosts : { targets = ["${h.address}:9100"], labels = { master = h.name } }] : []
+  }
+}

@@ -1,0 +1,534 @@
+package test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gruntwork-io/terratest/modules/terraform"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestModuleStateSecrets applies each module as a user would (the hosts module with two
+// tenants, TLS and exporters; examples/local-five with two tenants and TLS) and looks for
+// every password and private key they generate in the raw state file and in `terraform show
+// -json`. With today's modules every one is there, which this test asserts: it is the
+// inventory of what the state holds (docs/guides/security.md), and the negative control of
+// the same search in the write-only subtest, where it must find none.
+func TestModuleStateSecrets(t *testing.T) {
+	t.Run("redlock-hosts", func(t *testing.T) {
+		root := copyTree(t, "modules/redlock-hosts")
+		dir := filepath.Join(root, "hosts-two-tenants")
+		writeRoot(t, dir, `
+module "hosts" {
+  source = "../modules/redlock-hosts"
+  hosts = [
+    { name = "a", address = "127.66.7.11" },
+    { name = "b", address = "127.66.7.12" },
+    { name = "c", address = "127.66.7.13" },
+  ]
+  lock_users = {
+    billing = { key_prefix = "billing:" }
+    orders  = { key_prefix = "orders:" }
+  }
+  tls = true
+}
+`)
+		opts := terraformOptions(dir, nil)
+		t.Cleanup(func() { terraform.Destroy(t, opts) })
+		terraform.InitAndApply(t, opts) // nothing serves there: the audit's check only warns
+		found := secretsInStateAndShow(t, opts)
+		// Four credential sets (the admin's, the monitoring user's, two tenants'), two
+		// passwords each, the CA key and three server keys.
+		requireEverySecretFound(t, found, 12)
+	})
+	t.Run("redlock-cluster", func(t *testing.T) {
+		d := deployLocalFiveVars(t, "2s", map[string]interface{}{
+			"lock_users": map[string]interface{}{
+				"billing": map[string]interface{}{"key_prefix": "billing:"},
+				"orders":  map[string]interface{}{"key_prefix": "orders:"},
+			},
+			"tls": true,
+		})
+		found := secretsInStateAndShow(t, d.opts)
+		requireEverySecretFound(t, found, 14) // the same eight passwords, the CA key and five server keys
+	})
+	// Terraform >= 1.11, modules/redlock-hosts-write-only with two tenants: no password in the
+	// state without exporters; with them, the monitoring password only (the hosts' exporter
+	// logs in with it). The same search as above, over the passwords in the secrets files.
+	t.Run("redlock-hosts-write-only", func(t *testing.T) {
+		for _, c := range []struct{ exporters, tls bool }{{false, false}, {true, false}, {false, true}} {
+			exporters, useTLS := c.exporters, c.tls
+			t.Run(fmt.Sprintf("exporters=%v,tls=%v", exporters, useTLS), func(t *testing.T) {
+				root := copyTree(t, "modules/redlock-hosts-write-only")
+				dir := filepath.Join(root, "hosts-write-only")
+				secrets := filepath.Join(t.TempDir(), "secrets")
+				writeRoot(t, dir, fmt.Sprintf(`
+module "hosts" {
+  source = "../modules/redlock-hosts-write-only"
+  hosts = [
+    { name = "a", address = "127.66.7.21" },
+    { name = "b", address = "127.66.7.22" },
+    { name = "c", address = "127.66.7.23" },
+  ]
+  lock_users = {
+    billing = { key_prefix = "billing:" }
+    orders  = { key_prefix = "orders:" }
+  }
+  exporters   = %v
+  tls         = %v
+  secrets_dir = %q
+  live_users  = var.live_users
+}
+
+variable "live_users" {
+  type    = bool
+  default = false
+}
+
+output "user_data" {
+  value     = module.hosts.user_data
+  sensitive = true
+}
+`, exporters, useTLS, secrets))
+				opts := terraformOptions(dir, nil)
+				opts.TerraformBinary = terraformAtLeast111(t)
+				t.Cleanup(func() { terraform.Destroy(t, opts) })
+				terraform.InitAndApply(t, opts) // nothing serves there: the audit's check only warns
+				if out := terraform.Plan(t, opts); !strings.Contains(out, "No changes.") {
+					t.Errorf("the plan after the apply is not empty:\n%s", out)
+				}
+				// live_users: redlock_users logs in with the admin password write-only; nothing
+				// serves here, so this plans only.
+				live := *opts
+				live.Vars = map[string]interface{}{"live_users": true}
+				if out := terraform.Plan(t, &live); !strings.Contains(out, "module.hosts.redlock_users.live[0] will be created") {
+					t.Errorf("live_users = true does not plan redlock_users:\n%s", out)
+				}
+				inState := searchPasswordFiles(t, opts, secrets)
+				want := 0
+				if exporters {
+					want = 1 // the monitoring password, in the state and not in a file
+				}
+				if len(inState) != 0 {
+					t.Errorf("passwords of the secrets files in the state: %v", inState)
+				}
+				if n := len(monitorPasswordsInState(t, opts)); n != want {
+					t.Errorf("monitoring passwords in the state: %d, want %d", n, want)
+				}
+				// The hosts' user-data, every write_files entry decoded: the monitoring
+				// password with exporters (redis_exporter's environment), no other password.
+				var userData []string
+				if err := json.Unmarshal([]byte(terraform.OutputJson(t, opts, "user_data")), &userData); err != nil || len(userData) != 3 {
+					t.Fatalf("user_data: %d hosts (%v), want 3", len(userData), err)
+				}
+				monitor := 0
+				for _, f := range []string{"admin.json", "tenant-billing.json", "tenant-orders.json", "monitor.json"} {
+					raw, err := os.ReadFile(filepath.Join(secrets, f))
+					if f == "monitor.json" && exporters {
+						continue // no file: that password is in the state
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					var c map[string]string
+					_ = json.Unmarshal(raw, &c)
+					for _, u := range userData {
+						decoded := decodedWriteFiles(t, u)
+						for _, k := range []string{"admin_password", "lock_password"} {
+							if c[k] == "" || strings.Contains(decoded, c[k]) {
+								t.Errorf("a host's user-data holds %s's %s (or it is empty)", f, k)
+							}
+						}
+					}
+				}
+				if exporters {
+					for _, s := range secretsInStateAndShow(t, opts) {
+						if strings.HasSuffix(s.what, "redlock_credentials.monitor.lock_password") {
+							for _, u := range userData {
+								if strings.Contains(decodedWriteFiles(t, u), s.value) {
+									monitor++
+								}
+							}
+						}
+					}
+				}
+				if want := map[bool]int{false: 0, true: 3}[exporters]; monitor != want {
+					t.Errorf("the monitoring password is in %d hosts' user-data, want %d", monitor, want)
+				}
+				// Private keys: with tls, the CA's is in its file only; each host's server key is
+				// in the state (and in its user-data).
+				var serverKeys int
+				for _, s := range secretsInStateAndShow(t, opts) {
+					switch {
+					case strings.Contains(s.what, "redlock_ca."):
+						t.Errorf("the CA key is in the state: %s", s.what)
+					case strings.Contains(s.what, "redlock_server_certificate."):
+						serverKeys++
+					}
+				}
+				if want := map[bool]int{false: 0, true: 3}[useTLS]; serverKeys != want {
+					t.Errorf("%d server keys in the state, want %d", serverKeys, want)
+				}
+				if useTLS {
+					if key, err := os.ReadFile(filepath.Join(secrets, "ca.key")); err != nil || !strings.Contains(string(key), "PRIVATE KEY") {
+						t.Errorf("the CA key is not in %s (%v)", filepath.Join(secrets, "ca.key"), err)
+					} else if enc, _ := json.Marshal(string(key)); strings.Contains(terraform.Show(t, opts), strings.Trim(string(enc), `"`)) {
+						t.Errorf("the CA key is in terraform show -json")
+					}
+				}
+			})
+		}
+	})
+	// Terraform >= 1.11: three masters whose passwords are kept in a credentials file (the
+	// state gets their hashes), read back by the ephemeral redlock_credentials into the
+	// masters' write-only arguments and the ephemeral audit. The same search finds none of
+	// them in the raw state or in terraform show -json, and does find their hashes.
+	t.Run("write-only", func(t *testing.T) {
+		addrs, port := uniqueLoopback(t)
+		dir := filepath.Join(t.TempDir(), "write-only")
+		dataRoot := filepath.Join(t.TempDir(), "data")
+		secretsFile := filepath.Join(t.TempDir(), "secrets", "cluster.json")
+		writeRoot(t, dir, fmt.Sprintf(writeOnlyRoot, secretsFile, addrs[0], addrs[1], addrs[2], port, dataRoot))
+		opts := terraformOptions(dir, nil)
+		opts.TerraformBinary = terraformAtLeast111(t)
+		t.Cleanup(func() { terraform.Destroy(t, opts) })
+		terraform.InitAndApply(t, opts)
+		raw, err := os.ReadFile(secretsFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var creds struct {
+			AdminPassword string `json:"admin_password"`
+			LockPassword  string `json:"lock_password"`
+		}
+		if err := json.Unmarshal(raw, &creds); err != nil || creds.AdminPassword == "" || creds.LockPassword == "" {
+			t.Fatalf("%s: no passwords (%v)", secretsFile, err)
+		}
+		state, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		show := terraform.Show(t, opts)
+		for name, v := range map[string]string{"admin password": creds.AdminPassword, "lock password": creds.LockPassword} {
+			if strings.Contains(string(state), v) || strings.Contains(show, v) {
+				t.Errorf("the %s is in the state or in terraform show -json", name)
+			}
+			if h := sha256Hex(v); !strings.Contains(string(state), h) || !strings.Contains(show, h) {
+				t.Errorf("the %s's hash is not in the state and terraform show -json: the search did not read them", name)
+			}
+		}
+		t.Logf("write-only path: 0 of 2 passwords in the raw state and terraform show -json (their hashes are)")
+	})
+}
+
+// searchPasswordFiles returns, for every password in the redlock_credentials files under dir,
+// where it is found in the raw state or `terraform show -json`; it fails the test when it
+// cannot find each password's hash there (then it did not read what it searched).
+func searchPasswordFiles(t *testing.T, opts *terraform.Options, dir string) []string {
+	t.Helper()
+	state, err := os.ReadFile(filepath.Join(opts.TerraformDir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := terraform.Show(t, opts)
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no secrets files in %s (%v)", dir, err)
+	}
+	var found []string
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c map[string]any
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"admin_password", "lock_password"} {
+			v, _ := c[k].(string)
+			if v == "" {
+				t.Fatalf("%s has no %s", f, k)
+			}
+			if strings.Contains(string(state), v) || strings.Contains(show, v) {
+				found = append(found, filepath.Base(f)+" "+k)
+			}
+			if k == "lock_password" && (!strings.Contains(string(state), sha256Hex(v)) || !strings.Contains(show, sha256Hex(v))) {
+				t.Errorf("%s: the hash of its %s is not in the state and terraform show -json: the search did not read them", f, k)
+			}
+		}
+	}
+	t.Logf("%d passwords in %d secrets files; %d of them in the raw state or terraform show -json", 2*len(files), len(files), len(found))
+	return found
+}
+
+// decodedWriteFiles is every write_files entry of a #cloud-config user-data, decoded
+// (gz+b64 entries unpacked as cloud-init does), one after another.
+func decodedWriteFiles(t *testing.T, userData string) string {
+	t.Helper()
+	var doc struct {
+		WriteFiles []struct {
+			Path, Encoding, Content string
+		} `yaml:"write_files"`
+	}
+	if err := yaml.Unmarshal([]byte(userData), &doc); err != nil || len(doc.WriteFiles) == 0 {
+		t.Fatalf("user-data is not cloud-config with write_files (%v)", err)
+	}
+	var b strings.Builder
+	for _, f := range doc.WriteFiles {
+		switch f.Encoding {
+		case "":
+			b.WriteString(f.Content)
+		case "gz+b64":
+			raw, err := base64.StdEncoding.DecodeString(f.Content)
+			if err != nil {
+				t.Fatalf("%s: %v", f.Path, err)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatalf("%s: %v", f.Path, err)
+			}
+			plain, err := io.ReadAll(zr)
+			if err != nil {
+				t.Fatalf("%s: %v", f.Path, err)
+			}
+			b.Write(plain)
+		default:
+			t.Fatalf("%s: encoding %q", f.Path, f.Encoding)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// monitorPasswordsInState returns the monitoring user's passwords the state holds.
+func monitorPasswordsInState(t *testing.T, opts *terraform.Options) []string {
+	t.Helper()
+	var found []string
+	for _, s := range secretsInStateAndShow(t, opts) {
+		if strings.Contains(s.what, "redlock_credentials.monitor.lock_password") {
+			found = append(found, s.what)
+		}
+	}
+	return found
+}
+
+// writeOnlyRoot is three write-only masters and their ephemeral audit: the credentials file,
+// three bind addresses, the port, the data root.
+const writeOnlyRoot = `
+resource "redlock_credentials" "cluster" {
+  file = %q
+}
+
+ephemeral "redlock_credentials" "cluster" {
+  file    = redlock_credentials.cluster.file
+  version = redlock_credentials.cluster.version
+}
+
+locals {
+  binds = [%q, %q, %q]
+}
+
+resource "redlock_master" "m" {
+  count        = 3
+  name         = "wo-${count.index}"
+  bind         = local.binds[count.index]
+  port         = %d
+  data_dir     = "%s/wo-${count.index}"
+  max_lock_ttl = "2s"
+
+  admin_password_wo   = ephemeral.redlock_credentials.cluster.admin_password
+  lock_password_wo    = ephemeral.redlock_credentials.cluster.lock_password
+  password_wo_version = redlock_credentials.cluster.version
+}
+
+ephemeral "redlock_audit" "cluster" {
+  endpoints     = redlock_master.m[*].address
+  password      = ephemeral.redlock_credentials.cluster.admin_password
+  lock_username = "redlock"
+  lock_password = ephemeral.redlock_credentials.cluster.lock_password
+  max_lock_ttl  = "2s"
+}
+
+resource "terraform_data" "audited" {
+  lifecycle {
+    precondition {
+      condition     = ephemeral.redlock_audit.cluster.safe
+      error_message = "The Redlock deployment is not safe: see the warning of ephemeral.redlock_audit.cluster."
+    }
+  }
+}
+`
+
+// terraformAtLeast111 is a terraform that has write-only arguments: the one on PATH when it
+// is >= 1.11, else bin/terraform-1.11.4 (make test-deps builds it). It fails the test, never
+// skips it, when there is none.
+func terraformAtLeast111(t *testing.T) string {
+	t.Helper()
+	for _, bin := range []string{"terraform", filepath.Join(repoRoot, "bin", "terraform-1.11.4")} {
+		out, err := exec.Command(bin, "version", "-json").Output()
+		if err != nil {
+			continue
+		}
+		var v struct {
+			Version string `json:"terraform_version"`
+		}
+		if json.Unmarshal(out, &v) == nil && versionAtLeast(v.Version, 1, 11) {
+			return bin
+		}
+	}
+	t.Fatal("no terraform >= 1.11 (on PATH or bin/terraform-1.11.4): run make test-deps")
+	return ""
+}
+
+// versionAtLeast reports whether "major.minor.patch" is at least major.minor.
+func versionAtLeast(v string, major, minor int) bool {
+	var a, b int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
+		return false
+	}
+	return a > major || a == major && b >= minor
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// writeRoot writes a root module that finds the provider in the offline mirror.
+func writeRoot(t *testing.T, dir, body string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	head := `terraform {
+  required_providers {
+    redlock = { source = "redlock-kit/redlock" }
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(head+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stateSecret is one generated secret and where it was found.
+type stateSecret struct {
+	what    string // e.g. module.hosts.redlock_credentials.tenant["billing"].lock_password
+	value   string
+	inState []string // addresses (and root outputs) whose values contain it in the raw state
+	inShow  bool     // whether `terraform show -json` contains it
+}
+
+// generatedSecrets are the attributes that hold what the provider generates: every password
+// of a redlock_credentials and every private key.
+var generatedSecrets = map[string][]string{
+	"redlock_credentials":        {"admin_password", "lock_password"},
+	"redlock_ca":                 {"private_key_pem"},
+	"redlock_server_certificate": {"private_key_pem"},
+}
+
+type rawState struct {
+	Outputs   map[string]struct{ Value any } `json:"outputs"`
+	Resources []struct {
+		Module, Mode, Type, Name string
+		Instances                []struct {
+			IndexKey   any            `json:"index_key"`
+			Attributes map[string]any `json:"attributes"`
+		}
+	} `json:"resources"`
+}
+
+// secretsInStateAndShow reads the raw state file, takes every generated secret from it and
+// lists, for each, every resource and root output whose values contain it, and whether
+// `terraform show -json` does.
+func secretsInStateAndShow(t *testing.T, opts *terraform.Options) []stateSecret {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(opts.TerraformDir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st rawState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	show := terraform.Show(t, opts) // terraform show -json
+	type holder struct {
+		addr   string
+		values string
+	}
+	var holders []holder
+	var secrets []stateSecret
+	values := map[string]string{}
+	for _, r := range st.Resources {
+		for _, in := range r.Instances {
+			addr := r.Type + "." + r.Name
+			if r.Mode == "data" {
+				addr = "data." + addr
+			}
+			if r.Module != "" {
+				addr = r.Module + "." + addr
+			}
+			if in.IndexKey != nil {
+				key, _ := json.Marshal(in.IndexKey)
+				addr += "[" + string(key) + "]"
+			}
+			b, _ := json.Marshal(in.Attributes)
+			holders = append(holders, holder{addr, string(b)})
+			for _, name := range generatedSecrets[r.Type] {
+				if v, ok := in.Attributes[name].(string); ok && v != "" && r.Mode == "managed" {
+					secrets = append(secrets, stateSecret{what: addr + "." + name})
+					values[addr+"."+name] = v
+				}
+			}
+		}
+	}
+	for name, o := range st.Outputs {
+		b, _ := json.Marshal(o.Value)
+		holders = append(holders, holder{"output." + name, string(b)})
+	}
+	for i := range secrets {
+		v := values[secrets[i].what]
+		secrets[i].value = v
+		// JSON escapes a PEM's newlines: search for its encoded form as well.
+		enc, _ := json.Marshal(v)
+		needle := strings.Trim(string(enc), `"`)
+		for _, h := range holders {
+			if strings.Contains(h.values, needle) || strings.Contains(h.values, v) {
+				secrets[i].inState = append(secrets[i].inState, h.addr)
+			}
+		}
+		secrets[i].inShow = strings.Contains(show, needle) || strings.Contains(show, v)
+		sort.Strings(secrets[i].inState)
+	}
+	sort.Slice(secrets, func(i, j int) bool { return secrets[i].what < secrets[j].what })
+	return secrets
+}
+
+// requireEverySecretFound asserts want secrets were generated and every one is in both the
+// raw state and `terraform show -json`, and logs where.
+func requireEverySecretFound(t *testing.T, found []stateSecret, want int) {
+	t.Helper()
+	if len(found) != want {
+		t.Errorf("%d generated secrets in the state, want %d", len(found), want)
+	}
+	for _, s := range found {
+		t.Logf("%s: in the raw state at %s; in terraform show -json: %v", s.what, strings.Join(s.inState, ", "), s.inShow)
+		if len(s.inState) == 0 || !s.inShow {
+			t.Errorf("%s was not found in the raw state or in terraform show -json: the search cannot see secrets", s.what)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "state secrets: %d generated, all %d found in the raw state and terraform show -json\n", len(found), len(found))
+}
