@@ -32,6 +32,7 @@ data "redlock_host_config" "this" {
   install_packages = var.install_packages
   hooks            = var.hooks
   exporters        = var.exporters
+  seed_fences      = var.seed_fences
 
   # A host checks passwords against their hashes: its arguments (kept in the state) get
   # the hashes only, but the monitoring password, which the exporter on the host logs in with.
@@ -49,6 +50,10 @@ data "redlock_host_config" "this" {
   tls_ca_cert_pem = local.ca_cert_pem
 
   lifecycle {
+    precondition {
+      condition     = !var.seed_fences || var.live_users
+      error_message = "seed_fences = true renders the lock users off until the live users (redlock_users) seed each master's fence registers and turn them on: set live_users = true too, or leave seed_fences false."
+    }
     precondition {
       condition     = var.allow_shared_failure_domain || length(distinct(local.domains)) == length(local.domains)
       error_message = "Two masters share a failure_domain (${join(", ", local.domains)}): one event there could take a majority. Put each host in its own zone or rack, or set allow_shared_failure_domain = true if you accept that."

@@ -94,3 +94,10 @@ variable "live_users" {
   default     = false
   nullable    = false
 }
+
+variable "seed_fences" {
+  description = "A master that starts empty (a new or replaced host, a lost data disk) admits lock users only once live_users has seeded its fence registers from a majority of the other masters (max + 1000 each), so replacing hosts one at a time never lets fences go backwards. Needs live_users and lock_users. Default false: a host's users are on at first boot, and replacing a majority of the hosts one by one can make fences go backwards (the day-2 guide's \"Replace a host\")."
+  type        = bool
+  default     = false
+  nullable    = false
+}

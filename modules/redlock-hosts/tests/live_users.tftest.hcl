@@ -59,3 +59,28 @@ run "live_users_needs_tenants" {
   }
   expect_failures = [redlock_users.live, check.redlock_deployment]
 }
+
+run "seed_fences_renders_the_users_off" {
+  command         = plan
+  expect_failures = [check.redlock_deployment]
+  variables {
+    live_users  = true
+    seed_fences = true
+  }
+  assert {
+    condition     = alltrue(data.redlock_host_config.this[*].seed_fences)
+    error_message = "seed_fences reaches every host's config"
+  }
+  assert {
+    condition     = alltrue([for u in output.user_data : can(regex("user billing [^\n]*\\boff\\b", u)) && can(regex("user orders [^\n]*\\boff\\b", u))])
+    error_message = "with seed_fences every host starts with its lock users off, until redlock_users seeds it"
+  }
+}
+
+run "seed_fences_needs_live_users" {
+  command = plan
+  variables {
+    seed_fences = true
+  }
+  expect_failures = [data.redlock_host_config.this]
+}
