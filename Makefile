@@ -70,7 +70,8 @@ model: ## check the hand-off protocol's Spin model exhaustively; its negative co
 
 DURATION ?= 90s
 fuzz-protocol: ## stateful protocol tests on real masters for DURATION (default 90s; e.g. DURATION=1h)
-	cd lockagent/redlock && PROTOCOL_FUZZ_DURATION=$(DURATION) go test -count=1 -timeout 0 -v -run '^TestProtocolStateMachine$$' .
+	@# A failure is shrunk for up to 10 minutes: each try reruns a sequence on real masters.
+	cd lockagent/redlock && PROTOCOL_FUZZ_DURATION=$(DURATION) go test -count=1 -timeout 0 -v -run '^TestProtocolStateMachine$$' . -rapid.shrinktime=10m
 
 bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on five masters
 	go run ./lockagent/cmd/lockagent bench --spawn 5

@@ -318,10 +318,15 @@
 // `make model`: three masters, three clients, the faults above, with the fixes removed
 // as negative controls that must fail; its search does not yet complete within CI
 // memory at the configured bounds, so it is not yet a proof),
-// stateful property tests on real masters (TestProtocolStateMachine: random step
-// sequences, shrunk on failure; `make fuzz-protocol DURATION=1h` for long runs), and
-// regression tests of each hole found (TestStaleNoteAfterRewriteAndRestart,
-// TestWaitQueueStaleReleaseFence). docs/protocol.md maps the model's steps to these
+// stateful property tests on real masters (TestProtocolStateMachine: random sequences of
+// the protocol's moves, each a whole turn of an actor with the faults that strike during
+// it drawn as its parameters: lock cycles with a hand-off, the waiter's turns with a
+// pause past its TTL and fence rounds failed by restarts, other clients, rewrites,
+// restarts and crashes; the invariants checked at every acquisition and move, failures
+// shrunk; with the stale-note fix reverted it found that hole, see its comment; `make
+// fuzz-protocol DURATION=1h` for long runs), and regression tests of each hole
+// found (TestStaleNoteAfterRewriteAndRestart, TestWaitQueueStaleReleaseFence,
+// TestReplayedReleaseThroughGoRedis). docs/protocol.md maps the model's steps to these
 // scripts.
 //
 // # Validity, renewal and the lock's context

@@ -269,8 +269,12 @@ func rewriteAOF(t interface {
 }
 
 // outsideWindow waits, when needed, until the master's clock is clear of the windows a
-// release opens for polling clients (see the release script), so that a release hands over.
-func outsideWindow(t *testing.T, m *redistest.Master) {
+// release opens for polling clients (see the release script), so that a release hands over
+// (t: a *testing.T or a *rapid.T).
+func outsideWindow(t interface {
+	Helper()
+	Fatal(...any)
+}, m *redistest.Master) {
 	t.Helper()
 	now, err := m.Admin().Time(context.Background()).Result()
 	if err != nil {
