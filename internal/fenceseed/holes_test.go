@@ -2,12 +2,14 @@ package fenceseed_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/acl"
+	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/fenceseed"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
@@ -31,14 +33,13 @@ const holeKey = "app:ledger"
 // whenever one master misses a holder's writes). Master 1 then comes back empty, and a
 // new client takes the lock on masters 1 and 3 (master 2 away): its fence must be above
 // every earlier fence. It is when master 1 is marked unseeded before redlock_users runs
-// (the control). It is not:
-//
-//   - when redlock_users runs in the window between the new server's start and its
-//     runtime's mark (ExecStartPost: functions, then publish's HSETNX): fenceseed.Seed reads
-//     "no record", counts the empty master as seeded (a source), and the apply turns its
-//     lock users on. FLUSHALL (which takes the record with the data) leads to the same.
-//   - when the master lost its AOF but kept its ACL file, which live changes saved with the
-//     lock users on: they can log in before any apply (the audit flags it, nothing stops it).
+// (the control), and when redlock_users runs in the window between the new server's start
+// and its runtime's mark (ExecStartPost: functions, then publish's HSETNX): Seed refuses
+// the empty master with no record (ErrUnmarked), so its lock users stay off until the
+// next apply seeds it (before, Seed counted it as seeded, a source, and the apply turned
+// its lock users on: fence 4 after 23). It is not (a known hole) when the master lost its
+// AOF but kept its ACL file, which live changes saved with the lock users on: they can
+// log in before any apply (the audit flags it, nothing stops it).
 func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -47,9 +48,7 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 		markAt  string // when the runtime marks it unseeded: "start", or "after-apply" (too late)
 	}{
 		{name: "control: marked before redlock_users runs", markAt: "start"},
-		{name: "redlock_users runs before the runtime marks the master", markAt: "after-apply",
-			hole: "fenceseed.Seed treats a master with no record as seeded: an empty master not yet marked by its runtime " +
-				"(or flushed) is a source and redlock_users turns its lock users on"},
+		{name: "redlock_users runs before the runtime marks the master", markAt: "after-apply"},
 		{name: "AOF lost, ACL file kept: lock users on before any apply", markAt: "start", aclKept: true,
 			hole: "a master whose AOF is lost but whose ACL file (lock users on) is kept lets lock users in while unseeded; " +
 				"until the next apply its empty registers vote fences backwards"},
@@ -105,6 +104,9 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 				if err := fenceseed.MarkUnseeded(ctx, c.Masters[0].Admin()); err != nil {
 					t.Fatal(err)
 				}
+				// The next apply, after the runtime marked it.
+				done, failed := redlockUsersApply(ctx, t, target, endpoints)
+				t.Logf("the next apply: %d seeded %v, failures %v", len(done), done, failed)
 			}
 
 			pause(t, c.Masters[1])
@@ -262,5 +264,39 @@ func resume(t *testing.T, m *redistest.Master) {
 	t.Helper()
 	if err := m.Resume(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSeedRefusesUnmarkedEmptyMaster: an empty master with no record, where another master
+// has one, is refused (ErrUnmarked) and is no source; with data, or where no master has a
+// record (a deployment that does not seed), it is left alone as before.
+func TestSeedRefusesUnmarkedEmptyMaster(t *testing.T) {
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	target := acl.Target{Password: redistest.AdminPassword}
+	endpoints := c.Addrs()
+	empty := c.Masters[0]
+	if err := empty.Admin().FlushAll(ctx).Err(); err != nil { // flushed, or a server its runtime has not marked yet
+		t.Fatal(err)
+	}
+
+	if done, failed := fenceseed.Seed(ctx, target, endpoints); done != nil || failed != nil {
+		t.Fatalf("no master has a record (a deployment that does not seed): want nothing done, got %v, %v", done, failed)
+	}
+	for _, m := range c.Masters[1:] {
+		if err := m.Admin().HSet(ctx, audit.FenceSeedKey, audit.FenceSeedStateField, audit.FenceSeedSeeded).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, failed := fenceseed.Seed(ctx, target, endpoints)
+	if !errors.Is(failed[empty.Addr], fenceseed.ErrUnmarked) || len(failed) != 1 {
+		t.Fatalf("the others seeded, master 1 empty with no record: want ErrUnmarked for %s only, got %v", empty.Addr, failed)
+	}
+	if err := empty.Admin().Set(ctx, "app:ledger:fence", 5, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if done, failed := fenceseed.Seed(ctx, target, endpoints); done != nil || failed != nil {
+		t.Fatalf("master 1 holds data (a master from before seeding): want it left alone, got %v, %v", done, failed)
 	}
 }
