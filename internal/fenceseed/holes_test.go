@@ -300,3 +300,33 @@ func TestSeedRefusesUnmarkedEmptyMaster(t *testing.T) {
 		t.Fatalf("master 1 holds data (a master from before seeding): want it left alone, got %v, %v", done, failed)
 	}
 }
+
+// TestLockUserCannotTouchSeedRecord: a lock user must not reach the seeding record. A
+// tenant whose prefix is "redlock" (redisconf.ValidKeyPrefix accepts it) can SET it to a
+// string (no HSET: a string), after which neither Seed nor the runtime's HSETNX at the next start can use it
+// (the master stays down), or DEL it, after which an unseeded master counts as seeded
+// (where its users are on: AOF lost, ACL file kept) and the audit no longer sees it. The
+// control: the tenant "app:" is refused. This test deletes it.
+func TestLockUserCannotTouchSeedRecord(t *testing.T) {
+	knownHoles(t, "redisconf.ValidKeyPrefix accepts a prefix that covers the kit's own keys (\"redlock\", \"redlock-kit:\"): "+
+		"that tenant can delete or overwrite redlock-kit:fence-seed")
+	wide := redisconf.LockUser{Name: "wide", Password: "wide-secret-for-the-seed-record", KeyPrefix: "redlock"}
+	c := redistest.StartKit(t, redistest.Options{Masters: 1, LockUsers: []redisconf.LockUser{tenant, wide}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := c.Masters[0]
+	if err := fenceseed.MarkUnseeded(ctx, m.Admin()); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []redisconf.LockUser{tenant, wide} {
+		rdb := m.ClientAs(u.Name, u.Password)
+		t.Cleanup(func() { _ = rdb.Close() })
+		err := rdb.Del(ctx, audit.FenceSeedKey).Err()
+		if u.Name == tenant.Name && err == nil {
+			t.Fatalf("control: %s (prefix %q) deleted %s", u.Name, u.KeyPrefix, audit.FenceSeedKey)
+		}
+		if u.Name == wide.Name && err == nil {
+			t.Errorf("lock user %s (prefix %q) deleted %s", u.Name, u.KeyPrefix, audit.FenceSeedKey)
+		}
+	}
+}
