@@ -55,7 +55,8 @@ type Seeded struct {
 // Seed seeds every master of endpoints whose record says unseeded (audit.FenceSeed) and
 // returns what it did, and the failures by endpoint: a master it could not read, and an
 // unseeded one it could not seed (ErrNoMajority, or an error of a source or of the write).
-// A master with no record, or a seeded one, is left alone and is a source. When every
+// A master with no record, or a seeded one, is left alone and is a source, except an
+// empty master with no record where another master has one (ErrUnmarked). When every
 // master is reachable and unseeded (a new deployment: none has let a lock user in), each is
 // seeded from all the others all the same, with that reason.
 func Seed(ctx context.Context, t acl.Target, endpoints []string) ([]Seeded, map[string]error) {
@@ -63,11 +64,12 @@ func Seed(ctx context.Context, t acl.Target, endpoints []string) ([]Seeded, map[
 	if failed == nil {
 		failed = map[string]error{}
 	}
+	unmarked := unmarkedEmpty(ctx, t, endpoints, states, failed)
 	var unseeded, sources []string
 	for _, ep := range endpoints {
 		s, ok := states[ep]
 		switch {
-		case !ok:
+		case !ok, unmarked[ep]:
 		case s.Unseeded():
 			unseeded = append(unseeded, ep)
 		default:
@@ -117,6 +119,61 @@ func Seed(ctx context.Context, t acl.Target, endpoints []string) ([]Seeded, map[
 		done = append(done, Seeded{Endpoint: ep, From: from, Registers: n, Reason: why})
 	}
 	return done, nilIfEmpty(failed)
+}
+
+// ErrUnmarked is the failure of an empty master with no record in a deployment whose
+// other masters have one: a new server its runtime has not marked yet (the mark comes
+// after the server starts), or a flushed one. It is no source (it holds no register), and
+// its lock users must not be let in: it is seeded once its runtime marked it.
+var ErrUnmarked = errors.New("empty master with no fence-seed record")
+
+// unmarkedEmpty are the masters with no record that hold no key, when another master has a
+// record (so the deployment seeds, and an empty master with no record was not seeded);
+// each is added to failed. Where no master has a record (a deployment that does not seed),
+// none is.
+func unmarkedEmpty(ctx context.Context, t acl.Target, endpoints []string, states map[string]audit.FenceSeed, failed map[string]error) map[string]bool {
+	seeds := false
+	for _, s := range states {
+		seeds = seeds || s.State != ""
+	}
+	out := map[string]bool{}
+	if !seeds {
+		return out
+	}
+	for _, ep := range endpoints {
+		if s, ok := states[ep]; !ok || s.State != "" {
+			continue
+		}
+		n, err := keysOf(ctx, t, ep)
+		switch {
+		case err != nil:
+			failed[ep] = err
+		case n == 0:
+			failed[ep] = &acl.EndpointError{Endpoint: ep, Err: fmt.Errorf("%w (%s): it holds no key, so it started empty "+
+				"or was flushed and has no fence registers, while the other masters are seeded. Its lock users stay as they "+
+				"are: wait until its runtime marked it unseeded (at its start) and apply again; for a master no runtime "+
+				"marks, HSET %s %s %s as the admin", ErrUnmarked, audit.FenceSeedKey, audit.FenceSeedKey, audit.FenceSeedStateField,
+				audit.FenceSeedUnseeded)}
+		default:
+			continue
+		}
+		out[ep] = true
+	}
+	return out
+}
+
+// keysOf is how many keys ep holds (DBSIZE).
+func keysOf(ctx context.Context, t acl.Target, ep string) (int64, error) {
+	c, err := t.Connect(ctx, ep)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	n, err := c.DBSize(ctx).Result()
+	if err != nil {
+		return 0, &acl.EndpointError{Endpoint: ep, Err: fmt.Errorf("DBSIZE: %w", err)}
+	}
+	return n, nil
 }
 
 // ReadStates reads every master's record; the failures by endpoint.
