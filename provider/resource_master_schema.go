@@ -210,7 +210,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"monitor_password": schema.StringAttribute{
 				Optional: true, Sensitive: true,
 				MarkdownDescription: "Password of `monitor_user`, at least 16 characters without whitespace, its own " +
-					"(not the admin's or a lock user's). No monitoring user when null. Changed in place (`ACL SETUSER`).",
+					"(not the admin's or a lock user's). No monitoring user when null. Changed in place (`ACL SETUSER`). " +
+					"Kept in the state: with Terraform >= 1.11 give `monitor_password_wo` instead.",
 				Validators: passwordValidators,
 			},
 			"lock_users": schema.MapNestedAttribute{
