@@ -30,6 +30,7 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 	hooks, diags := hooksFromModel(ctx, m.Hooks)
 	users, _, d := lockUsersFromModel(ctx, m.LockUsers)
 	diags.Append(d...)
+	diags.Append(fillStoredLockUserPasswords(m, users)...)
 	adminPassword, lockPassword := currentSecrets(m)
 	monitorPassword := currentMonitorPassword(m)
 	duration := func(v timetypes.GoDuration) time.Duration {
@@ -212,7 +213,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 		LockPassword: types.StringValue(s.LockPassword), LockUsers: lockUsersToModel(s.LockUsers), Hooks: hooksToModel(s.Hooks),
 		MonitorUser: types.StringValue(or(s.MonitorUser, redisconf.DefaultMonitorUser)), MonitorPassword: stringOrNull(s.MonitorPassword),
 		AdminPasswordWO: types.StringNull(), LockPasswordWO: types.StringNull(), PasswordWOVersion: types.Int64Null(),
-		MonitorPasswordWO: types.StringNull(), TLSKeyPEMWO: types.StringNull(),
+		MonitorPasswordWO: types.StringNull(), TLSKeyPEMWO: types.StringNull(), LockUserPasswordsWO: types.MapNull(types.StringType),
 		KeepDataOnDestroy: types.BoolValue(l.Master.KeepDataOnDestroy),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "delete": types.StringType})},

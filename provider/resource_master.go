@@ -79,6 +79,7 @@ type masterModel struct {
 	AdminPasswordWO        types.String         `tfsdk:"admin_password_wo"`
 	LockPasswordWO         types.String         `tfsdk:"lock_password_wo"`
 	MonitorPasswordWO      types.String         `tfsdk:"monitor_password_wo"`
+	LockUserPasswordsWO    types.Map            `tfsdk:"lock_user_passwords_wo"`
 	PasswordWOVersion      types.Int64          `tfsdk:"password_wo_version"`
 	Hooks                  types.Object         `tfsdk:"hooks"`
 	KeepDataOnDestroy      types.Bool           `tfsdk:"keep_data_on_destroy"`

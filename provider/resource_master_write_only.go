@@ -48,8 +48,8 @@ func writeOnlyAttributes(passwordValidators []validator.String) map[string]schem
 		monitorPasswordWOAttribute: wo("`monitor_user` (the monitoring user exists while it is set)", "monitor_password"),
 		passwordWOVersionAttribute: schema.Int64Attribute{
 			Optional: true,
-			MarkdownDescription: "Version of `" + adminPasswordWOAttribute + "`, `" + lockPasswordWOAttribute + "` and `" +
-				monitorPasswordWOAttribute + "`, required with any of them. Change it (e.g. `1` to `2`) to apply their current " +
+			MarkdownDescription: "Version of `" + adminPasswordWOAttribute + "`, `" + lockPasswordWOAttribute + "`, `" +
+				monitorPasswordWOAttribute + "` and `lock_user_passwords_wo`, required with any of them. Change it (e.g. `1` to `2`) to apply their current " +
 				"values: the passwords are then changed in place, the admin password last. To remove the monitoring user " +
 				"given write-only, remove `" + monitorPasswordWOAttribute + "` and change it too.",
 		},
@@ -69,6 +69,9 @@ func writeOnlyAttributes(passwordValidators []validator.String) map[string]schem
 // not set, possibly unknown at plan time when it is.
 type writeOnlyPasswords struct {
 	Admin, Lock, Monitor, TLSKey types.String
+	// LockUsers is lock_user_passwords_wo (nil when not set or not yet known).
+	LockUsers    map[string]string
+	lockUsersSet bool
 }
 
 func (w writeOnlyPasswords) adminSet() bool   { return !w.Admin.IsNull() }
@@ -77,7 +80,9 @@ func (w writeOnlyPasswords) monitorSet() bool { return !w.Monitor.IsNull() }
 func (w writeOnlyPasswords) tlsKeySet() bool  { return !w.TLSKey.IsNull() }
 
 // versioned reports whether a password that password_wo_version versions is set.
-func (w writeOnlyPasswords) versioned() bool { return w.adminSet() || w.lockSet() || w.monitorSet() }
+func (w writeOnlyPasswords) versioned() bool {
+	return w.adminSet() || w.lockSet() || w.monitorSet() || w.lockUsersSet
+}
 
 // readWriteOnly reads the write-only arguments from the configuration: the only place
 // they ever are.
@@ -87,6 +92,12 @@ func readWriteOnly(ctx context.Context, cfg tfsdk.Config) (writeOnlyPasswords, d
 	diags.Append(cfg.GetAttribute(ctx, path.Root(lockPasswordWOAttribute), &w.Lock)...)
 	diags.Append(cfg.GetAttribute(ctx, path.Root(monitorPasswordWOAttribute), &w.Monitor)...)
 	diags.Append(cfg.GetAttribute(ctx, path.Root(tlsKeyPEMWOAttribute), &w.TLSKey)...)
+	var users types.Map
+	diags.Append(cfg.GetAttribute(ctx, path.Root(lockUserPasswordsWOAttribute), &users)...)
+	w.lockUsersSet = !users.IsNull()
+	passwords, _, d := readLockUserPasswordsWO(ctx, cfg)
+	w.LockUsers = passwords
+	diags.Append(d...)
 	return w, diags
 }
 
@@ -119,7 +130,9 @@ func validateWriteOnly(ctx context.Context, cfg tfsdk.Config, diags *diag.Diagno
 					">= 1.11) and remove %s, or remove %s.", pair.plain, pair.wo, pair.wo, pair.plain, pair.wo))
 		}
 	}
-	versioned := fmt.Sprintf("%s, %s and %s", adminPasswordWOAttribute, lockPasswordWOAttribute, monitorPasswordWOAttribute)
+	versioned := fmt.Sprintf("%s, %s, %s and %s", adminPasswordWOAttribute, lockPasswordWOAttribute, monitorPasswordWOAttribute,
+		lockUserPasswordsWOAttribute)
+	validateLockUserPasswordsWO(ctx, cfg, diags)
 	switch {
 	case w.versioned() && version.IsNull():
 		diags.AddAttributeError(path.Root(passwordWOVersionAttribute), "Missing password_wo_version",
@@ -175,6 +188,7 @@ func createWriteOnly(w writeOnlyPasswords, m *masterModel) {
 	if known(w.TLSKey) {
 		m.TLSKeyPEM = w.TLSKey
 	}
+	setLockUserPasswords(m, w.LockUsers, func(string) bool { return true })
 }
 
 func forgetWriteOnly(w writeOnlyPasswords, m *masterModel) {
@@ -190,6 +204,7 @@ func forgetWriteOnly(w writeOnlyPasswords, m *masterModel) {
 	if w.tlsKeySet() {
 		m.TLSKeyPEM = types.StringNull()
 	}
+	forgetLockUserPasswords(m, w.LockUsers)
 }
 
 // updateWriteOnly fills in the passwords an update changes the master to: the write-only
@@ -226,6 +241,9 @@ func updateWriteOnly(w writeOnlyPasswords, state, plan *masterModel) {
 	if known(w.TLSKey) {
 		plan.TLSKeyPEM = w.TLSKey
 	}
+	// A tenant's write-only password: on rotation, for a new tenant, or one whose password
+	// was in the state; the others keep the data dir's (localMaster reads it).
+	setLockUserPasswords(plan, w.LockUsers, func(name string) bool { return rotate || !lockUserWriteOnlyInState(state, name) })
 }
 
 // currentSecrets are the passwords the master in state m runs with: those in the state, or,

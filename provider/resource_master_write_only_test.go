@@ -498,7 +498,7 @@ password_wo_version = 1`, `(?s)lock_password_wo.*at least 16`),
 				`lock_password_wo cannot be used with lock_users`),
 			step(fmt.Sprintf("monitor_password = %q\nmonitor_password_wo = %q\npassword_wo_version = 1", woMonitor1, woMonitor2),
 				`monitor_password\s+and\s+monitor_password_wo\s+are\s+both\s+set`),
-			step(fmt.Sprintf("monitor_password_wo = %q", woMonitor1), `monitor_password_wo\s+need\s+password_wo_version`),
+			step(fmt.Sprintf("monitor_password_wo = %q", woMonitor1), `monitor_password_wo\s+and\s+lock_user_passwords_wo\s+need\s+password_wo_version`),
 			step(`tls_key_pem_wo = "k"`, `tls_key_pem_wo\s+is\s+set\s+but\s+tls\s+is\s+false`),
 			step(`tls = true
 tls_cert_pem = "c"
