@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -15,8 +16,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gruntwork-io/terratest/modules/terraform"
+	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -189,6 +192,70 @@ output "user_data" {
 					}
 				}
 			})
+		}
+	})
+	// Terraform >= 1.11, modules/redlock-cluster-write-only with two tenants: three local
+	// masters given every password write-only (admin, monitoring, both tenants'), kept in
+	// files under secrets_dir. The same search finds none of the 8 in the raw state or in
+	// terraform show -json (and does find their hashes); the tenants log in to every master
+	// with the passwords from their files, and the ephemeral audit finds the deployment safe.
+	t.Run("redlock-cluster-write-only", func(t *testing.T) {
+		root := copyTree(t, "modules/redlock-cluster-write-only")
+		dir := filepath.Join(root, "cluster-write-only")
+		addrs, port := uniqueLoopback(t)
+		secrets := filepath.Join(t.TempDir(), "secrets")
+		writeRoot(t, dir, fmt.Sprintf(`
+module "cluster" {
+  source         = "../modules/redlock-cluster-write-only"
+  masters        = 3
+  name_prefix    = "cwo"
+  bind_addresses = [%q, %q, %q]
+  ports          = [%d, %d, %d]
+  data_root      = %q
+  max_lock_ttl   = "2s"
+  lock_users = {
+    billing = { key_prefix = "billing:" }
+    orders  = { key_prefix = "orders:" }
+  }
+  secrets_dir = %q
+}
+
+output "endpoints" {
+  value = module.cluster.endpoints
+}
+`, addrs[0], addrs[1], addrs[2], port, port, port, filepath.Join(t.TempDir(), "data"), secrets))
+		opts := terraformOptions(dir, nil)
+		opts.TerraformBinary = terraformAtLeast111(t)
+		t.Cleanup(func() { terraform.Destroy(t, opts) })
+		if out := terraform.InitAndApply(t, opts); strings.Contains(out, "not safe") {
+			t.Errorf("the ephemeral audit finds the deployment unsafe:\n%s", out)
+		}
+		if out := terraform.Plan(t, opts); !strings.Contains(out, "No changes.") {
+			t.Errorf("the plan after the apply is not empty:\n%s", out)
+		}
+		if inState := searchPasswordFiles(t, opts, secrets); len(inState) != 0 {
+			t.Errorf("passwords of the secrets files in the state: %v", inState)
+		}
+		endpoints := terraform.OutputList(t, opts, "endpoints")
+		for _, tenant := range []string{"billing", "orders"} {
+			raw, err := os.ReadFile(filepath.Join(secrets, "tenant-"+tenant+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c struct {
+				LockPassword string `json:"lock_password"`
+			}
+			if err := json.Unmarshal(raw, &c); err != nil || c.LockPassword == "" {
+				t.Fatalf("%s: no lock_password (%v)", tenant, err)
+			}
+			for _, ep := range endpoints {
+				if err := authAs(ep, tenant, c.LockPassword); err != nil {
+					t.Errorf("%s on %s with the password from its file: %v", tenant, ep, err)
+				}
+				if err := authAs(ep, tenant, c.LockPassword+"x"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+					t.Errorf("%s on %s with a wrong password: %v, want WRONGPASS", tenant, ep, err)
+				}
+			}
 		}
 	})
 	// Terraform >= 1.11: three masters whose passwords are kept in a credentials file (the
@@ -531,4 +598,12 @@ func requireEverySecretFound(t *testing.T, found []stateSecret, want int) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "state secrets: %d generated, all %d found in the raw state and terraform show -json\n", len(found), len(found))
+}
+
+// authAs runs AUTH user password on a fresh connection to addr.
+func authAs(addr, user, password string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
+		DisableIdentity: true})
+	defer c.Close()
+	return c.Do(context.Background(), "AUTH", user, password).Err()
 }
