@@ -327,7 +327,9 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	}
 	warnLongHold(ctx, state, &plan, &resp.Diagnostics)
 	checkFreeAtPlan(state, &plan, &resp.Diagnostics)
-	checkTLSPlan(&plan, &resp.Diagnostics)
+	var keyWO types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(tlsKeyPEMWOAttribute), &keyWO)...)
+	checkTLSPlan(&plan, keyWO, &resp.Diagnostics)
 	if known(plan.Bind) && known(plan.Port) && plan.Port.ValueInt64() != 0 {
 		plan.Address = types.StringValue(hostPort(plan.Bind.ValueString(), plan.Port.ValueInt64()))
 	}

@@ -30,7 +30,9 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 	hooks, diags := hooksFromModel(ctx, m.Hooks)
 	users, _, d := lockUsersFromModel(ctx, m.LockUsers)
 	diags.Append(d...)
+	diags.Append(fillStoredLockUserPasswords(m, users)...)
 	adminPassword, lockPassword := currentSecrets(m)
+	monitorPassword := currentMonitorPassword(m)
 	duration := func(v timetypes.GoDuration) time.Duration {
 		d, _ := validate.ParseDuration(v.ValueString())
 		return d
@@ -43,9 +45,9 @@ func localMaster(ctx context.Context, m *masterModel, port int) (local.Master, d
 			MaxMemory: m.MaxMemory.ValueString(), AppendFsync: m.AppendFsync.ValueString(),
 			AllowUnsafeAppendFsync: m.AllowUnsafeAppendFsync.ValueBool(), AllowNonLoopbackBind: m.AllowNonLoopbackBind.ValueBool(),
 			AdminPassword: adminPassword, LockUser: m.LockUser.ValueString(),
-			LockPassword: lockPassword, LockUsers: users, Hooks: hooks, TLS: masterTLS(m),
+			LockPassword: lockPassword, LockUsers: users, Hooks: hooks, TLS: currentTLS(m),
 			// monitor_user has a default; the user exists only with a password.
-			MonitorUser: ifSet(m.MonitorPassword, m.MonitorUser.ValueString()), MonitorPassword: m.MonitorPassword.ValueString(),
+			MonitorUser: ifSet(types.StringValue(monitorPassword), m.MonitorUser.ValueString()), MonitorPassword: monitorPassword,
 		},
 		ZeroPort: known(m.Port) && m.Port.ValueInt64() == 0,
 		Written: local.Written{MaxLockTTL: m.MaxLockTTL.ValueString(), ClockDriftMargin: m.ClockDriftMargin.ValueString(),
@@ -211,6 +213,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 		LockPassword: types.StringValue(s.LockPassword), LockUsers: lockUsersToModel(s.LockUsers), Hooks: hooksToModel(s.Hooks),
 		MonitorUser: types.StringValue(or(s.MonitorUser, redisconf.DefaultMonitorUser)), MonitorPassword: stringOrNull(s.MonitorPassword),
 		AdminPasswordWO: types.StringNull(), LockPasswordWO: types.StringNull(), PasswordWOVersion: types.Int64Null(),
+		MonitorPasswordWO: types.StringNull(), TLSKeyPEMWO: types.StringNull(), LockUserPasswordsWO: types.MapNull(types.StringType),
 		KeepDataOnDestroy: types.BoolValue(l.Master.KeepDataOnDestroy),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "delete": types.StringType})},

@@ -78,6 +78,8 @@ type masterModel struct {
 	MonitorPassword        types.String         `tfsdk:"monitor_password"`
 	AdminPasswordWO        types.String         `tfsdk:"admin_password_wo"`
 	LockPasswordWO         types.String         `tfsdk:"lock_password_wo"`
+	MonitorPasswordWO      types.String         `tfsdk:"monitor_password_wo"`
+	LockUserPasswordsWO    types.Map            `tfsdk:"lock_user_passwords_wo"`
 	PasswordWOVersion      types.Int64          `tfsdk:"password_wo_version"`
 	Hooks                  types.Object         `tfsdk:"hooks"`
 	KeepDataOnDestroy      types.Bool           `tfsdk:"keep_data_on_destroy"`
@@ -95,6 +97,7 @@ type masterModel struct {
 	TLSCertPEM   types.String `tfsdk:"tls_cert_pem"`
 	TLSKeyPEM    types.String `tfsdk:"tls_key_pem"`
 	TLSCACertPEM types.String `tfsdk:"tls_ca_cert_pem"`
+	TLSKeyPEMWO  types.String `tfsdk:"tls_key_pem_wo"`
 }
 
 var hookAttrTypes = map[string]attr.Type{

@@ -18,7 +18,7 @@ func (m *testMaster) expectMonitorUser(t *testing.T, password string, refused ..
 		ctx := ctxT(t)
 		as := func(pw string) *redis.Client {
 			return redis.NewClient(&redis.Options{Addr: m.addr, Username: "redlock-monitor", Password: pw, MaxRetries: -1,
-				DialTimeout: time.Second, ReadTimeout: time.Second, DisableIdentity: true})
+				DialTimeout: time.Second, ReadTimeout: time.Second, DisableIdentity: true, TLSConfig: m.tls})
 		}
 		c := as(password)
 		defer c.Close()

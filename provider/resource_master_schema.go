@@ -210,7 +210,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"monitor_password": schema.StringAttribute{
 				Optional: true, Sensitive: true,
 				MarkdownDescription: "Password of `monitor_user`, at least 16 characters without whitespace, its own " +
-					"(not the admin's or a lock user's). No monitoring user when null. Changed in place (`ACL SETUSER`).",
+					"(not the admin's or a lock user's). No monitoring user when null. Changed in place (`ACL SETUSER`). " +
+					"Kept in the state: with Terraform >= 1.11 give `monitor_password_wo` instead.",
 				Validators: passwordValidators,
 			},
 			"lock_users": schema.MapNestedAttribute{
@@ -219,9 +220,10 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"key_prefix": schema.StringAttribute{Required: true,
 						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`. " +
 							"Lock clients of this user set it as their key prefix (the `client_configs` of the modules carry it)."},
-					"password": schema.StringAttribute{Required: true, Sensitive: true, Validators: lockUserPasswordValidators(),
+					"password": schema.StringAttribute{Optional: true, Sensitive: true, Validators: lockUserPasswordValidators(),
 						MarkdownDescription: "This user's password, at least 16 characters without whitespace (one " +
-							"`redlock_credentials` per user generates one)."},
+							"`redlock_credentials` per user generates one). Kept in the state: with Terraform >= 1.11 leave it " +
+							"out and give it in `" + lockUserPasswordsWOAttribute + "` instead. One of the two is required."},
 					"allow_eval": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 						MarkdownDescription: allowEvalDescription},
 				}},
@@ -294,6 +296,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			},
 		},
 	}
+	resp.Schema.Attributes[lockUserPasswordsWOAttribute] = lockUserPasswordsWOSchema()
 	for name, a := range writeOnlyAttributes(passwordValidators) {
 		resp.Schema.Attributes[name] = a
 	}

@@ -46,7 +46,7 @@ func masterTLSAttributes() map[string]schema.Attribute {
 			Optional: true, Sensitive: true,
 			MarkdownDescription: "PEM private key of `tls_cert_pem` (`redlock_server_certificate`'s `private_key_pem`). " +
 				"Written to `<data_dir>/tls-server.key` (mode 0600). It is kept in the Terraform state: keep the state " +
-				"secret. Changed in place with the certificate.",
+				"secret, or, with Terraform >= 1.11, give `tls_key_pem_wo` instead. Changed in place with the certificate.",
 		},
 		"tls_ca_cert_pem": schema.StringAttribute{
 			Optional: true,
@@ -77,13 +77,23 @@ func setTLSModel(m *masterModel, t *master.TLS) {
 // may be given (it would silently do nothing).
 func validateTLSConfig(ctx context.Context, cfg tfsdk.Config, diags *diag.Diagnostics) {
 	var on types.Bool
+	var keyWO types.String
 	diags.Append(cfg.GetAttribute(ctx, path.Root("tls"), &on)...)
+	diags.Append(cfg.GetAttribute(ctx, path.Root(tlsKeyPEMWOAttribute), &keyWO)...)
 	if diags.HasError() || on.IsUnknown() {
 		return
+	}
+	if !on.ValueBool() && !keyWO.IsNull() {
+		diags.AddAttributeError(path.Root(tlsKeyPEMWOAttribute), tlsKeyPEMWOAttribute+" without tls = true",
+			fmt.Sprintf("%s is set but tls is false, so the master would serve plain text and ignore it: set tls = true, or remove %s.",
+				tlsKeyPEMWOAttribute, tlsKeyPEMWOAttribute))
 	}
 	for _, name := range tlsAttributes {
 		var v types.String
 		diags.Append(cfg.GetAttribute(ctx, path.Root(name), &v)...)
+		if name == "tls_key_pem" && v.IsNull() && !keyWO.IsNull() {
+			continue // given write-only
+		}
 		switch {
 		case on.ValueBool() && v.IsNull():
 			diags.AddAttributeError(path.Root(name), name+" is required with tls = true",
@@ -97,16 +107,21 @@ func validateTLSConfig(ctx context.Context, cfg tfsdk.Config, diags *diag.Diagno
 
 var tlsSource = map[string]string{
 	"tls_cert_pem":    "give the master's server certificate (redlock_server_certificate's cert_pem, with the bind address in its ip_addresses)",
-	"tls_key_pem":     "give its private key (redlock_server_certificate's private_key_pem)",
+	"tls_key_pem":     "give its private key (redlock_server_certificate's private_key_pem; or tls_key_pem_wo, kept out of the state)",
 	"tls_ca_cert_pem": "give the CA certificate that issued it (redlock_ca's cert_pem)",
 }
 
 // checkTLSPlan checks the material as the master will use it (master.Spec.CheckTLS), once it
 // and the bind address are known: it parses, the key is the certificate's, the CA issued the
-// certificate, which is valid now and covers the bind address.
-func checkTLSPlan(plan *masterModel, diags *diag.Diagnostics) {
+// certificate, which is valid now and covers the bind address. keyWO is tls_key_pem_wo.
+func checkTLSPlan(plan *masterModel, keyWO types.String, diags *diag.Diagnostics) {
 	if !known(plan.TLS) || !plan.TLS.ValueBool() || !known(plan.Bind) {
 		return
+	}
+	if !keyWO.IsNull() {
+		withKey := *plan
+		withKey.TLSKeyPEM = keyWO
+		plan = &withKey
 	}
 	for _, v := range []types.String{plan.TLSCertPEM, plan.TLSKeyPEM, plan.TLSCACertPEM} {
 		if v.IsUnknown() {

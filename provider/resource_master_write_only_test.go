@@ -488,14 +488,23 @@ func TestAccMaster_writeOnlyRefusals(t *testing.T) {
 				`admin_password and admin_password_wo are both set`),
 			step(fmt.Sprintf("lock_password = %q\nlock_password_wo = %q\npassword_wo_version = 1", woLock1, woLock2),
 				`lock_password and lock_password_wo are both set`),
-			step(fmt.Sprintf("admin_password_wo = %q", woAdmin1), `need password_wo_version`),
-			step("password_wo_version = 3", `neither is set`),
+			step(fmt.Sprintf("admin_password_wo = %q", woAdmin1), `need\s+password_wo_version`),
+			step("password_wo_version = 3", `none is set`),
 			step(fmt.Sprintf("admin_password_wo = %q\nlock_password_wo = %q\npassword_wo_version = 1", woAdmin1, woAdmin1),
 				`lock_password_wo must differ from admin_password_wo`),
 			step(`lock_password_wo = "short"
 password_wo_version = 1`, `(?s)lock_password_wo.*at least 16`),
 			step(fmt.Sprintf("lock_password_wo = %q\npassword_wo_version = 1\nlock_users = { billing = { key_prefix = \"billing:\", password = %q } }", woLock1, woLock2),
 				`lock_password_wo cannot be used with lock_users`),
+			step(fmt.Sprintf("monitor_password = %q\nmonitor_password_wo = %q\npassword_wo_version = 1", woMonitor1, woMonitor2),
+				`monitor_password\s+and\s+monitor_password_wo\s+are\s+both\s+set`),
+			step(fmt.Sprintf("monitor_password_wo = %q", woMonitor1), `monitor_password_wo\s+and\s+lock_user_passwords_wo\s+need\s+password_wo_version`),
+			step(`tls_key_pem_wo = "k"`, `tls_key_pem_wo\s+is\s+set\s+but\s+tls\s+is\s+false`),
+			step(`tls = true
+tls_cert_pem = "c"
+tls_key_pem = "k"
+tls_key_pem_wo = "k"
+tls_ca_cert_pem = "a"`, `tls_key_pem\s+and\s+tls_key_pem_wo\s+are\s+both\s+set`),
 		},
 	})
 }

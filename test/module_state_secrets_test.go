@@ -3,7 +3,9 @@ package test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -15,9 +17,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gruntwork-io/terratest/modules/terraform"
+	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/redlock-kit/redlock-kit/internal/pki"
 )
 
 // TestModuleStateSecrets applies each module as a user would (the hosts module with two
@@ -188,6 +194,106 @@ output "user_data" {
 						t.Errorf("the CA key is in terraform show -json")
 					}
 				}
+			})
+		}
+	})
+	// Terraform >= 1.11, modules/redlock-cluster-write-only with two tenants: three local
+	// masters given every password write-only (admin, monitoring, both tenants'), kept in
+	// files under secrets_dir. The same search finds none of the 8 in the raw state or in
+	// terraform show -json (and does find their hashes); the tenants log in to every master
+	// with the passwords from their files, and the ephemeral audit finds the deployment safe.
+	// With tls, the masters take their keys write-only: each server key is in its
+	// redlock_server_certificate only, never in a redlock_master; the CA's is in its file.
+	t.Run("redlock-cluster-write-only", func(t *testing.T) {
+		for _, useTLS := range []bool{false, true} {
+			t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
+				root := copyTree(t, "modules/redlock-cluster-write-only")
+				dir := filepath.Join(root, "cluster-write-only")
+				addrs, port := uniqueLoopback(t)
+				secrets := filepath.Join(t.TempDir(), "secrets")
+				writeRoot(t, dir, fmt.Sprintf(`
+module "cluster" {
+  source         = "../modules/redlock-cluster-write-only"
+  masters        = 3
+  name_prefix    = "cwo"
+  bind_addresses = [%q, %q, %q]
+  ports          = [%d, %d, %d]
+  data_root      = %q
+  max_lock_ttl   = "2s"
+  lock_users = {
+    billing = { key_prefix = "billing:" }
+    orders  = { key_prefix = "orders:" }
+  }
+  tls         = %v
+  secrets_dir = %q
+}
+
+output "endpoints" {
+  value = module.cluster.endpoints
+}
+
+output "ca_cert_pem" {
+  value = module.cluster.ca_cert_pem
+}
+`, addrs[0], addrs[1], addrs[2], port, port, port, filepath.Join(t.TempDir(), "data"), useTLS, secrets))
+				opts := terraformOptions(dir, nil)
+				opts.TerraformBinary = terraformAtLeast111(t)
+				t.Cleanup(func() { terraform.Destroy(t, opts) })
+				if out := terraform.InitAndApply(t, opts); strings.Contains(out, "not safe") {
+					t.Errorf("the ephemeral audit finds the deployment unsafe:\n%s", out)
+				}
+				if out := terraform.Plan(t, opts); !strings.Contains(out, "No changes.") {
+					t.Errorf("the plan after the apply is not empty:\n%s", out)
+				}
+				if inState := searchPasswordFiles(t, opts, secrets); len(inState) != 0 {
+					t.Errorf("passwords of the secrets files in the state: %v", inState)
+				}
+				var tlsConfig *tls.Config
+				if useTLS {
+					var err error
+					if tlsConfig, err = pki.ClientConfig(terraform.Output(t, opts, "ca_cert_pem")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				endpoints := terraform.OutputList(t, opts, "endpoints")
+				for _, tenant := range []string{"billing", "orders"} {
+					raw, err := os.ReadFile(filepath.Join(secrets, "tenant-"+tenant+".json"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					var c struct {
+						LockPassword string `json:"lock_password"`
+					}
+					if err := json.Unmarshal(raw, &c); err != nil || c.LockPassword == "" {
+						t.Fatalf("%s: no lock_password (%v)", tenant, err)
+					}
+					for _, ep := range endpoints {
+						if err := authAs(ep, tlsConfig, tenant, c.LockPassword); err != nil {
+							t.Errorf("%s on %s with the password from its file: %v", tenant, ep, err)
+						}
+						if err := authAs(ep, tlsConfig, tenant, c.LockPassword+"x"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+							t.Errorf("%s on %s with a wrong password: %v, want WRONGPASS", tenant, ep, err)
+						}
+					}
+				}
+				var serverKeys int
+				for _, s := range secretsInStateAndShow(t, opts) {
+					switch {
+					case strings.Contains(s.what, "redlock_ca."):
+						t.Errorf("the CA key is in the state: %s", s.what)
+					case strings.Contains(s.what, "redlock_server_certificate."):
+						serverKeys++
+					}
+					for _, addr := range s.inState {
+						if strings.Contains(addr, "redlock_master.") {
+							t.Errorf("%s is in %s's state", s.what, addr)
+						}
+					}
+				}
+				if want := map[bool]int{false: 0, true: 3}[useTLS]; serverKeys != want {
+					t.Errorf("%d server keys in the state, want %d", serverKeys, want)
+				}
+				t.Logf("tls=%v: %d server keys in the state, each in its redlock_server_certificate only", useTLS, serverKeys)
 			})
 		}
 	})
@@ -531,4 +637,13 @@ func requireEverySecretFound(t *testing.T, found []stateSecret, want int) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "state secrets: %d generated, all %d found in the raw state and terraform show -json\n", len(found), len(found))
+}
+
+// authAs runs AUTH user password on a fresh connection to addr (over TLS when tlsConfig is
+// not nil).
+func authAs(addr string, tlsConfig *tls.Config, user, password string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
+		DisableIdentity: true, TLSConfig: tlsConfig})
+	defer c.Close()
+	return c.Do(context.Background(), "AUTH", user, password).Err()
 }

@@ -1,4 +1,4 @@
-# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only redlock-cluster-write-only
 # Outputs every module has, and the client configs' non-secret part.
 
 output "quorum" {

@@ -1,4 +1,4 @@
-# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only redlock-cluster-write-only
 # TLS: the CA and the server certificates.
 
 # TLS (var.tls): one CA for the deployment and one server certificate per master, for the

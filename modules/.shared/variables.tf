@@ -1,4 +1,4 @@
-# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only redlock-cluster-write-only
 # The inputs every module takes.
 
 variable "max_lock_ttl" {

@@ -1,6 +1,6 @@
 # Generated from modules/.shared/variables.tf by scripts/module-shared.sh (make module-docs): edit that file,
 # not this copy; make check-docs fails when they differ.
-# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only redlock-cluster-write-only
 # The inputs every module takes.
 
 variable "max_lock_ttl" {

@@ -1,6 +1,6 @@
 # Generated from modules/.shared/outputs.tf by scripts/module-shared.sh (make module-docs): edit that file,
 # not this copy; make check-docs fails when they differ.
-# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only redlock-cluster-write-only
 # Outputs every module has, and the client configs' non-secret part.
 
 output "quorum" {

@@ -1,6 +1,6 @@
 # Generated from modules/.shared/tls.tf by scripts/module-shared.sh (make module-docs): edit that file,
 # not this copy; make check-docs fails when they differ.
-# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only
+# Shared by: redlock-cluster redlock-hosts redlock-hosts-write-only redlock-cluster-write-only
 # TLS: the CA and the server certificates.
 
 # TLS (var.tls): one CA for the deployment and one server certificate per master, for the

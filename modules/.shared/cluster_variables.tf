@@ -1,3 +1,6 @@
+# Shared by: redlock-cluster redlock-cluster-write-only
+# The inputs of both local cluster modules (masters on the machine Terraform runs on).
+
 variable "masters" {
   description = "Number of independent Redis masters. Redlock needs an odd number, at least 3; 5 tolerates two failures."
   type        = number
