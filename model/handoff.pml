@@ -9,8 +9,7 @@
  *
  *   model step          stands for (lockagent/redlock)
  *   ------------------  --------------------------------------------------------------
- *   acquire_queued      acquireQueuedScript (scripts.go); its "new" branch is also the
- *                       first attempt's acquireScript, whose refusal joins the queue
+ *   acquire_queued      acquireQueuedScript (scripts.go), every attempt (the first too)
  *   release_script      releaseScript (not durable): releaseBody's release half (scripts.go)
  *   handto              handto, logged and unlogged hand-off (queueLua, scripts.go)
  *   noted               noted / proves: the note counts only while it is the key as it
@@ -46,7 +45,11 @@
  * between one round's masters; a master that is down misses it, and so may master 0
  * (-DLOSSY: the masters are alike, so one master stands for the minority that misses
  * rounds). A client that stops (paused, crashed, gave up) is a client that takes no
- * more steps: every state it could leave behind is reached. Not modelled: windows for clients that only poll, queue leases (waiters do
+ * more steps: every state it could leave behind is reached. Every attempt, the first
+ * included, is a queued one (acquire.go's path for a key contended lately); not
+ * modelled: a first attempt by the plain acquireScript, which takes a free key whatever
+ * the queue (as another library's client does), and the release of its minority keys.
+ * Not modelled either: windows for clients that only poll, queue leases (waiters do
  * not die), splits and yield (liveness only), extension of the reported validity (an
  * extension moves keys only: a stricter client).
  *

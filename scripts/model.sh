@@ -24,6 +24,12 @@ MODEL_MEMLIM=${MODEL_MEMLIM:-3072}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# incomplete OUT: whether pan's output OUT says the search did not cover every state.
+incomplete() {
+  grep -qiE 'out of memory|MEMLIM bound|max search depth too small|search not completed' <<<"$1" ||
+    ! grep -q 'states, stored' <<<"$1"
+}
+
 # check NAME EXPECT DEFINES: EXPECT is "pass" (an exhaustive search, no error) or "fail"
 # (a counterexample, printed as the model's event log).
 check() {
@@ -31,8 +37,11 @@ check() {
   local dir=$work/$name
   mkdir -p "$dir"
   cp "$root/model/handoff.pml" "$dir/"
-  (cd "$dir" && spin -a $define handoff.pml >/dev/null &&
-    gcc -w -O1 -DSAFETY -DCOLLAPSE -DMEMLIM="$MODEL_MEMLIM" -o pan pan.c)
+  if ! (cd "$dir" && spin -a $define handoff.pml >/dev/null &&
+    gcc -w -O1 -DSAFETY -DCOLLAPSE -DMEMLIM="$MODEL_MEMLIM" -o pan pan.c); then
+    echo "model: $name: the model ($define) does not build" >&2
+    return 1
+  fi
   local start end out
   start=$(date +%s.%N)
   out=$(cd "$dir" && ./pan -m10000 -w24 2>&1) || true
@@ -45,9 +54,9 @@ check() {
   printf 'model: %-26s %10s states stored, depth %4s, %6s s, errors: %s\n' "$name:" "${states:-?}" "${depth:-?}" "$secs" "${errors:-?}"
   case $expect in
   pass)
-    if [ -z "$states" ] || [ -z "$errors" ] || grep -qiE 'out of memory|max search depth too small|search not completed' <<<"$out"; then
+    if [ -z "$errors" ] || incomplete "$out"; then
       echo "model: $name: the search was not exhaustive:" >&2
-      grep -iE 'out of memory|max search depth|search not completed|error' <<<"$out" >&2 || tail -5 <<<"$out" >&2
+      grep -iE 'out of memory|MEMLIM bound|max search depth|search not completed|error' <<<"$out" >&2 || tail -5 <<<"$out" >&2
       return 1
     fi
     if [ "$errors" != 0 ]; then
@@ -84,4 +93,12 @@ check protocol-lossy pass "$lossy" || status=1
 check note-trusted fail "$faults -DNOTE_TRUSTED" || status=1
 check release-unproven fail "$extensions -DRELEASE_UNPROVEN" || status=1
 check replay fail "$faults -DREPLAY" || status=1
+# The incompleteness check's own negative control: a search cut off by its depth bound
+# must be reported as not exhaustive.
+if incomplete "$(cd "$work/protocol-lossy" && ./pan -m10 2>&1)"; then
+  echo "model: a search cut short by its depth bound is reported as not exhaustive, as it must be"
+else
+  echo "model: a search cut short by its depth bound was not reported as incomplete" >&2
+  status=1
+fi
 exit $status
