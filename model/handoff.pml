@@ -66,8 +66,8 @@
  *
  * Bounds (-D, scripts/model.sh sets them per configuration): TMAX ticks; NATT1..3
  * attempts of clients 1..3 (client 1 has the first ticket); EXT extension rounds per
- * holder; REWRITES, RESTARTS (all masters) and CRASHES (master 0) as counts or ANY (any
- * number, at any moment); NO_NOTICES: every hand-off notice is lost (waiters find their
+ * holder; REWRITES, RESTARTS (all masters), RESTARTS0 and CRASHES (master 0) as counts
+ * or ANY (any number, at any moment); NO_NOTICES: every hand-off notice is lost (waiters find their
  * hand-offs by their next attempt, as waitqueue.go does), which keeps the fault
  * configurations small; the notices configuration delivers them.
  */
@@ -103,6 +103,9 @@
 #ifndef CRASHES
 #define CRASHES 0     /* crashes of master 0 under the restart hold */
 #endif
+#ifndef RESTARTS0
+#define RESTARTS0 0   /* restarts at once of master 0 alone */
+#endif
 #define QI(m, c) ((m) * (C + 1) + (c))  /* queue/notice slot of client c on master m */
 
 byte now;
@@ -127,7 +130,7 @@ byte nf[M * (C + 1)], na[M * (C + 1)];
 bool holding[C + 1];
 byte hdead[C + 1];    /* reported validity: holding until now reaches it */
 byte lastFence;
-byte rewrites, restarts, crashes;
+byte rewrites, restarts, restarts0, crashes;
 #ifdef REPLAY
 byte relt[M], relf[M];  /* the release that ran on m this tick (token, fence): in flight */
 #endif
@@ -315,6 +318,7 @@ inline expire() {
 proctype nemesis() {
   do
   :: now < TMAX -> d_step { now++; expire(); printf("t=%d\n", now) }
+  /* every master at once (auto-rewrites; a deploy, a power loss) */
   :: rewrites < REWRITES -> d_step {
        if :: REWRITES < ANY -> rewrites++ :: else fi;
        for (j : 0 .. M - 1) { if :: up[j] -> rewrite(j) :: else fi };
@@ -324,6 +328,11 @@ proctype nemesis() {
        printf("t=%d all masters: restart at once (AOF replayed)\n", now);
        for (j : 0 .. M - 1) { if :: up[j] -> restore(j); replay(j) :: else fi };
        check_blocked() }
+  /* master 0 alone: the masters are alike, so it stands for any one of them */
+  :: restarts0 < RESTARTS0 && up[0] -> d_step {
+       if :: RESTARTS0 < ANY -> restarts0++ :: else fi;
+       printf("t=%d m0: restart at once (AOF replayed)\n", now);
+       restore(0); replay(0); check_blocked() }
   :: crashes < CRASHES && up[0] -> d_step {
        if :: CRASHES < ANY -> crashes++ :: else fi;
        up[0] = 0; downto[0] = now + TTL + SLACK;

@@ -82,7 +82,7 @@ check() {
 faults="-DTMAX=3 -DNO_NOTICES -DREWRITES=ANY -DRESTARTS=ANY"                # rewrites, restarts at once
 extensions="-DTMAX=2 -DNO_NOTICES -DEXT=1 -DREWRITES=ANY -DRESTARTS=ANY"    # late extensions
 notices="-DTMAX=2 -DNATT1=2 -DREWRITES=0 -DRESTARTS=ANY"                    # lost, late, duplicated notices
-crashes="-DTMAX=3 -DNO_NOTICES -DREWRITES=0 -DRESTARTS=0 -DCRASHES=ANY"     # crashes under the restart hold
+crashes="-DTMAX=3 -DNO_NOTICES -DREWRITES=0 -DRESTARTS=0 -DCRASHES=ANY -DRESTARTS0=ANY" # one master: crashes under the hold, restarts at once
 lossy="-DTMAX=2 -DNO_NOTICES -DREWRITES=0 -DRESTARTS=0 -DLOSSY"             # rounds that miss a master
 status=0
 check protocol-faults pass "$faults" || status=1
