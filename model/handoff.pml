@@ -9,14 +9,16 @@
  *
  *   model step          stands for (lockagent/redlock)
  *   ------------------  --------------------------------------------------------------
- *   acquire_queued      acquireQueuedScript (scripts.go), every attempt (the first too)
+ *   acquire_queued      acquireQueuedScript (scripts.go): a queued attempt
+ *   acquire_plain       acquireScript (scripts.go): the first attempt of client PLAIN
+ *   drop_plain          tryAcquire's release of a failed plain attempt (client.go)
  *   release_script      releaseScript (not durable): releaseBody's release half (scripts.go)
  *   handto              handto, logged and unlogged hand-off (queueLua, scripts.go)
  *   noted               noted / proves: the note counts only while it is the key as it
  *                       is now, token and expiry (queueLua, scripts.go)
  *   extend_script       extendScript: PEXPIRE where ours, SET NX where gone (scripts.go)
- *   fence_script        fenceScript with the waiter's reserve (scripts.go; Client.fence
- *                       in client.go sends the round)
+ *   fence_script        fenceScript: a waiter's round reserves CHAIN - 1 fences, the plain
+ *                       attempt's none (scripts.go; Client.fence in client.go)
  *   attempt             queuedWait.attempt: one round of acquireQueuedScript (waitqueue.go,
  *                       round.go's broadcast), then tryLock
  *   record_reply        queuedWait.attempt's handling of one master's reply (waitqueue.go)
@@ -45,13 +47,14 @@
  * between one round's masters; a master that is down misses it, and so may master 0
  * (-DLOSSY: the masters are alike, so one master stands for the minority that misses
  * rounds). A client that stops (paused, crashed, gave up) is a client that takes no
- * more steps: every state it could leave behind is reached. Every attempt, the first
- * included, is a queued one (acquire.go's path for a key contended lately); not
- * modelled: a first attempt by the plain acquireScript, which takes a free key whatever
- * the queue (as another library's client does), and the release of its minority keys.
- * Not modelled either: windows for clients that only poll, queue leases (waiters do
- * not die), splits and yield (liveness only), extension of the reported validity (an
- * extension moves keys only: a stricter client).
+ * more steps: every state it could leave behind is reached. An attempt is a queued one
+ * (acquire.go's path for a key contended lately), except client PLAIN's first: the plain
+ * acquireScript (a key not contended lately), which takes a free key whatever the queue,
+ * with its own token (client + C); when it fails, its token is released everywhere
+ * (tryAcquire) before the client queues with its queued token. Not modelled: windows
+ * for clients that only poll, queue leases (waiters do not die), splits and yield
+ * (liveness only), extension of the reported validity (an extension moves keys only: a
+ * stricter client).
  *
  * Invariants: exclusion within the reported validity, fences strictly increasing in
  * acquisition order (both when a client starts to hold), and, after every step, every
@@ -102,6 +105,9 @@
 #endif
 #ifndef CRASHES
 #define CRASHES 0     /* crashes of master 0 under the restart hold */
+#endif
+#ifndef PLAIN
+#define PLAIN  0      /* the client whose first attempt is the plain acquireScript (0: none) */
 #endif
 #ifndef RESTARTS0
 #define RESTARTS0 0   /* restarts at once of master 0 alone */
@@ -202,6 +208,19 @@ inline acquire_queued(m, c, n) {
   fi
 }
 
+/* acquire_plain: acquireScript, SET NX PX with the fence raised to the proposal; the
+ * queue is neither read nor joined. rep 1 set, 0 refused. */
+inline acquire_plain(m, t) {
+  rreg = reg[m]; rg = 0;
+  if
+  :: key[m] == 0 ->
+     key[m] = t; kexp[m] = now + TTL; dkey[m] = t; dkexp[m] = kexp[m];
+     if :: reg[m] < prop -> reg[m] = prop; dreg[m] = prop :: else fi;
+     rep = 1
+  :: else -> rep = 0
+  fi
+}
+
 /* release_script (not durable): DEL of our key, unlogged; then the first waiter gets
  * the key, free or just released. */
 inline release_script(m, c, f) {
@@ -237,10 +256,10 @@ inline extend_script(m, c) {
 }
 
 /* fence_script: where the key is ours, the register to max(it, p + reserve). */
-inline fence_script(m, c, p) {
+inline fence_script(m, c, p, reserve) {
   if
   :: key[m] == c ->
-     if :: reg[m] < p + CHAIN - 1 -> reg[m] = p + CHAIN - 1; dreg[m] = reg[m] :: else fi;
+     if :: reg[m] < p + reserve -> reg[m] = p + reserve; dreg[m] = reg[m] :: else fi;
      confirmed++
   :: else -> refused++
   fi
@@ -398,7 +417,7 @@ inline try_lock(fr) {
      if
      :: fence == 0 && fr ->
         confirmed = 0; refused = 0;
-        for (j : 0 .. M - 1) { if :: up[j] && j != lost -> fence_script(j, c, readmax + 1) :: else fi };
+        for (j : 0 .. M - 1) { if :: up[j] && j != lost -> fence_script(j, tok, readmax + 1, (tok != c -> 0 : CHAIN - 1)) :: else fi };
         printf("t=%d c%d: fence round %d: %d confirmed, %d refused\n", now, c, readmax + 1, confirmed, refused);
         if
         :: confirmed >= Q -> fence = readmax + 1
@@ -436,12 +455,24 @@ inline attempt(fr) {
   for (m : 0 .. M - 1) {
     if
     :: up[m] && m != lost ->
-       acquire_queued(m, c, n); record_reply(m);
-       printf("t=%d m%d: c%d attempt %d: reply %d (register %d, note fence %d)\n", now, m, c, n, rep, rreg, rg)
+       if :: tok != c -> acquire_plain(m, tok) :: else -> acquire_queued(m, c, n) fi;
+       record_reply(m);
+       printf("t=%d m%d: c%d attempt %d (token %d): reply %d (register %d, note fence %d)\n", now, m, c, n, tok, rep, rreg, rg)
     :: else
     fi
   };
-  try_lock(fr)
+  try_lock(fr);
+  if :: tok != c && phase == 0 -> phase = 3 :: else fi  /* the plain attempt failed */
+}
+
+/* drop_plain: a failed plain attempt releases its token everywhere (tryAcquire), then the
+ * client waits in the queue with its queued token (acquireQueued). */
+inline drop_plain() {
+  printf("t=%d c%d releases its plain attempt's token %d\n", now, c, tok);
+  for (m : 0 .. M - 1) { if :: up[m] && m != lost -> release_script(m, tok, 0) :: else fi };
+  tok = c; phase = 0;
+  for (j : 0 .. M - 1) { gours[j] = 0; gatt[j] = 0; graised[j] = 0; gfence[j] = 0; greg[j] = 0; lastq[j] = n + 1 };
+  check_blocked()
 }
 
 /* deliver: the notice on m's grant channel reaches the client (kept: it comes again). */
@@ -475,7 +506,7 @@ inline deliver(m, kept) {
 
 /* gone: the client's Acquire is over; what it knew is no longer state */
 inline gone() {
-  n = 0; cache = 0; myfence = 0; ext = 0; dupd = 0; phase = 2;
+  n = 0; cache = 0; myfence = 0; ext = 0; dupd = 0; phase = 2; tok = 0;
   for (j : 0 .. NATT1) { sent[j] = 0 };
   for (j : 0 .. M - 1) { gours[j] = 0; gatt[j] = 0; graised[j] = 0; gfence[j] = 0; greg[j] = 0; lastq[j] = 0;
                          nf[QI(j, c)] = 0; na[QI(j, c)] = 0 };
@@ -489,9 +520,9 @@ inline release() {
   for (m : 0 .. M - 1) {
     if
     :: up[m] && m != lost ->
-       release_script(m, c, myfence);
+       release_script(m, tok, myfence);
 #ifdef REPLAY
-       relt[m] = c; relf[m] = myfence;
+       relt[m] = tok; relf[m] = myfence;
 #endif
        skip
     :: else
@@ -502,7 +533,8 @@ inline release() {
 }
 
 proctype client(byte c; byte natt) {
-  byte n, m, cache, myfence, ext, lost, phase;  /* phase 0 waiting, 1 holding, 2 gone */
+  byte n, m, cache, myfence, ext, lost, phase;  /* phase 0 waiting, 1 holding, 2 gone, 3 plain attempt failed */
+  byte tok = (c == PLAIN -> c + C : c);          /* the token: the plain attempt's is c + C */
   bool fr, dupd;
   byte sent[NATT1 + 1];
   bool gours[M], graised[M];
@@ -520,8 +552,9 @@ end:
   /* hold: extensions move keys only (late ones too) */
   :: phase == 1 && ext < EXT -> d_step {
        ext++; printf("t=%d c%d extends\n", now, c);
-       for (m : 0 .. M - 1) { if :: up[m] -> extend_script(m, c) :: else fi }; m = 0 }
+       for (m : 0 .. M - 1) { if :: up[m] -> extend_script(m, tok) :: else fi }; m = 0 }
   FATES(phase == 1, release())
+  FATES(phase == 3, drop_plain())
   od
 }
 
