@@ -41,9 +41,9 @@
  *
  * Abstractions: time is a global tick; keys hold absolute expiries (a master restores
  * them as PXAT) and a key expires at its tick. A token is the client's id (one Acquire
- * per client); tickets (the queue's order) are client ids too. A grant's since is the
- * send tick of the attempt it names, its validity since + TTL (no drift: a key set at or
- * after since lives at least TTL). The rounds are atomic: no other actor's step falls
+ * per client; the plain attempt's is client + C); tickets (the queue's order) are client
+ * ids too. A grant's since is the send tick of the attempt it names, its validity since
+ * + TTL (no drift: a key set at or after since lives at least TTL). The rounds are atomic: no other actor's step falls
  * between one round's masters; a master that is down misses it, and so may master 0
  * (-DLOSSY: the masters are alike, so one master stands for the minority that misses
  * rounds). A client that stops (paused, crashed, gave up) is a client that takes no
@@ -70,9 +70,10 @@
  * Bounds (-D, scripts/model.sh sets them per configuration): TMAX ticks; NATT1..3
  * attempts of clients 1..3 (client 1 has the first ticket); EXT extension rounds per
  * holder; REWRITES, RESTARTS (all masters), RESTARTS0 and CRASHES (master 0) as counts
- * or ANY (any number, at any moment); NO_NOTICES: every hand-off notice is lost (waiters find their
- * hand-offs by their next attempt, as waitqueue.go does), which keeps the fault
- * configurations small; the notices configuration delivers them.
+ * or ANY (any number, at any moment); PLAIN the client whose first attempt is plain;
+ * LOSSY; NO_NOTICES: every hand-off notice is lost (waiters find their hand-offs by
+ * their next attempt, as waitqueue.go does), which keeps the fault configurations
+ * small; the notices configuration delivers them.
  */
 
 #define M      3      /* masters */
