@@ -43,8 +43,9 @@
  * them as PXAT) and a key expires at its tick. A token is the client's id (one Acquire
  * per client; the plain attempt's is client + C); tickets (the queue's order) are client
  * ids too. A grant's since is the send tick of the attempt it names, its validity since
- * + TTL (no drift: a key set at or after since lives at least TTL). The rounds are atomic: no other actor's step falls
- * between one round's masters; a master that is down misses it, and so may master 0
+ * + TTL (no drift: a key set at or after since lives at least TTL). The rounds are
+ * atomic: no other actor's step falls between one round's masters; a master that is
+ * down misses it, and so may master 0
  * (-DLOSSY: the masters are alike, so one master stands for the minority that misses
  * rounds). A client that stops (paused, crashed, gave up) is a client that takes no
  * more steps: every state it could leave behind is reached. An attempt is a queued one
