@@ -78,9 +78,7 @@ bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on 
 DEMO_TIMINGS := build/timings/demo.tsv
 demo: ## the main job: five masters from examples/local-five, validated (installs only redis-server and terraform)
 	@rm -f $(DEMO_TIMINGS)
-	@scripts/timed.sh run $(DEMO_TIMINGS) "deps: redis-server, terraform" scripts/deps.sh
-	@scripts/timed.sh run $(DEMO_TIMINGS) "build provider" scripts/install-provider.sh
-	@scripts/timed.sh run $(DEMO_TIMINGS) "build lockagent" $(MAKE) --no-print-directory lockagent
+	@DEMO_TIMINGS=$(CURDIR)/$(DEMO_TIMINGS) scripts/demo-build.sh
 	@DEMO_TIMINGS=$(CURDIR)/$(DEMO_TIMINGS) scripts/demo.sh
 
 down: ## destroy what `make demo` created
