@@ -20,7 +20,7 @@ all: build
 deps: ## what make demo needs: redis-server (apt-get) and terraform (PATH, or go install v1.5.7 into ./bin)
 	@scripts/deps.sh
 
-test-deps: deps ## what tests and lint need: staticcheck, terraform-docs, terraform >= 1.11, the host tests' tools
+test-deps: ## what tests and lint need: staticcheck, terraform-docs, terraform >= 1.11, the host tests' and monitoring tests' Debian packages (one apt-get call, beside the Go builds); then make deps
 	@scripts/test-deps.sh
 
 modules-check: ## every go.mod/go.sum/go.work is what scripts/modules.sh tidy writes (our modules at VERSION, no replace)
