@@ -23,8 +23,10 @@ jobs_started=()
 stop_jobs() { local pid; for pid in "${jobs_started[@]}"; do kill -- "-$pid" 2>/dev/null || true; done; }
 trap stop_jobs EXIT
 wait_for() { # wait_for PID WHAT LOG
-  local status=0
+  local status=0 pid kept=()
   wait "$1" || status=$?
+  for pid in "${jobs_started[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
+  jobs_started=("${kept[@]}")
   if [ "$status" != 0 ]; then
     cat "$3" >&2
     echo "test-deps: $2 failed (exit $status; above, and in $3)" >&2
@@ -154,7 +156,6 @@ fi
 if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
   echo "test-deps: host tests: $(systemd-nspawn --version 2>/dev/null | head -1), debootstrap $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo '?'), $(nft --version 2>/dev/null || /usr/sbin/nft --version)"
 fi
-jobs_started=()
 
 # What make demo needs: redis-server and terraform are there now (a fresh machine's terraform
 # is the v1.11.4 above, linked as ./bin/terraform: nothing more to build).
