@@ -20,7 +20,7 @@ all: build
 deps: ## what make demo needs: redis-server (apt-get) and terraform (PATH, or go install v1.5.7 into ./bin)
 	@scripts/deps.sh
 
-test-deps: deps ## what tests and lint need: staticcheck, terraform-docs, terraform >= 1.11, the host tests' tools
+test-deps: ## what tests and lint need: staticcheck, terraform-docs, terraform >= 1.11, the host tests' and monitoring tests' Debian packages (one apt-get call, beside the Go builds); then make deps
 	@scripts/test-deps.sh
 
 modules-check: ## every go.mod/go.sum/go.work is what scripts/modules.sh tidy writes (our modules at VERSION, no replace)
@@ -79,9 +79,7 @@ bench: deps ## side-by-side benchmark: lockagent vs redsync vs bare go-redis on 
 DEMO_TIMINGS := build/timings/demo.tsv
 demo: ## the main job: five masters from examples/local-five, validated (installs only redis-server and terraform)
 	@rm -f $(DEMO_TIMINGS)
-	@scripts/timed.sh run $(DEMO_TIMINGS) "deps: redis-server, terraform" scripts/deps.sh
-	@scripts/timed.sh run $(DEMO_TIMINGS) "build provider" scripts/install-provider.sh
-	@scripts/timed.sh run $(DEMO_TIMINGS) "build lockagent" $(MAKE) --no-print-directory lockagent
+	@DEMO_TIMINGS=$(CURDIR)/$(DEMO_TIMINGS) scripts/demo-build.sh
 	@DEMO_TIMINGS=$(CURDIR)/$(DEMO_TIMINGS) scripts/demo.sh
 
 down: ## destroy what `make demo` created

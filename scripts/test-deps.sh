@@ -1,73 +1,128 @@
 #!/usr/bin/env bash
-# Installs what the tests, lint and docs checks need beyond `make deps` (make test-deps; make
-# test and CI call it):
-#   when the terraform on PATH is older than 1.11, v1.11.4 into ./bin/terraform-1.11.4 for the
-#   write-only password tests;
-#   staticcheck and terraform-docs (make module-docs), pinned, into ./bin;
-#   for the host tests (internal/hostlab) and unless REDLOCK_HOSTS=0, the tools that run
-#   Debian containers: systemd-nspawn (systemd-container), debootstrap (builds the host
-#   image once), nft (nftables), ip (iproute2), nsenter/mount (util-linux), and chromium
-#   (the chaos report's headless screenshot test), via apt-get.
+# Installs what the tests, lint and docs checks need (make test-deps; make test and CI call it),
+# then what make demo needs (scripts/deps.sh):
+#   one apt-get call for every missing Debian package, run in the background while the Go tools
+#   build (its output in build/test-deps-apt.log, shown when it fails): redis-server; for the
+#   host tests (internal/hostlab) and unless REDLOCK_HOSTS=0, the tools that run Debian
+#   containers: systemd-nspawn (systemd-container), debootstrap (builds the host image once),
+#   nft (nftables), ip (iproute2), nsenter/mount (util-linux), and chromium (the chaos report's
+#   headless screenshot test); unless REDLOCK_EXPORTERS=0, promtool and the two exporters whose
+#   real scrapes the monitoring tests read (prometheus, prometheus-redis-exporter,
+#   prometheus-node-exporter; installed without starting their services);
+#   when the terraform on PATH is older than 1.11 or missing, v1.11.4 into
+#   ./bin/terraform-1.11.4 for the write-only password tests, also in the background (and
+#   scripts/deps.sh then uses it as ./bin/terraform instead of building v1.5.7 as well);
+#   staticcheck and terraform-docs (make module-docs), pinned, into ./bin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p bin
+mkdir -p bin build
 
-# Host tests: apt-get install only what is missing (command -> Debian package).
+# Background jobs, each in a process group of its own (set -m) so that a failed or interrupted
+# run stops all of it; wait_for checks each one's exit status.
+jobs_started=()
+stop_jobs() { local pid; for pid in "${jobs_started[@]}"; do kill -- "-$pid" 2>/dev/null || true; done; }
+trap stop_jobs EXIT
+wait_for() { # wait_for PID WHAT LOG
+  local status=0 pid kept=()
+  wait "$1" || status=$?
+  for pid in "${jobs_started[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
+  jobs_started=("${kept[@]}")
+  if [ "$status" != 0 ]; then
+    cat "$3" >&2
+    echo "test-deps: $2 failed (exit $status; above, and in $3)" >&2
+    exit 1
+  fi
+}
+
+# Debian packages: command -> package, for those that are missing.
+missing=""
+need() { # need COMMAND PACKAGE
+  if ! command -v "$1" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$1" ] && ! [ -x "/sbin/$1" ]; then
+    case " $missing " in *" $2 "*) ;; *) missing="$missing $2" ;; esac
+  fi
+}
+[ -n "${REDLOCK_SERVER_BINARY:-}" ] || need redis-server redis-server
 if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
-  missing=""
   for pair in systemd-nspawn:systemd-container debootstrap:debootstrap nft:nftables ip:iproute2 \
       nsenter:util-linux chroot:coreutils chromium:chromium; do
-    cmd=${pair%%:*} pkg=${pair#*:}
-    if ! command -v "$cmd" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$cmd" ] && ! [ -x "/sbin/$cmd" ]; then
-      case " $missing " in *" $pkg "*) ;; *) missing="$missing $pkg" ;; esac
-    fi
+    need "${pair%%:*}" "${pair#*:}"
   done
-  if [ -n "$missing" ]; then
-    if ! command -v apt-get >/dev/null 2>&1; then
-      echo "test-deps: host tests need:$missing (no apt-get here: install them by hand, or REDLOCK_HOSTS=0 to skip)" >&2
-      exit 1
-    fi
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then
-      command -v sudo >/dev/null 2>&1 || { echo "test-deps: installing$missing needs root (or sudo); REDLOCK_HOSTS=0 skips the host tests' tools" >&2; exit 1; }
-      sudo=sudo
-    fi
-    echo "test-deps: installing for the host tests with apt-get:$missing"
-    if [ -z "${apt_updated:-}" ]; then $sudo apt-get update -qq; apt_updated=1; fi
-    # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+if [ "${REDLOCK_EXPORTERS:-1}" != 0 ]; then
+  need promtool prometheus
+  need prometheus-redis-exporter prometheus-redis-exporter
+  need prometheus-node-exporter prometheus-node-exporter
+fi
+apt_pid=""
+if [ -n "$missing" ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "test-deps: tests need:$missing (no apt-get here: install them by hand; REDLOCK_HOSTS=0 skips the host tests' tools, REDLOCK_EXPORTERS=0 the exporters)" >&2
+    exit 1
   fi
-  echo "test-deps: host tests: $(systemd-nspawn --version 2>/dev/null | head -1), debootstrap $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo '?'), $(nft --version 2>/dev/null || /usr/sbin/nft --version)"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "test-deps: installing$missing needs root (or sudo); REDLOCK_HOSTS=0 skips the host tests' tools, REDLOCK_EXPORTERS=0 the exporters" >&2; exit 1; }
+    sudo=sudo
+  fi
+  apt_log=build/test-deps-apt.log
+  echo "test-deps: installing with apt-get, in the background (log: $apt_log):$missing"
+  # A policy-rc.d that refuses keeps the packages from starting their servers here (the
+  # Prometheus and exporter services, redis on 6379); the tests start their own.
+  policy=/usr/sbin/policy-rc.d
+  set -m
+  (
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod 0755 "$policy"
+      trap '$sudo rm -f "$policy"' EXIT
+    fi
+    $sudo apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+  ) >"$apt_log" 2>&1 &
+  apt_pid=$!
+  set +m
+  jobs_started+=("$apt_pid")
 fi
 
 # The write-only password tests (provider, TF_ACC) need terraform >= 1.11; everything else
-# runs with the terraform above (>= 1.5). When that one is older, build v1.11.4 into
-# ./bin/terraform-1.11.4, which those tests then use. `go install ...@v1.11.4` is refused
+# runs with terraform >= 1.5. When the one on PATH is older, or there is none, build v1.11.4
+# into ./bin/terraform-1.11.4, which those tests then use. `go install ...@v1.11.4` is refused
 # (its go.mod has replace directives for modules nested in its repository, which the module
 # zip leaves out), so it is built from a throwaway module that requires it and points those
 # nested modules at the same commit (v1.11.4 = 35645b8fca68), all through the Go proxy.
-tf_current=$(TF_CLI_CONFIG_FILE=/dev/null terraform version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')
+build_terraform_wo() {
+  local tf_wo_version=v1.11.4 tf_wo_pseudo=v0.0.0-20250409131005-35645b8fca68 tf_tmp m
+  echo "test-deps: terraform ${tf_current:-(none)} on PATH is older than 1.11; building $tf_wo_version into ./bin/terraform-1.11.4 for the write-only tests (a few minutes, once)"
+  tf_tmp=$(mktemp -d)
+  {
+    printf 'module terraform-install\n\ngo 1.24\n\nrequire github.com/hashicorp/terraform %s\n\n' "$tf_wo_version"
+    for m in backend/remote-state/azure backend/remote-state/consul backend/remote-state/cos backend/remote-state/gcs \
+        backend/remote-state/kubernetes backend/remote-state/oss backend/remote-state/pg backend/remote-state/s3 legacy; do
+      printf 'replace github.com/hashicorp/terraform/internal/%s => github.com/hashicorp/terraform/internal/%s %s\n' "$m" "$m" "$tf_wo_pseudo"
+    done
+  } >"$tf_tmp/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/hashicorp/terraform"\n' >"$tf_tmp/tools.go"
+  # version.dev=no: a release build, as HashiCorp's (else it calls itself v1.11.4-dev). No
+  # symbol table, no DWARF, no local paths: a shorter link; nobody debugs this terraform.
+  (cd "$tf_tmp" && go mod tidy && GOBIN="$tf_tmp/bin" go install -trimpath \
+    -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" github.com/hashicorp/terraform) || { rm -rf "$tf_tmp"; return 1; }
+  mv "$tf_tmp/bin/terraform" "$PWD/bin/terraform-1.11.4"
+  rm -rf "$tf_tmp"
+}
+tf_current=$(TF_CLI_CONFIG_FILE=/dev/null terraform version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p' || true)
+tf_pid=""
 if [ "$(printf '%s\n1.11.0\n' "$tf_current" | sort -V | head -1)" != 1.11.0 ]; then
-  tf_wo_version=v1.11.4
-  tf_wo_pseudo=v0.0.0-20250409131005-35645b8fca68
-  if ! "$PWD/bin/terraform-1.11.4" version 2>/dev/null | grep -q "Terraform ${tf_wo_version}$"; then
-    echo "test-deps: terraform $tf_current is older than 1.11; building $tf_wo_version into ./bin/terraform-1.11.4 for the write-only tests (a few minutes, once)"
-    tf_tmp=$(mktemp -d)
-    {
-      printf 'module terraform-install\n\ngo 1.24\n\nrequire github.com/hashicorp/terraform %s\n\n' "$tf_wo_version"
-      for m in backend/remote-state/azure backend/remote-state/consul backend/remote-state/cos backend/remote-state/gcs \
-          backend/remote-state/kubernetes backend/remote-state/oss backend/remote-state/pg backend/remote-state/s3 legacy; do
-        printf 'replace github.com/hashicorp/terraform/internal/%s => github.com/hashicorp/terraform/internal/%s %s\n' "$m" "$m" "$tf_wo_pseudo"
-      done
-    } >"$tf_tmp/go.mod"
-    printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/hashicorp/terraform"\n' >"$tf_tmp/tools.go"
-    # version.dev=no: a release build, as HashiCorp's (else it calls itself v1.11.4-dev).
-    (cd "$tf_tmp" && go mod tidy && GOBIN="$tf_tmp/bin" go install \
-      -ldflags "-X github.com/hashicorp/terraform/version.dev=no" github.com/hashicorp/terraform) || { rm -rf "$tf_tmp"; exit 1; }
-    mv "$tf_tmp/bin/terraform" "$PWD/bin/terraform-1.11.4"
-    rm -rf "$tf_tmp"
+  if "$PWD/bin/terraform-1.11.4" version 2>/dev/null | grep -q '^Terraform v1\.11\.4$'; then
+    echo "test-deps: write-only tests: $PWD/bin/terraform-1.11.4 (Terraform v1.11.4)"
+  else
+    tf_log=build/test-deps-terraform.log
+    echo "test-deps: building terraform v1.11.4 in the background (log: $tf_log)"
+    set -m
+    build_terraform_wo >"$tf_log" 2>&1 &
+    tf_pid=$!
+    set +m
+    jobs_started+=("$tf_pid")
   fi
-  echo "test-deps: write-only tests: $PWD/bin/terraform-1.11.4 ($("$PWD/bin/terraform-1.11.4" version 2>/dev/null | head -1))"
 fi
 
 # The linter, pinned, into ./bin (make lint).
@@ -92,3 +147,16 @@ if ! "$PWD/bin/terraform-docs" --version 2>/dev/null | grep -q "$terraform_docs_
   rm -rf "$tfd_tmp"
 fi
 echo "test-deps: $("$PWD/bin/terraform-docs" --version)"
+
+if [ -n "$tf_pid" ]; then
+  wait_for "$tf_pid" "building terraform v1.11.4" "$tf_log"
+  echo "test-deps: write-only tests: $PWD/bin/terraform-1.11.4 ($("$PWD/bin/terraform-1.11.4" version 2>/dev/null | head -1))"
+fi
+[ -z "$apt_pid" ] || wait_for "$apt_pid" "apt-get install$missing" "$apt_log"
+if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
+  echo "test-deps: host tests: $(systemd-nspawn --version 2>/dev/null | head -1), debootstrap $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo '?'), $(nft --version 2>/dev/null || /usr/sbin/nft --version)"
+fi
+
+# What make demo needs: redis-server and terraform are there now (a fresh machine's terraform
+# is the v1.11.4 above, linked as ./bin/terraform: nothing more to build).
+scripts/deps.sh
