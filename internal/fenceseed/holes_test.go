@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -302,31 +303,53 @@ func TestSeedRefusesUnmarkedEmptyMaster(t *testing.T) {
 }
 
 // TestLockUserCannotTouchSeedRecord: a lock user must not reach the seeding record. A
-// tenant whose prefix is "redlock" (redisconf.ValidKeyPrefix accepts it) can SET it to a
-// string (no HSET: a string), after which neither Seed nor the runtime's HSETNX at the next start can use it
-// (the master stays down), or DEL it, after which an unseeded master counts as seeded
-// (where its users are on: AOF lost, ACL file kept) and the audit no longer sees it. The
-// control: the tenant "app:" is refused. This test deletes it.
+// tenant whose prefix covers it ("redlock", "redlock-kit:") or lies inside the kit's keys
+// could DEL it (an unseeded master would then count as seeded, where its users are on: AOF
+// lost, ACL file kept, and the audit would no longer see it) or SET it to a string, after
+// which neither Seed nor the runtime's HSETNX at the next start can use it. Such prefixes
+// are refused wherever a lock user is defined: redis.conf, and ACL SETUSER as redlock_users
+// applies it (here). Were one let through, the test logs in as it and tries the DEL. The
+// control: the tenant "app:" is installed and its DEL is refused.
 func TestLockUserCannotTouchSeedRecord(t *testing.T) {
-	knownHoles(t, "redisconf.ValidKeyPrefix accepts a prefix that covers the kit's own keys (\"redlock\", \"redlock-kit:\"): "+
-		"that tenant can delete or overwrite redlock-kit:fence-seed")
-	wide := redisconf.LockUser{Name: "wide", Password: "wide-secret-for-the-seed-record", KeyPrefix: "redlock"}
-	c := redistest.StartKit(t, redistest.Options{Masters: 1, LockUsers: []redisconf.LockUser{tenant, wide}})
+	c := redistest.StartKit(t, redistest.Options{Masters: 1, LockUsers: []redisconf.LockUser{tenant}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	m := c.Masters[0]
 	if err := fenceseed.MarkUnseeded(ctx, m.Admin()); err != nil {
 		t.Fatal(err)
 	}
-	for _, u := range []redisconf.LockUser{tenant, wide} {
-		rdb := m.ClientAs(u.Name, u.Password)
-		t.Cleanup(func() { _ = rdb.Close() })
-		err := rdb.Del(ctx, audit.FenceSeedKey).Err()
-		if u.Name == tenant.Name && err == nil {
-			t.Fatalf("control: %s (prefix %q) deleted %s", u.Name, u.KeyPrefix, audit.FenceSeedKey)
-		}
-		if u.Name == wide.Name && err == nil {
-			t.Errorf("lock user %s (prefix %q) deleted %s", u.Name, u.KeyPrefix, audit.FenceSeedKey)
-		}
+	control := m.ClientAs(tenant.Name, tenant.Password)
+	t.Cleanup(func() { _ = control.Close() })
+	if err := control.Del(ctx, audit.FenceSeedKey).Err(); err == nil {
+		t.Fatalf("control: %s (prefix %q) deleted %s", tenant.Name, tenant.KeyPrefix, audit.FenceSeedKey)
+	}
+
+	target := acl.Target{Password: redistest.AdminPassword}
+	for _, prefix := range []string{"redlock", "redlock-kit:", "redlock-kit:fence-seed"} {
+		t.Run(prefix, func(t *testing.T) {
+			wide := redisconf.LockUser{Name: "wide", Password: "wide-secret-for-the-seed-record", KeyPrefix: prefix}
+			if _, err := (redisconf.Config{AdminPassword: redistest.AdminPassword, LockUsers: []redisconf.LockUser{tenant, wide}}).Render(); err == nil {
+				t.Errorf("redis.conf with lock user prefix %q rendered", prefix)
+			}
+			user := acl.User{Name: wide.Name, KeyPrefix: prefix, PasswordHashes: []string{redisconf.HashPassword(wide.Password)}}
+			err := target.ApplyChange(ctx, m.Addr, acl.Change{Users: []acl.User{user}})
+			if err != nil {
+				if !strings.Contains(err.Error(), redisconf.KitKeyPrefix) {
+					t.Errorf("the refusal does not name the kit's keys (%s): %v", redisconf.KitKeyPrefix, err)
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
+			rdb := m.ClientAs(wide.Name, wide.Password)
+			t.Cleanup(func() { _ = rdb.Close() })
+			if err := rdb.Del(ctx, audit.FenceSeedKey).Err(); err == nil {
+				t.Errorf("lock user %s (prefix %q) was installed and deleted %s", wide.Name, prefix, audit.FenceSeedKey)
+			} else {
+				t.Errorf("lock user %s (prefix %q) was installed (its DEL failed: %v)", wide.Name, prefix, err)
+			}
+		})
+	}
+	if state, err := m.Admin().HGet(ctx, audit.FenceSeedKey, audit.FenceSeedStateField).Result(); err != nil || state != audit.FenceSeedUnseeded {
+		t.Errorf("%s after the attempts: state %q, %v; want %q", audit.FenceSeedKey, state, err, audit.FenceSeedUnseeded)
 	}
 }
