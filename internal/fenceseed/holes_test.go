@@ -68,7 +68,7 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if done, failed := redlockUsersApply(ctx, t, target, endpoints); failed != nil || len(done) != 3 {
+			if done, failed := redlockUsersApply(ctx, t, target, endpoints, created); failed != nil || len(done) != 3 {
 				t.Fatalf("first seeding: %d seeded, failures %v", len(done), failed)
 			}
 
@@ -98,7 +98,7 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 				}
 			}
 			if !tc.aclKept {
-				done, failed := redlockUsersApply(ctx, t, target, endpoints)
+				done, failed := redlockUsersApply(ctx, t, target, endpoints, updated)
 				t.Logf("redlock_users' apply: %d seeded %v, failures %v", len(done), done, failed)
 			}
 			if tc.markAt == "after-apply" {
@@ -106,7 +106,7 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 					t.Fatal(err)
 				}
 				// The next apply, after the runtime marked it.
-				done, failed := redlockUsersApply(ctx, t, target, endpoints)
+				done, failed := redlockUsersApply(ctx, t, target, endpoints, updated)
 				t.Logf("the next apply: %d seeded %v, failures %v", len(done), done, failed)
 			}
 
@@ -122,28 +122,24 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 	}
 }
 
-// TestFenceAfterEveryMasterReplaced: three masters, all seeded, a lock fenced up to 20.
-// Then the masters are replaced (new disks), each after the last; the fence after the
-// replacements must be above 20. The control replaces one master at a time, each seeded
-// before the next goes: the fence goes on. Replacing every master before redlock_users
-// runs (a change that replaces every host in one apply, where redlock_users runs after
-// the hosts) leaves every master unseeded, which Seed takes for a new deployment: every
-// register from 0, recorded as "a new deployment", and the lock's fences start again at 1.
+// TestFenceAfterEveryMasterReplaced: three masters, all seeded by redlock_users' first
+// apply (a create), a lock fenced up to 20. Then the masters are replaced (new disks), each
+// after the last; no fence after the replacements may be at or below 20. The control
+// replaces one master at a time, each seeded by an update before the next goes: the fence
+// goes on. Replacing every master before redlock_users runs again (a change that replaces
+// every host in one apply, where redlock_users runs after the hosts) leaves every master
+// unseeded: an update's Seed refuses every one (ErrEveryMasterUnseeded, naming the fix)
+// and no lock user is let in. Before, Seed took them for a new deployment: every register
+// from 0, and the lock's fences started again at 1.
 func TestFenceAfterEveryMasterReplaced(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		together bool
-		hole     string
 	}{
 		{name: "control: one at a time, each seeded before the next"},
-		{name: "every master replaced before the apply", together: true,
-			hole: "fenceseed.Seed takes every master unseeded for a new deployment, so replacing every master before " +
-				"redlock_users runs restarts the fences at 1, recorded as a new deployment"},
+		{name: "every master replaced before the apply: refused", together: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.hole != "" {
-				knownHoles(t, tc.hole)
-			}
 			c := redistest.StartKit(t, redistest.Options{Masters: 3, LockUsers: []redisconf.LockUser{tenant}, ACLFile: true})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -154,7 +150,7 @@ func TestFenceAfterEveryMasterReplaced(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if done, failed := redlockUsersApply(ctx, t, target, endpoints); failed != nil || len(done) != 3 {
+			if done, failed := redlockUsersApply(ctx, t, target, endpoints, created); failed != nil || len(done) != 3 {
 				t.Fatalf("first seeding: %d seeded, failures %v", len(done), failed)
 			}
 			holder := newClient(t, c)
@@ -168,20 +164,37 @@ func TestFenceAfterEveryMasterReplaced(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !tc.together {
-					if done, failed := redlockUsersApply(ctx, t, target, endpoints); failed != nil || len(done) != 1 {
+					if done, failed := redlockUsersApply(ctx, t, target, endpoints, updated); failed != nil || len(done) != 1 {
 						t.Fatalf("seeding %s: %d seeded, failures %v", m.Addr, len(done), failed)
 					}
 				}
 			}
 			if tc.together {
-				done, failed := redlockUsersApply(ctx, t, target, endpoints)
+				done, failed := redlockUsersApply(ctx, t, target, endpoints, updated)
 				for _, s := range done {
 					t.Logf("%s: %s", s.Endpoint, s.Reason)
 				}
-				if failed != nil {
-					t.Logf("the apply refused: %v", failed)
-					return // what a fix does: every register is gone, nothing may be let in silently
+				if failed == nil {
+					t.Fatalf("every master replaced before an update's apply: seeded %v, want every master refused", done)
 				}
+				// Every register is gone: nothing may be let in silently. Each master is
+				// refused, named, with the fix.
+				for _, ep := range endpoints {
+					err := failed[ep]
+					if !errors.Is(err, fenceseed.ErrEveryMasterUnseeded) || !strings.Contains(err.Error(), ep) ||
+						!strings.Contains(err.Error(), "-replace=") {
+						t.Errorf("%s: %v; want ErrEveryMasterUnseeded naming it and the fix (-replace=)", ep, err)
+					}
+				}
+				if len(done) != 0 {
+					t.Errorf("seeded %v beside the refusal", done)
+				}
+				lock, err := newClient(t, c).TryAcquire(ctx, holeKey, lockTTL)
+				if err == nil {
+					t.Errorf("a lock taken after the refusal, fence %d (last before the replacements %d)", lock.Fence(), last)
+				}
+				t.Logf("the apply refused: %v; a lock after it: %v", failed, err)
+				return
 			}
 			fresh := newClient(t, c)
 			got := takeFence(ctx, t, fresh, holeKey)
@@ -193,11 +206,18 @@ func TestFenceAfterEveryMasterReplaced(t *testing.T) {
 	}
 }
 
+// What redlock_users' apply passes Seed: its create may seed a new deployment, an update
+// may not.
+var (
+	created = fenceseed.Options{NewDeployment: true}
+	updated = fenceseed.Options{}
+)
+
 // redlockUsersApply does what redlock_users' apply does (provider/resource_users.go):
 // fenceseed.Seed, then the lock user set (on) on every master Seed did not fail.
-func redlockUsersApply(ctx context.Context, t *testing.T, target acl.Target, endpoints []string) ([]fenceseed.Seeded, map[string]error) {
+func redlockUsersApply(ctx context.Context, t *testing.T, target acl.Target, endpoints []string, opts fenceseed.Options) ([]fenceseed.Seeded, map[string]error) {
 	t.Helper()
-	done, failed := fenceseed.Seed(ctx, target, endpoints)
+	done, failed := fenceseed.Seed(ctx, target, endpoints, opts)
 	var ready []string
 	for _, ep := range endpoints {
 		if failed[ep] == nil {
@@ -282,7 +302,7 @@ func TestSeedRefusesUnmarkedEmptyMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if done, failed := fenceseed.Seed(ctx, target, endpoints); done != nil || failed != nil {
+	if done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{}); done != nil || failed != nil {
 		t.Fatalf("no master has a record (a deployment that does not seed): want nothing done, got %v, %v", done, failed)
 	}
 	for _, m := range c.Masters[1:] {
@@ -290,14 +310,14 @@ func TestSeedRefusesUnmarkedEmptyMaster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, failed := fenceseed.Seed(ctx, target, endpoints)
+	_, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{})
 	if !errors.Is(failed[empty.Addr], fenceseed.ErrUnmarked) || len(failed) != 1 {
 		t.Fatalf("the others seeded, master 1 empty with no record: want ErrUnmarked for %s only, got %v", empty.Addr, failed)
 	}
 	if err := empty.Admin().Set(ctx, "app:ledger:fence", 5, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if done, failed := fenceseed.Seed(ctx, target, endpoints); done != nil || failed != nil {
+	if done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{}); done != nil || failed != nil {
 		t.Fatalf("master 1 holds data (a master from before seeding): want it left alone, got %v, %v", done, failed)
 	}
 }
