@@ -166,7 +166,8 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				Optional: true, MarkdownDescription: lockUsersDescription, Validators: lockUsersValidators(),
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"key_prefix": schema.StringAttribute{Required: true,
-						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`."},
+						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`, " +
+							"not overlapping the kit's own keys (`redlock-kit:`)."},
 					"password": schema.StringAttribute{Optional: true, Sensitive: true, Validators: lockUserPasswordValidators(),
 						MarkdownDescription: "This user's password, at least 16 characters without whitespace. Set this or `password_sha256`."},
 					"password_sha256": schema.StringAttribute{Optional: true, Validators: sha256Validators(),

@@ -218,8 +218,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Optional: true, MarkdownDescription: lockUsersDescription, Validators: lockUsersValidators(),
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"key_prefix": schema.StringAttribute{Required: true,
-						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`. " +
-							"Lock clients of this user set it as their key prefix (the `client_configs` of the modules carry it)."},
+						MarkdownDescription: "The prefix of every key and channel this user may touch, such as `\"billing:\"`, " +
+							"not overlapping the kit's own keys (`redlock-kit:`). Lock clients of this user set it as their key prefix (the `client_configs` of the modules carry it)."},
 					"password": schema.StringAttribute{Optional: true, Sensitive: true, Validators: lockUserPasswordValidators(),
 						MarkdownDescription: "This user's password, at least 16 characters without whitespace (one " +
 							"`redlock_credentials` per user generates one). Kept in the state: with Terraform >= 1.11 leave it " +

@@ -319,8 +319,10 @@ func (r *usersResource) apply(ctx context.Context, planState tfsdk.Plan, config 
 	}
 	// A master marked unseeded (it started empty) gets its lock users only once its fence
 	// registers are seeded from a majority of the others; one that cannot be is left as it
-	// is, named, and the next apply tries again.
-	seeded, failed := fenceseed.Seed(ctx, target, endpoints)
+	// is, named, and the next apply tries again. Only a create (no prior state: no lock user
+	// of this resource was let in) may take every master unseeded for a new deployment; on
+	// an update it means every master lost its registers, and Seed refuses.
+	seeded, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{NewDeployment: priorState.Raw.IsNull()})
 	for _, s := range seeded {
 		tflog.Info(ctx, "fence registers seeded", map[string]any{"endpoint": s.Endpoint, "registers": s.Registers, "reason": s.Reason})
 		diags.AddWarning("Master "+s.Endpoint+" seeded", fmt.Sprintf("%s started empty: its fence registers were %s (%d "+

@@ -127,7 +127,7 @@ func usersSchema() schema.Schema {
 						Required: true,
 						MarkdownDescription: "The user may touch only keys and pub/sub channels that start with it (its " +
 							"locks, fencing registers and release channels). No prefix may start with another; end each " +
-							"with `:`. Changing it changes the user in place.",
+							"with `:`. It may not overlap the kit's own keys (`redlock-kit:`). Changing it changes the user in place.",
 					},
 					"allow_eval": schema.BoolAttribute{
 						Optional: true, Computed: true, Default: booldefault.StaticBool(false),

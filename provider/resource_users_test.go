@@ -519,26 +519,7 @@ func TestAccUsers_seedsReplacedMaster(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := replaced.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.RemoveAll(filepath.Join(replaced.DataDir, "appendonlydir")); err != nil {
-			t.Fatal(err)
-		}
-		rendered, err := redisconf.Config{AdminPassword: redistest.AdminPassword, LockUsersOff: true,
-			LockUsers: []redisconf.LockUser{{Name: "billing", Password: billingPassword1, KeyPrefix: "billing:"}}}.RenderACL()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(replaced.DataDir, "users.acl"), []byte(rendered), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := replaced.Restart(); err != nil {
-			t.Fatal(err)
-		}
-		if err := fenceseed.MarkUnseeded(ctx, replaced.Admin()); err != nil {
-			t.Fatal(err)
-		}
+		replaceWithEmptyMaster(t, replaced)
 	}
 	seeded := func(*terraform.State) error {
 		ctx := usersCtx(t)
@@ -591,6 +572,96 @@ func TestAccUsers_seedsReplacedMaster(t *testing.T) {
 				},
 				Config: config,
 				Check:  resource.ComposeAggregateTestCheckFunc(seeded, canLockEverywhere(t, c, "billing", billingPassword1, "billing:lock", true)),
+			},
+		},
+	})
+}
+
+// replaceWithEmptyMaster brings m back as a new host does: no data, the lock users off in
+// its ACL file, marked unseeded.
+func replaceWithEmptyMaster(t *testing.T, m *redistest.Master) {
+	t.Helper()
+	if err := m.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(m.DataDir, "appendonlydir")); err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := redisconf.Config{AdminPassword: redistest.AdminPassword, LockUsersOff: true,
+		LockUsers: []redisconf.LockUser{{Name: "billing", Password: billingPassword1, KeyPrefix: "billing:"}}}.RenderACL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(m.DataDir, "users.acl"), []byte(rendered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fenceseed.MarkUnseeded(usersCtx(t), m.Admin()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAccUsers_everyMasterReplaced: redlock_users' create seeds masters that are all
+// unseeded (a new deployment). Every master replaced before the next apply (an update:
+// its users were let in) is refused, naming the fix, with every user left off: seeding
+// them from each other would restart the fences at 1. Replacing redlock_users (a create)
+// is the way to say it is a new cluster: it seeds them.
+func TestAccUsers_everyMasterReplaced(t *testing.T) {
+	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
+	config := usersConfig(c, billingUser(billingPassword1))
+	allSeeded := func(*terraform.State) error {
+		for _, m := range c.Masters {
+			if s, err := audit.ReadFenceSeed(usersCtx(t), m.Admin()); err != nil || s.State != audit.FenceSeedSeeded {
+				return fmt.Errorf("record on %s: %+v (%v), want seeded", m.Addr, s, err)
+			}
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactories,
+		CheckDestroy:             usersGoneEverywhere(t, c, "billing"),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() { // new hosts: every master marked unseeded
+					for _, m := range c.Masters {
+						if err := fenceseed.MarkUnseeded(usersCtx(t), m.Admin()); err != nil {
+							t.Fatal(err)
+						}
+					}
+				},
+				Config: config,
+				Check:  resource.ComposeAggregateTestCheckFunc(allSeeded, canLockEverywhere(t, c, "billing", billingPassword1, "billing:lock", true)),
+			},
+			{
+				PreConfig: func() {
+					for _, m := range c.Masters {
+						if err := m.Admin().Set(usersCtx(t), "billing:job:fence", 20, 0).Err(); err != nil {
+							t.Fatal(err)
+						}
+					}
+					for _, m := range c.Masters {
+						replaceWithEmptyMaster(t, m)
+					}
+				},
+				Config:      config,
+				ExpectError: regexp.MustCompile(`every master lost its fence registers(.|\n)*-replace=`),
+			},
+			{
+				PreConfig: func() {
+					for _, m := range c.Masters {
+						if err := lockAs(t, m, "billing", billingPassword1, "billing:lock"); err == nil {
+							t.Fatalf("billing can lock on %s after the refusal", m.Addr)
+						}
+					}
+				},
+				Config: config,
+				Taint:  []string{usersResourceName}, // terraform apply -replace: a new cluster, intended
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(usersResourceName, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(allSeeded, canLockEverywhere(t, c, "billing", billingPassword1, "billing:lock", true)),
 			},
 		},
 	})

@@ -82,10 +82,12 @@ func TestHostsRollingReplacement(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+	created := false // redlock_users' first apply (a create) is the only one that may seed a new deployment
 	seedAndOpen := func(seed bool, want int) {
 		t.Helper()
 		if seed {
-			done, failed := fenceseed.Seed(ctx, target, endpoints)
+			done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{NewDeployment: !created})
+			created = true
 			if failed != nil || len(done) != want {
 				t.Fatalf("seeding: %d seeded, want %d; failures %v", len(done), want, failed)
 			}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
 // The restart delay is read from the deployment, not trusted from the caller: the runtime
@@ -15,7 +17,7 @@ import (
 // restart_delay) is only a cross-check.
 const (
 	// DeploymentKey is the hash a runtime publishes on every master it runs.
-	DeploymentKey = "redlock-kit:deployment"
+	DeploymentKey = redisconf.KitKeyPrefix + "deployment"
 	// DeploymentRestartDelayField is the restart delay, integer milliseconds.
 	DeploymentRestartDelayField = "restart_delay_ms"
 	// DeploymentRuntimeField names the runtime that enforces it.

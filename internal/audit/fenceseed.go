@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
 // A master that starts empty (a new or replaced host, a lost data disk) has no fencing
@@ -15,7 +17,7 @@ import (
 // records how under FenceSeedKey and turns the users on. The audit reads that record.
 const (
 	// FenceSeedKey is the hash that says whether the master's fence registers are seeded.
-	FenceSeedKey = "redlock-kit:fence-seed"
+	FenceSeedKey = redisconf.KitKeyPrefix + "fence-seed"
 	// FenceSeedStateField is FenceSeedUnseeded or FenceSeedSeeded.
 	FenceSeedStateField = "state"
 	// FenceSeedReasonField says why the state is what it is, in words.

@@ -88,7 +88,7 @@ func rollingReplacement(t *testing.T, seed bool) replacementResult {
 			t.Fatal(err)
 		}
 	}
-	if done, failed := fenceseed.Seed(ctx, target, endpoints); failed != nil || len(done) != 5 {
+	if done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{NewDeployment: true}); failed != nil || len(done) != 5 {
 		t.Fatalf("first seeding: %d seeded, failures %v", len(done), failed)
 	}
 
@@ -131,7 +131,7 @@ func rollingReplacement(t *testing.T, seed bool) replacementResult {
 		before := largestFence(reg)
 		replaceMaster(ctx, t, c.Masters[i])
 		if seed {
-			done, failed := fenceseed.Seed(ctx, target, endpoints)
+			done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{})
 			if failed != nil || len(done) != 1 {
 				t.Fatalf("seeding %s: %d seeded, failures %v", c.Masters[i].Addr, len(done), failed)
 			}

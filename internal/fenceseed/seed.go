@@ -44,6 +44,22 @@ func SourcesNeeded(n int) int { return n - n/2 }
 // masters are seeded and reachable.
 var ErrNoMajority = errors.New("not enough seeded masters reachable to seed from")
 
+// ErrEveryMasterUnseeded is the failure of every master when all of them are unseeded in
+// a deployment whose lock users were let in before (Options.NewDeployment false): every
+// register is gone, and seeding them from each other would restart every fence at 1,
+// below fences already given.
+var ErrEveryMasterUnseeded = errors.New("every master lost its fence registers")
+
+// Options says what Seed may assume about the deployment.
+type Options struct {
+	// NewDeployment says no lock user was ever let in on these masters (redlock_users'
+	// first apply): only then are masters that are all unseeded a new deployment, seeded
+	// from each other (every register from 0). The zero value refuses them
+	// (ErrEveryMasterUnseeded): every master was replaced or emptied since its users were
+	// let in.
+	NewDeployment bool
+}
+
 // Seeded is what Seed did to one master.
 type Seeded struct {
 	Endpoint  string
@@ -57,9 +73,9 @@ type Seeded struct {
 // unseeded one it could not seed (ErrNoMajority, or an error of a source or of the write).
 // A master with no record, or a seeded one, is left alone and is a source, except an
 // empty master with no record where another master has one (ErrUnmarked). When every
-// master is reachable and unseeded (a new deployment: none has let a lock user in), each is
-// seeded from all the others all the same, with that reason.
-func Seed(ctx context.Context, t acl.Target, endpoints []string) ([]Seeded, map[string]error) {
+// master is reachable and unseeded, each is seeded from all the others all the same (every
+// register from 0) if opts.NewDeployment, and refused (ErrEveryMasterUnseeded) if not.
+func Seed(ctx context.Context, t acl.Target, endpoints []string, opts Options) ([]Seeded, map[string]error) {
 	states, failed := ReadStates(ctx, t, endpoints)
 	if failed == nil {
 		failed = map[string]error{}
@@ -82,6 +98,16 @@ func Seed(ctx context.Context, t acl.Target, endpoints []string) ([]Seeded, map[
 	reason := fmt.Sprintf("seeded from %%d of the other %d masters (%%s), every register at the largest they hold + %d, "+
 		"before its lock users were let in", len(endpoints)-1, Margin)
 	need := SourcesNeeded(len(endpoints))
+	if len(sources) == 0 && len(unseeded) == len(endpoints) && !opts.NewDeployment {
+		for _, ep := range unseeded {
+			failed[ep] = &acl.EndpointError{Endpoint: ep, Err: fmt.Errorf("%w: every master (%s) started empty and is "+
+				"unseeded, after lock users were let in: seeded from each other, fences would restart at 1, below "+
+				"fences already given. Restore a master's data (its appendonlydir) and apply again; if this is "+
+				"intended (a new cluster, every old fence void), replace redlock_users: terraform apply "+
+				"-replace=<its address, e.g. redlock_users.this>", ErrEveryMasterUnseeded, strings.Join(unseeded, ", "))}
+		}
+		return nil, failed
+	}
 	if len(sources) == 0 && len(unseeded) == len(endpoints) {
 		// A new deployment: no master has let a lock user in, so no fence exists anywhere.
 		sources = unseeded

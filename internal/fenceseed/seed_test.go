@@ -15,7 +15,8 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
-// TestSeed: a new deployment (every master unseeded) is seeded everywhere; a replaced
+// TestSeed: every master unseeded is refused on an update (ErrEveryMasterUnseeded) and,
+// on redlock_users' create, seeded everywhere as a new deployment; a replaced
 // master is seeded from the others, each register at their largest + Margin, with the
 // reason in its record and in its server's log; a master with no majority of seeded
 // masters to seed from is refused, named, and left unseeded.
@@ -35,11 +36,29 @@ func TestSeed(t *testing.T) {
 		}
 	}
 
+	t.Run("every master unseeded on an update: refused, named", func(t *testing.T) {
+		for i := range c.Masters {
+			mark(i)
+		}
+		done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{})
+		if len(done) != 0 || len(failed) != 5 {
+			t.Fatalf("seeded %+v, failures %v; want all 5 refused", done, failed)
+		}
+		for _, m := range c.Masters {
+			if err := failed[m.Addr]; !errors.Is(err, fenceseed.ErrEveryMasterUnseeded) {
+				t.Errorf("%s: %v, want ErrEveryMasterUnseeded", m.Addr, err)
+			}
+			if s, _ := audit.ReadFenceSeed(ctx, m.Admin()); !s.Unseeded() {
+				t.Errorf("%s: record %+v: a refused master must stay unseeded", m.Addr, s)
+			}
+		}
+	})
+
 	t.Run("a new deployment: every master seeded", func(t *testing.T) {
 		for i := range c.Masters {
 			mark(i)
 		}
-		done, failed := fenceseed.Seed(ctx, target, endpoints)
+		done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{NewDeployment: true})
 		if failed != nil || len(done) != 5 {
 			t.Fatalf("%d seeded, failures %v", len(done), failed)
 		}
@@ -59,7 +78,7 @@ func TestSeed(t *testing.T) {
 		}
 		m := c.Masters[4]
 		mark(4)
-		done, failed := fenceseed.Seed(ctx, target, endpoints)
+		done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{})
 		if failed != nil || len(done) != 1 || done[0].Endpoint != m.Addr {
 			t.Fatalf("seeded %+v, failures %v; want %s seeded", done, failed, m.Addr)
 		}
@@ -81,7 +100,7 @@ func TestSeed(t *testing.T) {
 		for _, i := range []int{0, 1, 2} {
 			mark(i)
 		}
-		done, failed := fenceseed.Seed(ctx, target, endpoints)
+		done, failed := fenceseed.Seed(ctx, target, endpoints, fenceseed.Options{})
 		if len(done) != 0 || len(failed) != 3 {
 			t.Fatalf("seeded %+v, failures %v; want 3 refusals", done, failed)
 		}

@@ -107,7 +107,8 @@ run_hook() {
 # server_seen: a server serves on the master's address or from its data dir, named by a
 # record or not (run by hand, an image's stock service): its locks count until it stops.
 server_seen() {
-	exe=$(readlink -f "$SERVER_BIN") # Debian's redis-server is a link to redis-check-rdb
+	# Debian's redis-server is a link to redis-check-rdb.
+	exe=$(readlink -f "$SERVER_BIN")
 	for p in /proc/[0-9]*; do
 		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DATA_DIR" ] || continue
 		[ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
@@ -154,7 +155,7 @@ wait_out_server() {
 	# Should the wait be cut short (the unit stopped), the server may serve on unseen: the
 	# next start holds restart_delay from then (the record reads as no time).
 	record_hold "$1 unnamed-server $prior"
-	log "$seen, no record names it: waiting until it stops"
+	log "$seen, unrecorded: waiting until it stops"
 	while server_seen; do sleep 1; done
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	gone_until=$(max "$(hold_from_now "$now" "$1")" "$prior")
@@ -167,6 +168,11 @@ gate() {
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	boot=$(boot_id)
 	wait_out_server "$boot"
+	# With seeding on, a data dir without an AOF has no fence registers, whatever its ACL
+	# file says (live changes saved it with the lock users on): the file is made again from
+	# the rendered one (lock users off) until redlock_users seeds the master.
+	[ -z "${SEED_KEY:-}" ] || [ -n "$(ls -A "$DATA_DIR/appendonlydir" 2>/dev/null)" ] ||
+		host_admin "$ACL_SEED" || fail "cannot reset $ACL_FILE"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
 		forget_clean
 		open_floor "$now" "$boot"
@@ -181,7 +187,7 @@ gate() {
 		why="the clean-stop marker was written on another machine, data dir or boot, or over other AOF files"
 	fi
 	if [ -e "$hold" ]; then
-		why="the hold record is unreadable or names an unnamed server"
+		why="unreadable hold record, or an unnamed server's"
 		if read -r rec_boot rec_until <"$hold" && is_count "$rec_until"; then
 			if [ "$rec_boot" = "$boot" ]; then
 				until=$(max "$rec_until" "$f_until")
@@ -205,7 +211,7 @@ gate() {
 			# from when it is gone, even when it is gone before the hold ends.
 			if wait_out_server "$boot"; then
 				until=$(max "$until" "$gone_until")
-				log "holding the start for $((until - now))ms: an unnamed server served"
+				log "holding the start for $((until - now))ms: an unnamed server ran"
 				continue
 			fi
 			left=$((until - now))
@@ -258,15 +264,15 @@ cli() {
 # host_admin: the host's own password for the admin (default) user, made here at first
 # boot; it never leaves the host, and the user-data holds password hashes only. Its hash
 # is one more password of the default user (the operators' admin password stays valid), in
-# the server's ACL file: the rendered one (ACL_SEED) the first time, afterwards the file as
-# live changes saved it.
+# the server's ACL file: the rendered one (ACL_SEED) the first time or when given it,
+# afterwards the file as live changes saved it.
 host_admin() {
 	if [ ! -s "$ADMIN_PASSWORD_FILE" ]; then
 		(umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$ADMIN_PASSWORD_FILE") || return 1
 	fi
 	hash="#$(tr -d '\n' <"$ADMIN_PASSWORD_FILE" | sha256sum | cut -d' ' -f1)"
-	from=$ACL_FILE
-	[ -s "$ACL_FILE" ] || from=$ACL_SEED
+	from=${1:-$ACL_FILE}
+	[ -s "$from" ] || from=$ACL_SEED
 	awk -v h="$hash" '$1 == "user" && $2 == "default" { for (i = 3; i <= NF; i++) if ($i == h) h = ""; if (h != "") $0 = $0 " " h } { print }' \
 		"$from" >"$ACL_FILE.new" && grep -q "^user default .*$hash" "$ACL_FILE.new" &&
 		chown "$SERVICE_USER:$SERVICE_GROUP" "$ACL_FILE.new" && chmod 0600 "$ACL_FILE.new" && mv "$ACL_FILE.new" "$ACL_FILE"
@@ -341,7 +347,7 @@ durable_exit() {
 			awk -v p="$1:" 'index($0,p)!=1{next} /oO0OoO0OoO0Oo/{f=r=0} /fsync\(\) on the AOF/{f=1} /ready to exit/{r=1} END{exit !(f&&r)}' && return 0
 		sleep 1
 	done
-	log "no AOF fsync and ready to exit of pid $1 in its log"
+	log "no AOF fsync and exit of pid $1 logged"
 	return 1
 }
 
@@ -461,7 +467,7 @@ case "${1:-}" in
 gate | functions | started | stop | stopped | setup | host_admin | state) "$1" ;;
 hook) case "${2:-}" in hook_on_crash | hook_before_restart | hook_after_restart) "$2" ;; *) exit 64 ;; esac ;;
 *)
-	echo "usage: redlock-master gate|functions|started|stop|stopped|setup|state" >&2
+	echo "usage: $0 gate|functions|started|stop|stopped|setup|state" >&2
 	exit 64
 	;;
 esac

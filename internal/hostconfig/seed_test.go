@@ -118,3 +118,74 @@ func TestFunctionsStepMarksUnseeded(t *testing.T) {
 		t.Fatalf("functions step with an unwritable record: %v\n%s; want a failure that says so", err, out)
 	}
 }
+
+// TestGateTurnsLockUsersOffWithoutAOF: with SEED_KEY, a start whose data dir has no AOF
+// (a lost or replaced data disk whose ACL file was kept, saved by live changes with the
+// lock users on) makes the ACL file again from the rendered one, lock users off, with the
+// host admin's hash; redlock_users turns them on once it seeded the master. The controls:
+// with the AOF there, or without SEED_KEY, the file is left as it is.
+func TestGateTurnsLockUsersOffWithoutAOF(t *testing.T) {
+	users := []redisconf.LockUser{{Name: "billing", Password: strings.Repeat("d", 64), KeyPrefix: "billing:"}}
+	render := func(off bool) string {
+		s, err := redisconf.Config{AdminPassword: redistest.AdminPassword, LockUsers: users, LockUsersOff: off}.RenderACL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	billingOn := func(acl string) bool {
+		for _, l := range strings.Split(acl, "\n") {
+			if strings.HasPrefix(l, "user billing ") {
+				return strings.Contains(l, " on ")
+			}
+		}
+		t.Fatalf("no user billing in the ACL file:\n%s", acl)
+		return false
+	}
+	for _, tc := range []struct {
+		name      string
+		seed, aof bool
+		wantOn    bool
+	}{
+		{name: "control: seeding on, AOF there", seed: true, aof: true, wantOn: true},
+		{name: "control: seeding off, no AOF", seed: false, aof: false, wantOn: true},
+		{name: "seeding on, no AOF: lock users off", seed: true, aof: false, wantOn: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPolicy(t, 100*time.Millisecond)
+			seedFile, pwFile := filepath.Join(p.dir, "users.acl.seed"), filepath.Join(p.dir, "host-admin-password")
+			if err := os.WriteFile(seedFile, []byte(render(true)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p.write("users.acl", render(false)) // as live changes saved it: the lock users on
+			if !tc.aof {
+				if err := os.RemoveAll(filepath.Join(p.dataDir, "appendonlydir")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			extra := "ACL_SEED=" + shellQuote(seedFile) + "\nACL_FILE=" + shellQuote(filepath.Join(p.dataDir, "users.acl")) +
+				"\nADMIN_PASSWORD_FILE=" + shellQuote(pwFile) + "\nSERVICE_USER=root\nSERVICE_GROUP=root\n"
+			if tc.seed {
+				extra += "SEED_KEY=" + shellQuote(audit.FenceSeedKey) + "\n"
+			}
+			conf, err := os.ReadFile(filepath.Join(p.dir, "master.conf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), append(conf, extra...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, _ := p.run("gate")
+			acl := p.read("users.acl")
+			if got := billingOn(acl); got != tc.wantOn {
+				t.Fatalf("billing on = %v after the gate, want %v:\n%s\ngate:\n%s", got, tc.wantOn, acl, out)
+			}
+			if !tc.wantOn {
+				pw, err := os.ReadFile(pwFile)
+				if err != nil || !strings.Contains(acl, "#"+redisconf.HashPassword(string(pw))) {
+					t.Fatalf("the remade ACL file lacks the host admin's hash (%v):\n%s", err, acl)
+				}
+			}
+		})
+	}
+}

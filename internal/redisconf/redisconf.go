@@ -88,11 +88,20 @@ func (u LockUser) ACLRules() []string { return UserRules(u.Password, u.KeyPatter
 // GlobChars are the characters a key prefix may not contain: ACL key patterns are globs.
 const GlobChars = `*?[]\`
 
+// KitKeyPrefix starts every key the kit keeps on a master for itself (the fence seeding
+// record, the published deployment): no lock user may reach them.
+const KitKeyPrefix = "redlock-kit:"
+
 // ValidKeyPrefix reports why prefix cannot confine a lock user, or "" when it can.
 func ValidKeyPrefix(prefix string) string {
 	switch {
 	case prefix == "":
 		return "is empty: each lock user needs its own non-empty prefix, such as \"billing:\""
+	case strings.HasPrefix(KitKeyPrefix, prefix) || strings.HasPrefix(prefix, KitKeyPrefix):
+		// A user whose keys include the kit's could delete the seeding record (an unseeded
+		// master would then pass for seeded) or forge the published deployment.
+		return "overlaps the kit's own keys (" + KitKeyPrefix + "*): choose a prefix that neither starts with " +
+			KitKeyPrefix + " nor is the start of it, such as \"billing:\""
 	case strings.ContainsAny(prefix, GlobChars):
 		return "contains one of " + GlobChars + ", which ACL key patterns read as a glob: use letters, digits and separators such as ':' or '/'"
 	case strings.ContainsAny(prefix, " \t\r\n\"'"):

@@ -284,7 +284,8 @@
 // twice: go-redis resends a command whose reply it lost on a connection error unless the
 // client is built with MaxRetries -1, and New refuses a client that may resend
 // (*RetryingClientError, which matches ErrInvalid: a *redis.Client without MaxRetries -1,
-// a Cluster or Ring client, or a client of a type it cannot inspect). The release is why:
+// a Sentinel failover, Cluster or Ring client, or a client of a type it cannot inspect).
+// The release is why:
 // a release that ran, lost its reply to a crash of its master and ran again after an
 // immediate restart deletes the releaser's key that the restart brought back from the
 // AOF; that key is what keeps the new holder of an unlogged hand-off safe on that master,
@@ -439,8 +440,11 @@
 // # Masters and connections
 //
 // Pass one go-redis client per independent master (no replicas, no Sentinel, no Cluster),
-// authenticated as a user allowed SET, GET, DEL, PEXPIRE, PTTL, FCALL, PUBLISH, SUBSCRIBE,
-// UNSUBSCRIBE and PING (internal/redisconf.LockUserCommands).
+// built with redis.NewClient. New refuses a Sentinel failover client (redis.NewFailoverClient,
+// or redis.NewUniversalClient with MasterName): the replica Sentinel promotes lacks the
+// writes not yet replicated, held keys and raised fence registers among them. Each client
+// is authenticated as a user allowed SET, GET, DEL, PEXPIRE, PTTL, FCALL, PUBLISH,
+// SUBSCRIBE, UNSUBSCRIBE and PING (internal/redisconf.LockUserCommands).
 //
 // # Scripts
 //

@@ -13,7 +13,8 @@ import (
 // after running it and restarted at once deletes the releaser's key that the restart
 // brought back, and that key was what kept an unlogged hand-off's new holder safe there,
 // so a third client can then hold beside it (see "The protocol's invariants and fault
-// model" in the package doc). It matches ErrInvalid.
+// model" in the package doc). New refuses, with the same error, a client that is not one
+// independent master (Sentinel failover, Cluster, Ring). It matches ErrInvalid.
 type RetryingClientError struct {
 	Master  int    // index in the masters slice given to New
 	Addr    string // the client's address ("master-<i>" when it has none)
@@ -33,16 +34,30 @@ func (e *RetryingClientError) Is(target error) bool { return target == ErrInvali
 const whyNoRetries = "go-redis then sends a command again when its reply was lost, and a release run twice, " +
 	"around a crash and immediate restart of its master, frees a key an unlogged hand-off gave to the next waiter (two holders)"
 
+// sentinelFailoverAddr is the Addr go-redis v9 puts in the Options of the *redis.Client
+// that NewFailoverClient (and NewUniversalClient with MasterName) returns: the only mark
+// that tells it from a client of one server.
+const sentinelFailoverAddr = "FailoverClient"
+
 // refuseRetryingClients returns a *RetryingClientError for the first master whose client
-// may resend a command, nil when none may. Only a *redis.Client can be checked (its
-// Options, as go-redis normalised them: -1 became 0, 0 became 3); a Cluster or Ring
-// client is not one independent master, and a client of another type cannot be checked.
+// may resend a command or is not one independent master, nil when none. Only a
+// *redis.Client can be checked (its Options, as go-redis normalised them: -1 became 0, 0
+// became 3); a Sentinel failover, Cluster or Ring client is not one independent master,
+// and a client of another type cannot be checked.
 func refuseRetryingClients(masters []redis.UniversalClient) error {
 	for i, rdb := range masters {
 		e := &RetryingClientError{Master: i, Addr: addrOf(rdb, i), Client: fmt.Sprintf("%T", rdb), Retries: -1}
 		switch cl := rdb.(type) {
 		case *redis.Client:
 			e.Retries = cl.Options().MaxRetries
+			if cl.Options().Addr == sentinelFailoverAddr {
+				e.Reason = "a Sentinel failover client (redis.NewFailoverClient, or redis.NewUniversalClient with " +
+					"MasterName) is not one independent master: Sentinel promotes a replica that lacks the writes not " +
+					"yet replicated (held keys, raised fence registers), which hands a lock to a second client and a " +
+					"fence below one already given: pass one *redis.Client (redis.NewClient) per independent master, " +
+					"built with MaxRetries: -1"
+				break
+			}
 			if e.Retries <= 0 {
 				continue
 			}

@@ -2,7 +2,7 @@ package redlock_test
 
 import (
 	"errors"
-	"os"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -11,17 +11,13 @@ import (
 )
 
 // TestNewRefusesSentinelFailoverClients: a Sentinel failover client (redis.NewFailoverClient,
-// or redis.NewUniversalClient with MasterName) is a *redis.Client, so New's check reads its
-// MaxRetries and, at -1, accepts it. But it is not one independent master: Sentinel promotes
+// or redis.NewUniversalClient with MasterName) is a *redis.Client with MaxRetries -1 here,
+// which New's retry check alone would accept. But it is not one independent master: Sentinel promotes
 // a replica, which misses the writes that had not replicated (a held key, a raised fence
 // register), the very reason New refuses a *redis.ClusterClient. go-redis builds its options
-// with Addr "FailoverClient", which New can look for. The control: a plain client with the
-// same options is accepted. No client here is ever dialled.
+// with Addr "FailoverClient", which New looks for and refuses. The control: a plain client
+// with the same options is accepted. No client here is ever dialled.
 func TestNewRefusesSentinelFailoverClients(t *testing.T) {
-	if os.Getenv("REDLOCK_KNOWN_HOLES") != "1" {
-		t.Skip("known hole (set REDLOCK_KNOWN_HOLES=1 to run): redlock.New accepts a Sentinel failover client built " +
-			"with MaxRetries -1, a master that fails over to a replica without its keys and fence registers")
-	}
 	plain := func(addr string) redis.UniversalClient {
 		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })
@@ -44,8 +40,8 @@ func TestNewRefusesSentinelFailoverClients(t *testing.T) {
 			t.Errorf("%s (a %T, MaxRetries -1) accepted as an independent master", name, third)
 			continue
 		}
-		if !errors.Is(err, redlock.ErrInvalid) {
-			t.Errorf("%s: %v, want an error matching ErrInvalid", name, err)
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "Sentinel") || !strings.Contains(err.Error(), "redis.NewClient") {
+			t.Errorf("%s: %v, want an error matching ErrInvalid that names Sentinel and the fix (redis.NewClient)", name, err)
 		}
 	}
 }
