@@ -7,11 +7,11 @@ import (
 	"strconv"
 
 	"github.com/redlock-kit/redlock-kit/internal/acl"
-	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
-// registerPattern matches every fencing register (a lock's key + redlock.FenceSuffix).
-const registerPattern = "*" + redlock.FenceSuffix
+// registerPattern matches every fencing register (a lock's key + lua.FenceSuffix).
+const registerPattern = "*" + lua.FenceSuffix
 
 // readRegisters reads every fencing register of each source: the values by source, the
 // sources read (in order), and what failed on the others.

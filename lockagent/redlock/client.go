@@ -20,7 +20,7 @@ import (
 const (
 	// FenceSuffix names the fencing register of a lock: key+FenceSuffix, a plain integer
 	// string with no TTL.
-	FenceSuffix = ":fence"
+	FenceSuffix = lua.FenceSuffix
 	// ReleaseChannelSuffix names the pub/sub channel a release publishes on.
 	ReleaseChannelSuffix = ":released"
 	// QueueSuffix names the wait queue of a lock: key+QueueSuffix, a string key with a TTL

@@ -30,6 +30,9 @@ type Script struct {
 
 // Constants of the scripts, put into their code where it names them (GRANT_CHANNEL, ...).
 const (
+	// FenceSuffix names the fencing register of a lock: key+FenceSuffix, a plain integer
+	// string with no TTL (redlock.FenceSuffix; the fence seeding of a new master reads it).
+	FenceSuffix = ":fence"
 	// GrantChannelInfix names the channel on which a release tells a Client that it handed
 	// the lock to one of its waiters: key+GrantChannelInfix+<the Client's id>.
 	GrantChannelInfix = ":granted:"
