@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -268,7 +269,7 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	target, ok := auditTargetFromModel(&m, resp)
+	target, ok := auditTargetFromModel(&m, &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -330,16 +331,16 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 }
 
 // auditTargetFromModel converts the arguments, adding an attribute error for each bad one.
-func auditTargetFromModel(m *auditModel, resp *datasource.ReadResponse) (audit.Target, bool) {
+func auditTargetFromModel(m *auditModel, diags *diag.Diagnostics) (audit.Target, bool) {
 	t := audit.Target{Username: "default", TLS: m.TLS.ValueBool()}
 	for i, e := range m.Endpoints {
 		if e.IsNull() {
-			resp.Diagnostics.AddAttributeError(path.Root("endpoints").AtListIndex(i), "Null endpoint",
+			diags.AddAttributeError(path.Root("endpoints").AtListIndex(i), "Null endpoint",
 				"Every element of endpoints must be a host:port string.")
 			continue
 		}
 		if err := auditCheckEndpoint(e.ValueString()); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("endpoints").AtListIndex(i), "Invalid endpoint", err.Error())
+			diags.AddAttributeError(path.Root("endpoints").AtListIndex(i), "Invalid endpoint", err.Error())
 		}
 		t.Endpoints = append(t.Endpoints, e.ValueString())
 	}
@@ -350,10 +351,10 @@ func auditTargetFromModel(m *auditModel, resp *datasource.ReadResponse) (audit.T
 		conf, err := pki.ClientConfig(ca)
 		switch {
 		case !t.TLS:
-			resp.Diagnostics.AddAttributeError(path.Root("ca_cert_pem"), "ca_cert_pem without tls",
+			diags.AddAttributeError(path.Root("ca_cert_pem"), "ca_cert_pem without tls",
 				"ca_cert_pem is set but tls is not true: set tls = true, or remove ca_cert_pem.")
 		case err != nil:
-			resp.Diagnostics.AddAttributeError(path.Root("ca_cert_pem"), "Unusable ca_cert_pem",
+			diags.AddAttributeError(path.Root("ca_cert_pem"), "Unusable ca_cert_pem",
 				fmt.Sprintf("ca_cert_pem: %v: give the PEM certificate of the deployment's CA (redlock_ca's cert_pem).", err))
 		}
 		t.TLSConfig = conf
@@ -361,7 +362,7 @@ func auditTargetFromModel(m *auditModel, resp *datasource.ReadResponse) (audit.T
 	t.Password = m.Password.ValueString()
 	t.LockUsername, t.LockPassword = m.LockUsername.ValueString(), m.LockPassword.ValueString()
 	if (t.LockUsername == "") != (t.LockPassword == "") {
-		resp.Diagnostics.AddAttributeError(path.Root("lock_password"), "Incomplete lock credentials",
+		diags.AddAttributeError(path.Root("lock_password"), "Incomplete lock credentials",
 			"Set both lock_username and lock_password to check the lock user, or neither.")
 	}
 	duration := func(name string, v timetypes.GoDuration, dst *time.Duration) {
@@ -373,7 +374,7 @@ func auditTargetFromModel(m *auditModel, resp *datasource.ReadResponse) (audit.T
 			err = fmt.Errorf("%s must be greater than zero", v.ValueString())
 		}
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root(name), "Invalid duration", fmt.Sprintf("%s: %v.", name, err))
+			diags.AddAttributeError(path.Root(name), "Invalid duration", fmt.Sprintf("%s: %v.", name, err))
 			return
 		}
 		*dst = d
@@ -381,5 +382,5 @@ func auditTargetFromModel(m *auditModel, resp *datasource.ReadResponse) (audit.T
 	duration("max_lock_ttl", m.MaxLockTTL, &t.MaxLockTTL)
 	duration("restart_delay", m.RestartDelay, &t.RestartDelay)
 	duration("node_timeout", m.NodeTimeout, &t.NodeTimeout)
-	return t, !resp.Diagnostics.HasError()
+	return t, !diags.HasError()
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -109,11 +108,9 @@ func (e *auditEphemeral) Open(ctx context.Context, req ephemeral.OpenRequest, re
 		return
 	}
 	// The data source's conversion, so that both refuse the same arguments the same way.
-	var converted datasource.ReadResponse
 	target, ok := auditTargetFromModel(&auditModel{Endpoints: m.Endpoints, Username: m.Username, Password: m.Password,
 		LockUsername: m.LockUsername, LockPassword: m.LockPassword, MaxLockTTL: m.MaxLockTTL, RestartDelay: m.RestartDelay,
-		TLS: m.TLS, CACertPEM: m.CACertPEM, NodeTimeout: m.NodeTimeout}, &converted)
-	resp.Diagnostics.Append(converted.Diagnostics...)
+		TLS: m.TLS, CACertPEM: m.CACertPEM, NodeTimeout: m.NodeTimeout}, &resp.Diagnostics)
 	if !ok {
 		return
 	}
