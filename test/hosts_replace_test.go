@@ -62,7 +62,7 @@ func TestHostsRollingReplacement(t *testing.T) {
 	}
 	probe()
 	holds := readHolds(t, k.holds)
-	back, overlapping := backwards(holds), overlaps(holds)
+	back, overlapping := holdViolations(holds)
 	t.Logf("seeded: %d acquisitions logged, %d overlaps, %d fences out of order %q, %d failed runs, %s",
 		len(begins(holds)), len(overlapping), len(back), back, k.failedRuns(), time.Since(started).Round(time.Second))
 	if len(back) > 0 || len(overlapping) > 0 {
@@ -85,7 +85,7 @@ func TestHostsRollingReplacement(t *testing.T) {
 	}
 	c.seedAndOpen(false, 0)
 	probe()
-	back = backwards(readHolds(t, k.holds))
+	back, _ = holdViolations(readHolds(t, k.holds))
 	t.Logf("negative control, not seeded: %d fences out of order %q", len(back), back)
 	if len(back) == 0 {
 		t.Fatal("negative control: without seeding no fence went backwards, so the test cannot tell")

@@ -22,6 +22,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/hostconfig"
 	"github.com/redlock-kit/redlock-kit/internal/hostlab"
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/overlap"
 	"github.com/redlock-kit/redlock-kit/internal/pki"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
@@ -375,36 +376,45 @@ func begins(events []holdEvent) []holdEvent {
 	return out
 }
 
-// backwards lists every hold whose fence is not above the last one logged for its key.
-func backwards(events []holdEvent) []string {
-	last := map[string]uint64{}
-	var out []string
-	for _, e := range begins(events) {
-		if e.fence <= last[e.key] {
-			out = append(out, fmt.Sprintf("%s: fence %d after %d", e.key, e.fence, last[e.key]))
-		}
-		last[e.key] = max(last[e.key], e.fence)
+// holdViolations checks the log with the kit's history checker (internal/overlap): each
+// hold is an interval from its begin line to its end line, the log's line numbers as the
+// clock (the file's order is the order in time). It returns the fences not above an
+// earlier hold's of their key, and the holds that began while another of their key had not
+// ended. A hold with no end (its holder was stopped) lasts to the end of the log.
+func holdViolations(events []holdEvent) (backwards, overlapping []string) {
+	type open struct {
+		line  int
+		fence uint64
 	}
-	return out
-}
-
-// overlaps lists every hold that began while another hold of its key had not ended: two
-// holders of one lock at once.
-func overlaps(events []holdEvent) []string {
-	holder := map[string]uint64{} // key -> fence of the hold in progress
-	var out []string
-	for _, e := range events {
-		open, held := holder[e.key]
-		switch {
-		case !e.end && held:
-			out = append(out, fmt.Sprintf("%s: fence %d began while fence %d held it", e.key, e.fence, open))
-		case !e.end:
-			holder[e.key] = e.fence
-		case held && open == e.fence:
-			delete(holder, e.key)
+	at := func(line int) time.Time { return time.Unix(0, int64(line)) }
+	checker := overlap.New()
+	holding := map[string][]open{} // key -> holds begun, not yet ended
+	for line, e := range events {
+		if !e.end {
+			holding[e.key] = append(holding[e.key], open{line, e.fence})
+			continue
+		}
+		for j, o := range holding[e.key] {
+			if o.fence == e.fence {
+				checker.Record(e.key, fmt.Sprint(o.line), at(o.line), at(line), o.fence)
+				holding[e.key] = append(holding[e.key][:j], holding[e.key][j+1:]...)
+				break
+			}
 		}
 	}
-	return out
+	for key, opens := range holding {
+		for _, o := range opens {
+			checker.Record(key, fmt.Sprint(o.line), at(o.line), at(len(events)), o.fence)
+		}
+	}
+	for _, v := range checker.Violations() {
+		if v.Kind == overlap.KindFence {
+			backwards = append(backwards, fmt.Sprintf("%s: fence %d after %d", v.Key, v.Second.Fence, v.First.Fence))
+		} else {
+			overlapping = append(overlapping, fmt.Sprintf("%s: fence %d began while fence %d held it", v.Key, v.Second.Fence, v.First.Fence))
+		}
+	}
+	return backwards, overlapping
 }
 
 func largest(events []holdEvent) uint64 {

@@ -26,6 +26,10 @@ func TestTLSDeployment(t *testing.T) {
 		if code != validateExitSafe || !strings.Contains(out, "VERDICT: SAFE") {
 			t.Fatalf("exit %d, want SAFE\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
+		// Each master's line gives its certificate's expiry (what an operator checks after a rotation).
+		if n := strings.Count(out, "tls cert until "); n != 5 {
+			t.Errorf("%d master lines give their certificate's expiry, want 5:\n%s", n, out)
+		}
 	})
 	t.Run("validate --cacert", func(t *testing.T) {
 		code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, nil), "--cacert", caFile}, quick...)...)
@@ -37,6 +41,9 @@ func TestTLSDeployment(t *testing.T) {
 		code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...)...)
 		if code == validateExitSafe || !strings.Contains(out, "EOF") {
 			t.Fatalf("exit %d, want not SAFE with the masters closing the plain-text connections (EOF)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		if strings.Contains(out, "tls cert until ") {
+			t.Errorf("a certificate expiry without a TLS connection:\n%s", out)
 		}
 	})
 	t.Run("validate refuses a CA without tls", func(t *testing.T) {
