@@ -305,11 +305,18 @@ func (k *contention) take(lc *redlock.Client, key string) {
 	}
 }
 
-// failureLines are the failed runs ("<key> exit <code>") and the runs' stderr.
+// failureLines are the failed runs ("<key> exit <code>") and the runs' last messages,
+// without the progress reports of runs still waiting.
 func (k *contention) failureLines() string {
 	failures, _ := os.ReadFile(k.failures)
 	stderr, _ := os.ReadFile(k.stderr)
-	return fmt.Sprintf("%s\nstderr of the runs:\n%s", failures, tailLines(string(stderr), 20))
+	var messages []string
+	for _, line := range strings.Split(string(stderr), "\n") {
+		if line != "" && !strings.Contains(line, "waiting for lock") {
+			messages = append(messages, line)
+		}
+	}
+	return fmt.Sprintf("%s\nstderr of the runs:\n%s", failures, tailLines(strings.Join(messages, "\n"), 20))
 }
 
 // failedRuns counts the runs that failed.
