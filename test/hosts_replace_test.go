@@ -65,8 +65,8 @@ func TestHostsRollingReplacement(t *testing.T) {
 	back, overlapping := holdViolations(holds)
 	t.Logf("seeded: %d acquisitions logged, %d overlaps, %d fences out of order %q, %d failed runs, %s",
 		len(begins(holds)), len(overlapping), len(back), back, k.failedRuns(), time.Since(started).Round(time.Second))
-	if len(back) > 0 || len(overlapping) > 0 {
-		t.Fatalf("with seeding: fences out of order %q, overlaps %q", back, overlapping)
+	if failed := k.failedRuns(); len(back) > 0 || len(overlapping) > 0 || failed > 0 {
+		t.Fatalf("with seeding: fences out of order %q, overlaps %q, %d failed runs\n%s", back, overlapping, failed, k.failureLines())
 	}
 
 	// The negative control: the three replaced again, together, their users let in unseeded.
