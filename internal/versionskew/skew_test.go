@@ -29,13 +29,14 @@ const ttl = 5 * time.Second
 // version than the client's, in both directions, on real masters:
 //   - same version (the control): a lock user (FCALL only) locks;
 //   - the client upgraded first (masters at the previous library): a lock user's client
-//     fails where a script it needs changed between the versions, saying why (the function
-//     library); a script both share runs, so it may acquire and then fail to release, and
-//     the lock stays until its TTL ends; a user allowed EVAL locks (its client sends its own
-//     scripts);
-//   - the masters upgraded first: the previous version's functions that changed are gone
-//     from them, so a previous client's FCALL of one finds nothing (it never runs this
-//     version's code under its names) and, FCALL only, fails there as above;
+//     finds none of its functions (each is named after the library's version) and is
+//     refused before anything is written, told its version, the function and the fix; a
+//     user allowed EVAL locks (its client sends its own scripts);
+//   - the masters upgraded first: the previous client's functions are gone from them, so
+//     its acquisition is refused before anything is written;
+//   - the negative controls put back the naming this replaced (a function per script's own
+//     SHA-1): in both directions the acquire function both versions share runs, and the
+//     release that changed is not found: a lock taken that cannot be released;
 //   - a rolling upgrade with a minority of masters behind: the client locks on the majority.
 func TestVersionSkew(t *testing.T) {
 	prevVersion := lua.LibraryVersion(previous)
