@@ -15,7 +15,7 @@ const LibraryName = "redlock"
 // FCALL only, not EVAL, EVALSHA or SCRIPT: they can run the kit's scripts and nothing else.
 type Library struct {
 	Name string // LibraryName
-	// Version identifies the library's code (VersionOf its scripts): two kit versions with
+	// Version identifies the library's code (versionOf its scripts): two kit versions with
 	// the same scripts have the same Version. Every function name ends in it.
 	Version string
 	// Code is the library source, starting "#!lua name=redlock".
@@ -51,7 +51,7 @@ const versionMarker = "function library, version "
 // FCALL fn numkeys keys... args... runs exactly what EVAL src numkeys keys... args...
 // runs (same keys, values and replies: wire-compatible with other Redlock clients).
 func generateLibrary(scripts []Script) Library {
-	scripts = Versioned(scripts)
+	scripts = versioned(scripts)
 	var body strings.Builder
 	var names []string
 	byScript := map[string]string{}
@@ -68,7 +68,7 @@ func generateLibrary(scripts []Script) Library {
 		fmt.Fprintf(&body, "\nredis.register_function{function_name='%s', flags={%s}, callback=function(KEYS, ARGV)\n%s\nend}\n",
 			s.Function, strings.Join(flags, ", "), Compact(s.Source))
 	}
-	version := VersionOf(scripts)
+	version := versionOf(scripts)
 	code := fmt.Sprintf("#!lua name=%s\n-- redlock-kit %s%s: the Redlock scripts of\n"+
 		"-- github.com/redlock-kit/redlock-kit/lockagent/redlock. The admin loads it (FUNCTION LOAD REPLACE);\n"+
 		"-- lock users run it with FCALL only.\n%s", LibraryName, versionMarker, version, body.String())

@@ -70,8 +70,8 @@ func TestOneScriptChangedRenamesEveryFunction(t *testing.T) {
 			other[i] = newScript(s.Name, s.Source+"\nlocal changed = true", s.Flags...)
 		}
 	}
-	other = Versioned(other)
-	if VersionOf(other) == VersionOf(current) {
+	other = versioned(other)
+	if versionOf(other) == versionOf(current) {
 		t.Fatal("changing release kept the library version")
 	}
 	for i := range current {
@@ -90,7 +90,7 @@ func TestOneScriptChangedRenamesEveryFunction(t *testing.T) {
 	// Comments are not what the library carries: rewording one keeps the version.
 	reworded := All()
 	reworded[0] = newScript(reworded[0].Name, "-- reworded\n"+reworded[0].Source, reworded[0].Flags...)
-	if VersionOf(reworded) != VersionOf(current) {
+	if versionOf(reworded) != versionOf(current) {
 		t.Error("a comment line changed the library version")
 	}
 }

@@ -60,8 +60,8 @@ const (
 const allowOOM = "allow-oom"
 
 // scripts are the library's scripts, in the order of its functions. Each file's code is
-// put together with the constants above; Versioned names their functions.
-var scripts = Versioned([]Script{
+// put together with the constants above; versioned names their functions.
+var scripts = versioned([]Script{
 	newScript("acquire", code("acquire.lua")),
 	newScript("acquire_queued", code("queue.lua")+code("acquire_queued.lua")),
 	newScript("release", "local durable = false"+code("queue.lua")+code("release.lua"), allowOOM),
@@ -83,11 +83,10 @@ var (
 // All returns every script of the library, in the order of its functions.
 func All() []Script { return append([]Script(nil), scripts...) }
 
-// Versioned returns scripts with their function names set: "redlock_<Name>_<version>",
-// where version (VersionOf) identifies the whole set. Exported for the tests that build
-// another version of the library.
-func Versioned(scripts []Script) []Script {
-	version := VersionOf(scripts)
+// versioned returns scripts with their function names set: "redlock_<Name>_<version>",
+// where version (versionOf) identifies the whole set.
+func versioned(scripts []Script) []Script {
+	version := versionOf(scripts)
 	out := make([]Script, len(scripts))
 	for i, s := range scripts {
 		s.Function = "redlock_" + s.Name + "_" + version
@@ -96,10 +95,10 @@ func Versioned(scripts []Script) []Script {
 	return out
 }
 
-// VersionOf is the library version of scripts: a SHA-1 prefix of what the library carries
+// versionOf is the library version of scripts: a SHA-1 prefix of what the library carries
 // of each (name, flags, compacted code), so two kit versions with the same scripts have
 // the same version, and a reworded comment changes nothing.
-func VersionOf(scripts []Script) string {
+func versionOf(scripts []Script) string {
 	h := sha1.New()
 	for _, s := range scripts {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", s.Name, strings.Join(s.Flags, ","), Compact(s.Source))
@@ -129,7 +128,7 @@ var constants = strings.NewReplacer(
 	"FOREIGN_QUEUE", `"`+ForeignQueueCode+`"`)
 
 // newScript makes a script: name (lower case letters, digits and '_') is stable across
-// versions; Versioned names its function.
+// versions; versioned names its function.
 func newScript(name, src string, flags ...string) Script {
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
