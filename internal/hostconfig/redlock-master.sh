@@ -170,7 +170,8 @@ gate() {
 	wait_out_server "$boot"
 	# With seeding on, a data dir without an AOF has no fence registers, whatever its ACL
 	# file says (live changes saved it with the lock users on): the file is made again from
-	# the rendered one (lock users off) until redlock_users seeds the master.
+	# the rendered one (lock users off) until redlock_users seeds the master. The rule's
+	# table: internal/redisconf's SeedScenarios (the test harness runs it too).
 	[ -z "${SEED_KEY:-}" ] || [ -n "$(ls -A "$DATA_DIR/appendonlydir" 2>/dev/null)" ] ||
 		host_admin "$ACL_SEED" || fail "cannot reset $ACL_FILE"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then

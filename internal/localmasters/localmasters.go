@@ -52,6 +52,11 @@ type Options struct {
 	// ACLFile puts every user in an ACL file in the master's data dir (redisconf.Config.ACLFile:
 	// password hashes only), so users changed live (ACL SAVE) survive a restart.
 	ACLFile bool
+	// SeedFences applies the host gate's fence seeding rule at every start, as a host
+	// rendered with seed_fences does (see seedGate): a data dir with no AOF gets the rendered
+	// ACL file, lock users off, and the master marks itself unseeded where it has no record.
+	// Needs ACLFile and LockUsers.
+	SeedFences bool
 }
 
 // Credentials every harness master shares. The lock user may FCALL the kit's functions
@@ -88,6 +93,7 @@ type Master struct {
 	TLSConfig *tls.Config
 	binary    string
 	clock     *ClockSkew
+	seed      *seedGate // Options.SeedFences; nil without
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -112,6 +118,9 @@ func New(opts Options) (*Cluster, error) {
 	}
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
+	}
+	if opts.SeedFences && (!opts.ACLFile || len(opts.LockUsers) == 0) {
+		return nil, fmt.Errorf("localmasters: SeedFences needs ACLFile and LockUsers (the lock users it turns off)")
 	}
 	c := &Cluster{dir: opts.Dir}
 	if c.dir == "" {
@@ -216,6 +225,15 @@ func startMaster(bin string, opts Options, dataDir string, tm *tlsMaterial) (*Ma
 			}
 			if err := os.WriteFile(rc.ACLFile, []byte(acl), 0o600); err != nil {
 				return nil, err
+			}
+			if opts.SeedFences {
+				off := rc
+				off.LockUsersOff = true
+				rendered, err := off.RenderACL()
+				if err != nil {
+					return nil, err
+				}
+				m.seed = &seedGate{aclFile: rc.ACLFile, rendered: rendered}
 			}
 		}
 		conf, err := rc.Render()
@@ -325,6 +343,10 @@ func (m *Master) Restart() error {
 		m.mu.Unlock()
 		return fmt.Errorf("master %s is already running (pid %d)", m.Addr, m.cmd.Process.Pid)
 	}
+	if err := m.seed.beforeStart(m.DataDir); err != nil {
+		m.mu.Unlock()
+		return err
+	}
 	cmd := exec.Command(m.binary, m.ConfigFile)
 	cmd.Dir = m.DataDir
 	if m.clock != nil {
@@ -367,6 +389,10 @@ func (m *Master) waitReady(done chan struct{}) error {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
 				if err := funclib.Load(ctx, m.Admin()); err != nil {
+					_ = m.stopProcess()
+					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
+				}
+				if err := m.seed.afterStart(ctx, m.Admin()); err != nil {
 					_ = m.stopProcess()
 					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
 				}
