@@ -19,16 +19,6 @@ import (
 
 // `lockagent validate` is a thin caller of package validation: flags, output, exit code.
 
-// Exit codes of `lockagent validate` (documented in its --help).
-const (
-	validateExitSafe         = validation.ExitSafe
-	validateExitUnsafe       = validation.ExitUnsafe
-	validateExitUsage        = validation.ExitUsage
-	validateExitFailed       = validation.ExitFailed
-	validateExitInconclusive = validation.ExitInconclusive
-	validateExitDenied       = validation.ExitDenied
-)
-
 // validateResult is the --json document.
 type validateResult = validation.Report
 
@@ -171,11 +161,11 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseValidateFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return validateExitSafe
+		return validation.ExitSafe
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-		return validateExitUsage
+		return validation.ExitUsage
 	}
 	// Ctrl-C ends the run early but still deletes the test keys (fence registers have no TTL).
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -192,18 +182,18 @@ func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	res, err := validation.Run(ctx, o.cfg, o.opts)
 	if errors.Is(err, validation.ErrConfig) {
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-		return validateExitUsage
+		return validation.ExitUsage
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-		return validateExitFailed
+		return validation.ExitFailed
 	}
 	if o.jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-			return validateExitFailed
+			return validation.ExitFailed
 		}
 	} else {
 		res.WriteVerdict(stdout)
