@@ -150,11 +150,7 @@ func (h *Host) Provision(ctx context.Context, userData string) error {
 	if h.cmd != nil {
 		return fmt.Errorf("host %s is already running: use Replace", h.name)
 	}
-	h.userData = userData
-	if err := h.newDisk(); err != nil {
-		return err
-	}
-	return h.bootLocked(ctx)
+	return h.bootFreshLocked(ctx, userData)
 }
 
 // Replace stops the host hard, throws its disk away and boots a new, empty host at
@@ -165,6 +161,12 @@ func (h *Host) Replace(ctx context.Context, userData string) error {
 	if err := h.stopLocked(); err != nil {
 		return err
 	}
+	return h.bootFreshLocked(ctx, userData)
+}
+
+// bootFreshLocked boots the host from a new, empty disk with this user-data (a new
+// instance-id: cloud-init runs afresh) and waits until it has booted. h.mu is held.
+func (h *Host) bootFreshLocked(ctx context.Context, userData string) error {
 	h.userData = userData
 	if err := h.newDisk(); err != nil {
 		return err

@@ -272,12 +272,7 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return l, nil
 	}
 	// Boot every host in parallel.
-	if err := errors.Join(l.eachHostLocked(func(h *Host) error {
-		if err := h.newDisk(); err != nil {
-			return err
-		}
-		return h.bootLocked(ctx)
-	})...); err != nil {
+	if err := errors.Join(l.eachHostLocked(func(h *Host) error { return h.bootFreshLocked(ctx, h.userData) })...); err != nil {
 		return nil, err
 	}
 	l.logf("hostlab: %d hosts booted in %v (network %v) on %s, work dir %s", len(l.hosts),
