@@ -14,7 +14,6 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
-	"github.com/redlock-kit/redlock-kit/lockagent/internal/syncio"
 )
 
 // Exit codes of `lockagent validate`, one per outcome (Report.ExitCode).
@@ -261,7 +260,19 @@ func Run(ctx context.Context, cfg *agentconfig.Config, opts Options) (*Report, e
 	if w == nil {
 		w = io.Discard
 	}
-	return runValidate(ctx, o, &syncio.Writer{W: w})
+	return runValidate(ctx, o, &lockedWriter{w: w})
+}
+
+// lockedWriter serialises progress lines written from concurrent phases.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // runValidate runs the three phases in order, printing progress to w. It returns an

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,11 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redlock-kit/redlock-kit/lockagent/internal/syncio"
 )
 
 // CrossImplementations are the implementations the cross-process scenario covers, in
@@ -211,12 +211,30 @@ func lockFenced(ctx context.Context, l locker, key string, ttl time.Duration) (u
 	return 0, unlock, err
 }
 
+// lockedBuffer is a worker's stderr: written by exec's copier, read for error messages.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.TrimSpace(l.b.String())
+}
+
 // crossWorker is one started worker process.
 type crossWorker struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	lines  chan lineOrErr // stdout, line by line, until EOF
-	stderr syncio.Writer  // exec's copier writes it, error messages read it
+	stderr lockedBuffer
 	waited bool
 }
 
@@ -297,7 +315,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 			}
 		}()
 		if _, err := fmt.Fprintf(w.in, "%s\n", spec); err != nil {
-			return nil, fmt.Errorf("bench: worker %d: sending its spec: %w; its stderr: %s", w.pid(), err, strings.TrimSpace(w.stderr.String()))
+			return nil, fmt.Errorf("bench: worker %d: sending its spec: %w; its stderr: %s", w.pid(), err, w.stderr.String())
 		}
 	}
 	await := func(w *crossWorker, bound time.Duration) ([]byte, error) {
@@ -307,11 +325,11 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 		case r := <-w.lines:
 			if r.err != nil {
 				werr := w.wait()
-				return nil, fmt.Errorf("bench: worker %d ended without an answer (%v); its stderr: %s", w.pid(), werr, strings.TrimSpace(w.stderr.String()))
+				return nil, fmt.Errorf("bench: worker %d ended without an answer (%v); its stderr: %s", w.pid(), werr, w.stderr.String())
 			}
 			return r.b, nil
 		case <-t.C:
-			return nil, fmt.Errorf("bench: worker %d did not answer within %v; its stderr: %s", w.pid(), bound, strings.TrimSpace(w.stderr.String()))
+			return nil, fmt.Errorf("bench: worker %d did not answer within %v; its stderr: %s", w.pid(), bound, w.stderr.String())
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -333,7 +351,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 	startAt := now + int64(20*time.Millisecond)
 	for _, w := range workers {
 		if _, err := fmt.Fprintf(w.in, "%d\n", startAt); err != nil {
-			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, strings.TrimSpace(w.stderr.String()))
+			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, w.stderr.String())
 		}
 	}
 	results := make([]workerResult, len(workers))
@@ -353,7 +371,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 		}
 		_ = w.in.Close()
 		if err := w.wait(); err != nil {
-			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, strings.TrimSpace(w.stderr.String()))
+			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, w.stderr.String())
 		}
 	}
 	if err := ctx.Err(); err != nil {
