@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -275,11 +276,7 @@ func auditCheckEndpoint(e string) error {
 
 func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var m auditModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	rep := runAudit(ctx, &m.auditArgumentsModel, &resp.Diagnostics)
+	rep := runAudit(ctx, req.Config, &m, &resp.Diagnostics)
 	if rep == nil {
 		return
 	}
@@ -317,10 +314,20 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// runAudit converts the arguments and runs the audit. A bad argument (an attribute error
-// each) or an audit that could not finish is added to diags, and the report is nil.
-func runAudit(ctx context.Context, args *auditArgumentsModel, diags *diag.Diagnostics) *audit.Report {
-	target, ok := auditTargetFromModel(args, diags)
+// auditConfigModel is a redlock_audit's model (the data source's or the ephemeral resource's):
+// its arguments are what runAudit converts.
+type auditConfigModel interface{ arguments() *auditArgumentsModel }
+
+func (a *auditArgumentsModel) arguments() *auditArgumentsModel { return a }
+
+// runAudit reads m from the configuration, converts its arguments and runs the audit. An
+// unreadable configuration, a bad argument (an attribute error each) or an audit that could
+// not finish is added to diags, and the report is nil.
+func runAudit(ctx context.Context, config tfsdk.Config, m auditConfigModel, diags *diag.Diagnostics) *audit.Report {
+	if diags.Append(config.Get(ctx, m)...); diags.HasError() {
+		return nil
+	}
+	target, ok := auditTargetFromModel(m.arguments(), diags)
 	if !ok {
 		return nil
 	}

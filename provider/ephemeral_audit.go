@@ -86,12 +86,8 @@ func (e *auditEphemeral) Schema(_ context.Context, _ ephemeral.SchemaRequest, re
 
 func (e *auditEphemeral) Open(ctx context.Context, req ephemeral.OpenRequest, resp *ephemeral.OpenResponse) {
 	var m auditEphemeralModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	// The data source's conversion and run, so that both refuse the same arguments the same way.
-	rep := runAudit(ctx, &m.auditArgumentsModel, &resp.Diagnostics)
+	rep := runAudit(ctx, req.Config, &m, &resp.Diagnostics)
 	if rep == nil {
 		return
 	}
