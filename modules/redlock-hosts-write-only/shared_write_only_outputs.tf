@@ -35,6 +35,17 @@ output "client_settings" {
   value       = { for name, c in local.client_settings : name => jsonencode(c) }
 }
 
+output "credentials_files" {
+  description = "The files under secrets_dir that hold the passwords, by what they are for: admin, monitor (null where that password is in the state instead: redlock-hosts-write-only with exporters = true) and each lock user by name (or the single lock user's)."
+  value = {
+    admin   = redlock_credentials.this.file
+    monitor = redlock_credentials.monitor.file
+    users = local.tenants ? { for name in keys(var.lock_users) : name => redlock_credentials.tenant[name].file } : {
+      (redlock_credentials.this.lock_user) = redlock_credentials.this.file
+    }
+  }
+}
+
 output "client_configs" {
   description = "One JSON per lock user, by user name, with its password (ephemeral): what each application's hosts need for `lockagent -c` and the library. The lock user only, never the admin."
   value       = local.ephemeral_guard ? { for name, c in local.client_configs : name => jsonencode(c) } : null
