@@ -58,6 +58,21 @@ module "hosts" {
 		// Four credential sets (the admin's, the monitoring user's, two tenants'), two
 		// passwords each, the CA key and three server keys.
 		requireEverySecretFound(t, found, 12)
+		// The negative control of the write-only module's key search: here it finds each
+		// server key in the state, terraform show -json and its host's user-data.
+		keys := map[string]string{}
+		for _, s := range found {
+			if strings.Contains(s.what, "redlock_server_certificate.") {
+				keys[s.what] = s.value
+			}
+		}
+		var userData []string
+		for i := 0; i < 3; i++ {
+			userData = append(userData, userDataInState(t, opts, i))
+		}
+		if n := len(privateKeysFound(t, opts, keys, userData)); len(keys) != 3 || n != 3*3 {
+			t.Errorf("the key search finds %d places for %d server keys, want 9 for 3 (state, show, user-data): it cannot fail", n, len(keys))
+		}
 	})
 	t.Run("redlock-cluster", func(t *testing.T) {
 		d := deployLocalFiveVars(t, "2s", map[string]interface{}{
@@ -106,6 +121,10 @@ variable "live_users" {
 output "user_data" {
   value     = module.hosts.user_data
   sensitive = true
+}
+
+output "tls_server_key_files" {
+  value = module.hosts.tls_server_key_files
 }
 `, exporters, useTLS, secrets))
 				opts := terraformOptions(dir, nil)
@@ -173,19 +192,28 @@ output "user_data" {
 				if want := map[bool]int{false: 0, true: 3}[exporters]; monitor != want {
 					t.Errorf("the monitoring password is in %d hosts' user-data, want %d", monitor, want)
 				}
-				// Private keys: with tls, the CA's is in its file only; each host's server key is
-				// in the state (and in its user-data).
-				var serverKeys int
+				// Private keys: with tls, the CA's and each host's server key are in their files
+				// only: in no state, no terraform show -json and no user-data.
 				for _, s := range secretsInStateAndShow(t, opts) {
-					switch {
-					case strings.Contains(s.what, "redlock_ca."):
-						t.Errorf("the CA key is in the state: %s", s.what)
-					case strings.Contains(s.what, "redlock_server_certificate."):
-						serverKeys++
+					if strings.Contains(s.what, "redlock_ca.") || strings.Contains(s.what, "redlock_server_certificate.") {
+						t.Errorf("a private key is in the state: %s", s.what)
 					}
 				}
-				if want := map[bool]int{false: 0, true: 3}[useTLS]; serverKeys != want {
-					t.Errorf("%d server keys in the state, want %d", serverKeys, want)
+				if useTLS {
+					keys := map[string]string{}
+					for _, f := range terraform.OutputList(t, opts, "tls_server_key_files") {
+						raw, err := os.ReadFile(f)
+						if err != nil || !strings.Contains(string(raw), "PRIVATE KEY") {
+							t.Fatalf("server key file %s: %v", f, err)
+						}
+						keys[filepath.Base(f)] = string(raw)
+					}
+					if len(keys) != 3 {
+						t.Errorf("%d server key files, want 3", len(keys))
+					}
+					if found := privateKeysFound(t, opts, keys, userData); len(found) != 0 {
+						t.Errorf("server keys found outside their files: %v", found)
+					}
 				}
 				if useTLS {
 					if key, err := os.ReadFile(filepath.Join(secrets, "ca.key")); err != nil || !strings.Contains(string(key), "PRIVATE KEY") {
@@ -417,6 +445,61 @@ func decodedWriteFiles(t *testing.T, userData string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// privateKeysFound returns where each private key (PEM, by name) is found: the raw state,
+// `terraform show -json`, the decoded user-data of a host. It searches for the key's body
+// lines, which no escaping of the PEM's newlines changes.
+func privateKeysFound(t *testing.T, opts *terraform.Options, keys map[string]string, userData []string) []string {
+	t.Helper()
+	state, err := os.ReadFile(filepath.Join(opts.TerraformDir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	places := map[string]string{"the raw state": string(state), "terraform show -json": terraform.Show(t, opts)}
+	for i, u := range userData {
+		places[fmt.Sprintf("host %d's user-data", i)] = decodedWriteFiles(t, u)
+	}
+	var found []string
+	for name, key := range keys {
+		lines := strings.Split(strings.TrimSpace(key), "\n")
+		if len(lines) < 3 {
+			t.Fatalf("%s is not a PEM key", name)
+		}
+		for place, text := range places {
+			for _, l := range lines[1 : len(lines)-1] {
+				if strings.Contains(text, l) {
+					found = append(found, name+" in "+place)
+					break
+				}
+			}
+		}
+	}
+	sort.Strings(found)
+	t.Logf("%d private keys searched for in %d places: found %d times", len(keys), len(places), len(found))
+	return found
+}
+
+// userDataInState is the user_data of module.hosts' i-th redlock_host_config, from the state.
+func userDataInState(t *testing.T, opts *terraform.Options, i int) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(opts.TerraformDir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st rawState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Resources {
+		if r.Mode == "data" && r.Type == "redlock_host_config" && i < len(r.Instances) {
+			if u, ok := r.Instances[i].Attributes["user_data"].(string); ok {
+				return u
+			}
+		}
+	}
+	t.Fatalf("no user_data of redlock_host_config[%d] in the state", i)
+	return ""
 }
 
 // monitorPasswordsInState returns the monitoring user's passwords the state holds.

@@ -165,6 +165,10 @@ wait_out_server() {
 
 gate() {
 	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" || fail "cannot prepare $run_dir"
+	# The TLS key may come by the operator's provisioning, after cloud-init (tls_key_on_host):
+	# the server reads it as its own user.
+	k=${TLS_KEY_FILE:-}
+	[ -z "$k" ] || { [ -s "$k" ] || fail "no TLS key at $k"; chown "$SERVICE_USER:$SERVICE_GROUP" "$k" && chmod 0600 "$k" || fail "cannot chown $k"; }
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	boot=$(boot_id)
 	wait_out_server "$boot"
@@ -451,9 +455,6 @@ setup() {
 	host_admin || { log "cannot add the host's admin password to $ACL_FILE"; return 1; }
 	# The server config holds the passwords: readable by the service's user only.
 	chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"
-	if [ -n "${TLS_KEY_FILE:-}" ]; then
-		chown "$SERVICE_USER:$SERVICE_GROUP" "$TLS_KEY_FILE" && chmod 0600 "$TLS_KEY_FILE"
-	fi
 	[ -z "${STATE_FILE:-}" ] || state_timer || log "cannot write the state timer's units"
 	systemctl daemon-reload
 	systemctl enable "$UNIT"

@@ -166,12 +166,15 @@ func Render(h Host) (*Bundle, error) {
 		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
 	}
 	if files := spec.TLSFiles(ConfDir); files != nil {
-		// The key is 0600 and the setup step gives it to the server's user (cloud-init writes
-		// files as root, before the package's user may exist).
 		b.Files = append(b.Files,
 			File{Path: files.CertFile, Content: spec.TLS.CertPEM, Permissions: "0644"},
-			File{Path: files.KeyFile, Content: spec.TLS.KeyPEM, Permissions: "0600"},
 			File{Path: files.CACertFile, Content: spec.TLS.CACertPEM, Permissions: "0644"})
+		// The key is 0600 and the gate gives it to the server's user (cloud-init writes files
+		// as root, before the package's user may exist). With KeyOnHost the host's
+		// provisioning puts it there, and the gate keeps the master down until it does.
+		if !spec.TLS.KeyOnHost {
+			b.Files = append(b.Files, File{Path: files.KeyFile, Content: spec.TLS.KeyPEM, Permissions: "0600"})
+		}
 	}
 	b.Commands = [][]string{{ScriptPath, "setup"}}
 	b.Packages = []string{srv.Package}

@@ -46,7 +46,8 @@ data "redlock_host_config" "this" {
 
   tls             = var.tls
   tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null
-  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null
+  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null # null with a key file
+  tls_key_on_host = var.tls && local.server_key_dir != null
   tls_ca_cert_pem = local.ca_cert_pem
 
   lifecycle {

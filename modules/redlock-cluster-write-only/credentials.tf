@@ -4,7 +4,8 @@
 locals {
   secrets_dir = var.secrets_dir != null ? var.secrets_dir : "${abspath(path.root)}/.redlock-secrets"
   # With tls, the CA's key is kept beside the passwords (the server keys are in the state).
-  ca_key_file = "${local.secrets_dir}/ca.key"
+  ca_key_file    = "${local.secrets_dir}/ca.key"
+  server_key_dir = null # the masters take their keys write-only
 }
 
 resource "redlock_credentials" "this" {

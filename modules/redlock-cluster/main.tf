@@ -19,6 +19,7 @@ locals {
   master_addresses     = local.binds
   ca_common_name       = "${var.name_prefix} redlock CA"
   ca_key_file          = null
+  server_key_dir       = null # the server keys in the state
   endpoints            = redlock_master.this[*].address
   quorum               = floor(var.masters / 2) + 1
   min_restart_delay_ms = min(redlock_master.this[*].restart_delay_ms...)

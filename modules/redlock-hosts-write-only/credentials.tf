@@ -53,7 +53,8 @@ locals {
   # redlock_users (shared_users.tf) logs in with the admin password write-only.
   live_admin_password    = null
   live_admin_password_wo = ephemeral.redlock_credentials.this.admin_password
-  # With tls, the CA's key is kept beside the passwords (the server keys are in the state:
-  # each host's is in its user-data).
-  ca_key_file = "${local.secrets_dir}/ca.key"
+  # With tls, the CA's key is kept beside the passwords, and each server key in tls/: the
+  # hosts' provisioning delivers it (tls_server_key_files), never the user-data or the state.
+  ca_key_file    = "${local.secrets_dir}/ca.key"
+  server_key_dir = "${local.secrets_dir}/tls"
 }
