@@ -148,8 +148,10 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				Validators: []validator.String{stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
 					stringvalidator.NoneOf("default")}},
 			"monitor_password": schema.StringAttribute{Optional: true, Sensitive: true,
-				MarkdownDescription: "Password of `monitor_user`, its own (e.g. from a `redlock_credentials`). No monitoring " +
-					"user when null. Required with `exporters`.",
+				MarkdownDescription: "Password of `monitor_user`, its own (e.g. from a `redlock_credentials`), or give " +
+					"`monitor_password_sha256`. No monitoring user when both are null; one is required with `exporters`, " +
+					"whose redis_exporter logs in with a password the host makes at first boot (added to `monitor_user`, " +
+					"in no user-data).",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
 			"exporters": schema.BoolAttribute{Optional: true,
 				MarkdownDescription: "Install and start Debian's `prometheus-redis-exporter` (logged in as `monitor_user`, " +

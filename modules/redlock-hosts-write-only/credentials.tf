@@ -12,13 +12,12 @@ resource "redlock_credentials" "this" {
   file      = "${local.secrets_dir}/admin.json"
 }
 
-# With exporters, redis_exporter on each host logs in with the monitoring password itself,
-# and a data source (redlock_host_config) cannot take an ephemeral value: that password is
-# then kept in the state, the only one (server state only: no key, no CONFIG).
+# For your own exporters; with var.exporters, redis_exporter on each host logs in with a
+# password the host makes at first boot, which never leaves it.
 resource "redlock_credentials" "monitor" {
   lock_user = var.monitor_user
   keepers   = local.credentials_keepers
-  file      = var.exporters ? null : "${local.secrets_dir}/monitor.json"
+  file      = "${local.secrets_dir}/monitor.json"
 }
 
 resource "redlock_credentials" "tenant" {
@@ -35,7 +34,7 @@ ephemeral "redlock_credentials" "this" {
 }
 
 ephemeral "redlock_credentials" "monitor" {
-  count   = var.exporters ? 0 : 1
+  count   = 1 # outputs.tf reads [0]
   file    = redlock_credentials.monitor.file
   version = redlock_credentials.monitor.version
 }
