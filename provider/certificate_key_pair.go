@@ -71,8 +71,8 @@ func keyPairAttributes(what, keyUse, fileUse string) map[string]schema.Attribute
 	}
 }
 
-// validityAttribute is a certificate's validity: a duration of at least certValidityMin,
-// def by default; what it replaces when changed, and more to say (more).
+// validityAttribute is a certificate's validity: a duration of at least certValidityMin, def
+// by default; more says what else to know (the default in words, its limits).
 func validityAttribute(def, more string) schema.StringAttribute {
 	return schema.StringAttribute{
 		Optional: true, Computed: true, Default: stringdefault.StaticString(def),
