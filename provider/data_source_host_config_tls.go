@@ -29,7 +29,7 @@ func hostConfigTLSAttributes() map[string]schema.Attribute {
 				"`tls_key_pem` out, keep the key out of the state with `redlock_server_certificate`'s `private_key_file`, " +
 				"and have your provisioning put it at `" + dir + master.TLSKeyFileName + "` (owned by root, or the " +
 				"server's user; the start makes it 0600 and gives it to that user). Until it is there the master stays " +
-				"down, its log saying so; it then holds `restart_delay` like any new host."},
+				"down, its log saying so; a new host's hold (`restart_delay`) counts from its first attempt to start."},
 		"tls_ca_cert_pem": schema.StringAttribute{Optional: true,
 			MarkdownDescription: "PEM certificate of the CA that issued `tls_cert_pem` (`redlock_ca`'s `cert_pem`). " +
 				"Written to `" + dir + master.TLSCACertFileName + "`."},

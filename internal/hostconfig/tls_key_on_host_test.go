@@ -82,8 +82,9 @@ func TestRenderTLSKeyOnce(t *testing.T) {
 }
 
 // TestGateWaitsForTLSKey: a TLS master whose key has not been delivered stays down, its log
-// naming the file; once the key is there the gate gives it to the server's user, 0600, and
-// lets the start go on.
+// naming the file, with a hold recorded from that first attempt, so that the stopped step
+// systemd runs next sees no crash (no on_crash hook); once the key is there the gate gives
+// it to the server's user, 0600, and lets the start go on.
 func TestGateWaitsForTLSKey(t *testing.T) {
 	p := newPolicy(t, 50*time.Millisecond)
 	keyFile := filepath.Join(p.dir, "tls-server.key")
@@ -100,6 +101,15 @@ func TestGateWaitsForTLSKey(t *testing.T) {
 	out, err := p.command("gate").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no TLS key at "+keyFile) {
 		t.Fatalf("gate without the key: %v, want a failure naming %s\n%s", err, keyFile, out)
+	}
+	if !p.exists("redlock.hold") {
+		t.Error("no hold recorded by the attempt without the key")
+	}
+	if log, _ := p.run("stopped", "SERVICE_RESULT=exit-code", "EXIT_CODE=exited", "EXIT_STATUS=1"); !strings.Contains(log, "stopped during the hold") {
+		t.Errorf("the stopped step after the attempt without the key:\n%s", log)
+	}
+	if hooks, _ := os.ReadFile(p.hookLog); len(hooks) != 0 {
+		t.Errorf("a missing key ran hooks, as a crash would:\n%s", hooks)
 	}
 	if err := os.WriteFile(keyFile, []byte("-----BEGIN PRIVATE KEY-----\n"), 0o644); err != nil {
 		t.Fatal(err)
