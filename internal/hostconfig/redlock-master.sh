@@ -165,18 +165,17 @@ wait_out_server() {
 
 gate() {
 	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" || fail "cannot prepare $run_dir"
+	now=$(now_ms) || fail "cannot read the clock $uptime_file"
+	boot=$(boot_id)
 	# The TLS key may come by the operator's provisioning, after cloud-init (tls_key_on_host).
 	# Until it does, a hold counts from the first attempt (its record also tells the stopped
 	# step that no server ran: no crash). The server reads the key as its own user.
 	k=${TLS_KEY_FILE:-}
 	if [ -n "$k" ] && [ ! -s "$k" ]; then
-		now=$(now_ms) || fail "cannot read the clock $uptime_file"
-		[ -e "$hold" ] || record_hold "$(boot_id) $(hold_from_now "$now" "$(boot_id)")"
+		[ -e "$hold" ] || record_hold "$boot $(hold_from_now "$now" "$boot")"
 		fail "no TLS key at $k"
 	fi
 	[ -z "$k" ] || { chown "$SERVICE_USER:$SERVICE_GROUP" "$k" && chmod 0600 "$k" || fail "cannot chown $k"; }
-	now=$(now_ms) || fail "cannot read the clock $uptime_file"
-	boot=$(boot_id)
 	wait_out_server "$boot"
 	# With seeding on, a data dir without an AOF has no fence registers, whatever its ACL
 	# file says (live changes saved it with the lock users on): the file is made again from

@@ -251,8 +251,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string, 
 func dropIn(spec master.Spec, srv Server, serverConfPath string) string {
 	delay := spec.RestartDelay
 	// Short comments: every byte counts against the user-data's 16 KiB.
-	return fmt.Sprintf(`# redlock-kit: Redlock master %[1]q. The gate holds a start until the locks of the
-# last run expired (%[2]s after an unclean stop). RestartSec only spaces attempts.
+	return fmt.Sprintf(`# redlock-kit: Redlock master %[1]q; the gate holds a start %[2]s after an unclean stop
 [Unit]
 StartLimitIntervalSec=0
 
