@@ -34,19 +34,19 @@ data "redlock_host_config" "this" {
   exporters        = var.exporters
   seed_fences      = var.seed_fences
 
-  # A host checks passwords against their hashes: its arguments (kept in the state) get
-  # the hashes only, but the monitoring password, which the exporter on the host logs in with.
+  # A host checks passwords against their hashes: its arguments (kept in the state) get the
+  # hashes only (with exporters, the host makes redis_exporter's password itself).
   admin_password_sha256   = redlock_credentials.this.admin_password_sha256
   lock_user               = local.tenants ? null : redlock_credentials.this.lock_user
   lock_password_sha256    = local.tenants ? null : redlock_credentials.this.lock_password_sha256
   lock_users              = local.tenants ? local.lock_user_hashes : null
   monitor_user            = var.monitor_user
-  monitor_password        = var.exporters ? redlock_credentials.monitor.lock_password : null
-  monitor_password_sha256 = var.exporters ? null : redlock_credentials.monitor.lock_password_sha256
+  monitor_password_sha256 = redlock_credentials.monitor.lock_password_sha256
 
   tls             = var.tls
   tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null
-  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null
+  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null # null with a key file
+  tls_key_on_host = var.tls && local.server_key_dir != null
   tls_ca_cert_pem = local.ca_cert_pem
 
   lifecycle {

@@ -4,8 +4,9 @@
 # configs ephemeral.
 
 locals {
-  # The masters take every password write-only, the monitoring one too.
-  monitor_password_in_state = false
+  # The masters take every password write-only, the monitoring one too; the servers' TLS
+  # keys are in the state (redlock_master takes tls_key_pem from the certificate).
+  server_key_dir = null
 
   # The masters' password_wo_version: any new credentials set (a newer version) rotates.
   credentials_version = max(concat([redlock_credentials.this.version, redlock_credentials.monitor.version],

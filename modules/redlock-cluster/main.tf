@@ -1,5 +1,6 @@
 locals {
-  ca_key_file = null # the CA's key in the state
+  ca_key_file    = null # the CA's key in the state
+  server_key_dir = null # the server keys in the state
 }
 
 resource "redlock_master" "this" {

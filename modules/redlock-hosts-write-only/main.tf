@@ -7,7 +7,7 @@ locals {
   # redlock_users (shared_users.tf) logs in with the admin password write-only.
   live_admin_password    = null
   live_admin_password_wo = ephemeral.redlock_credentials.this.admin_password
-  # With exporters, each host's redis_exporter is given the monitoring password, through a
-  # data source, which cannot take an ephemeral value.
-  monitor_password_in_state = var.exporters
+  # Each server key in a file under tls/: the hosts' provisioning delivers it
+  # (tls_server_key_files), never the user-data or the state.
+  server_key_dir = "${local.secrets_dir}/tls"
 }

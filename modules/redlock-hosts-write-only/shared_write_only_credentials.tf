@@ -5,11 +5,11 @@
 # hashes (what the hosts' redlock_host_config and redlock_users need). Where a password itself
 # is needed (the masters' write-only arguments, the audit, live users' admin login, the client
 # configs), the ephemeral redlock_credentials reads it back from its file, into no plan and no
-# state. The module sets local.monitor_password_in_state (below).
+# state. The module sets
+# local.server_key_dir: where the servers' TLS keys are kept (null: in the state).
 locals {
   secrets_dir = var.secrets_dir != null ? var.secrets_dir : "${abspath(path.root)}/.redlock-secrets"
-  # With tls, the CA's key is kept beside the passwords (the server keys are in the state:
-  # with hosts, each host's is in its user-data).
+  # With tls, the CA's key is kept beside the passwords.
   ca_key_file = "${local.secrets_dir}/ca.key"
 }
 
@@ -19,14 +19,12 @@ resource "redlock_credentials" "this" {
   file      = "${local.secrets_dir}/admin.json"
 }
 
-# With the hosts module's exporters, redis_exporter on each host logs in with the monitoring
-# password itself, and a data source (redlock_host_config) cannot take an ephemeral value:
-# that password is then kept in the state, the only one (server state only: no key, no
-# CONFIG). The module says so in local.monitor_password_in_state.
+# For exporters you run yourself; with the hosts module's exporters = true, redis_exporter on
+# each host logs in with a password the host makes at first boot, which never leaves it.
 resource "redlock_credentials" "monitor" {
   lock_user = var.monitor_user
   keepers   = local.credentials_keepers
-  file      = local.monitor_password_in_state ? null : "${local.secrets_dir}/monitor.json"
+  file      = "${local.secrets_dir}/monitor.json"
 }
 
 resource "redlock_credentials" "tenant" {
@@ -43,7 +41,6 @@ ephemeral "redlock_credentials" "this" {
 }
 
 ephemeral "redlock_credentials" "monitor" {
-  count   = local.monitor_password_in_state ? 0 : 1
   file    = redlock_credentials.monitor.file
   version = redlock_credentials.monitor.version
 }
@@ -55,8 +52,8 @@ ephemeral "redlock_credentials" "tenant" {
 }
 
 locals {
-  # The monitoring password, from the state or (ephemeral) from its file.
-  monitor_password = local.monitor_password_in_state ? redlock_credentials.monitor.lock_password : ephemeral.redlock_credentials.monitor[0].lock_password
+  # The monitoring password (ephemeral), from its file.
+  monitor_password = ephemeral.redlock_credentials.monitor.lock_password
   # The lock user the audit logs in as: the single one, or the first tenant by name.
   audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user
   audit_password = local.tenants ? ephemeral.redlock_credentials.tenant[local.first_tenant].lock_password : ephemeral.redlock_credentials.this.lock_password

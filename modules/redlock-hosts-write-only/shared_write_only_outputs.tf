@@ -36,7 +36,7 @@ output "client_settings" {
 }
 
 output "credentials_files" {
-  description = "The files under secrets_dir that hold the passwords, by what they are for: admin, monitor (null where that password is in the state instead: redlock-hosts-write-only with exporters = true) and each lock user by name (or the single lock user's)."
+  description = "The files under secrets_dir that hold the passwords, by what they are for: admin, monitor and each lock user by name (or the single lock user's)."
   value = {
     admin   = redlock_credentials.this.file
     monitor = redlock_credentials.monitor.file
