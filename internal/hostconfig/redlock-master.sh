@@ -108,7 +108,7 @@ run_hook() {
 # record or not (run by hand, an image's stock service): its locks count until it stops.
 server_seen() {
 	# Debian's redis-server is a link to redis-check-rdb.
-	exe=$(readlink -f "$SERVER_BIN")
+	exe=$(readlink -f "$SERVER_BINARY")
 	for p in /proc/[0-9]*; do
 		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DATA_DIR" ] || continue
 		[ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
@@ -467,7 +467,7 @@ state_timer() {
 setup() {
 	host_admin || { log "cannot add the host's admin password to $ACL_FILE"; return 1; }
 	# The server config holds the passwords: readable by the service's user only.
-	chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"
+	chown "$SERVICE_USER:$SERVICE_GROUP" "$CONFIG_FILE" && chmod 0600 "$CONFIG_FILE"
 	[ -z "${STATE_FILE:-}" ] || state_timer || log "cannot write the state timer's units"
 	systemctl daemon-reload
 	systemctl enable "$UNIT"

@@ -215,11 +215,11 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string, 
 	for _, kv := range [][2]string{
 		{"NAME", spec.Name}, {"HOST", spec.Bind}, {"PORT", fmt.Sprint(spec.Port)}, {"ADDR", spec.Addr()},
 		{"DATA_DIR", spec.DataDir}, {hold.ShellName(hold.SettingRestartDelayMS), fmt.Sprint(spec.RestartDelay.Milliseconds())},
-		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
+		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"CONFIG_FILE", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")}, {"TLS_CERT_FILE", tlsFile(spec, "cert")},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", lua.LibraryName},
-		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BIN", srv.Binary},
+		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BINARY", srv.Binary},
 		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)}, {"STATE_FILE", stateFile},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
