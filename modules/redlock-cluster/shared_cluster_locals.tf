@@ -33,11 +33,15 @@ locals {
   ])
 
   # What the other shared files (shared_*.tf, from modules/.shared) read.
-  lock_user            = "redlock"
-  credentials_keepers  = null
-  master_addresses     = local.binds
-  ca_common_name       = "${var.name_prefix} redlock CA"
-  endpoints            = redlock_master.this[*].address
-  quorum               = floor(var.masters / 2) + 1
-  min_restart_delay_ms = min(redlock_master.this[*].restart_delay_ms...)
+  lock_user           = "redlock"
+  credentials_keepers = null
+  master_addresses    = local.binds
+  ca_common_name      = "${var.name_prefix} redlock CA"
+  # One CA, which signs every master's certificate (the hosts modules can move to a new one).
+  tls_cas                = ["1"]
+  master_tls_cas         = [for a in local.master_addresses : "1"]
+  master_tls_ca_problems = [for a in local.master_addresses : ""]
+  endpoints              = redlock_master.this[*].address
+  quorum                 = floor(var.masters / 2) + 1
+  min_restart_delay_ms   = min(redlock_master.this[*].restart_delay_ms...)
 }
