@@ -91,9 +91,17 @@ module "hosts" {
 	// password), and no private key. The same search as above, over the passwords in the
 	// secrets files and the keys in the key files.
 	t.Run("redlock-hosts-write-only", func(t *testing.T) {
-		for _, c := range []struct{ exporters, tls bool }{{false, false}, {true, false}, {false, true}} {
-			exporters, useTLS := c.exporters, c.tls
-			t.Run(fmt.Sprintf("exporters=%v,tls=%v", exporters, useTLS), func(t *testing.T) {
+		// twoCAs: mid-way through a move to a new CA (tls_cas = ["1", "2"], the first host on
+		// the new one): both CAs' keys stay in their files.
+		for _, c := range []struct{ exporters, tls, twoCAs bool }{{false, false, false}, {true, false, false}, {false, true, false}, {false, true, true}} {
+			exporters, useTLS, twoCAs := c.exporters, c.tls, c.twoCAs
+			tlsCAs, hostCAs := `["1"]`, []string{"null", "null", "null"}
+			caKeyFiles := []string{"ca.key"}
+			if twoCAs {
+				tlsCAs, hostCAs = `["1", "2"]`, []string{`"2"`, `"1"`, `"1"`}
+				caKeyFiles = append(caKeyFiles, "ca-2.key")
+			}
+			t.Run(fmt.Sprintf("exporters=%v,tls=%v,two_cas=%v", exporters, useTLS, twoCAs), func(t *testing.T) {
 				root := copyTree(t, "modules/redlock-hosts-write-only")
 				dir := filepath.Join(root, "hosts-write-only")
 				secrets := filepath.Join(t.TempDir(), "secrets")
@@ -101,9 +109,9 @@ module "hosts" {
 module "hosts" {
   source = "../modules/redlock-hosts-write-only"
   hosts = [
-    { name = "a", address = "127.66.7.21" },
-    { name = "b", address = "127.66.7.22" },
-    { name = "c", address = "127.66.7.23" },
+    { name = "a", address = "127.66.7.21", tls_ca = %s },
+    { name = "b", address = "127.66.7.22", tls_ca = %s },
+    { name = "c", address = "127.66.7.23", tls_ca = %s },
   ]
   lock_users = {
     billing = { key_prefix = "billing:" }
@@ -111,6 +119,7 @@ module "hosts" {
   }
   exporters   = %v
   tls         = %v
+  tls_cas     = %s
   secrets_dir = %q
   live_users  = var.live_users
 }
@@ -128,7 +137,10 @@ output "user_data" {
 output "tls_server_key_files" {
   value = module.hosts.tls_server_key_files
 }
-`, exporters, useTLS, secrets))
+output "tls_server_cas" {
+  value = module.hosts.tls_server_cas
+}
+`, hostCAs[0], hostCAs[1], hostCAs[2], exporters, useTLS, tlsCAs, secrets))
 				opts := terraformOptions(dir, nil)
 				opts.TerraformBinary = terraformAtLeast111(t)
 				t.Cleanup(func() { terraform.Destroy(t, opts) })
@@ -204,10 +216,25 @@ output "tls_server_key_files" {
 					}
 				}
 				if useTLS {
-					if key, err := os.ReadFile(filepath.Join(secrets, "ca.key")); err != nil || !strings.Contains(string(key), "PRIVATE KEY") {
-						t.Errorf("the CA key is not in %s (%v)", filepath.Join(secrets, "ca.key"), err)
-					} else if enc, _ := json.Marshal(string(key)); strings.Contains(terraform.Show(t, opts), strings.Trim(string(enc), `"`)) {
-						t.Errorf("the CA key is in terraform show -json")
+					caKeys := map[string]string{}
+					for _, f := range caKeyFiles {
+						key, err := os.ReadFile(filepath.Join(secrets, f))
+						if err != nil || !strings.Contains(string(key), "PRIVATE KEY") {
+							t.Errorf("the CA key is not in %s (%v)", filepath.Join(secrets, f), err)
+							continue
+						}
+						if enc, _ := json.Marshal(string(key)); strings.Contains(terraform.Show(t, opts), strings.Trim(string(enc), `"`)) {
+							t.Errorf("the CA key %s is in terraform show -json", f)
+						}
+						caKeys[f] = string(key)
+					}
+					if found := privateKeysFound(t, opts, caKeys, userData); len(found) != 0 {
+						t.Errorf("CA keys found outside their files: %v", found)
+					}
+				}
+				if twoCAs {
+					if got := terraform.OutputList(t, opts, "tls_server_cas"); strings.Join(got, ",") != "2,1,1" {
+						t.Errorf("tls_server_cas = %v, want [2 1 1]", got)
 					}
 				}
 			})

@@ -65,6 +65,6 @@ output "tls_server_key_files" {
 }
 
 output "ca_cert_pem" {
-  description = "The CA bundle lock clients trust (tls = true; null otherwise): the PEM certificate of every CA in tls_cas, concatenated (`lockagent --cacert`, the client configs' `ca_cert_pem`). Not a secret."
+  description = "The CA bundle lock clients trust (tls = true; null otherwise): the PEM certificates of its CAs concatenated (two while the hosts modules move to a new CA: tls_cas) (`lockagent --cacert`, the client configs' `ca_cert_pem`). Not a secret."
   value       = local.ca_cert_pem
 }
