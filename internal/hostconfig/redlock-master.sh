@@ -297,17 +297,19 @@ functions() {
 # With SEED_KEY (seed_fences), a master that started empty is marked unseeded (its lock
 # users are off in the rendered ACL file; redlock_users seeds its fence registers from the
 # other masters, then turns them on); a master that cannot be marked stays down.
-# A mark made here (HSETNX 1) means the master loaded no record: a seeded one has it in its
-# AOF, so its files passed the gate but loaded nothing (an incr file emptied over an empty
-# base), and the ACL file it loaded may have the lock users on: the rendered one is loaded.
+# A master with no record loaded none: a seeded one has it in its AOF, so its files passed
+# the gate but loaded nothing (an incr file emptied over an empty base), and the ACL file it
+# loaded may have the lock users on: the rendered one is loaded before the mark, so that
+# redlock_users (which seeds a marked master only) cannot turn them on in between.
 publish() {
 	if [ -n "${SEED_KEY:-}" ]; then
-		marked=$(cli HSETNX "$SEED_KEY" state unseeded)
-		is_count "$marked" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
-		if [ "$marked" = 1 ]; then
+		had=$(cli HEXISTS "$SEED_KEY" state)
+		is_count "$had" || { log "cannot mark $SEED_KEY unseeded: ${had:-no answer}"; return 1; }
+		if [ "$had" = 0 ]; then
 			host_admin "$ACL_SEED" && [ "$(cli ACL LOAD 2>&1)" = OK ] ||
 				{ log "$SEED_KEY had no record: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
 		fi
+		is_count "$(cli HSETNX "$SEED_KEY" state unseeded)" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
 	fi
 	delay_ms=$(effective_delay_ms) || return 1
 	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)

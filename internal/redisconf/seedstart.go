@@ -84,8 +84,8 @@ func ACLAtStartFor(seedFences bool, dataDir string) ACLAtStart {
 	return RenderedACLFile
 }
 
-// LoadedNoSeedRecord is the rule after the start: the runtime's HSETNX of the unseeded mark
-// created the record (created), so the master loaded none; a master that was seeded has
+// LoadedNoSeedRecord is the rule after the start: a master with seeding on that has no
+// seed record (hadRecord false) after its start loaded none; a master that was seeded has
 // one in its AOF, so its data is gone whatever its files looked like, and its lock users
-// must be turned off (the rendered ACL file, loaded) before it is seeded again.
-func LoadedNoSeedRecord(created bool) bool { return created }
+// must be turned off (the rendered ACL file, loaded) before it is marked unseeded.
+func LoadedNoSeedRecord(hadRecord bool) bool { return !hadRecord }
