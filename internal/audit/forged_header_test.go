@@ -53,4 +53,24 @@ func TestForgedLibraryWithAnotherHeaderIsForged(t *testing.T) {
 			t.Errorf("master %d: shadowed %q, want none", i, am.ShadowedFunctions)
 		}
 	}
+
+	// A header reworded (a kit build with the same scripts) runs this build's functions:
+	// nothing shadowed. Code put in the header is forged.
+	reworded := strings.Replace(lib.Code, "-- lock users run it with FCALL only.", "-- reworded header line.", 1)
+	injected := strings.Replace(lib.Code, "-- lock users run it with FCALL only.", "-- lock users run it with FCALL only.\nlocal injected = 1", 1)
+	if reworded == lib.Code || injected == lib.Code {
+		t.Fatalf("the library's header changed: update the test's line:\n%s", lib.Code[:300])
+	}
+	for _, tc := range []struct {
+		code       string
+		wantForged bool
+	}{{reworded, false}, {injected, true}, {strings.Replace(injected, "\nlocal injected", "\n--[[x]] local injected", 1), true}} {
+		if err := c.Masters[1].Admin().FunctionLoadReplace(ctx, tc.code).Err(); err != nil {
+			t.Fatalf("FUNCTION LOAD REPLACE: %v", err)
+		}
+		am := run(t, target(c)).Masters[1]
+		if am.ForgedFunctions != tc.wantForged || (len(am.ShadowedFunctions) > 0) != tc.wantForged {
+			t.Errorf("header %q: forged %v, shadowed %q; want forged %v", tc.code[:200], am.ForgedFunctions, am.ShadowedFunctions, tc.wantForged)
+		}
+	}
 }
