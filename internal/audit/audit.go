@@ -522,10 +522,8 @@ func (m *Master) readScriptLimits(ctx context.Context, t Target, c *redis.Client
 		m.FunctionLibrary = FunctionLibraryMissing
 	}
 	m.FunctionLibraryVersion = st.Version
+	// Every shadowed function is forged (funclib.Status.Forged): a finding, not a gap.
 	m.ShadowedFunctions, m.ForgedFunctions = st.Shadowed, st.Forged
-	if len(st.Shadowed) > 0 && !st.Forged {
-		m.uncheck("the code behind the kit's function names ("+strings.Join(st.Shadowed, ", ")+") is another kit version's library, which this build cannot verify", nil)
-	}
 }
 
 // beforeFunctions reports whether the server predates Redis Functions (7.0): FUNCTION LIST

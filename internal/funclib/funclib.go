@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -44,9 +45,12 @@ type Status struct {
 	// build's clients FCALL them by name, so they run that code. Function names are global
 	// across libraries, so any library can register them.
 	Shadowed []string
-	// Forged is true when a shadowed function cannot be a kit version's: it is registered
-	// by a library of another name, or by one that claims this build's version with other
-	// code. Otherwise (an older or newer kit library) the code is merely unverified.
+	// Forged is true when a shadowed function cannot be a kit version's. Every function name
+	// ends in the version of the library that registers it, so this build's names belong to
+	// this build's library only: a library that registers them with other functions (another
+	// name, another claimed version, other code) is forged. A redlock library whose code
+	// differs from this build's in its header comment only runs this build's functions and
+	// shadows nothing.
 	Forged bool
 }
 
@@ -62,7 +66,7 @@ func Check(ctx context.Context, admin redis.Cmdable) (Status, error) {
 		if l.Name == lib.Name {
 			st.Loaded, st.Current, st.Version = true, l.Code == lib.Code, lua.LibraryVersion(l.Code)
 		}
-		if l.Name == lib.Name && l.Code == lib.Code {
+		if l.Name == lib.Name && functionsOf(l.Code) == functionsOf(lib.Code) {
 			continue
 		}
 		for _, f := range l.Functions {
@@ -70,12 +74,27 @@ func Check(ctx context.Context, admin redis.Cmdable) (Status, error) {
 				continue
 			}
 			st.Shadowed = append(st.Shadowed, fmt.Sprintf("%s (library %s)", f.Name, l.Name))
-			if l.Name != lib.Name || lua.LibraryVersion(l.Code) == lib.Version {
-				st.Forged = true
-			}
+			st.Forged = true
 		}
 	}
 	return st, nil
+}
+
+// functionsOf is a library's code from its first function registration on (what runs),
+// when what precedes it is the shebang line, comment and empty lines only; else the whole code.
+func functionsOf(code string) string {
+	i := strings.Index(code, "\nredis.register_function")
+	if i < 0 {
+		return code
+	}
+	for n, line := range strings.Split(code[:i], "\n") {
+		// "--[": a long comment can end on its line and leave code after it there.
+		comment := strings.HasPrefix(line, "--") && !strings.HasPrefix(line, "--[")
+		if !(n == 0 && strings.HasPrefix(line, "#!lua ")) && !comment && line != "" {
+			return code
+		}
+	}
+	return code[i:]
 }
 
 // CurrentVersion is this build's library version.

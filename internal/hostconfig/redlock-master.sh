@@ -181,7 +181,8 @@ gate() {
 	# file says (live changes saved it with the lock users on): the file is made again from
 	# the rendered one (lock users off) until redlock_users seeds the master. The rule's
 	# table: internal/redisconf's SeedScenarios (the test harness runs it too).
-	[ -z "${SEED_KEY:-}" ] || [ -n "$(ls -A "$DATA_DIR/appendonlydir" 2>/dev/null)" ] ||
+	# redis-server loads an AOF through its manifest only: a dir without one starts empty.
+	[ -z "${SEED_KEY:-}" ] || [ -s "$DATA_DIR/appendonlydir/appendonly.aof.manifest" ] ||
 		host_admin "$ACL_SEED" || fail "cannot reset $ACL_FILE"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
 		forget_clean
@@ -312,8 +313,20 @@ functions() {
 # With SEED_KEY (seed_fences), a master that started empty is marked unseeded (its lock
 # users are off in the rendered ACL file; redlock_users seeds its fence registers from the
 # other masters, then turns them on); a master that cannot be marked stays down.
+# A master with no record loaded none: a seeded one has it in its AOF, so its files passed
+# the gate but loaded nothing (an incr file emptied over an empty base), and the ACL file it
+# loaded may have the lock users on: the rendered one is loaded before the mark, so that
+# redlock_users (which seeds a marked master only) cannot turn them on in between.
 publish() {
-	[ -z "${SEED_KEY:-}" ] || is_count "$(cli HSETNX "$SEED_KEY" state unseeded)" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
+	if [ -n "${SEED_KEY:-}" ]; then
+		had=$(cli HEXISTS "$SEED_KEY" state)
+		is_count "$had" || { log "cannot mark $SEED_KEY unseeded: ${had:-no answer}"; return 1; }
+		if [ "$had" = 0 ]; then
+			host_admin "$ACL_SEED" && [ "$(cli ACL LOAD 2>&1)" = OK ] ||
+				{ log "$SEED_KEY had no record: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
+		fi
+		is_count "$(cli HSETNX "$SEED_KEY" state unseeded)" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
+	fi
 	delay_ms=$(effective_delay_ms) || return 1
 	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
 	if ! is_count "$out"; then

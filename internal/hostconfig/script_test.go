@@ -46,6 +46,9 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 	if err := os.WriteFile(filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.rdb"), []byte("REDIS"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.manifest"), []byte("file appendonly.aof.1.base.rdb seq 1 type b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p.uptimeFile = filepath.Join(p.dir, "uptime")
 	p.machineIDFile = filepath.Join(p.dir, "machine-id")
 	p.serverLog = filepath.Join(p.dir, "redis.log")

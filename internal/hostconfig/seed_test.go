@@ -157,7 +157,12 @@ func TestGateTurnsLockUsersOffWithoutAOF(t *testing.T) {
 			if entries, err := os.ReadDir(aofDir); err != nil || len(entries) == 0 {
 				t.Fatalf("the policy's data dir has no AOF files to start from (%v)", err)
 			}
-			if tc.AOF != redisconf.AOFFiles {
+			if tc.AOF == redisconf.AOFNoManifest {
+				p.write(filepath.Join(redisconf.AOFDir, "appendonly.aof.1.incr.aof"), "")
+				if err := os.Remove(filepath.Join(aofDir, redisconf.AOFManifest)); err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+			} else if tc.AOF != redisconf.AOFFiles {
 				if err := os.RemoveAll(aofDir); err != nil {
 					t.Fatal(err)
 				}

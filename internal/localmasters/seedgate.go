@@ -32,10 +32,26 @@ func (g *seedGate) beforeStart(dataDir string) error {
 	return nil
 }
 
-// afterStart marks the master unseeded unless it has a record (HSETNX).
+// afterStart marks the master unseeded unless it has a record (HSETNX). A master with no
+// record loaded none (redisconf.LoadedNoSeedRecord): its files passed the start's rule but
+// loaded nothing, and the ACL file it loaded may have the lock users on, so the rendered
+// one is written and loaded first; then the mark (a seeder seeds a marked master only, so
+// it cannot turn them on in between).
 func (g *seedGate) afterStart(ctx context.Context, admin *redis.Client) error {
 	if g == nil {
 		return nil
+	}
+	had, err := admin.HExists(ctx, audit.FenceSeedKey, audit.FenceSeedStateField).Result()
+	if err != nil {
+		return fmt.Errorf("seed gate: read %s: %w", audit.FenceSeedKey, err)
+	}
+	if redisconf.LoadedNoSeedRecord(had) {
+		if err := os.WriteFile(g.aclFile, []byte(g.rendered), 0o600); err != nil {
+			return fmt.Errorf("seed gate: reset %s: %w", g.aclFile, err)
+		}
+		if err := admin.Do(ctx, "ACL", "LOAD").Err(); err != nil {
+			return fmt.Errorf("seed gate: ACL LOAD of the rendered %s: %w", g.aclFile, err)
+		}
 	}
 	if err := admin.HSetNX(ctx, audit.FenceSeedKey, audit.FenceSeedStateField, audit.FenceSeedUnseeded).Err(); err != nil {
 		return fmt.Errorf("seed gate: mark %s unseeded: %w", audit.FenceSeedKey, err)

@@ -52,6 +52,8 @@ func TestSeedGateScenarios(t *testing.T) {
 				if err = os.RemoveAll(aofDir); err == nil {
 					err = os.Mkdir(aofDir, 0o700)
 				}
+			case redisconf.AOFNoManifest:
+				err = os.Remove(filepath.Join(aofDir, redisconf.AOFManifest))
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -23,13 +23,19 @@ import (
 // AOFDir is the AOF's directory in a data dir (appenddirname: Render keeps the default).
 const AOFDir = "appendonlydir"
 
+// AOFManifest is the AOF's manifest in AOFDir (appendfilename: Render keeps the default).
+// redis-server 7 loads an AOF through its manifest only: a dir with other files and no
+// manifest (a stray or temporary file) starts empty, and a new AOF is made beside them.
+const AOFManifest = "appendonly.aof.manifest"
+
 // AOF is what the data dir holds of the AOF when the master starts.
 type AOF string
 
 const (
-	AOFFiles    AOF = "the AOF files of the last run"
-	AOFDirEmpty AOF = "an empty appendonlydir"
-	AOFNone     AOF = "no appendonlydir (a new, replaced or lost data disk)"
+	AOFFiles      AOF = "the AOF files of the last run"
+	AOFDirEmpty   AOF = "an empty appendonlydir"
+	AOFNoManifest AOF = "an appendonlydir with files but no manifest (it loads nothing)"
+	AOFNone       AOF = "no appendonlydir (a new, replaced or lost data disk)"
 )
 
 // ACLAtStart is what the start does with the master's ACL file.
@@ -58,18 +64,28 @@ var SeedScenarios = []SeedScenario{
 	{Name: "seeding on, the AOF there: the ACL file is kept", SeedFences: true, AOF: AOFFiles, Want: KeepACLFile},
 	{Name: "seeding on, AOF lost and ACL file kept: lock users off", SeedFences: true, AOF: AOFNone, Want: RenderedACLFile},
 	{Name: "seeding on, an empty appendonlydir: lock users off", SeedFences: true, AOF: AOFDirEmpty, Want: RenderedACLFile},
+	{Name: "seeding on, an appendonlydir without its manifest: lock users off", SeedFences: true, AOF: AOFNoManifest, Want: RenderedACLFile},
 	{Name: "seeding off, no AOF: the ACL file is kept", SeedFences: false, AOF: AOFNone, Want: KeepACLFile},
 	{Name: "seeding off, the AOF there: the ACL file is kept", SeedFences: false, AOF: AOFFiles, Want: KeepACLFile},
 }
 
 // ACLAtStartFor is the rule for a master that starts in dataDir: with seeding on and no
-// entry in its AOF dir (none, empty, or unreadable: fail closed), the rendered ACL file.
+// AOF manifest (no dir, an empty one, files without the manifest, or unreadable: fail
+// closed), the rendered ACL file. Files can be there and still load nothing (an incr file
+// emptied over an empty base): no rule on files sees that, so a runtime also turns the lock
+// users off after the start when the master loaded no seed record (LoadedNoSeedRecord).
 func ACLAtStartFor(seedFences bool, dataDir string) ACLAtStart {
 	if !seedFences {
 		return KeepACLFile
 	}
-	if entries, err := os.ReadDir(filepath.Join(dataDir, AOFDir)); err == nil && len(entries) > 0 {
+	if fi, err := os.Stat(filepath.Join(dataDir, AOFDir, AOFManifest)); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 		return KeepACLFile
 	}
 	return RenderedACLFile
 }
+
+// LoadedNoSeedRecord is the rule after the start: a master with seeding on that has no
+// seed record (hadRecord false) after its start loaded none; a master that was seeded has
+// one in its AOF, so its data is gone whatever its files looked like, and its lock users
+// must be turned off (the rendered ACL file, loaded) before it is marked unseeded.
+func LoadedNoSeedRecord(hadRecord bool) bool { return !hadRecord }

@@ -430,7 +430,7 @@
 // out", ErrNodeTimeout for a master that did not answer within the node timeout, or a
 // *DeniedError), ErrDenied (a master refused the credentials or a command: WRONGPASS,
 // NOAUTH, NOPERM; the *DeniedError carries the server's message, and Acquire returns it
-// at once instead of retrying), ErrLost, ErrExpired, ErrTTLTooLong, ErrExtensionLimit,
+// at once when the denying masters leave no majority, else retries), ErrLost, ErrExpired, ErrTTLTooLong, ErrExtensionLimit,
 // ErrReleased, ErrClosed, ErrInvalid (bad arguments, such as a name ending in
 // FenceSuffix or QueueSuffix). errors.Is(err, syscall.ECONNREFUSED) and the like work through the
 // per-master errors. The caller's context errors pass through (Acquire wraps them

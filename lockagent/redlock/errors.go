@@ -46,7 +46,8 @@ var (
 	// ErrDenied: a master refused the credentials or the command (WRONGPASS, NOPERM,
 	// NOAUTH): retrying cannot help; fix the user, password or ACL. A *DeniedError (found
 	// inside *UnavailableError, one per refusing master) matches it and carries the
-	// server's message. Acquire never retries an attempt that a master denied.
+	// server's message. Acquire returns it at once when the denying masters leave no
+	// majority; denied by fewer, the attempt is retried like one with a master down.
 	ErrDenied = errors.New("redlock: access denied by the masters")
 	// ErrInvalid: a bad argument (empty key, ttl <= 0, ...); the message names the fix.
 	ErrInvalid = errors.New("redlock: invalid argument")
