@@ -228,11 +228,11 @@ func (p *policy) aofDigest() string {
 // replaceAOF puts an older AOF in place of the one a clean stop left (a restored backup).
 func (p *policy) replaceAOF() {
 	p.t.Helper()
-	path := filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.rdb")
+	path := filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.aof")
 	if err := os.Remove(path); err != nil {
 		p.t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte("REDIS, an older copy"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n"), 0o600); err != nil {
 		p.t.Fatal(err)
 	}
 }

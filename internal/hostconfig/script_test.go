@@ -39,14 +39,15 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 		t.Fatal(err)
 	}
 	p.setBoot("boot-1")
-	// The AOF a master leaves (a clean marker vouches for it).
+	// The AOF a master leaves (a clean marker vouches for it): a manifest and its empty base,
+	// which a redis-server the scenario starts on this dir loads.
 	if err := os.MkdirAll(filepath.Join(p.dataDir, "appendonlydir"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.rdb"), []byte("REDIS"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.1.base.aof"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.manifest"), []byte("file appendonly.aof.1.base.rdb seq 1 type b\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(p.dataDir, "appendonlydir", "appendonly.aof.manifest"), []byte("file appendonly.aof.1.base.aof seq 1 type b\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p.uptimeFile = filepath.Join(p.dir, "uptime")
