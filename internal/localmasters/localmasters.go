@@ -388,11 +388,13 @@ func (m *Master) waitReady(done chan struct{}) error {
 			if err == nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
-				if err := funclib.Load(ctx, m.Admin()); err != nil {
+				// The seed gate first: lock users run FCALL only, so those of a master
+				// that loaded nothing have nothing to run until it turned them off.
+				if err := m.seed.afterStart(ctx, m.Admin()); err != nil {
 					_ = m.stopProcess()
 					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
 				}
-				if err := m.seed.afterStart(ctx, m.Admin()); err != nil {
+				if err := funclib.Load(ctx, m.Admin()); err != nil {
 					_ = m.stopProcess()
 					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
 				}
