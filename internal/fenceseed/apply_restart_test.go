@@ -14,10 +14,11 @@ import (
 
 // TestApplyLetsNoLockUserIntoAMasterRestartedEmptyDuringIt: redlock_users' apply seeds
 // (fenceseed.Seed) and then changes the users on every master Seed found ready
-// (acl.Target.ApplyChangeAll). A master that restarts with its AOF lost in between comes
+// (fenceseed.LetIn). A master that restarts with its AOF lost in between comes
 // back through the start gate unseeded, its lock users off; the apply's change must not
 // turn them on there (its registers are empty): that master fails the apply, and the next
-// one seeds it. The control: with no restart, the same change lets the lock user in.
+// one seeds it; so too between its runtime's ACL LOAD and its mark (no record, no key).
+// The control: the masters that did not restart take the change and let the lock user in.
 func TestApplyLetsNoLockUserIntoAMasterRestartedEmptyDuringIt(t *testing.T) {
 	c := redistest.StartKit(t, redistest.Options{Masters: 3, LockUsers: []redisconf.LockUser{tenant}, ACLFile: true, SeedFences: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -54,13 +55,26 @@ func TestApplyLetsNoLockUserIntoAMasterRestartedEmptyDuringIt(t *testing.T) {
 	if err := tenantIn(c.Masters[0]); err == nil {
 		t.Fatalf("after the gated restart, before the change: %s logs in", tenant.Name)
 	}
-	changeFailed := target.ApplyChangeAll(ctx, endpoints, change)
+	changeFailed := fenceseed.LetIn(ctx, target, endpoints, endpoints, change)
 	t.Logf("the apply's change: failures %v", changeFailed)
 	if err := tenantIn(c.Masters[0]); err == nil {
 		t.Errorf("%s logs in on %s, unseeded with empty fence registers, after the apply's change", tenant.Name, c.Masters[0].Addr)
 	}
 	if changeFailed[c.Masters[0].Addr] == nil {
 		t.Errorf("the change reports no failure on the unseeded %s", c.Masters[0].Addr)
+	}
+	// The start's runtime turns the lock users off and then marks the master: a change
+	// between the two finds an empty master with no record, and must not turn them on.
+	if err := c.Masters[0].Admin().Del(ctx, audit.FenceSeedKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Masters[0].Admin().DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("before the mark: DBSIZE %d (%v), want an empty master", n, err)
+	}
+	unmarkedFailed := fenceseed.LetIn(ctx, target, endpoints, endpoints, change)
+	t.Logf("the change before the mark: failures %v", unmarkedFailed)
+	if err := tenantIn(c.Masters[0]); err == nil || unmarkedFailed[c.Masters[0].Addr] == nil {
+		t.Errorf("before the mark: %s logs in (%v), change failure %v; want refused", tenant.Name, err, unmarkedFailed[c.Masters[0].Addr])
 	}
 	// The control: the other masters took the change, and their lock user is in.
 	for _, m := range c.Masters[1:] {

@@ -236,7 +236,7 @@ func redlockUsersApply(ctx context.Context, t *testing.T, target acl.Target, end
 		}
 	}
 	user := acl.User{Name: tenant.Name, KeyPrefix: tenant.KeyPrefix, PasswordHashes: []string{redisconf.HashPassword(tenant.Password)}}
-	for ep, err := range target.ApplyChangeAll(ctx, ready, acl.Change{Users: []acl.User{user}}) {
+	for ep, err := range fenceseed.LetIn(ctx, target, endpoints, ready, acl.Change{Users: []acl.User{user}}) {
 		if failed == nil {
 			failed = map[string]error{}
 		}

@@ -158,12 +158,8 @@ var ErrUnmarked = errors.New("empty master with no fence-seed record")
 // each is added to failed. Where no master has a record (a deployment that does not seed),
 // none is.
 func unmarkedEmpty(ctx context.Context, t acl.Target, endpoints []string, states map[string]audit.FenceSeed, failed map[string]error) map[string]bool {
-	seeds := false
-	for _, s := range states {
-		seeds = seeds || s.State != ""
-	}
 	out := map[string]bool{}
-	if !seeds {
+	if !Seeds(states) {
 		return out
 	}
 	for _, ep := range endpoints {
