@@ -2,7 +2,6 @@ package hostconfig
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,27 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-// TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster: a master whose AOF loaded
-// nothing (files passed the gate) has no functions and no seed record, and its lock users are
-// on in the ACL file live changes saved. Lock users run FCALL only, so until the library is
-// loaded they can do nothing; the functions step must turn them off (the rendered ACL file,
-// loaded) before it loads the library, or they acquire against empty fence registers in
-// between. The step is frozen inside host_admin (which reads EXPORTER_ENV, here a FIFO) to
-// look at the master at that point, deterministically: the lock user's acquire must fail.
-// The negative control: the step that loads the library first lets billing acquire there.
-func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.T) {
+// recordlessMaster is a master whose AOF loaded nothing (files passed the gate): no
+// functions, no seed record, billing on as live changes saved it; p's functions step points
+// at it with seed_fences, its rendered ACL file at seedFile and EXPORTER_ENV at fifo.
+// acquire is billing's FCALL of the library's acquire.
+func recordlessMaster(t *testing.T) (p *policy, m *redistest.Master, seedFile, fifo string, acquire func() error) {
+	t.Helper()
 	users := []redisconf.LockUser{{Name: "billing", Password: strings.Repeat("e", 64), KeyPrefix: "billing:"}}
 	cl := redistest.Start(t, redistest.Options{Masters: 1, ACLFile: true, LockUsers: users})
-	m := cl.Masters[0]
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p := newPolicy(t, time.Second)
+	m = cl.Masters[0]
+	ctx := t.Context()
+	p = newPolicy(t, time.Second)
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Fatal("redis-cli not on PATH: run `make deps`")
@@ -42,7 +39,7 @@ func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	seedFile := filepath.Join(p.dir, "users.acl.seed")
+	seedFile = filepath.Join(p.dir, "users.acl.seed")
 	if err := os.WriteFile(seedFile, []byte(off), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +53,7 @@ func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.
 	if err := os.WriteFile(lib, []byte(file(t, b, FunctionsPath).Content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(p.dir, "exporter.env")
+	fifo = filepath.Join(p.dir, "exporter.env")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +65,26 @@ func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.
 			t.Fatal(err)
 		}
 	}
-	acquire := func() error {
+	acquire = func() error {
 		c := m.ClientAs(users[0].Name, users[0].Password)
 		defer c.Close()
 		return c.FCall(ctx, redlock.FunctionLibrary().Function("acquire"), []string{"billing:k", "billing:k:fence"}, "tok", 10000, 1).Err()
 	}
 
+	return p, m, seedFile, fifo, acquire
+}
+
+// TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster: a master whose AOF loaded
+// nothing (files passed the gate) has no functions and no seed record, and its lock users are
+// on in the ACL file live changes saved. Lock users run FCALL only, so until the library is
+// loaded they can do nothing; the functions step must turn them off (the rendered ACL file,
+// loaded) before it loads the library, or they acquire against empty fence registers in
+// between. The step is frozen inside host_admin (which reads EXPORTER_ENV, here a FIFO) to
+// look at the master at that point, deterministically: the lock user's acquire must fail.
+// The negative control: the step that loads the library first lets billing acquire there.
+func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.T) {
+	p, m, _, fifo, acquire := recordlessMaster(t)
+	ctx := t.Context()
 	var out bytes.Buffer
 	step := p.command("functions")
 	step.Stdout, step.Stderr = &out, &out
@@ -125,7 +136,7 @@ func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.
 			f, _ = os.OpenFile(fifo, os.O_WRONLY, 0)
 		}
 	}()
-	err = <-done
+	err := <-done
 	close(stop)
 	unblock()
 	if err != nil {
@@ -136,5 +147,32 @@ func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.
 	}
 	if s, err := audit.ReadFenceSeed(ctx, m.Admin()); err != nil || !s.Unseeded() {
 		t.Fatalf("seed record %+v (%v), want unseeded", s, err)
+	}
+}
+
+// TestFunctionsStepFailsClosedWhenLockUsersStayOn: where the rendered ACL file cannot be
+// loaded (ACL LOAD refuses it), the functions step fails (the unit's start fails) without
+// loading the library or marking the master: its lock users, still on, have nothing to
+// run. The negative control is the step that loads the library first: billing acquires.
+func TestFunctionsStepFailsClosedWhenLockUsersStayOn(t *testing.T) {
+	p, m, seedFile, _, acquire := recordlessMaster(t)
+	ctx := t.Context()
+	appendConf(t, p, "EXPORTER_ENV=\n") // host_admin reads no exporter file here
+	if err := os.WriteFile(seedFile, []byte("user default on nopass ~* &* +@all\nuser billing on no-such-rule\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.command("functions").CombinedOutput()
+	t.Logf("functions step: %v\n%s", err, out)
+	if err == nil || !strings.Contains(string(out), "cannot turn the lock users off") {
+		t.Fatalf("the functions step with an ACL file ACL LOAD refuses: %v, want it to fail naming the ACL LOAD", err)
+	}
+	if err := acquire(); err == nil {
+		t.Errorf("billing acquired on a master whose lock users could not be turned off")
+	}
+	if libs, err := m.Admin().FunctionList(ctx, redis.FunctionListQuery{}).Result(); err != nil || len(libs) != 0 {
+		t.Errorf("function libraries %v (%v), want none", libs, err)
+	}
+	if n, err := m.Admin().Exists(ctx, audit.FenceSeedKey).Result(); err != nil || n != 0 {
+		t.Errorf("%s exists %d (%v), want no mark", audit.FenceSeedKey, n, err)
 	}
 }
