@@ -301,8 +301,9 @@ $1 == "user" && $2 == "default" { add(h) } $1 == "user" && $2 == mu { add(mh) } 
 # its functions and run no other Lua; functions persist in the AOF, so this replaces the
 # version the last run had with the one this host was rendered with.
 functions() {
-	# Lock users run FCALL only: a master that loaded nothing has no functions for them
-	# until this loads the library, so seed_mark turns them off first where it must.
+	# A fence is taken through the library only (FCALL): a master that loaded nothing has
+	# no fence function for its lock users until this loads it, so seed_mark turns them
+	# off first where it must.
 	seed_mark || return 1
 	out=$(cli -x FUNCTION LOAD REPLACE <"$FUNCTIONS_FILE" 2>&1)
 	if [ "$out" != "$FUNCTIONS_LIBRARY" ]; then
@@ -320,7 +321,7 @@ functions() {
 # the gate but loaded nothing (an incr file emptied over an empty base), and the ACL file it
 # loaded may have the lock users on: the rendered one is loaded before the mark, so that
 # redlock_users (which seeds a marked master only) cannot turn them on in between, and
-# before the library is loaded (functions), so that they have nothing to run until then.
+# before the library is loaded (functions), so that they can take no fence until then.
 seed_mark() {
 	if [ -n "${SEED_KEY:-}" ]; then
 		had=$(cli HEXISTS "$SEED_KEY" state)

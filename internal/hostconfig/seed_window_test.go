@@ -76,8 +76,8 @@ func recordlessMaster(t *testing.T) (p *policy, m *redistest.Master, seedFile, f
 
 // TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster: a master whose AOF loaded
 // nothing (files passed the gate) has no functions and no seed record, and its lock users are
-// on in the ACL file live changes saved. Lock users run FCALL only, so until the library is
-// loaded they can do nothing; the functions step must turn them off (the rendered ACL file,
+// on in the ACL file live changes saved. A fence is taken through the library only, so until
+// it is loaded they can take none; the functions step must turn them off (the rendered ACL file,
 // loaded) before it loads the library, or they acquire against empty fence registers in
 // between. The step is frozen inside host_admin (which reads EXPORTER_ENV, here a FIFO) to
 // look at the master at that point, deterministically: the lock user's acquire must fail.
@@ -152,8 +152,7 @@ func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.
 
 // TestFunctionsStepFailsClosedWhenLockUsersStayOn: where the rendered ACL file cannot be
 // loaded (ACL LOAD refuses it), the functions step fails (the unit's start fails) without
-// loading the library or marking the master: its lock users, still on, have nothing to
-// run. The negative control is the step that loads the library first: billing acquires.
+// loading the library or marking the master: its lock users, still on, can take no fence. The negative control is the step that loads the library first: billing acquires.
 func TestFunctionsStepFailsClosedWhenLockUsersStayOn(t *testing.T) {
 	p, m, seedFile, _, acquire := recordlessMaster(t)
 	ctx := t.Context()
