@@ -334,7 +334,8 @@ func (r *usersResource) apply(ctx context.Context, planState tfsdk.Plan, config 
 			ready = append(ready, ep)
 		}
 	}
-	for ep, err := range target.ApplyChangeAll(ctx, ready, change) {
+	// Guarded: a master that restarted empty since Seed keeps its lock users off.
+	for ep, err := range fenceseed.LetIn(ctx, target, endpoints, ready, change) {
 		if failed == nil {
 			failed = map[string]error{}
 		}

@@ -40,6 +40,17 @@ type Change struct {
 	Remove      []string
 	AdminAccept []string
 	AdminRetire []string
+	// Guard, when set, runs on the connection that then makes the change, before it, and
+	// refuses the change on that master with its error: the change is made on that one
+	// connection, so a master that restarts after the guard fails the change instead of
+	// taking it on the new server unguarded (fenceseed.LetInGuard).
+	Guard func(ctx context.Context, c redis.Cmdable) error
+}
+
+// adminConn is a connection logged in as the admin: a client, or one pinned connection.
+type adminConn interface {
+	redis.Cmdable
+	Do(ctx context.Context, args ...any) *redis.Cmd
 }
 
 // EndpointError is a failure on one master, named by its endpoint.
@@ -117,7 +128,7 @@ func (t Target) Read(ctx context.Context, endpoint string, names []string) (map[
 	return out, nil
 }
 
-func read(ctx context.Context, c *redis.Client, names []string) (map[string]Definition, error) {
+func read(ctx context.Context, c adminConn, names []string) (map[string]Definition, error) {
 	out := map[string]Definition{}
 	for _, name := range names {
 		reply, err := c.Do(ctx, "ACL", "GETUSER", name).Result()
@@ -151,7 +162,16 @@ func (t Target) ApplyChange(ctx context.Context, endpoint string, change Change)
 	c, err := t.connect(ctx, endpoint)
 	if err == nil {
 		defer c.Close()
-		err = apply(ctx, c, change)
+		// One connection: it does not reconnect, so every command reaches the server the
+		// guard checked, or the change fails.
+		conn := c.Conn()
+		defer conn.Close()
+		if change.Guard != nil {
+			err = change.Guard(ctx, conn)
+		}
+		if err == nil {
+			err = apply(ctx, conn, change)
+		}
 	}
 	if err != nil {
 		return &EndpointError{Endpoint: endpoint, Err: err}
@@ -159,7 +179,7 @@ func (t Target) ApplyChange(ctx context.Context, endpoint string, change Change)
 	return nil
 }
 
-func apply(ctx context.Context, c *redis.Client, change Change) error {
+func apply(ctx context.Context, c adminConn, change Change) error {
 	users, remove := change.Users, change.Remove
 	for _, h := range append(append([]string{}, change.AdminAccept...), change.AdminRetire...) {
 		if !ValidHash(h) {
@@ -215,7 +235,7 @@ func apply(ctx context.Context, c *redis.Client, change Change) error {
 // setAdminPasswords adds accept to the default user's password hashes and removes retire
 // (ACL SETUSER default #<accept> !<retire>), where it is not so already. The admin is
 // changed last, on a connection that is already logged in: it stays so.
-func setAdminPasswords(ctx context.Context, c *redis.Client, accept, retire []string) error {
+func setAdminPasswords(ctx context.Context, c adminConn, accept, retire []string) error {
 	if len(accept)+len(retire) == 0 {
 		return nil
 	}

@@ -26,7 +26,7 @@ const holeKey = "app:ledger"
 // new client takes the lock on masters 1 and 3 (master 2 away): its fence must be above
 // every earlier fence. It is when master 1 is marked unseeded before redlock_users runs
 // (the control), and when redlock_users runs in the window between the new server's start
-// and its runtime's mark (ExecStartPost: functions, then publish's HSETNX): Seed refuses
+// and its runtime's mark (ExecStartPost: the functions step's HSETNX): Seed refuses
 // the empty master with no record (ErrUnmarked), so its lock users stay off until the
 // next apply seeds it (before, Seed counted it as seeded, a source, and the apply turned
 // its lock users on: fence 4 after 23).
@@ -236,7 +236,7 @@ func redlockUsersApply(ctx context.Context, t *testing.T, target acl.Target, end
 		}
 	}
 	user := acl.User{Name: tenant.Name, KeyPrefix: tenant.KeyPrefix, PasswordHashes: []string{redisconf.HashPassword(tenant.Password)}}
-	for ep, err := range target.ApplyChangeAll(ctx, ready, acl.Change{Users: []acl.User{user}}) {
+	for ep, err := range fenceseed.LetIn(ctx, target, endpoints, ready, acl.Change{Users: []acl.User{user}}) {
 		if failed == nil {
 			failed = map[string]error{}
 		}

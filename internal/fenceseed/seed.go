@@ -158,12 +158,8 @@ var ErrUnmarked = errors.New("empty master with no fence-seed record")
 // each is added to failed. Where no master has a record (a deployment that does not seed),
 // none is.
 func unmarkedEmpty(ctx context.Context, t acl.Target, endpoints []string, states map[string]audit.FenceSeed, failed map[string]error) map[string]bool {
-	seeds := false
-	for _, s := range states {
-		seeds = seeds || s.State != ""
-	}
 	out := map[string]bool{}
-	if !seeds {
+	if !Seeds(states) {
 		return out
 	}
 	for _, ep := range endpoints {
@@ -242,10 +238,14 @@ func MarkUnseeded(ctx context.Context, c redis.Cmdable) error {
 // write seeds ep's registers (each raised to its value, never lowered), then records the
 // seeding and logs it in the server's log.
 func write(ctx context.Context, t acl.Target, ep string, values map[string]int64, from []string, reason string) (int, error) {
-	c, err := t.Connect(ctx, ep)
+	client, err := t.Connect(ctx, ep)
 	if err != nil {
 		return 0, err
 	}
+	defer client.Close()
+	// One connection, which does not reconnect: a master that restarts during the writes
+	// fails the seeding, instead of getting the record without the registers.
+	c := client.Conn()
 	defer c.Close()
 	keys := make([]string, 0, len(values))
 	for k := range values {

@@ -89,7 +89,8 @@ func functionsOf(code string) string {
 	}
 	for n, line := range strings.Split(code[:i], "\n") {
 		// "--[": a long comment can end on its line and leave code after it there.
-		comment := strings.HasPrefix(line, "--") && !strings.HasPrefix(line, "--[")
+		// "\r": Lua ends a short comment at a carriage return too, so code can follow it.
+		comment := strings.HasPrefix(line, "--") && !strings.HasPrefix(line, "--[") && !strings.Contains(line, "\r")
 		if !(n == 0 && strings.HasPrefix(line, "#!lua ")) && !comment && line != "" {
 			return code
 		}

@@ -3,7 +3,8 @@
 # Written by redlock-kit. systemd runs each step from the unit's drop-in, with the '+' prefix
 # (as root, outside the unit's sandbox, so the server itself keeps every restriction):
 #   gate     ExecStartPre   hold the start until locks the last run granted have expired
-#   functions ExecStartPost load the function library, publish the delay (or fail the start)
+#   functions ExecStartPost turn an empty master's lock users off, load the function library,
+#                           publish the delay (or fail the start)
 #   started  ExecStartPost  record the pid, run the after_restart hook after a hold
 #   stop     ExecStop       pause writes, rewrite the AOF, SHUTDOWN (bounded)
 #   stopped  ExecStopPost   record how the run ended: a clean-stop marker or a hold
@@ -300,6 +301,10 @@ $1 == "user" && $2 == "default" { add(h) } $1 == "user" && $2 == mu { add(mh) } 
 # its functions and run no other Lua; functions persist in the AOF, so this replaces the
 # version the last run had with the one this host was rendered with.
 functions() {
+	# A fence is taken through the library only (FCALL): a master that loaded nothing has
+	# no fence function for its lock users until this loads it, so seed_mark turns them
+	# off first where it must.
+	seed_mark || return 1
 	out=$(cli -x FUNCTION LOAD REPLACE <"$FUNCTIONS_FILE" 2>&1)
 	if [ "$out" != "$FUNCTIONS_LIBRARY" ]; then
 		log "cannot load the function library $FUNCTIONS_FILE: ${out:-no answer}"
@@ -309,15 +314,15 @@ functions() {
 	publish
 }
 
-# publish: the deployment record a validator reads: the delay the hold uses, this runtime.
-# With SEED_KEY (seed_fences), a master that started empty is marked unseeded (its lock
-# users are off in the rendered ACL file; redlock_users seeds its fence registers from the
-# other masters, then turns them on); a master that cannot be marked stays down.
+# seed_mark: with SEED_KEY (seed_fences), a master that started empty is marked unseeded
+# (its lock users are off in the rendered ACL file; redlock_users seeds its fence registers
+# from the other masters, then turns them on); a master that cannot be marked stays down.
 # A master with no record loaded none: a seeded one has it in its AOF, so its files passed
 # the gate but loaded nothing (an incr file emptied over an empty base), and the ACL file it
 # loaded may have the lock users on: the rendered one is loaded before the mark, so that
-# redlock_users (which seeds a marked master only) cannot turn them on in between.
-publish() {
+# redlock_users (which seeds a marked master only) cannot turn them on in between, and
+# before the library is loaded (functions), so that they can take no fence until then.
+seed_mark() {
 	if [ -n "${SEED_KEY:-}" ]; then
 		had=$(cli HEXISTS "$SEED_KEY" state)
 		is_count "$had" || { log "cannot mark $SEED_KEY unseeded: ${had:-no answer}"; return 1; }
@@ -327,6 +332,10 @@ publish() {
 		fi
 		is_count "$(cli HSETNX "$SEED_KEY" state unseeded)" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
 	fi
+}
+
+# publish: the deployment record a validator reads: the delay the hold uses, this runtime.
+publish() {
 	delay_ms=$(effective_delay_ms) || return 1
 	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
 	if ! is_count "$out"; then

@@ -388,11 +388,13 @@ func (m *Master) waitReady(done chan struct{}) error {
 			if err == nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
-				if err := funclib.Load(ctx, m.Admin()); err != nil {
+				// The seed gate first: a fence is taken through the library only, so the
+				// lock users of a master that loaded nothing take none until they are off.
+				if err := m.seed.afterStart(ctx, m.Admin()); err != nil {
 					_ = m.stopProcess()
 					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
 				}
-				if err := m.seed.afterStart(ctx, m.Admin()); err != nil {
+				if err := funclib.Load(ctx, m.Admin()); err != nil {
 					_ = m.stopProcess()
 					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
 				}
