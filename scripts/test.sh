@@ -7,7 +7,7 @@
 # the end.
 #   scripts/test.sh            every part
 #   scripts/test.sh PART...    only these parts (a single part runs in the foreground)
-#   scripts/test.sh check      fails when the parts miss a test or run one twice (the build
+#   scripts/test.sh check      fails when the steps miss a test or run one twice (the build
 #                              part runs it too)
 # Processes side by side never share a port: each test process claims loopback addresses of
 # its own (internal/localmasters.ClaimLoopback).
@@ -20,70 +20,88 @@ cd "$(dirname "$0")/.."
 # Test packages that another make target runs.
 ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-check
 
-# The parts: name, then packages, -run, -skip (empty: none), environment. A package split
-# over parts gives each a -run/-skip pair; check proves every test runs exactly once.
-# Split by the tests' times on a cold run: the five-host tests are the longest ones.
+# The go test runs (steps): packages, -run, -skip (empty: none), -race or not, and whether
+# they need the acceptance build. A package split over steps gives each a -run/-skip pair;
+# check proves every test runs exactly once. Split by the tests' times: the five-host tests
+# and the provider's acceptance tests are the longest.
 HOSTS_A='^TestHosts(Runbook|Monitoring)$'
 HOSTS='^TestHosts'
 PROVIDER_A='^TestAcc(AuditDataSource|Master_(dataDirRemoved|badInputs))'
 PROVIDER_B='^TestAcc(Users_|Master_(writeOnly|plain|destroy))'
-PARTS=(unit provider-a provider-b provider-c hosts-a hosts-b e2e-local)
-declare -A PKGS RUN SKIP ENV
-PKGS[unit]="./internal/... ./lockagent/... $NESTED_PKGS" # with -race: part_cmd
-PKGS[provider-a]="./provider/..." RUN[provider-a]=$PROVIDER_A ENV[provider-a]="TF_ACC=1"
-PKGS[provider-b]="./provider/..." RUN[provider-b]=$PROVIDER_B SKIP[provider-b]=$PROVIDER_A ENV[provider-b]="TF_ACC=1"
-PKGS[provider-c]="./provider/..." SKIP[provider-c]="$PROVIDER_A|$PROVIDER_B" ENV[provider-c]="TF_ACC=1"
-PKGS[hosts-a]="./test/..." RUN[hosts-a]=$HOSTS_A ENV[hosts-a]="TF_ACC=1"
-PKGS[hosts-b]="./test/..." RUN[hosts-b]=$HOSTS SKIP[hosts-b]=$HOSTS_A ENV[hosts-b]="TF_ACC=1"
-PKGS[e2e-local]="./test/..." SKIP[e2e-local]=$HOSTS ENV[e2e-local]="TF_ACC=1"
+STEPS=(unit hostlab chaos provider-a provider-b provider-c hosts-a hosts-b e2e-local)
+declare -A PKGS RUN SKIP RACE ACC
+# The library, its metrics, the CLI and the harnesses under the race detector; chaos is
+# the short chaos run (one round of every fault kind).
+PKGS[unit]="$(go list ./internal/... ./lockagent/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '\n' ' ')$NESTED_PKGS" RACE[unit]=1
+PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1
+PKGS[chaos]="./internal/chaos/" RACE[chaos]=1
+PKGS[provider-a]="./provider/..." RUN[provider-a]=$PROVIDER_A ACC[provider-a]=1
+PKGS[provider-b]="./provider/..." RUN[provider-b]=$PROVIDER_B SKIP[provider-b]=$PROVIDER_A ACC[provider-b]=1
+PKGS[provider-c]="./provider/..." SKIP[provider-c]="$PROVIDER_A|$PROVIDER_B" ACC[provider-c]=1
+PKGS[hosts-a]="./test/..." RUN[hosts-a]=$HOSTS_A ACC[hosts-a]=1
+PKGS[hosts-b]="./test/..." RUN[hosts-b]=$HOSTS SKIP[hosts-b]=$HOSTS_A ACC[hosts-b]=1
+PKGS[e2e-local]="./test/..." SKIP[e2e-local]=$HOSTS ACC[e2e-local]=1
+# The parts, side by side; a part's steps run one after another. The packages that boot five
+# systemd hosts (hostlab, chaos) each run before one of the two five-host steps, so that at
+# most two labs boot at a time, as before (booting is CPU-heavy). build and modules are
+# parts of their own (part_cmd).
+PARTS=(unit lab-1 lab-2 provider-a provider-b provider-c e2e-local)
+declare -A PART_STEPS=([unit]="unit" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b"
+  [provider-a]="provider-a" [provider-b]="provider-b" [provider-c]="provider-c" [e2e-local]="e2e-local")
 
 logs=build/test
-# The acceptance parts share most of their dependencies (the plugin framework, terratest,
+# The acceptance steps share most of their dependencies (the plugin framework, terratest,
 # gRPC): the build part compiles them once, instead of once per process on a cold cache,
 # and writes its exit status to $built, which they wait for.
 built=$logs/.acceptance-built
 
-# part_cmd NAME: the part's command line.
+# step_cmd STEP: the step's command line.
+step_cmd() {
+  local s=$1 cmd="go test"
+  [ -z "${ACC[$s]:-}" ] || cmd="until [ -e $built ]; do sleep 1; done; TF_ACC=1 go test"
+  [ -z "${RACE[$s]:-}" ] || cmd+=" -race"
+  cmd+=" $GO_TEST_FLAGS"
+  [ -z "${RUN[$s]:-}" ] || cmd+=" -run '${RUN[$s]}'"
+  [ -z "${SKIP[$s]:-}" ] || cmd+=" -skip '${SKIP[$s]}'"
+  echo "$cmd ${PKGS[$s]}"
+}
+
+# part_cmd PART: the part's command line (its steps in order; it fails when one failed).
 part_cmd() {
-  local p=$1
+  local p=$1 s cmd="rc=0"
   case "$p" in
-    # The library, its metrics, the CLI and the harnesses under the race detector; this
-    # includes the short chaos run (internal/chaos: one round of every fault kind).
-    unit) echo "go test -race $GO_TEST_FLAGS ${PKGS[unit]}" ;;
     # Compiles and links the acceptance tests without running them (-exec /bin/true), and
-    # the lockagent test/'s TestMain builds; then checks the parts.
+    # the lockagent test/'s TestMain builds; then checks the steps.
     build) echo "go test -count=1 -exec /bin/true ./provider/... ./test/... && go build -o /dev/null ./lockagent/cmd/lockagent && scripts/test.sh check" ;;
     modules) echo "scripts/test-modules.sh" ;;
     *)
-      [ -n "${PKGS[$p]:-}" ] || return 1
-      local cmd="${ENV[$p]} go test $GO_TEST_FLAGS"
-      [ -z "${RUN[$p]:-}" ] || cmd+=" -run '${RUN[$p]}'"
-      [ -z "${SKIP[$p]:-}" ] || cmd+=" -skip '${SKIP[$p]}'"
-      echo "$cmd ${PKGS[$p]}"
+      [ -n "${PART_STEPS[$p]:-}" ] || return 1
+      for s in ${PART_STEPS[$p]}; do cmd+="; { $(step_cmd "$s"); } || rc=1"; done
+      echo "$cmd; exit \$rc"
       ;;
   esac
 }
 
-# selected NAME PART: whether the part's -run/-skip select the top-level test NAME.
+# selected NAME STEP: whether the step's -run/-skip select the top-level test NAME.
 selected() {
   local name=$1 p=$2
   { [ -z "${RUN[$p]:-}" ] || grep -Eq -- "${RUN[$p]}" <<<"$name"; } &&
     { [ -z "${SKIP[$p]:-}" ] || ! grep -Eq -- "${SKIP[$p]}" <<<"$name"; }
 }
 
-# check: every package with tests is in a part (or run elsewhere); a package in several parts
-# has each of its tests selected by exactly one of them.
+# check: every package with tests is in a step (or run elsewhere); a package in several
+# steps has each of its tests selected by exactly one of them.
 check() {
   local bad=0 pkg p n test_parts
   declare -A parts_of
-  for p in "${PARTS[@]}"; do
+  for p in "${STEPS[@]}"; do
     for pkg in $(go list ${PKGS[$p]}); do parts_of[$pkg]+="$p "; done
   done
   for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... $NESTED_PKGS); do
     [ "$pkg" != "$ELSEWHERE" ] || continue
     read -ra test_parts <<<"${parts_of[$pkg]:-}"
     if [ ${#test_parts[@]} = 0 ]; then
-      echo "test check: no part of scripts/test.sh runs $pkg: add it to PKGS" >&2
+      echo "test check: no step of scripts/test.sh runs $pkg: add it to PKGS" >&2
       bad=1
     elif [ ${#test_parts[@]} -gt 1 ] || [ -n "${RUN[${test_parts[0]}]:-}${SKIP[${test_parts[0]}]:-}" ]; then
       local names
@@ -92,13 +110,13 @@ check() {
         n=0
         for p in "${test_parts[@]}"; do selected "$name" "$p" && n=$((n + 1)); done
         if [ "$n" != 1 ]; then
-          echo "test check: $pkg $name is run by $n parts (${test_parts[*]}), not 1: fix RUN/SKIP in scripts/test.sh" >&2
+          echo "test check: $pkg $name is run by $n steps (${test_parts[*]}), not 1: fix RUN/SKIP in scripts/test.sh" >&2
           bad=1
         fi
       done
     fi
   done
-  [ "$bad" = 0 ] && echo "test check: every test package is in a part, and each test of a split package runs once"
+  [ "$bad" = 0 ] && echo "test check: every test package is in a step, and each test of a split package runs once"
   return "$bad"
 }
 
@@ -113,6 +131,10 @@ for p in "${parts[@]}"; do
   part_cmd "$p" >/dev/null || { echo "scripts/test.sh: no part named $p (parts: build ${PARTS[*]} modules)" >&2; exit 2; }
 done
 
+mkdir -p "$logs"
+rm -f "$built"
+# Without the build part, the acceptance steps compile for themselves.
+case " ${parts[*]} " in *" build "*) ;; *) echo 0 >"$built" ;; esac
 if [ ${#parts[@]} = 1 ]; then
   cmd=$(part_cmd "${parts[0]}")
   echo "$cmd"
@@ -120,19 +142,13 @@ if [ ${#parts[@]} = 1 ]; then
 fi
 
 timings=build/timings/test.tsv
-mkdir -p "$logs"
-rm -f "$timings" "$built" "$logs"/*.log
-case " ${parts[*]} " in *" build "*) ;; *) echo 0 >"$built" ;; esac
+rm -f "$timings" "$logs"/*.log
 # Each part in a process group of its own, so that an interrupted run stops all of them.
 set -m
 declare -A part_of_pid
 for p in "${parts[@]}"; do
   cmd=$(part_cmd "$p")
   echo "test: $p: $cmd"
-  case "$p" in
-    unit | build | modules) ;;
-    *) cmd="until [ -e $built ]; do sleep 1; done; $cmd" ;;
-  esac
   [ "$p" != build ] || cmd="$cmd; rc=\$?; echo \$rc >$built; exit \$rc"
   scripts/timed.sh run "$timings" "$p" bash -c "$cmd" >"$logs/$p.log" 2>&1 &
   part_of_pid[$!]=$p
