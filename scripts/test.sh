@@ -28,11 +28,13 @@ HOSTS_A='^TestHosts(Runbook|Monitoring)$'
 HOSTS='^TestHosts'
 PROVIDER_A='^TestAcc(AuditDataSource|Master_(dataDirRemoved|badInputs))'
 PROVIDER_B='^TestAcc(Users_|Master_(writeOnly|plain|destroy))'
-STEPS=(unit hostlab chaos provider-a provider-b provider-c hosts-a hosts-b e2e-local)
+STEPS=(unit-internal unit-lockagent hostlab chaos provider-a provider-b provider-c hosts-a hosts-b e2e-local)
 declare -A PKGS RUN SKIP RACE ACC
-# The library, its metrics, the CLI and the harnesses under the race detector; chaos is
-# the short chaos run (one round of every fault kind).
-PKGS[unit]="$(go list ./internal/... ./lockagent/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '\n' ' ')$NESTED_PKGS" RACE[unit]=1
+# The harnesses, the library, its metrics and the CLI under the race detector, in two
+# processes (internal/, lockagent/); chaos is the short chaos run (one round of every fault
+# kind).
+PKGS[unit-internal]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '\n' ' ')$(tr ' ' '\n' <<<"$NESTED_PKGS" | grep '^./internal/' | tr '\n' ' ')" RACE[unit-internal]=1
+PKGS[unit-lockagent]="./lockagent/... $(tr ' ' '\n' <<<"$NESTED_PKGS" | grep '^./lockagent/' | tr '\n' ' ')" RACE[unit-lockagent]=1
 PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1
 PKGS[chaos]="./internal/chaos/" RACE[chaos]=1
 PKGS[provider-a]="./provider/..." RUN[provider-a]=$PROVIDER_A ACC[provider-a]=1
@@ -45,8 +47,8 @@ PKGS[e2e-local]="./test/..." SKIP[e2e-local]=$HOSTS ACC[e2e-local]=1
 # systemd hosts (hostlab, chaos) each run before one of the two five-host steps, so that at
 # most two labs boot at a time, as before (booting is CPU-heavy). build and modules are
 # parts of their own (part_cmd).
-PARTS=(unit lab-1 lab-2 provider-a provider-b provider-c e2e-local)
-declare -A PART_STEPS=([unit]="unit" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b"
+PARTS=(unit-internal unit-lockagent lab-1 lab-2 provider-a provider-b provider-c e2e-local)
+declare -A PART_STEPS=([unit-internal]="unit-internal" [unit-lockagent]="unit-lockagent" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b"
   [provider-a]="provider-a" [provider-b]="provider-b" [provider-c]="provider-c" [e2e-local]="e2e-local")
 
 logs=build/test
