@@ -245,13 +245,18 @@ func takeAndUse(ctx context.Context, client *redlock.Client, reg *chaos.Register
 	return nil
 }
 
-// takeAndUsePatiently is takeAndUse for a client that must get the lock: nothing else holds
-// it, but on a loaded machine a master can miss the node timeout (ErrUnavailable), and the
-// keys such a failed try left behind make the next try ErrTaken until they expire. The test
-// is about fence order, not latency: it tries again until ctx ends.
+// takeAndUsePatiently is takeAndUse for a client that must get the lock (see patiently).
 func takeAndUsePatiently(ctx context.Context, client *redlock.Client, reg *chaos.Register, key, holder string) error {
+	return patiently(ctx, func() error { return takeAndUse(ctx, client, reg, key, holder) })
+}
+
+// patiently runs acquire, which nothing else contends with, until it succeeds: on a loaded
+// machine a master can miss the node timeout (ErrUnavailable), and the keys such a failed try
+// left behind make the next try ErrTaken until they expire. These tests are about fence
+// order, not latency: it tries again until ctx ends.
+func patiently(ctx context.Context, acquire func() error) error {
 	for {
-		err := takeAndUse(ctx, client, reg, key, holder)
+		err := acquire()
 		if err == nil || !(errors.Is(err, redlock.ErrUnavailable) || errors.Is(err, redlock.ErrTaken)) {
 			return err
 		}
