@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -33,7 +34,9 @@ func NewAuditDataSource() datasource.DataSource { return &auditDataSource{} }
 
 type auditDataSource struct{}
 
-type auditModel struct {
+// auditArgumentsModel is what both redlock_audit's take, the data source and the ephemeral
+// resource: one conversion (auditTargetFromModel) refuses bad arguments the same way in both.
+type auditArgumentsModel struct {
 	Endpoints    []types.String       `tfsdk:"endpoints"`
 	Username     types.String         `tfsdk:"username"`
 	Password     types.String         `tfsdk:"password"`
@@ -44,12 +47,20 @@ type auditModel struct {
 	TLS          types.Bool           `tfsdk:"tls"`
 	CACertPEM    types.String         `tfsdk:"ca_cert_pem"`
 	NodeTimeout  timetypes.GoDuration `tfsdk:"node_timeout"`
+}
 
+// auditVerdictModel is the verdict both redlock_audit's return.
+type auditVerdictModel struct {
 	Safe      types.Bool     `tfsdk:"safe"`
 	Quorum    types.Int64    `tfsdk:"quorum"`
 	Reachable types.Int64    `tfsdk:"reachable"`
 	Problems  []types.String `tfsdk:"problems"`
 	Warnings  []types.String `tfsdk:"warnings"`
+}
+
+type auditModel struct {
+	auditArgumentsModel
+	auditVerdictModel
 	// Independence says whether the masters can be independent (one machine or not).
 	Independence types.String       `tfsdk:"independence"`
 	Masters      []auditMasterModel `tfsdk:"masters"`
@@ -265,40 +276,13 @@ func auditCheckEndpoint(e string) error {
 
 func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var m auditModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	target, ok := auditTargetFromModel(&m, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	tflog.Debug(ctx, "redlock_audit read: checking the masters", map[string]any{
-		"endpoints": target.Endpoints, "username": target.Username, "lock_username": target.LockUsername,
-		"max_lock_ttl": target.MaxLockTTL.String(), "restart_delay": target.RestartDelay.String(), "node_timeout": target.NodeTimeout.String()})
-	rep, err := audit.Run(ctx, target)
-	if err != nil {
-		tflog.Debug(ctx, "redlock_audit read failed", map[string]any{"error": err.Error()})
-		if errors.Is(err, audit.ErrBadTarget) {
-			resp.Diagnostics.AddError("Invalid redlock_audit arguments", err.Error())
-		} else {
-			resp.Diagnostics.AddError("Audit interrupted", fmt.Sprintf("The audit did not finish: %v.", err))
-		}
+	rep := runAudit(ctx, req.Config, &m, &resp.Diagnostics)
+	if rep == nil {
 		return
 	}
 	tflog.Info(ctx, "redlock_audit read", map[string]any{"safe": rep.Safe, "quorum": rep.Quorum, "reachable": rep.Reachable,
 		"masters": len(rep.Masters), "problems": rep.Problems, "warnings": rep.Warnings})
-	m.Safe = types.BoolValue(rep.Safe)
-	m.Quorum = types.Int64Value(int64(rep.Quorum))
-	m.Reachable = types.Int64Value(int64(rep.Reachable))
-	m.Problems = make([]types.String, len(rep.Problems))
-	for i, p := range rep.Problems {
-		m.Problems[i] = types.StringValue(p)
-	}
-	m.Warnings = make([]types.String, len(rep.Warnings))
-	for i, p := range rep.Warnings {
-		m.Warnings[i] = types.StringValue(p)
-	}
+	m.auditVerdictModel = auditVerdict(rep)
 	m.Independence = types.StringValue(rep.Independence)
 	m.Masters = make([]auditMasterModel, len(rep.Masters))
 	for i, a := range rep.Masters {
@@ -330,8 +314,60 @@ func (d *auditDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
+// auditConfigModel is a redlock_audit's model (the data source's or the ephemeral resource's):
+// its arguments are what runAudit converts.
+type auditConfigModel interface{ arguments() *auditArgumentsModel }
+
+func (a *auditArgumentsModel) arguments() *auditArgumentsModel { return a }
+
+// runAudit reads m from the configuration, converts its arguments and runs the audit. An
+// unreadable configuration, a bad argument (an attribute error each) or an audit that could
+// not finish is added to diags, and the report is nil.
+func runAudit(ctx context.Context, config tfsdk.Config, m auditConfigModel, diags *diag.Diagnostics) *audit.Report {
+	if diags.Append(config.Get(ctx, m)...); diags.HasError() {
+		return nil
+	}
+	target, ok := auditTargetFromModel(m.arguments(), diags)
+	if !ok {
+		return nil
+	}
+	tflog.Debug(ctx, "redlock_audit: checking the masters", map[string]any{
+		"endpoints": target.Endpoints, "username": target.Username, "lock_username": target.LockUsername,
+		"max_lock_ttl": target.MaxLockTTL.String(), "restart_delay": target.RestartDelay.String(), "node_timeout": target.NodeTimeout.String()})
+	rep, err := audit.Run(ctx, target)
+	if err != nil {
+		tflog.Debug(ctx, "redlock_audit failed", map[string]any{"error": err.Error()})
+		if errors.Is(err, audit.ErrBadTarget) {
+			diags.AddError("Invalid redlock_audit arguments", err.Error())
+		} else {
+			diags.AddError("Audit interrupted", fmt.Sprintf("The audit did not finish: %v.", err))
+		}
+		return nil
+	}
+	return rep
+}
+
+// auditVerdict is the report's verdict as Terraform values.
+func auditVerdict(rep *audit.Report) auditVerdictModel {
+	return auditVerdictModel{
+		Safe:      types.BoolValue(rep.Safe),
+		Quorum:    types.Int64Value(int64(rep.Quorum)),
+		Reachable: types.Int64Value(int64(rep.Reachable)),
+		Problems:  stringValues(rep.Problems),
+		Warnings:  stringValues(rep.Warnings),
+	}
+}
+
+func stringValues(s []string) []types.String {
+	out := make([]types.String, len(s))
+	for i, v := range s {
+		out[i] = types.StringValue(v)
+	}
+	return out
+}
+
 // auditTargetFromModel converts the arguments, adding an attribute error for each bad one.
-func auditTargetFromModel(m *auditModel, diags *diag.Diagnostics) (audit.Target, bool) {
+func auditTargetFromModel(m *auditArgumentsModel, diags *diag.Diagnostics) (audit.Target, bool) {
 	t := audit.Target{Username: "default", TLS: m.TLS.ValueBool()}
 	for i, e := range m.Endpoints {
 		if e.IsNull() {

@@ -60,6 +60,7 @@ type hostConfigModel struct {
 	TLSCertPEM   types.String `tfsdk:"tls_cert_pem"`
 	TLSKeyPEM    types.String `tfsdk:"tls_key_pem"`
 	TLSCACertPEM types.String `tfsdk:"tls_ca_cert_pem"`
+	TLSKeyOnHost types.Bool   `tfsdk:"tls_key_on_host"`
 	// Password hashes instead of passwords (data_source_host_config_hashes.go).
 	AdminPasswordSHA256   types.String `tfsdk:"admin_password_sha256"`
 	LockPasswordSHA256    types.String `tfsdk:"lock_password_sha256"`
@@ -110,7 +111,7 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 			"`files` and `commands` are the same content for other tools. `user_data` holds no password: the users, the " +
 			"admin included, are in an ACL file as SHA-256 hashes (`#<hex>`), which the server loads and `redlock_users` " +
 			"changes live; the host's own steps log in as the admin with a second password the host makes at first boot " +
-			"and keeps. It stays sensitive (the hashes, and the TLS key with `tls`).",
+			"and keeps. It stays sensitive (the hashes, and the TLS key with `tls` unless `tls_key_on_host`).",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the master, for logs and hooks.",
 				Validators: []validator.String{stringvalidator.RegexMatches(namePattern, "must be 1-64 letters, digits, '.', '_' or '-'")}},
@@ -147,8 +148,10 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				Validators: []validator.String{stringvalidator.RegexMatches(userPattern, "must be 1-64 letters, digits, '_' or '-' (an ACL user name)"),
 					stringvalidator.NoneOf("default")}},
 			"monitor_password": schema.StringAttribute{Optional: true, Sensitive: true,
-				MarkdownDescription: "Password of `monitor_user`, its own (e.g. from a `redlock_credentials`). No monitoring " +
-					"user when null. Required with `exporters`.",
+				MarkdownDescription: "Password of `monitor_user`, its own (e.g. from a `redlock_credentials`), or give " +
+					"`monitor_password_sha256`. No monitoring user when both are null; one is required with `exporters`, " +
+					"whose redis_exporter logs in with a password the host makes at first boot (added to `monitor_user`, " +
+					"in no user-data).",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(master.MinPasswordLength)}},
 			"exporters": schema.BoolAttribute{Optional: true,
 				MarkdownDescription: "Install and start Debian's `prometheus-redis-exporter` (logged in as `monitor_user`, " +

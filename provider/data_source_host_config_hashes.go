@@ -101,8 +101,8 @@ func passwordOrHash(plain, hash types.String, name string, diags *diag.Diagnosti
 }
 
 // hostPasswords are the admin, lock and monitoring passwords of m, each the password or its
-// hash, with what is wrong about them: a missing admin password, and a monitoring hash with
-// exporters (redis_exporter logs in with the password).
+// hash, with what is wrong about them: a missing admin password. (With exporters, the host
+// makes redis_exporter's password itself: the monitoring hash is enough.)
 func hostPasswords(m *hostConfigModel, diags *diag.Diagnostics) (admin, lock, monitor types.String) {
 	admin = passwordOrHash(m.AdminPassword, m.AdminPasswordSHA256, "admin_password", diags)
 	lock = passwordOrHash(m.LockPassword, m.LockPasswordSHA256, "lock_password", diags)
@@ -110,11 +110,6 @@ func hostPasswords(m *hostConfigModel, diags *diag.Diagnostics) (admin, lock, mo
 	if admin.IsNull() {
 		diags.AddAttributeError(path.Root("admin_password"), "No admin password",
 			"Set admin_password_sha256 (from a redlock_credentials with file: nothing secret in the state) or admin_password.")
-	}
-	if known(m.MonitorPasswordSHA256) && m.Exporters.ValueBool() {
-		diags.AddAttributeError(path.Root("monitor_password_sha256"), "Exporters need the monitoring password",
-			"exporters = true gives redis_exporter on the host the monitoring user's password, which a hash cannot: "+
-				"set monitor_password instead (it is then in the user-data and the state), or exporters = false.")
 	}
 	return admin, lock, monitor
 }

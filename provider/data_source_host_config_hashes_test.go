@@ -109,9 +109,8 @@ func TestAccHostConfigDataSource_hashes(t *testing.T) {
   address                 = "10.20.0.11"
   admin_password_sha256   = "` + redisconf.HashPassword(woAdmin1) + `"
   lock_password_sha256    = "` + redisconf.HashPassword(woLock1) + `"
-  monitor_password_sha256 = "` + redisconf.HashPassword(woAdmin2) + `"
   exporters               = true
-}`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)exporters = true gives redis_exporter`)},
+}`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)monitoring\s+user\s+is\s+not\s+defined`)},
 			{Config: `data "redlock_host_config" "m" {
   name                  = "m1"
   address               = "10.20.0.11"

@@ -61,8 +61,9 @@ func TestAccHostConfigDataSource(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(ds, "monitor_user", "redlock-monitor"),
 					resource.TestCheckResourceAttr(ds, "file_permissions./etc/redlock/redis-exporter.env", "0600"),
+					// The exporter's password is the host's own (setup adds it): none rendered.
 					resource.TestMatchResourceAttr(ds, "files./etc/redlock/redis-exporter.env",
-						regexp.MustCompile(`REDIS_USER="redlock-monitor"\nREDIS_PASSWORD="monitor-password-0123456789"\n`)),
+						regexp.MustCompile(`^REDIS_ADDR="redis://10.20.0.11:6379"\nREDIS_USER="redlock-monitor"\nARGS="[^"]*"\n$`)),
 					// On hosts every user is in the ACL file, as a password hash
 					// (sha256 of monitor-password-0123456789); redis.conf names none.
 					resource.TestMatchResourceAttr(ds, "files./etc/redlock/users.acl",

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
 )
 
@@ -33,22 +30,8 @@ type auditEphemeral struct{}
 // auditEphemeralModel is the data source's model without the per-master details: what a
 // postcondition needs.
 type auditEphemeralModel struct {
-	Endpoints    []types.String       `tfsdk:"endpoints"`
-	Username     types.String         `tfsdk:"username"`
-	Password     types.String         `tfsdk:"password"`
-	LockUsername types.String         `tfsdk:"lock_username"`
-	LockPassword types.String         `tfsdk:"lock_password"`
-	MaxLockTTL   timetypes.GoDuration `tfsdk:"max_lock_ttl"`
-	RestartDelay timetypes.GoDuration `tfsdk:"restart_delay"`
-	TLS          types.Bool           `tfsdk:"tls"`
-	CACertPEM    types.String         `tfsdk:"ca_cert_pem"`
-	NodeTimeout  timetypes.GoDuration `tfsdk:"node_timeout"`
-
-	Safe      types.Bool     `tfsdk:"safe"`
-	Quorum    types.Int64    `tfsdk:"quorum"`
-	Reachable types.Int64    `tfsdk:"reachable"`
-	Problems  []types.String `tfsdk:"problems"`
-	Warnings  []types.String `tfsdk:"warnings"`
+	auditArgumentsModel
+	auditVerdictModel
 }
 
 func (e *auditEphemeral) Metadata(_ context.Context, req ephemeral.MetadataRequest, resp *ephemeral.MetadataResponse) {
@@ -103,24 +86,9 @@ func (e *auditEphemeral) Schema(_ context.Context, _ ephemeral.SchemaRequest, re
 
 func (e *auditEphemeral) Open(ctx context.Context, req ephemeral.OpenRequest, resp *ephemeral.OpenResponse) {
 	var m auditEphemeralModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	// The data source's conversion, so that both refuse the same arguments the same way.
-	target, ok := auditTargetFromModel(&auditModel{Endpoints: m.Endpoints, Username: m.Username, Password: m.Password,
-		LockUsername: m.LockUsername, LockPassword: m.LockPassword, MaxLockTTL: m.MaxLockTTL, RestartDelay: m.RestartDelay,
-		TLS: m.TLS, CACertPEM: m.CACertPEM, NodeTimeout: m.NodeTimeout}, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	rep, err := audit.Run(ctx, target)
-	if err != nil {
-		if errors.Is(err, audit.ErrBadTarget) {
-			resp.Diagnostics.AddError("Invalid redlock_audit arguments", err.Error())
-		} else {
-			resp.Diagnostics.AddError("Audit interrupted", fmt.Sprintf("The audit did not finish: %v.", err))
-		}
+	// The data source's conversion and run, so that both refuse the same arguments the same way.
+	rep := runAudit(ctx, req.Config, &m, &resp.Diagnostics)
+	if rep == nil {
 		return
 	}
 	tflog.Info(ctx, "ephemeral redlock_audit", map[string]any{"safe": rep.Safe, "quorum": rep.Quorum,
@@ -130,15 +98,6 @@ func (e *auditEphemeral) Open(ctx context.Context, req ephemeral.OpenRequest, re
 		// only point here, so the problems are said here.
 		resp.Diagnostics.AddWarning("The Redlock deployment is not safe", strings.Join(rep.Problems, " "))
 	}
-	m.Safe, m.Quorum, m.Reachable = types.BoolValue(rep.Safe), types.Int64Value(int64(rep.Quorum)), types.Int64Value(int64(rep.Reachable))
-	m.Problems, m.Warnings = stringValues(rep.Problems), stringValues(rep.Warnings)
+	m.auditVerdictModel = auditVerdict(rep)
 	resp.Diagnostics.Append(resp.Result.Set(ctx, &m)...)
-}
-
-func stringValues(s []string) []types.String {
-	out := make([]types.String, len(s))
-	for i, v := range s {
-		out[i] = types.StringValue(v)
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -16,7 +17,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/pki"
 )
 
-func caKeyFileConfig(file string) string {
+func caKeyFileConfig(file, serverFile string) string {
 	return fmt.Sprintf(`
 resource "redlock_ca" "ca" {
   private_key_file = %q
@@ -26,40 +27,55 @@ resource "redlock_server_certificate" "m" {
   ca_cert_pem         = redlock_ca.ca.cert_pem
   ca_private_key_file = redlock_ca.ca.private_key_file
   ip_addresses        = ["127.0.0.1"]
+  private_key_file    = %q
 }
-`, file)
+`, file, serverFile)
 }
 
-// TestAccCA_privateKeyFile: with private_key_file the CA's key is in that file (0600) and in
-// no state, and a server certificate signed from the file verifies against the CA; destroy
-// removes the file. The negative control: the same search finds the key of a CA without it.
+// TestAccCA_privateKeyFile: with private_key_file the CA's key and the server's are in their
+// files (0600) and in no state, the server certificate signed from the CA's file verifies
+// against the CA, and the server's file holds that certificate's key; destroy removes both
+// files. The negative control: the same search finds the key of a CA without it.
 func TestAccCA_privateKeyFile(t *testing.T) {
 	work := t.TempDir()
 	file := filepath.Join(t.TempDir(), "secrets", "ca.key")
-	var key string
+	serverFile := filepath.Join(filepath.Dir(file), "tls", "server-0.key")
+	var key, serverKey string
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
 		WorkingDir:               work,
 		CheckDestroy: func(*terraform.State) error {
-			if _, err := os.Stat(file); !os.IsNotExist(err) {
-				return fmt.Errorf("destroy left %s behind (stat: %v)", file, err)
+			for _, f := range []string{file, serverFile} {
+				if _, err := os.Stat(f); !os.IsNotExist(err) {
+					return fmt.Errorf("destroy left %s behind (stat: %v)", f, err)
+				}
 			}
 			return nil
 		},
 		Steps: []resource.TestStep{{
-			Config: caKeyFileConfig(file),
+			Config: caKeyFileConfig(file, serverFile),
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckNoResourceAttr("redlock_ca.ca", "private_key_pem"),
+				resource.TestCheckNoResourceAttr("redlock_server_certificate.m", "private_key_pem"),
 				func(s *terraform.State) error {
-					st, err := os.Stat(file)
-					if err != nil {
-						return err
-					}
-					if st.Mode().Perm() != 0o600 {
-						return fmt.Errorf("%s has mode %v, want 0600", file, st.Mode().Perm())
+					for _, f := range []string{file, serverFile} {
+						st, err := os.Stat(f)
+						if err != nil {
+							return err
+						}
+						if st.Mode().Perm() != 0o600 {
+							return fmt.Errorf("%s has mode %v, want 0600", f, st.Mode().Perm())
+						}
 					}
 					b, _ := os.ReadFile(file)
 					key = string(b)
+					b, _ = os.ReadFile(serverFile)
+					serverKey = string(b)
+					caPEM := s.RootModule().Resources["redlock_ca.ca"].Primary.Attributes["cert_pem"]
+					certPEM := s.RootModule().Resources["redlock_server_certificate.m"].Primary.Attributes["cert_pem"]
+					if err := pki.CheckServer(certPEM, serverKey, caPEM, "127.0.0.1", time.Time{}); err != nil {
+						return fmt.Errorf("%s does not hold the server certificate's key: %w", serverFile, err)
+					}
 					ca, err := pki.ParseCert(s.RootModule().Resources["redlock_ca.ca"].Primary.Attributes["cert_pem"])
 					if err != nil {
 						return err
@@ -73,22 +89,33 @@ func TestAccCA_privateKeyFile(t *testing.T) {
 					_, err = srv.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 					return err
 				},
-				func(s *terraform.State) error { return checkNotInState(work, jsonForms(key)...)(s) },
+				func(s *terraform.State) error {
+					return checkNotInState(work, append(jsonForms(key), jsonForms(serverKey)...)...)(s)
+				},
 			),
 		}},
 	})
 
-	// The negative control.
+	// The negative control: keys without private_key_file.
 	work = t.TempDir()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
 		WorkingDir:               work,
 		Steps: []resource.TestStep{{
-			Config: `resource "redlock_ca" "ca" {}`,
+			Config: `
+resource "redlock_ca" "ca" {}
+
+resource "redlock_server_certificate" "m" {
+  ca_cert_pem        = redlock_ca.ca.cert_pem
+  ca_private_key_pem = redlock_ca.ca.private_key_pem
+  ip_addresses       = ["127.0.0.1"]
+}`,
 			Check: func(s *terraform.State) error {
-				k := s.RootModule().Resources["redlock_ca.ca"].Primary.Attributes["private_key_pem"]
-				if checkNotInState(work, jsonForms(k)...)(s) == nil {
-					return fmt.Errorf("the key of a CA without private_key_file was not found in the state: the search cannot fail")
+				for _, addr := range []string{"redlock_ca.ca", "redlock_server_certificate.m"} {
+					k := s.RootModule().Resources[addr].Primary.Attributes["private_key_pem"]
+					if checkNotInState(work, jsonForms(k)...)(s) == nil {
+						return fmt.Errorf("the key of %s without private_key_file was not found in the state: the search cannot fail", addr)
+					}
 				}
 				return nil
 			},
@@ -115,6 +142,13 @@ resource "redlock_server_certificate" "m" {
   ca_cert_pem  = "x"
   ip_addresses = ["127.0.0.1"]
 }`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)Give the CA's private key one way`)},
+			{Config: `
+resource "redlock_server_certificate" "m" {
+  ca_cert_pem        = "x"
+  ca_private_key_pem = "y"
+  ip_addresses       = ["127.0.0.1"]
+  private_key_file   = "server.key"
+}`, PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)is relative:\s+give\s+an\s+absolute\s+path`)},
 		},
 	})
 }

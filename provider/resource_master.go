@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -156,15 +157,24 @@ func (r *masterResource) Create(ctx context.Context, req resource.CreateRequest,
 	if m.LockPassword.IsUnknown() || m.LockPassword.IsNull() {
 		m.LockPassword = types.StringValue(or(prevLock, randomSecret()))
 	}
-	tflog.Info(ctx, "redlock_master create: starting the master", masterLogFields(&m))
-	resp.Diagnostics.Append(startMaster(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		tflog.Debug(ctx, "redlock_master create failed", masterLogFields(&m))
+	applyMaster(ctx, "create", "starting the master", "master running", &m, wo,
+		func() diag.Diagnostics { return startMaster(ctx, &m) }, &resp.State, &resp.Diagnostics)
+}
+
+// applyMaster ends a Create or an Update the one way both end: change starts or updates the
+// master; when it worked, m is stored without its write-only passwords. Logged as
+// "redlock_master <op>: <starting>", then "<op>: <done>" or "<op> failed".
+func applyMaster(ctx context.Context, op, starting, done string, m *masterModel, wo writeOnlyPasswords,
+	change func() diag.Diagnostics, state *tfsdk.State, diags *diag.Diagnostics) {
+	tflog.Info(ctx, "redlock_master "+op+": "+starting, masterLogFields(m))
+	diags.Append(change()...)
+	if diags.HasError() {
+		tflog.Debug(ctx, "redlock_master "+op+" failed", masterLogFields(m))
 		return
 	}
-	tflog.Info(ctx, "redlock_master create: master running", masterLogFields(&m))
-	forgetWriteOnly(wo, &m)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	tflog.Info(ctx, "redlock_master "+op+": "+done, masterLogFields(m))
+	forgetWriteOnly(wo, m)
+	diags.Append(state.Set(ctx, m)...)
 }
 
 // Read refreshes the live values. A master that is gone is removed from state; one whose
@@ -208,15 +218,8 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	updateWriteOnly(wo, &state, &plan)
-	tflog.Info(ctx, "redlock_master update: applying changes in place", masterLogFields(&plan))
-	resp.Diagnostics.Append(updateMaster(ctx, &state, &plan)...)
-	if resp.Diagnostics.HasError() {
-		tflog.Debug(ctx, "redlock_master update failed", masterLogFields(&plan))
-		return
-	}
-	tflog.Info(ctx, "redlock_master update: done", masterLogFields(&plan))
-	forgetWriteOnly(wo, &plan)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	applyMaster(ctx, "update", "applying changes in place", "done", &plan, wo,
+		func() diag.Diagnostics { return updateMaster(ctx, &state, &plan) }, &resp.State, &resp.Diagnostics)
 }
 
 // Delete stops the master cleanly and leaves nothing running.

@@ -13,9 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/redlock-kit/redlock-kit/internal/pki"
@@ -34,7 +32,7 @@ func NewServerCertificateResource() resource.Resource { return &serverCertificat
 type serverCertificateResource struct{}
 
 type serverCertificateModel struct {
-	ID               types.String         `tfsdk:"id"`
+	keyPair
 	CACertPEM        types.String         `tfsdk:"ca_cert_pem"`
 	CAPrivateKeyPEM  types.String         `tfsdk:"ca_private_key_pem"`
 	CAPrivateKeyFile types.String         `tfsdk:"ca_private_key_file"`
@@ -42,9 +40,6 @@ type serverCertificateModel struct {
 	DNSNames         types.List           `tfsdk:"dns_names"`
 	CommonName       types.String         `tfsdk:"common_name"`
 	Validity         timetypes.GoDuration `tfsdk:"validity"`
-	CertPEM          types.String         `tfsdk:"cert_pem"`
-	PrivateKeyPEM    types.String         `tfsdk:"private_key_pem"`
-	NotAfter         types.String         `tfsdk:"not_after"`
 }
 
 func (r *serverCertificateResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -52,7 +47,6 @@ func (r *serverCertificateResource) Metadata(_ context.Context, req resource.Met
 }
 
 func (r *serverCertificateResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	replaceList := []planmodifier.List{listplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
@@ -60,61 +54,46 @@ func (r *serverCertificateResource) Schema(_ context.Context, _ resource.SchemaR
 			"`redlock_ca`: an ECDSA P-256 key and a certificate for server authentication, valid for the master's " +
 			"`ip_addresses` and `dns_names` (clients check the address they dial against them). Give `cert_pem` and " +
 			"`private_key_pem` to that master only (`redlock_master`'s `tls_cert_pem` and `tls_key_pem`, or " +
-			"`redlock_host_config`). The private key is kept in the Terraform state: keep the state secret.",
-		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed: true, PlanModifiers: keep,
-				MarkdownDescription: "Serial number of the certificate (hex).",
-			},
-			"ca_cert_pem": schema.StringAttribute{
-				Required: true, PlanModifiers: replace,
-				MarkdownDescription: "The CA certificate (PEM; `redlock_ca`'s `cert_pem`). Changing it replaces the certificate.",
-			},
-			"ca_private_key_pem": schema.StringAttribute{
-				Optional: true, Sensitive: true, PlanModifiers: replace,
-				MarkdownDescription: "The CA's private key (PEM; `redlock_ca`'s `private_key_pem`). Set this or " +
-					"`ca_private_key_file`. Changing it replaces the certificate.",
-			},
-			"ca_private_key_file": schema.StringAttribute{
-				Optional: true, PlanModifiers: replace,
-				MarkdownDescription: "The file that holds the CA's private key (`redlock_ca`'s `private_key_file`), read " +
-					"at create: the key then stays out of this resource's state too. Changing it replaces the certificate.",
-			},
-			"ip_addresses": schema.ListAttribute{
-				Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
-				MarkdownDescription: "IP addresses the master is reached at: its `bind` address at least. At least one " +
-					"of `ip_addresses` and `dns_names` is required. Changing them replaces the certificate.",
-			},
-			"dns_names": schema.ListAttribute{
-				Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
-				MarkdownDescription: "DNS names the master is reached at. Changing them replaces the certificate.",
-			},
-			"common_name": schema.StringAttribute{
-				Optional: true, PlanModifiers: replace,
-				MarkdownDescription: "Subject common name. Default: the first DNS name, else the first IP address " +
-					"(clients check the addresses, not this name). Changing it replaces the certificate.",
-			},
-			"validity": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("8760h"),
-				MarkdownDescription: "How long the certificate is valid from its creation (duration, at least `\"1h\"`). " +
-					"Default `\"8760h\"` (one year); never beyond the CA's own validity. Renew by replacing it " +
-					"(`terraform apply -replace=...`): `redlock_master` loads a new certificate in place.",
-				CustomType: timetypes.GoDurationType{}, Validators: []validator.String{validate.Duration(certValidityMin)},
-				PlanModifiers: replace,
-			},
-			"cert_pem": schema.StringAttribute{
-				Computed: true, PlanModifiers: keep,
-				MarkdownDescription: "The server certificate (PEM).",
-			},
-			"private_key_pem": schema.StringAttribute{
-				Computed: true, Sensitive: true, PlanModifiers: keep,
-				MarkdownDescription: "The server's private key (PEM, PKCS#8).",
-			},
-			"not_after": schema.StringAttribute{
-				Computed: true, PlanModifiers: keep,
-				MarkdownDescription: "End of the certificate's validity (RFC 3339).",
-			},
+			"`redlock_host_config`). The private key is kept in the Terraform state: keep the state secret, or set " +
+			"`private_key_file`: the key is then kept in that file (0600) instead, for your provisioning to deliver " +
+			"to the host (`redlock_host_config`'s `tls_key_on_host`).",
+		Attributes: keyPairAttributes("the server certificate", "Give it to that master only.",
+			"Deliver it to the master's host out of band (`redlock_host_config`'s `tls_key_on_host` says where). "+
+				"Lost, the certificate cannot be served by a new host: replace it."),
+	}
+	for name, a := range map[string]schema.Attribute{
+		"ca_cert_pem": schema.StringAttribute{
+			Required: true, PlanModifiers: replace,
+			MarkdownDescription: "The CA certificate (PEM; `redlock_ca`'s `cert_pem`). Changing it replaces the certificate.",
 		},
+		"ca_private_key_pem": schema.StringAttribute{
+			Optional: true, Sensitive: true, PlanModifiers: replace,
+			MarkdownDescription: "The CA's private key (PEM; `redlock_ca`'s `private_key_pem`). Set this or " +
+				"`ca_private_key_file`. Changing it replaces the certificate.",
+		},
+		"ca_private_key_file": schema.StringAttribute{
+			Optional: true, PlanModifiers: replace,
+			MarkdownDescription: "The file that holds the CA's private key (`redlock_ca`'s `private_key_file`), read " +
+				"at create: the key then stays out of this resource's state too. Changing it replaces the certificate.",
+		},
+		"ip_addresses": schema.ListAttribute{
+			Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
+			MarkdownDescription: "IP addresses the master is reached at: its `bind` address at least. At least one " +
+				"of `ip_addresses` and `dns_names` is required. Changing them replaces the certificate.",
+		},
+		"dns_names": schema.ListAttribute{
+			Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
+			MarkdownDescription: "DNS names the master is reached at. Changing them replaces the certificate.",
+		},
+		"common_name": schema.StringAttribute{
+			Optional: true, PlanModifiers: replace,
+			MarkdownDescription: "Subject common name. Default: the first DNS name, else the first IP address " +
+				"(clients check the addresses, not this name). Changing it replaces the certificate.",
+		},
+		"validity": validityAttribute("8760h", "Default `\"8760h\"` (one year); never beyond the CA's own validity. "+
+			"Renew by replacing it (`terraform apply -replace=...`): `redlock_master` loads a new certificate in place."),
+	} {
+		resp.Schema.Attributes[name] = a
 	}
 }
 
@@ -122,7 +101,7 @@ func (r *serverCertificateResource) Schema(_ context.Context, _ resource.SchemaR
 func (r *serverCertificateResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m serverCertificateModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	if validateKeyFile(ctx, req.Config, "server-0.key", &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
 	if !m.CAPrivateKeyPEM.IsUnknown() && !m.CAPrivateKeyFile.IsUnknown() && m.CAPrivateKeyPEM.IsNull() == m.CAPrivateKeyFile.IsNull() {
@@ -188,12 +167,17 @@ func (r *serverCertificateResource) Create(ctx context.Context, req resource.Cre
 			fmt.Sprintf("%s: %v: give one redlock_ca's cert_pem as ca_cert_pem and its private_key_pem as ca_private_key_pem.", field, err))
 		return
 	}
-	setCertModel(cert, &m.ID, &m.CertPEM, &m.PrivateKeyPEM, &m.NotAfter)
+	if m.set(cert, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// Read keeps what is in state: the certificate lives nowhere else.
-func (r *serverCertificateResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {
+// Read keeps what is in state: the certificate lives nowhere else. A key file that is gone
+// is said, not acted on: hosts that have the key keep serving.
+func (r *serverCertificateResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	warnKeyFileGone(ctx, req.State, "hosts that have the key keep serving the certificate, but a new or replaced "+
+		"host cannot be given it.", &resp.Diagnostics)
 }
 
 // Update is never reached with a change (every argument replaces the certificate).
@@ -203,5 +187,7 @@ func (r *serverCertificateResource) Update(ctx context.Context, req resource.Upd
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-func (r *serverCertificateResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+// Delete removes the key file: a destroyed certificate's key must not linger on disk.
+func (r *serverCertificateResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	removeKeyFile(ctx, req.State, &resp.Diagnostics)
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copies what the modules share (modules/.shared/*.tf, written once) into the modules each
 # file names on its first line ("# Shared by: redlock-cluster redlock-hosts ..."), as
-# shared_<name>.tf (versions.tf as is), under a header that names its source.
+# shared_<name>.tf, under a header that names its source.
 # `module-shared.sh check` writes nothing and fails when a copy differs from what its source
 # generates, or when a shared_*.tf has no source (make check-docs, make test-modules).
 set -euo pipefail
@@ -11,8 +11,7 @@ case "$mode" in write | check) ;; *) echo "usage: $0 [write|check]" >&2; exit 2 
 shared=modules/.shared
 drift=0
 for src in "$shared"/*.tf; do
-  name=$(basename "$src")
-  [ "$name" = versions.tf ] || name="shared_$name"
+  name=shared_$(basename "$src")
   targets=$(sed -n '1s/^# Shared by: //p' "$src")
   [ -n "$targets" ] || { echo "module-shared: $src: the first line must be '# Shared by: <module> ...'" >&2; exit 1; }
   want=$(printf '# Generated from %s by scripts/module-shared.sh (make module-docs): edit that file,\n# not this copy; make check-docs fails when they differ.\n' "$src"; cat "$src")

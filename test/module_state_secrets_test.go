@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -58,6 +59,21 @@ module "hosts" {
 		// Four credential sets (the admin's, the monitoring user's, two tenants'), two
 		// passwords each, the CA key and three server keys.
 		requireEverySecretFound(t, found, 12)
+		// The negative control of the write-only module's key search: here it finds each
+		// server key in the state, terraform show -json and its host's user-data.
+		keys := map[string]string{}
+		for _, s := range found {
+			if strings.Contains(s.what, "redlock_server_certificate.") {
+				keys[s.what] = s.value
+			}
+		}
+		var userData []string
+		for i := 0; i < 3; i++ {
+			userData = append(userData, userDataInState(t, opts, i))
+		}
+		if n := len(privateKeysFound(t, opts, keys, userData)); len(keys) != 3 || n != 3*3 {
+			t.Errorf("the key search finds %d places for %d server keys, want 9 for 3 (state, show, user-data): it cannot fail", n, len(keys))
+		}
 	})
 	t.Run("redlock-cluster", func(t *testing.T) {
 		d := deployLocalFiveVars(t, "2s", map[string]interface{}{
@@ -71,12 +87,21 @@ module "hosts" {
 		requireEverySecretFound(t, found, 14) // the same eight passwords, the CA key and five server keys
 	})
 	// Terraform >= 1.11, modules/redlock-hosts-write-only with two tenants: no password in the
-	// state without exporters; with them, the monitoring password only (the hosts' exporter
-	// logs in with it). The same search as above, over the passwords in the secrets files.
+	// state or the hosts' user-data, with exporters too (each host makes its exporter's
+	// password), and no private key. The same search as above, over the passwords in the
+	// secrets files and the keys in the key files.
 	t.Run("redlock-hosts-write-only", func(t *testing.T) {
-		for _, c := range []struct{ exporters, tls bool }{{false, false}, {true, false}, {false, true}} {
-			exporters, useTLS := c.exporters, c.tls
-			t.Run(fmt.Sprintf("exporters=%v,tls=%v", exporters, useTLS), func(t *testing.T) {
+		// twoCAs: mid-way through a move to a new CA (tls_cas = ["1", "2"], the first host on
+		// the new one): both CAs' keys stay in their files.
+		for _, c := range []struct{ exporters, tls, twoCAs bool }{{false, false, false}, {true, false, false}, {false, true, false}, {false, true, true}} {
+			exporters, useTLS, twoCAs := c.exporters, c.tls, c.twoCAs
+			tlsCAs, hostCAs := `["1"]`, []string{"null", "null", "null"}
+			caKeyFiles := []string{"ca.key"}
+			if twoCAs {
+				tlsCAs, hostCAs = `["1", "2"]`, []string{`"2"`, `"1"`, `"1"`}
+				caKeyFiles = append(caKeyFiles, "ca-2.key")
+			}
+			t.Run(fmt.Sprintf("exporters=%v,tls=%v,two_cas=%v", exporters, useTLS, twoCAs), func(t *testing.T) {
 				root := copyTree(t, "modules/redlock-hosts-write-only")
 				dir := filepath.Join(root, "hosts-write-only")
 				secrets := filepath.Join(t.TempDir(), "secrets")
@@ -84,9 +109,9 @@ module "hosts" {
 module "hosts" {
   source = "../modules/redlock-hosts-write-only"
   hosts = [
-    { name = "a", address = "127.66.7.21" },
-    { name = "b", address = "127.66.7.22" },
-    { name = "c", address = "127.66.7.23" },
+    { name = "a", address = "127.66.7.21", tls_ca = %s },
+    { name = "b", address = "127.66.7.22", tls_ca = %s },
+    { name = "c", address = "127.66.7.23", tls_ca = %s },
   ]
   lock_users = {
     billing = { key_prefix = "billing:" }
@@ -94,6 +119,7 @@ module "hosts" {
   }
   exporters   = %v
   tls         = %v
+  tls_cas     = %s
   secrets_dir = %q
   live_users  = var.live_users
 }
@@ -107,7 +133,14 @@ output "user_data" {
   value     = module.hosts.user_data
   sensitive = true
 }
-`, exporters, useTLS, secrets))
+
+output "tls_server_key_files" {
+  value = module.hosts.tls_server_key_files
+}
+output "tls_server_cas" {
+  value = module.hosts.tls_server_cas
+}
+`, hostCAs[0], hostCAs[1], hostCAs[2], exporters, useTLS, tlsCAs, secrets))
 				opts := terraformOptions(dir, nil)
 				opts.TerraformBinary = terraformAtLeast111(t)
 				t.Cleanup(func() { terraform.Destroy(t, opts) })
@@ -122,29 +155,22 @@ output "user_data" {
 				if out := terraform.Plan(t, &live); !strings.Contains(out, "module.hosts.redlock_users.live[0] will be created") {
 					t.Errorf("live_users = true does not plan redlock_users:\n%s", out)
 				}
+				// With exporters too: each host makes redis_exporter's password itself.
 				inState := searchPasswordFiles(t, opts, secrets)
-				want := 0
-				if exporters {
-					want = 1 // the monitoring password, in the state and not in a file
-				}
 				if len(inState) != 0 {
 					t.Errorf("passwords of the secrets files in the state: %v", inState)
 				}
-				if n := len(monitorPasswordsInState(t, opts)); n != want {
-					t.Errorf("monitoring passwords in the state: %d, want %d", n, want)
+				if n := len(monitorPasswordsInState(t, opts)); n != 0 {
+					t.Errorf("monitoring passwords in the state: %d, want 0", n)
 				}
-				// The hosts' user-data, every write_files entry decoded: the monitoring
-				// password with exporters (redis_exporter's environment), no other password.
+				// The hosts' user-data, every write_files entry decoded: no password, the
+				// monitoring user's included.
 				var userData []string
 				if err := json.Unmarshal([]byte(terraform.OutputJson(t, opts, "user_data")), &userData); err != nil || len(userData) != 3 {
 					t.Fatalf("user_data: %d hosts (%v), want 3", len(userData), err)
 				}
-				monitor := 0
 				for _, f := range []string{"admin.json", "tenant-billing.json", "tenant-orders.json", "monitor.json"} {
 					raw, err := os.ReadFile(filepath.Join(secrets, f))
-					if f == "monitor.json" && exporters {
-						continue // no file: that password is in the state
-					}
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -160,38 +186,55 @@ output "user_data" {
 					}
 				}
 				if exporters {
-					for _, s := range secretsInStateAndShow(t, opts) {
-						if strings.HasSuffix(s.what, "redlock_credentials.monitor.lock_password") {
-							for _, u := range userData {
-								if strings.Contains(decodedWriteFiles(t, u), s.value) {
-									monitor++
-								}
-							}
+					for i, u := range userData {
+						if regexp.MustCompile(`(?m)^REDIS_PASSWORD=`).MatchString(decodedWriteFiles(t, u)) {
+							t.Errorf("host %d's user-data gives redis_exporter a password", i)
 						}
 					}
 				}
-				if want := map[bool]int{false: 0, true: 3}[exporters]; monitor != want {
-					t.Errorf("the monitoring password is in %d hosts' user-data, want %d", monitor, want)
-				}
-				// Private keys: with tls, the CA's is in its file only; each host's server key is
-				// in the state (and in its user-data).
-				var serverKeys int
+				// Private keys: with tls, the CA's and each host's server key are in their files
+				// only: in no state, no terraform show -json and no user-data.
 				for _, s := range secretsInStateAndShow(t, opts) {
-					switch {
-					case strings.Contains(s.what, "redlock_ca."):
-						t.Errorf("the CA key is in the state: %s", s.what)
-					case strings.Contains(s.what, "redlock_server_certificate."):
-						serverKeys++
+					if strings.Contains(s.what, "redlock_ca.") || strings.Contains(s.what, "redlock_server_certificate.") {
+						t.Errorf("a private key is in the state: %s", s.what)
 					}
 				}
-				if want := map[bool]int{false: 0, true: 3}[useTLS]; serverKeys != want {
-					t.Errorf("%d server keys in the state, want %d", serverKeys, want)
+				if useTLS {
+					keys := map[string]string{}
+					for _, f := range terraform.OutputList(t, opts, "tls_server_key_files") {
+						raw, err := os.ReadFile(f)
+						if err != nil || !strings.Contains(string(raw), "PRIVATE KEY") {
+							t.Fatalf("server key file %s: %v", f, err)
+						}
+						keys[filepath.Base(f)] = string(raw)
+					}
+					if len(keys) != 3 {
+						t.Errorf("%d server key files, want 3", len(keys))
+					}
+					if found := privateKeysFound(t, opts, keys, userData); len(found) != 0 {
+						t.Errorf("server keys found outside their files: %v", found)
+					}
 				}
 				if useTLS {
-					if key, err := os.ReadFile(filepath.Join(secrets, "ca.key")); err != nil || !strings.Contains(string(key), "PRIVATE KEY") {
-						t.Errorf("the CA key is not in %s (%v)", filepath.Join(secrets, "ca.key"), err)
-					} else if enc, _ := json.Marshal(string(key)); strings.Contains(terraform.Show(t, opts), strings.Trim(string(enc), `"`)) {
-						t.Errorf("the CA key is in terraform show -json")
+					caKeys := map[string]string{}
+					for _, f := range caKeyFiles {
+						key, err := os.ReadFile(filepath.Join(secrets, f))
+						if err != nil || !strings.Contains(string(key), "PRIVATE KEY") {
+							t.Errorf("the CA key is not in %s (%v)", filepath.Join(secrets, f), err)
+							continue
+						}
+						if enc, _ := json.Marshal(string(key)); strings.Contains(terraform.Show(t, opts), strings.Trim(string(enc), `"`)) {
+							t.Errorf("the CA key %s is in terraform show -json", f)
+						}
+						caKeys[f] = string(key)
+					}
+					if found := privateKeysFound(t, opts, caKeys, userData); len(found) != 0 {
+						t.Errorf("CA keys found outside their files: %v", found)
+					}
+				}
+				if twoCAs {
+					if got := terraform.OutputList(t, opts, "tls_server_cas"); strings.Join(got, ",") != "2,1,1" {
+						t.Errorf("tls_server_cas = %v, want [2 1 1]", got)
 					}
 				}
 			})
@@ -417,6 +460,61 @@ func decodedWriteFiles(t *testing.T, userData string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// privateKeysFound returns where each private key (PEM, by name) is found: the raw state,
+// `terraform show -json`, the decoded user-data of a host. It searches for the key's body
+// lines, which no escaping of the PEM's newlines changes.
+func privateKeysFound(t *testing.T, opts *terraform.Options, keys map[string]string, userData []string) []string {
+	t.Helper()
+	state, err := os.ReadFile(filepath.Join(opts.TerraformDir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	places := map[string]string{"the raw state": string(state), "terraform show -json": terraform.Show(t, opts)}
+	for i, u := range userData {
+		places[fmt.Sprintf("host %d's user-data", i)] = decodedWriteFiles(t, u)
+	}
+	var found []string
+	for name, key := range keys {
+		lines := strings.Split(strings.TrimSpace(key), "\n")
+		if len(lines) < 3 {
+			t.Fatalf("%s is not a PEM key", name)
+		}
+		for place, text := range places {
+			for _, l := range lines[1 : len(lines)-1] {
+				if strings.Contains(text, l) {
+					found = append(found, name+" in "+place)
+					break
+				}
+			}
+		}
+	}
+	sort.Strings(found)
+	t.Logf("%d private keys searched for in %d places: found %d times", len(keys), len(places), len(found))
+	return found
+}
+
+// userDataInState is the user_data of module.hosts' i-th redlock_host_config, from the state.
+func userDataInState(t *testing.T, opts *terraform.Options, i int) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(opts.TerraformDir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st rawState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Resources {
+		if r.Mode == "data" && r.Type == "redlock_host_config" && i < len(r.Instances) {
+			if u, ok := r.Instances[i].Attributes["user_data"].(string); ok {
+				return u
+			}
+		}
+	}
+	t.Fatalf("no user_data of redlock_host_config[%d] in the state", i)
+	return ""
 }
 
 // monitorPasswordsInState returns the monitoring user's passwords the state holds.

@@ -17,15 +17,6 @@ import (
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
-// knownHoles gates the tests that fail today: each names the hole it proves. Run them with
-// REDLOCK_KNOWN_HOLES=1.
-func knownHoles(t *testing.T, hole string) {
-	t.Helper()
-	if os.Getenv("REDLOCK_KNOWN_HOLES") != "1" {
-		t.Skipf("known hole (set REDLOCK_KNOWN_HOLES=1 to run): %s", hole)
-	}
-}
-
 // The lock the scenarios fence.
 const holeKey = "app:ledger"
 
@@ -38,30 +29,31 @@ const holeKey = "app:ledger"
 // and its runtime's mark (ExecStartPost: functions, then publish's HSETNX): Seed refuses
 // the empty master with no record (ErrUnmarked), so its lock users stay off until the
 // next apply seeds it (before, Seed counted it as seeded, a source, and the apply turned
-// its lock users on: fence 4 after 23). It is not (a known hole) when the master lost its
-// AOF but kept its ACL file, which live changes saved with the lock users on: they can
-// log in before any apply (the audit flags it). On a kit host the start gate closes it (a
-// data dir with no AOF gets the rendered ACL file, lock users off:
-// internal/hostconfig's TestGateTurnsLockUsersOffWithoutAOF); this harness does not run
-// the gate, so the case stays a known hole here, for masters run without it.
+// its lock users on: fence 4 after 23).
+//
+// The master may also lose its AOF but keep its ACL file, which live changes saved with
+// the lock users on. Started through the start gate's seeding rule (redisconf.SeedScenarios; the
+// harness applies it with Options.SeedFences, as a host's gate does with seed_fences), the
+// ACL file is made again with the lock users off and the master marks itself unseeded: no
+// lock user gets in until the next apply seeds it, and the fence goes on. The negative
+// control starts it without the gate: its lock users log in unseeded and its empty
+// register votes the fence backwards (the regression, asserted).
 func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		hole    string // "" for the control
+		gate    bool   // the harness applies the start gate's seeding rule (Options.SeedFences)
 		aclKept bool   // the ACL file as it was (lock users on) instead of the rendered one (off)
-		markAt  string // when the runtime marks it unseeded: "start", or "after-apply" (too late)
+		markAt  string // when the runtime marks it unseeded by hand: "start", "after-apply" (too late), or "" (the gate does)
+		// backwards: the negative control, where the fence must go backwards.
+		backwards bool
 	}{
 		{name: "control: marked before redlock_users runs", markAt: "start"},
 		{name: "redlock_users runs before the runtime marks the master", markAt: "after-apply"},
-		{name: "AOF lost, ACL file kept: lock users on before any apply", markAt: "start", aclKept: true,
-			hole: "a master whose AOF is lost but whose ACL file (lock users on) is kept lets lock users in while unseeded; " +
-				"until the next apply its empty registers vote fences backwards"},
+		{name: "AOF lost, ACL file kept, the start gate: lock users off until the apply seeds it", gate: true, aclKept: true},
+		{name: "negative control: AOF lost, ACL file kept, no start gate: the fence goes backwards", markAt: "start", aclKept: true, backwards: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.hole != "" {
-				knownHoles(t, tc.hole)
-			}
-			c := redistest.StartKit(t, redistest.Options{Masters: 3, LockUsers: []redisconf.LockUser{tenant}, ACLFile: true})
+			c := redistest.StartKit(t, redistest.Options{Masters: 3, LockUsers: []redisconf.LockUser{tenant}, ACLFile: true, SeedFences: tc.gate})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			target := acl.Target{Password: redistest.AdminPassword}
@@ -100,7 +92,20 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if !tc.aclKept {
+			if tc.gate {
+				// Before any apply: unseeded, and its lock user cannot log in.
+				if s, err := audit.ReadFenceSeed(ctx, c.Masters[0].Admin()); err != nil || s.State != audit.FenceSeedUnseeded {
+					t.Fatalf("after the gated start: %s is %+v (%v), want %s", audit.FenceSeedKey, s, err, audit.FenceSeedUnseeded)
+				}
+				rdb := c.Masters[0].ClientAs(tenant.Name, tenant.Password)
+				err := rdb.Ping(ctx).Err()
+				_ = rdb.Close()
+				if err == nil {
+					t.Fatalf("after the gated start, before any apply: %s logged in on the unseeded master", tenant.Name)
+				}
+				t.Logf("before the apply, %s on the unseeded master: %v", tenant.Name, err)
+			}
+			if !tc.aclKept || tc.gate {
 				done, failed := redlockUsersApply(ctx, t, target, endpoints, updated)
 				t.Logf("redlock_users' apply: %d seeded %v, failures %v", len(done), done, failed)
 			}
@@ -118,7 +123,10 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 			got := takeFence(ctx, t, fresh, holeKey)
 			resume(t, c.Masters[1])
 			t.Logf("last fence before the replacement %d, first fence after it %d", last, got)
-			if got <= last {
+			switch {
+			case tc.backwards && got > last:
+				t.Fatalf("negative control: fence %d after %d; want the regression (the unseeded master's empty register voting)", got, last)
+			case !tc.backwards && got <= last:
 				t.Fatalf("fence went backwards: %d after %d (the replaced master's empty register voted)", got, last)
 			}
 		})

@@ -39,7 +39,7 @@ type Status struct {
 	Current bool
 	// Version is the loaded library's version ("" when not loaded, or unreadable).
 	Version string
-	// Shadowed are this build's function names ("redlock_acquire_<sha>") that the master
+	// Shadowed are this build's function names ("redlock_acquire_<version>") that the master
 	// runs with code that is not this build's library, each as "name (library L)": this
 	// build's clients FCALL them by name, so they run that code. Function names are global
 	// across libraries, so any library can register them.

@@ -21,7 +21,11 @@
 //     local supervisor gives them;
 //   - with the exporters (exporters.go), the master's state for node_exporter's textfile
 //     collector (StateMetricsPath), which the script rewrites at every gate decision, start
-//     and stop, and a timer every 30 s; a write that fails is logged and changes nothing.
+//     and stop, and a timer every 30 s; a write that fails is logged and changes nothing;
+//     and redis_exporter's environment, to which setup adds a monitoring password the host
+//     makes (its hash one more of the monitoring user's, as for the admin);
+//   - with TLS, the certificates, and the server key unless TLS.KeyOnHost: then the
+//     operator's provisioning delivers it, and the gate keeps the master down until it has.
 //
 // Fail-closed: only a clean, durable stop recorded on this machine, data dir and boot starts
 // at once. An unclean stop holds restart_delay from the exit (CLOCK_BOOTTIME, same boot);

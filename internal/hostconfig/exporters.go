@@ -13,9 +13,10 @@ import (
 const (
 	RedisExporterPackage = "prometheus-redis-exporter"
 	NodeExporterPackage  = "prometheus-node-exporter"
-	// RedisExporterEnvPath holds the exporter's address, user and password (root-only: systemd
-	// reads it before the unit drops to the prometheus user). The monitoring user's password
-	// is the one secret of the exporters: it reads server state and nothing else.
+	// RedisExporterEnvPath holds the exporter's address and user, rendered, and its password,
+	// which the host makes at first boot (root-only: systemd reads it before the unit drops to
+	// the prometheus user). That password is one more of the monitoring user's, as the host's
+	// admin password is the admin's: it never leaves the host, and the user-data holds none.
 	RedisExporterEnvPath = ConfDir + "/redis-exporter.env"
 	// TextfileDir is node_exporter's textfile collector directory (Debian's default).
 	TextfileDir = "/var/lib/prometheus/node-exporter"
@@ -42,13 +43,14 @@ func RedisExporterArgs(caFile string) []string {
 const redisExporterDropInPath = "/etc/systemd/system/" + RedisExporterPackage + ".service.d/redlock.conf"
 
 // exporterFiles are the files the exporters need: the redis exporter's environment (its
-// address, TLS when on, the monitoring user) and the drop-in that loads it. node_exporter
-// needs none: Debian's unit reads the textfile directory by default.
+// address, TLS when on, the monitoring user; the setup step adds the host's own password for
+// that user) and the drop-in that loads it. node_exporter needs none: Debian's unit reads the
+// textfile directory by default.
 func exporterFiles(spec master.Spec) ([]File, error) {
 	if spec.MonitorPassword == "" {
-		return nil, &master.FieldError{Field: "monitor_password", Summary: "Exporters need the monitoring user",
-			Detail: "exporters are on but monitor_password is not set: give the monitoring user's password (redlock_credentials " +
-				"generates one), or turn the exporters off."}
+		return nil, &master.FieldError{Field: "monitor_password_sha256", Summary: "Exporters need the monitoring user",
+			Detail: "exporters are on but the monitoring user is not defined: give monitor_password_sha256 (a redlock_credentials " +
+				"lock_password_sha256; the host adds a password of its own for its exporter), or turn the exporters off."}
 	}
 	scheme, args := "redis", RedisExporterArgs("")
 	if files := spec.TLSFiles(ConfDir); files != nil {
@@ -56,11 +58,9 @@ func exporterFiles(spec master.Spec) ([]File, error) {
 		scheme, args = "rediss", RedisExporterArgs(files.CACertFile)
 	}
 	addr := (&url.URL{Scheme: scheme, Host: spec.Addr()}).String()
-	// Comments kept short: every byte counts against the user-data's 16 KiB.
-	env := fmt.Sprintf("# redlock-kit: redis_exporter as %s's monitoring user\n"+
-		"REDIS_ADDR=%s\nREDIS_USER=%s\nREDIS_PASSWORD=%s\nARGS=%s\n",
-		spec.Name, systemdQuote(addr), systemdQuote(spec.MonitorUser), systemdQuote(spec.MonitorPassword),
-		systemdQuote(strings.Join(args, " ")))
+	// No comment: every byte counts against the user-data's 16 KiB.
+	env := fmt.Sprintf("REDIS_ADDR=%s\nREDIS_USER=%s\nARGS=%s\n",
+		systemdQuote(addr), systemdQuote(spec.MonitorUser), systemdQuote(strings.Join(args, " ")))
 	dropIn := "# redlock-kit\n" +
 		"[Service]\nEnvironmentFile=" + RedisExporterEnvPath + "\n"
 	return []File{

@@ -37,10 +37,17 @@ func TestRenderExporters(t *testing.T) {
 	t.Logf("user-data with exporters: %d bytes, gzip+base64 %d bytes", len(b.UserData), len(b.UserDataGzipBase64))
 	env := file(t, b, RedisExporterEnvPath)
 	for _, want := range []string{`REDIS_ADDR="redis://10.0.0.11:6379"`, `REDIS_USER="redlock-monitor"`,
-		`REDIS_PASSWORD="` + strings.Repeat("c", 64) + `"`, `ARGS="-set-client-name=false -config-command=-"`} {
+		`ARGS="-set-client-name=false -config-command=-"`} {
 		if !strings.Contains(env.Content, want+"\n") {
 			t.Errorf("%s lacks %s:\n%s", env.Path, want, env.Content)
 		}
+	}
+	// The password is the host's own (setup adds it): none in the user-data.
+	if strings.Contains(env.Content, "REDIS_PASSWORD") || strings.Contains(b.UserData, strings.Repeat("c", 64)) {
+		t.Errorf("the user-data holds a monitoring password:\n%s", env.Content)
+	}
+	if conf := file(t, b, MasterConfPath).Content; !strings.Contains(conf, "EXPORTER_ENV="+shellQuote(RedisExporterEnvPath)+"\n") {
+		t.Errorf("master.conf does not point setup at %s:\n%s", RedisExporterEnvPath, conf)
 	}
 	if env.Permissions != "0600" {
 		t.Errorf("%s holds the monitoring password with permissions %s, want 0600", env.Path, env.Permissions)
@@ -120,7 +127,7 @@ func TestRenderExportersNeedMonitorPassword(t *testing.T) {
 	h.Spec.MonitorPassword = ""
 	_, err := Render(h)
 	var fe *master.FieldError
-	if !errors.As(err, &fe) || fe.Field != "monitor_password" {
-		t.Fatalf("Render: %v, want a FieldError on monitor_password", err)
+	if !errors.As(err, &fe) || fe.Field != "monitor_password_sha256" {
+		t.Fatalf("Render: %v, want a FieldError on monitor_password_sha256", err)
 	}
 }

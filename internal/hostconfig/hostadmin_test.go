@@ -85,3 +85,81 @@ func TestHostAdminStep(t *testing.T) {
 		t.Fatalf("a second run changed the password or lost a saved user:\n%s", acl)
 	}
 }
+
+// TestHostMonitorPassword: with the exporters, setup makes the monitoring user's password for
+// redis_exporter on the host (32 random bytes, hex, in the exporter's root-only environment
+// file) and adds its hash to the monitoring user in the ACL file: it logs in as that user (and
+// the operators' password still does), it is in the ACL file as a hash only, and a second run
+// keeps it and adds no second hash. The negative control: without EXPORTER_ENV the monitoring
+// user gets no password of the host's.
+func TestHostMonitorPassword(t *testing.T) {
+	for _, exporters := range []bool{true, false} {
+		t.Run(map[bool]string{true: "exporters", false: "no exporters"}[exporters], func(t *testing.T) {
+			c := redistest.Start(t, redistest.Options{Masters: 1, ACLFile: true})
+			m := c.Masters[0]
+			ctx := context.Background()
+			operators := "monitor-password-of-the-operators-0123"
+			if err := m.Admin().Do(ctx, append([]any{"ACL", "SETUSER", "redlock-monitor"}, toAny(redisconf.MonitorUserRules(operators))...)...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Admin().Do(ctx, "ACL", "SAVE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			p := newPolicy(t, time.Second)
+			env := filepath.Join(p.dir, "redis-exporter.env")
+			if err := os.WriteFile(env, []byte(`REDIS_ADDR="redis://127.0.0.1:1"`+"\n"+`REDIS_USER="redlock-monitor"`+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if exporters {
+				appendConf(t, p, "EXPORTER_ENV="+shellQuote(env)+"\n")
+			}
+			withHostAdmin(t, p, m)
+			raw, _ := os.ReadFile(env)
+			pw := regexp.MustCompile(`(?m)^REDIS_PASSWORD=([0-9a-f]{64})$`).FindStringSubmatch(string(raw))
+			if (pw != nil) != exporters {
+				t.Fatalf("exporters %v: the environment file after setup:\n%s", exporters, raw)
+			}
+			if !exporters {
+				return
+			}
+			acl, _ := os.ReadFile(filepath.Join(m.DataDir, "users.acl"))
+			if strings.Contains(string(acl), pw[1]) || strings.Count(string(acl), "#"+redisconf.HashPassword(pw[1])) != 1 {
+				t.Fatalf("the ACL file should hold the monitoring password's hash once, not the password:\n%s", acl)
+			}
+			for who, password := range map[string]string{"the host's": pw[1], "the operators'": operators} {
+				mon := m.ClientAs("redlock-monitor", password)
+				err := mon.Info(ctx, "server").Err()
+				mon.Close()
+				if err != nil {
+					t.Errorf("%s monitoring password does not log in: %v", who, err)
+				}
+			}
+			p.run("host_admin")
+			again, _ := os.ReadFile(env)
+			acl, _ = os.ReadFile(filepath.Join(m.DataDir, "users.acl"))
+			if string(again) != string(raw) || strings.Count(string(acl), redisconf.HashPassword(pw[1])) != 1 {
+				t.Fatalf("a second run changed the password or added its hash again:\n%s\n%s", again, acl)
+			}
+		})
+	}
+}
+
+func appendConf(t *testing.T, p *policy, lines string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(lines); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

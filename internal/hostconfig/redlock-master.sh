@@ -108,7 +108,7 @@ run_hook() {
 # record or not (run by hand, an image's stock service): its locks count until it stops.
 server_seen() {
 	# Debian's redis-server is a link to redis-check-rdb.
-	exe=$(readlink -f "$SERVER_BIN")
+	exe=$(readlink -f "$SERVER_BINARY")
 	for p in /proc/[0-9]*; do
 		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DATA_DIR" ] || continue
 		[ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
@@ -167,10 +167,20 @@ gate() {
 	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" || fail "cannot prepare $run_dir"
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	boot=$(boot_id)
+	# The TLS key may come by the operator's provisioning, after cloud-init (tls_key_on_host).
+	# Until it does, a hold counts from the first attempt (its record also tells the stopped
+	# step that no server ran: no crash). The server reads the key as its own user.
+	k=${TLS_KEY_FILE:-}
+	if [ -n "$k" ] && [ ! -s "$k" ]; then
+		[ -e "$hold" ] || record_hold "$boot $(hold_from_now "$now" "$boot")"
+		fail "no TLS key at $k"
+	fi
+	[ -z "$k" ] || { chown "$SERVICE_USER:$SERVICE_GROUP" "$k" && chmod 0600 "$k" || fail "cannot chown $k"; }
 	wait_out_server "$boot"
 	# With seeding on, a data dir without an AOF has no fence registers, whatever its ACL
 	# file says (live changes saved it with the lock users on): the file is made again from
-	# the rendered one (lock users off) until redlock_users seeds the master.
+	# the rendered one (lock users off) until redlock_users seeds the master. The rule's
+	# table: internal/redisconf's SeedScenarios (the test harness runs it too).
 	[ -z "${SEED_KEY:-}" ] || [ -n "$(ls -A "$DATA_DIR/appendonlydir" 2>/dev/null)" ] ||
 		host_admin "$ACL_SEED" || fail "cannot reset $ACL_FILE"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
@@ -261,20 +271,27 @@ cli() {
 	REDISCLI_AUTH=$(cat "$ADMIN_PASSWORD_FILE") timeout 5 "$CLI" -h "$HOST" -p "$PORT" --no-auth-warning "$@"
 }
 
-# host_admin: the host's own password for the admin (default) user, made here at first
-# boot; it never leaves the host, and the user-data holds password hashes only. Its hash
-# is one more password of the default user (the operators' admin password stays valid), in
-# the server's ACL file: the rendered one (ACL_SEED) the first time or when given it,
-# afterwards the file as live changes saved it.
+# host_admin: the host's own passwords, made here at first boot, which never leave the host
+# (the user-data holds password hashes only): the admin (default) user's, for the host's
+# steps, and with the exporters (EXPORTER_ENV) the monitoring user's, for redis_exporter,
+# kept in its root-only environment file. Each hash is one more password of its user (the
+# operators' stay valid), in the server's ACL file: the rendered one (ACL_SEED) the first
+# time or when given it, afterwards the file as live changes saved it.
+pw() { od -An -vtx1 -N32 /dev/urandom | tr -d ' \n'; }
+sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 host_admin() {
-	if [ ! -s "$ADMIN_PASSWORD_FILE" ]; then
-		(umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$ADMIN_PASSWORD_FILE") || return 1
+	[ -s "$ADMIN_PASSWORD_FILE" ] || (umask 077 && pw >"$ADMIN_PASSWORD_FILE") || return 1
+	hash="#$(sha "$(cat "$ADMIN_PASSWORD_FILE")")" mu= mh=
+	if [ -n "${EXPORTER_ENV:-}" ]; then
+		grep -q ^REDIS_PASSWORD= "$EXPORTER_ENV" || echo "REDIS_PASSWORD=$(pw)" >>"$EXPORTER_ENV" || return 1
+		mu=$(sed -n 's/^REDIS_USER="\(.*\)"$/\1/p' "$EXPORTER_ENV")
+		mh="#$(sha "$(sed -n 's/^REDIS_PASSWORD=//p' "$EXPORTER_ENV")")"
 	fi
-	hash="#$(tr -d '\n' <"$ADMIN_PASSWORD_FILE" | sha256sum | cut -d' ' -f1)"
 	from=${1:-$ACL_FILE}
 	[ -s "$from" ] || from=$ACL_SEED
-	awk -v h="$hash" '$1 == "user" && $2 == "default" { for (i = 3; i <= NF; i++) if ($i == h) h = ""; if (h != "") $0 = $0 " " h } { print }' \
-		"$from" >"$ACL_FILE.new" && grep -q "^user default .*$hash" "$ACL_FILE.new" &&
+	awk -v h="$hash" -v mu="$mu" -v mh="$mh" 'function add(x) { for (i = 3; i <= NF; i++) if ($i == x) return; $0 = $0 " " x }
+$1 == "user" && $2 == "default" { add(h) } $1 == "user" && $2 == mu { add(mh) } { print }' "$from" >"$ACL_FILE.new" &&
+		grep -q "^user default .*$hash" "$ACL_FILE.new" && { [ -z "$mu" ] || grep -q "^user $mu .*$mh" "$ACL_FILE.new"; } &&
 		chown "$SERVICE_USER:$SERVICE_GROUP" "$ACL_FILE.new" && chmod 0600 "$ACL_FILE.new" && mv "$ACL_FILE.new" "$ACL_FILE"
 }
 
@@ -450,10 +467,7 @@ state_timer() {
 setup() {
 	host_admin || { log "cannot add the host's admin password to $ACL_FILE"; return 1; }
 	# The server config holds the passwords: readable by the service's user only.
-	chown "$SERVICE_USER:$SERVICE_GROUP" "$SERVER_CONF" && chmod 0600 "$SERVER_CONF"
-	if [ -n "${TLS_KEY_FILE:-}" ]; then
-		chown "$SERVICE_USER:$SERVICE_GROUP" "$TLS_KEY_FILE" && chmod 0600 "$TLS_KEY_FILE"
-	fi
+	chown "$SERVICE_USER:$SERVICE_GROUP" "$CONFIG_FILE" && chmod 0600 "$CONFIG_FILE"
 	[ -z "${STATE_FILE:-}" ] || state_timer || log "cannot write the state timer's units"
 	systemctl daemon-reload
 	systemctl enable "$UNIT"

@@ -166,12 +166,15 @@ func Render(h Host) (*Bundle, error) {
 		{Path: DropInPath(srv), Content: dropIn(spec, srv, serverConfPath), Permissions: "0644"},
 	}
 	if files := spec.TLSFiles(ConfDir); files != nil {
-		// The key is 0600 and the setup step gives it to the server's user (cloud-init writes
-		// files as root, before the package's user may exist).
 		b.Files = append(b.Files,
 			File{Path: files.CertFile, Content: spec.TLS.CertPEM, Permissions: "0644"},
-			File{Path: files.KeyFile, Content: spec.TLS.KeyPEM, Permissions: "0600"},
 			File{Path: files.CACertFile, Content: spec.TLS.CACertPEM, Permissions: "0644"})
+		// The key is 0600 and the gate gives it to the server's user (cloud-init writes files
+		// as root, before the package's user may exist). With KeyOnHost the host's
+		// provisioning puts it there, and the gate keeps the master down until it does.
+		if !spec.TLS.KeyOnHost {
+			b.Files = append(b.Files, File{Path: files.KeyFile, Content: spec.TLS.KeyPEM, Permissions: "0600"})
+		}
 	}
 	b.Commands = [][]string{{ScriptPath, "setup"}}
 	b.Packages = []string{srv.Package}
@@ -203,25 +206,31 @@ func DropInPath(srv Server) string {
 }
 
 // masterConf is the shell fragment the policy script reads: settings and hooks, no secret.
-// stateFile is where the script publishes the master's state for node_exporter ("": nowhere).
+// stateFile is where the script publishes the master's state for node_exporter ("": nowhere,
+// and no exporters).
 // With seedFences, SEED_KEY names the record the script marks a new master unseeded in.
 func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string, seedFences bool) string {
 	var b strings.Builder
-	b.WriteString("# Written by redlock-kit: settings of the Redlock master's restart policy, read by " + ScriptPath + ".\n")
+	b.WriteString("# redlock-kit: the restart policy's settings, read by " + ScriptPath + ".\n")
 	for _, kv := range [][2]string{
 		{"NAME", spec.Name}, {"HOST", spec.Bind}, {"PORT", fmt.Sprint(spec.Port)}, {"ADDR", spec.Addr()},
 		{"DATA_DIR", spec.DataDir}, {hold.ShellName(hold.SettingRestartDelayMS), fmt.Sprint(spec.RestartDelay.Milliseconds())},
-		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"SERVER_CONF", serverConfPath}, {"CLI", srv.CLI},
+		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"CONFIG_FILE", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")}, {"TLS_CERT_FILE", tlsFile(spec, "cert")},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", lua.LibraryName},
-		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BIN", srv.Binary},
+		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BINARY", srv.Binary},
 		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)}, {"STATE_FILE", stateFile},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}
 	if seedFences {
 		fmt.Fprintf(&b, "SEED_KEY=%s\n", shellQuote(audit.FenceSeedKey))
+	}
+	if stateFile != "" {
+		// The exporters are on (they alone read the state file): setup gives redis_exporter a
+		// password of the host's own for the monitoring user.
+		fmt.Fprintf(&b, "EXPORTER_ENV=%s\n", shellQuote(RedisExporterEnvPath))
 	}
 	spec.Hooks.Each(func(name string, argv []string) {
 		body := ":"
@@ -241,18 +250,16 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string, 
 // policy steps run with '+' (root, outside the sandbox), the server inside it.
 func dropIn(spec master.Spec, srv Server, serverConfPath string) string {
 	delay := spec.RestartDelay
-	return fmt.Sprintf(`# Written by redlock-kit: the delayed restart of Redlock master %[1]q. The gate
-# holds a start until every lock the last run granted has expired (%[2]s after an unclean
-# stop); after a clean one it starts at once. RestartSec only spaces the attempts.
+	// Short comments: every byte counts against the user-data's 16 KiB.
+	return fmt.Sprintf(`# redlock-kit: Redlock master %[1]q; the gate holds a start %[2]s after an unclean stop
 [Unit]
-# Never give up on a gated start.
 StartLimitIntervalSec=0
 
 [Service]
 ExecStart=
 ExecStart=%[3]s %[4]s --supervised systemd --daemonize no
 ExecStartPre=+%[5]s gate
-# Load the kit's function library as the admin (a failed load fails the start).
+# A failed load of the function library fails the start.
 ExecStartPost=+%[5]s functions
 ExecStartPost=-+%[5]s started
 ExecStop=+%[5]s stop

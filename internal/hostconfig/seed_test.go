@@ -119,11 +119,13 @@ func TestFunctionsStepMarksUnseeded(t *testing.T) {
 	}
 }
 
-// TestGateTurnsLockUsersOffWithoutAOF: with SEED_KEY, a start whose data dir has no AOF
-// (a lost or replaced data disk whose ACL file was kept, saved by live changes with the
-// lock users on) makes the ACL file again from the rendered one, lock users off, with the
-// host admin's hash; redlock_users turns them on once it seeded the master. The controls:
-// with the AOF there, or without SEED_KEY, the file is left as it is.
+// TestGateTurnsLockUsersOffWithoutAOF: the gate step against the seeding rule's table
+// (redisconf.SeedScenarios, which the test harness's gate also runs against): with SEED_KEY, a
+// start whose data dir has no AOF, or an empty AOF dir (a lost or replaced data disk whose
+// ACL file was kept, saved by live changes with the lock users on) makes the ACL file again
+// from the rendered one, lock users off, with the host admin's hash; redlock_users turns
+// them on once it seeded the master. The controls: with the AOF there, or without SEED_KEY,
+// the file is left as it is.
 func TestGateTurnsLockUsersOffWithoutAOF(t *testing.T) {
 	users := []redisconf.LockUser{{Name: "billing", Password: strings.Repeat("d", 64), KeyPrefix: "billing:"}}
 	render := func(off bool) string {
@@ -142,30 +144,32 @@ func TestGateTurnsLockUsersOffWithoutAOF(t *testing.T) {
 		t.Fatalf("no user billing in the ACL file:\n%s", acl)
 		return false
 	}
-	for _, tc := range []struct {
-		name      string
-		seed, aof bool
-		wantOn    bool
-	}{
-		{name: "control: seeding on, AOF there", seed: true, aof: true, wantOn: true},
-		{name: "control: seeding off, no AOF", seed: false, aof: false, wantOn: true},
-		{name: "seeding on, no AOF: lock users off", seed: true, aof: false, wantOn: false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range redisconf.SeedScenarios {
+		t.Run(tc.Name, func(t *testing.T) {
+			wantOn := tc.Want == redisconf.KeepACLFile
 			p := newPolicy(t, 100*time.Millisecond)
 			seedFile, pwFile := filepath.Join(p.dir, "users.acl.seed"), filepath.Join(p.dir, "host-admin-password")
 			if err := os.WriteFile(seedFile, []byte(render(true)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			p.write("users.acl", render(false)) // as live changes saved it: the lock users on
-			if !tc.aof {
-				if err := os.RemoveAll(filepath.Join(p.dataDir, "appendonlydir")); err != nil {
+			aofDir := filepath.Join(p.dataDir, redisconf.AOFDir)
+			if entries, err := os.ReadDir(aofDir); err != nil || len(entries) == 0 {
+				t.Fatalf("the policy's data dir has no AOF files to start from (%v)", err)
+			}
+			if tc.AOF != redisconf.AOFFiles {
+				if err := os.RemoveAll(aofDir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.AOF == redisconf.AOFDirEmpty {
+				if err := os.Mkdir(aofDir, 0o700); err != nil {
 					t.Fatal(err)
 				}
 			}
 			extra := "ACL_SEED=" + shellQuote(seedFile) + "\nACL_FILE=" + shellQuote(filepath.Join(p.dataDir, "users.acl")) +
 				"\nADMIN_PASSWORD_FILE=" + shellQuote(pwFile) + "\nSERVICE_USER=root\nSERVICE_GROUP=root\n"
-			if tc.seed {
+			if tc.SeedFences {
 				extra += "SEED_KEY=" + shellQuote(audit.FenceSeedKey) + "\n"
 			}
 			conf, err := os.ReadFile(filepath.Join(p.dir, "master.conf"))
@@ -177,10 +181,10 @@ func TestGateTurnsLockUsersOffWithoutAOF(t *testing.T) {
 			}
 			out, _ := p.run("gate")
 			acl := p.read("users.acl")
-			if got := billingOn(acl); got != tc.wantOn {
-				t.Fatalf("billing on = %v after the gate, want %v:\n%s\ngate:\n%s", got, tc.wantOn, acl, out)
+			if got := billingOn(acl); got != wantOn {
+				t.Fatalf("billing on = %v after the gate, want %v (%s):\n%s\ngate:\n%s", got, wantOn, tc.Want, acl, out)
 			}
-			if !tc.wantOn {
+			if !wantOn {
 				pw, err := os.ReadFile(pwFile)
 				if err != nil || !strings.Contains(acl, "#"+redisconf.HashPassword(string(pw))) {
 					t.Fatalf("the remade ACL file lacks the host admin's hash (%v):\n%s", err, acl)

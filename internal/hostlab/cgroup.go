@@ -3,7 +3,6 @@
 package hostlab
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,39 +26,27 @@ type cgroupRoots struct {
 }
 
 func detectCgroups() (cgroupRoots, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := readMounts()
 	if err != nil {
 		return cgroupRoots{}, err
 	}
-	defer f.Close()
 	var r cgroupRoots
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(qf) < 3 {
-			continue
-		}
-		mp := unescapeMount(pf[4])
-		switch qf[0] {
+	for _, m := range mounts {
+		switch m.fsType {
 		case "cgroup":
-			if hasOpt(qf[2], "name=systemd") && r.v1 == "" {
-				r.v1 = mp
+			if hasOpt(m.superOpts, "name=systemd") && r.v1 == "" {
+				r.v1 = m.point
 			}
 		case "cgroup2":
 			if r.v2 == "" {
-				r.v2 = mp
+				r.v2 = m.point
 			}
 		}
 	}
 	if r.v1 == "" && r.v2 == "" {
 		return r, errors.New("no name=systemd or cgroup2 hierarchy mounted")
 	}
-	return r, sc.Err()
+	return r, nil
 }
 
 func hasOpt(opts, want string) bool {

@@ -86,23 +86,29 @@ func (h *Host) Kill(ctx context.Context, unit string, sig syscall.Signal) error 
 func (h *Host) Reboot(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if err := h.shutDownLocked(ctx, "reboot"); err != nil {
+		return err
+	}
+	return h.bootLocked(ctx)
+}
+
+// shutDownLocked runs `systemctl <verb>` (reboot or poweroff) inside the running host,
+// waits for nspawn to exit and collects the host's cgroup. h.mu is held.
+func (h *Host) shutDownLocked(ctx context.Context, verb string) error {
 	if h.cmd == nil {
 		return fmt.Errorf("host %s is not running", h.name)
 	}
 	done := h.done
 	// The command may report an error when the container goes away under it.
-	out, err := h.execPID(ctx, h.pid1, "systemctl", "reboot")
+	out, err := h.execPID(ctx, h.pid1, "systemctl", verb)
 	select {
 	case <-done:
 	case <-time.After(90 * time.Second):
-		return fmt.Errorf("host %s: still running 90s after systemctl reboot (%v: %s)", h.name, err, strings.TrimSpace(out))
+		return fmt.Errorf("host %s: still running 90s after systemctl %s (%v: %s)", h.name, verb, err, strings.TrimSpace(out))
 	case <-ctx.Done():
-		return fmt.Errorf("host %s: waiting for reboot: %w", h.name, ctx.Err())
+		return fmt.Errorf("host %s: waiting for %s: %w", h.name, verb, ctx.Err())
 	}
-	if err := h.stopLocked(); err != nil { // collect the cgroup
-		return err
-	}
-	return h.bootLocked(ctx)
+	return h.stopLocked() // collect the cgroup
 }
 
 // PowerOff stops the host hard, like pulling the plug: SIGKILL to nspawn, the
@@ -144,11 +150,7 @@ func (h *Host) Provision(ctx context.Context, userData string) error {
 	if h.cmd != nil {
 		return fmt.Errorf("host %s is already running: use Replace", h.name)
 	}
-	h.userData = userData
-	if err := h.newDisk(); err != nil {
-		return err
-	}
-	return h.bootLocked(ctx)
+	return h.bootFreshLocked(ctx, userData)
 }
 
 // Replace stops the host hard, throws its disk away and boots a new, empty host at
@@ -159,6 +161,12 @@ func (h *Host) Replace(ctx context.Context, userData string) error {
 	if err := h.stopLocked(); err != nil {
 		return err
 	}
+	return h.bootFreshLocked(ctx, userData)
+}
+
+// bootFreshLocked boots the host from a new, empty disk with this user-data (a new
+// instance-id: cloud-init runs afresh) and waits until it has booted. h.mu is held.
+func (h *Host) bootFreshLocked(ctx context.Context, userData string) error {
 	h.userData = userData
 	if err := h.newDisk(); err != nil {
 		return err
@@ -174,19 +182,7 @@ func (h *Host) Replace(ctx context.Context, userData string) error {
 func (h *Host) ReplaceWithClone(ctx context.Context, userData string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cmd == nil {
-		return fmt.Errorf("host %s is not running", h.name)
-	}
-	done := h.done
-	out, err := h.execPID(ctx, h.pid1, "systemctl", "poweroff")
-	select {
-	case <-done:
-	case <-time.After(90 * time.Second):
-		return fmt.Errorf("host %s: still running 90s after systemctl poweroff (%v: %s)", h.name, err, strings.TrimSpace(out))
-	case <-ctx.Done():
-		return fmt.Errorf("host %s: waiting for poweroff: %w", h.name, ctx.Err())
-	}
-	if err := h.stopLocked(); err != nil { // collect the cgroup
+	if err := h.shutDownLocked(ctx, "poweroff"); err != nil {
 		return err
 	}
 	if err := h.unmountLocked(); err != nil {

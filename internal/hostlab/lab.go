@@ -272,6 +272,17 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return l, nil
 	}
 	// Boot every host in parallel.
+	if err := errors.Join(l.eachHostLocked(func(h *Host) error { return h.bootFreshLocked(ctx, h.userData) })...); err != nil {
+		return nil, err
+	}
+	l.logf("hostlab: %d hosts booted in %v (network %v) on %s, work dir %s", len(l.hosts),
+		time.Since(netDone).Round(10*time.Millisecond), netDone.Sub(start).Round(time.Millisecond), l.subnet, l.dir)
+	return l, nil
+}
+
+// eachHostLocked runs f on every host at once, each under its host's lock, and returns
+// their errors in the order of the hosts.
+func (l *Lab) eachHostLocked(f func(h *Host) error) []error {
 	errs := make([]error, len(l.hosts))
 	var wg sync.WaitGroup
 	for i, h := range l.hosts {
@@ -280,20 +291,11 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 			defer wg.Done()
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			if err := h.newDisk(); err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = h.bootLocked(ctx)
+			errs[i] = f(h)
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	l.logf("hostlab: %d hosts booted in %v (network %v) on %s, work dir %s", len(l.hosts),
-		time.Since(netDone).Round(10*time.Millisecond), netDone.Sub(start).Round(time.Millisecond), l.subnet, l.dir)
-	return l, nil
+	return errs
 }
 
 func (l *Lab) logf(format string, args ...any) {
@@ -361,20 +363,7 @@ func (l *Lab) Close() error {
 }
 
 func (l *Lab) close() error {
-	var errs []error
-	var wg sync.WaitGroup
-	herrs := make([]error, len(l.hosts))
-	for i, h := range l.hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			herrs[i] = errors.Join(h.stopLocked(), h.unmountLocked())
-		}()
-	}
-	wg.Wait()
-	errs = append(errs, herrs...)
+	errs := l.eachHostLocked(func(h *Host) error { return errors.Join(h.stopLocked(), h.unmountLocked()) })
 
 	l.mu.Lock()
 	l.closed = true

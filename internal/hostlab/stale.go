@@ -3,7 +3,6 @@
 package hostlab
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -117,20 +116,13 @@ func reapStale(log io.Writer) {
 // staleMounts returns the mount points under dead labs' work dirs, deepest first,
 // and those work dirs.
 func staleMounts() (mounts, dirs []string) {
-	f, err := os.Open("/proc/self/mountinfo")
+	all, err := readMounts()
 	if err != nil {
 		return nil, nil
 	}
-	defer f.Close()
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
+	for _, m := range all {
+		mp := m.point
 		parts := strings.Split(mp, "/")
 		for i, part := range parts {
 			// A component exactly hostlab-<pid>-<n> with <pid> dead, and a host's

@@ -52,6 +52,11 @@ type Options struct {
 	// ACLFile puts every user in an ACL file in the master's data dir (redisconf.Config.ACLFile:
 	// password hashes only), so users changed live (ACL SAVE) survive a restart.
 	ACLFile bool
+	// SeedFences applies the host gate's fence seeding rule at every start, as a host
+	// rendered with seed_fences does (see seedGate): a data dir with no AOF gets the rendered
+	// ACL file, lock users off, and the master marks itself unseeded where it has no record.
+	// Needs ACLFile and LockUsers.
+	SeedFences bool
 }
 
 // Credentials every harness master shares. The lock user may FCALL the kit's functions
@@ -89,6 +94,7 @@ type Master struct {
 	TLSConfig *tls.Config
 	binary    string
 	clock     *ClockSkew
+	seed      *seedGate // Options.SeedFences; nil without
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -110,6 +116,9 @@ func New(opts Options) (*Cluster, error) {
 	bin, err := exec.LookPath(opts.ServerBinary)
 	if err != nil {
 		return nil, fmt.Errorf("%s not found on PATH: run `make deps` (installs redis-server with apt-get)", opts.ServerBinary)
+	}
+	if opts.SeedFences && (!opts.ACLFile || len(opts.LockUsers) == 0) {
+		return nil, fmt.Errorf("localmasters: SeedFences needs ACLFile and LockUsers (the lock users it turns off)")
 	}
 	c := &Cluster{dir: opts.Dir}
 	if opts.Host == "" {
@@ -224,6 +233,15 @@ func startMaster(bin string, opts Options, dataDir string, tm *tlsMaterial) (*Ma
 			if err := os.WriteFile(rc.ACLFile, []byte(acl), 0o600); err != nil {
 				return nil, err
 			}
+			if opts.SeedFences {
+				off := rc
+				off.LockUsersOff = true
+				rendered, err := off.RenderACL()
+				if err != nil {
+					return nil, err
+				}
+				m.seed = &seedGate{aclFile: rc.ACLFile, rendered: rendered}
+			}
 		}
 		conf, err := rc.Render()
 		if err != nil {
@@ -332,6 +350,10 @@ func (m *Master) Restart() error {
 		m.mu.Unlock()
 		return fmt.Errorf("master %s is already running (pid %d)", m.Addr, m.cmd.Process.Pid)
 	}
+	if err := m.seed.beforeStart(m.DataDir); err != nil {
+		m.mu.Unlock()
+		return err
+	}
 	cmd := exec.Command(m.binary, m.ConfigFile)
 	cmd.Dir = m.DataDir
 	if m.clock != nil {
@@ -374,6 +396,10 @@ func (m *Master) waitReady(done chan struct{}) error {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
 				if err := funclib.Load(ctx, m.Admin()); err != nil {
+					_ = m.stopProcess()
+					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
+				}
+				if err := m.seed.afterStart(ctx, m.Admin()); err != nil {
 					_ = m.stopProcess()
 					return fmt.Errorf("redis-server on %s: %w", m.Addr, err)
 				}

@@ -18,6 +18,10 @@ type TLS struct {
 	CertPEM   string // server certificate; must cover the bind address
 	KeyPEM    string // its private key
 	CACertPEM string // the CA that signed it, which clients trust
+	// KeyOnHost (hosts only) means KeyPEM is empty and stays out of the rendered files: the
+	// host's provisioning puts the key in the key file itself, and the host's gate keeps the
+	// master down until it is there.
+	KeyOnHost bool
 }
 
 // Names of the TLS files a runtime writes in the directory it keeps them in (the data dir
@@ -81,12 +85,17 @@ func (s Spec) CheckTLS(now time.Time) error {
 		return nil
 	}
 	var errs []error
+	if s.TLS.KeyOnHost && s.TLS.KeyPEM != "" {
+		errs = append(errs, &FieldError{Field: "tls_key_pem", Summary: "The TLS key, once",
+			Detail: "tls_key_on_host = true and tls_key_pem is set: the key would be in the user-data after all. Leave " +
+				"tls_key_pem out and deliver the key to the host, or set tls_key_on_host = false."})
+	}
 	for _, f := range []struct{ field, value, what string }{
 		{"tls_cert_pem", s.TLS.CertPEM, "the master's server certificate (redlock_server_certificate's cert_pem)"},
-		{"tls_key_pem", s.TLS.KeyPEM, "its private key (redlock_server_certificate's private_key_pem)"},
+		{"tls_key_pem", s.TLS.KeyPEM, "its private key (redlock_server_certificate's private_key_pem), or set tls_key_on_host = true and deliver it to the host"},
 		{"tls_ca_cert_pem", s.TLS.CACertPEM, "the CA certificate clients trust (redlock_ca's cert_pem)"},
 	} {
-		if f.value == "" {
+		if f.value == "" && (f.field != "tls_key_pem" || !s.TLS.KeyOnHost) {
 			errs = append(errs, &FieldError{Field: f.field, Summary: f.field + " is required with tls = true",
 				Detail: "tls = true and " + f.field + " is empty: give " + f.what + ", or set tls = false."})
 		}

@@ -113,18 +113,21 @@ func (p *ServerProblem) Error() string { return p.Part + ": " + p.Detail }
 // the CA in caPEM for server authentication and is valid at now, and that it covers host
 // (an IP address or a DNS name; "" skips that check). A wildcard bind address (0.0.0.0, ::)
 // is covered by any certificate: clients reach such a master at an address the certificate
-// must name, which only they know. The error is a *ServerProblem.
+// must name, which only they know. keyPEM "" skips the key's checks (a key that reaches
+// the server some other way). The error is a *ServerProblem.
 func CheckServer(certPEM, keyPEM, caPEM, host string, now time.Time) error {
 	cert, err := ParseCert(certPEM)
 	if err != nil {
 		return &ServerProblem{"cert", "does not parse: " + err.Error()}
 	}
-	key, err := ParseKey(keyPEM)
-	if err != nil {
-		return &ServerProblem{"key", "does not parse: " + err.Error()}
-	}
-	if err := keyMatches(cert, key); err != nil {
-		return &ServerProblem{"key", err.Error()}
+	if keyPEM != "" {
+		key, err := ParseKey(keyPEM)
+		if err != nil {
+			return &ServerProblem{"key", "does not parse: " + err.Error()}
+		}
+		if err := keyMatches(cert, key); err != nil {
+			return &ServerProblem{"key", err.Error()}
+		}
 	}
 	cas, err := ParseCerts(caPEM)
 	if err != nil {

@@ -358,12 +358,35 @@ func (c *Client) awaitConfirm(ctx context.Context, confirmed <-chan struct{}, bo
 const notifyJitter = time.Millisecond
 
 // retryable reports whether another attempt may succeed. A denial (wrong password,
-// missing ACL permission) never heals by itself: it is returned at once.
+// missing ACL permission) never heals by itself: it is returned at once when the masters
+// that denied leave too few others for a majority. A denial by fewer is one failed master
+// among others, retried like a timeout: a new master whose lock users are not let in yet
+// (a rolling replacement seeds its fences first) must not end every contended wait.
 func retryable(err error) bool {
-	if errors.Is(err, ErrDenied) {
+	if errors.Is(err, ErrDenied) && !deniedByMinority(err) {
 		return false
 	}
 	return errors.Is(err, ErrTaken) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrExpired) || errors.Is(err, ErrLost)
+}
+
+// deniedByMinority reports whether err is an *UnavailableError whose denying masters
+// leave a majority of others.
+func deniedByMinority(err error) bool {
+	var u *UnavailableError
+	if !errors.As(err, &u) {
+		return false
+	}
+	masters := u.Masters
+	if masters == 0 {
+		masters = u.Votes + u.Refused + len(u.Errors)
+	}
+	denied := 0
+	for _, me := range u.Errors {
+		if errors.Is(me.Err, ErrDenied) {
+			denied++
+		}
+	}
+	return masters-denied >= u.Quorum
 }
 
 // retryDelay is a random delay in [RetryDelayMin, RetryDelayMax]: competing clients fall

@@ -99,6 +99,71 @@ func TestWrongPasswordIsDenied(t *testing.T) {
 	}
 }
 
+// TestMinorityDenialIsRetried: a master that denies the lock user (a new master whose
+// users are off until its fences are seeded) while the others can still make a majority
+// is one failed master: an attempt that also meets the lock held is retried, and the lock
+// is taken once the holder's key expires. Denied by a majority, Acquire returns ErrDenied
+// after one attempt (the negative control: retrying cannot help there).
+func TestMinorityDenialIsRetried(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	clientDenyingOn := func(t *testing.T, denied int) (*redlock.Client, *atomic.Int64) {
+		var masters []redis.UniversalClient
+		for i, m := range cl.Masters {
+			password := redistest.LockPassword
+			if i < denied {
+				password = "not-the-password"
+			}
+			masters = append(masters, readmeClient(t, m.Addr, redistest.LockUser, password, nil))
+		}
+		var attempts atomic.Int64
+		c, err := redlock.New(masters, redlock.Options{NodeTimeout: testNodeTimeout,
+			Hooks: redlock.HookFuncs{OnOperation: func(e redlock.OperationEvent) {
+				if e.Op == redlock.OpAcquire {
+					attempts.Store(int64(e.Attempts))
+				}
+			}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c, &attempts
+	}
+	// Another holder's key on masters 0-2 (a majority) for a second: the attempt is denied
+	// by master 0, refused by 1 and 2, granted by 3 and 4, so no majority either way yet.
+	holdOnFirstThree := func(t *testing.T, key string) {
+		for _, m := range cl.Masters[:3] {
+			if err := m.Admin().Set(adminCtx(t), key, "another-holder", time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Run("denied by one of five: retried until the holder's key expires", func(t *testing.T) {
+		c, attempts := clientDenyingOn(t, 1)
+		holdOnFirstThree(t, "minority-denied")
+		l, err := acquireOrHang(t, c, "minority-denied")
+		if err != nil {
+			t.Fatalf("Acquire with one master denying: %v, want the lock once the holder's key expired", err)
+		}
+		if n := attempts.Load(); n < 2 {
+			t.Errorf("Acquire made %d attempts, want a retry after the denied and refused attempt", n)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("denied by three of five: ErrDenied after one attempt", func(t *testing.T) {
+		c, attempts := clientDenyingOn(t, 3)
+		holdOnFirstThree(t, "majority-denied")
+		_, err := acquireOrHang(t, c, "majority-denied")
+		if !errors.Is(err, redlock.ErrDenied) {
+			t.Fatalf("Acquire with three masters denying: %v, want ErrDenied", err)
+		}
+		if n := attempts.Load(); n != 1 {
+			t.Errorf("Acquire made %d attempts, want 1", n)
+		}
+	})
+}
+
 // TestMissingPermissionIsDenied: a user whose ACL lacks the scripts gets NOPERM as
 // ErrDenied, not retried.
 func TestMissingPermissionIsDenied(t *testing.T) {

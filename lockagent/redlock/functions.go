@@ -66,10 +66,23 @@ func scriptsDenied(err error) bool {
 // scripts either. It is a server reply (redis.Error) starting with NOPERM, so it is
 // reported as a *DeniedError: retrying cannot help, and the message says what to fix.
 type scriptsUnavailableError struct {
+	function    string // the function FCALL asked for
 	fcall, eval error
 }
 
 func (e *scriptsUnavailableError) Error() string {
+	if strings.Contains(strings.ToLower(e.fcall.Error()), "function not found") {
+		// Every function name ends in the library version (lua.Script.Function): the
+		// master runs another version of the library, or none.
+		return fmt.Sprintf("NOPERM the master has no function %s (%v): its %q function library is not this client's "+
+			"version %s (another version, or none is loaded), and this user may not run the client's own scripts "+
+			"(EVAL failed: %v). A lock user's client and the masters must run the same function-library version "+
+			"(`lockagent validate` prints each master's function_library_version); the call ran nothing there. Fix: use a "+
+			"client built at the masters' version, or load this client's library on every master as the admin "+
+			"(FUNCTION LOAD REPLACE with redlock.FunctionLibrary().Code, or `lockagent functions`; masters the kit "+
+			"runs load their own at every start: upgrade them), or give the client a user with +eval +evalsha "+
+			"+script|load", e.function, e.fcall, FunctionLibraryName, FunctionLibrary().Version, e.eval)
+	}
 	return fmt.Sprintf("NOPERM the master cannot run the kit's scripts for this user: FCALL of the %q function "+
 		"library (version %s) failed (%v), and EVAL failed (%v). Fix: load the library as the admin "+
 		"(FUNCTION LOAD REPLACE with redlock.FunctionLibrary().Code, or `lockagent functions`; masters the kit runs load "+
@@ -98,10 +111,11 @@ var _ redis.Error = (*scriptsUnavailableError)(nil)
 // at once.
 func (m *master) retryScripts(ctx context.Context, live []*request) {
 	type retry struct {
-		orig  *redis.Cmd
-		first error // the reply the pipeline got
-		cmd   *redis.Cmd
-		via   int
+		orig     *redis.Cmd
+		first    error // the reply the pipeline got
+		cmd      *redis.Cmd
+		via      int
+		function string
 	}
 	var retries []retry
 	noScript := false
@@ -122,7 +136,7 @@ func (m *master) retryScripts(ctx context.Context, live []*request) {
 			default:
 				continue
 			}
-			retries = append(retries, retry{orig: r.cmds[i], first: err, cmd: c.command(ctx, via, false), via: via})
+			retries = append(retries, retry{orig: r.cmds[i], first: err, cmd: c.command(ctx, via, false), via: via, function: c.script.Function})
 		}
 	}
 	if len(retries) == 0 {
@@ -138,10 +152,10 @@ func (m *master) retryScripts(ctx context.Context, live []*request) {
 		err := rt.cmd.Err()
 		switch {
 		case rt.via == viaScripts && from == viaFunctions && scriptsDenied(err):
-			rt.orig.SetErr(&scriptsUnavailableError{fcall: rt.first, eval: err})
+			rt.orig.SetErr(&scriptsUnavailableError{function: rt.function, fcall: rt.first, eval: err})
 			continue
 		case rt.via == viaFunctions && functionsUnavailable(err):
-			rt.orig.SetErr(&scriptsUnavailableError{fcall: err, eval: rt.first})
+			rt.orig.SetErr(&scriptsUnavailableError{function: rt.function, fcall: err, eval: rt.first})
 			continue
 		case rt.via == viaScripts && from == viaFunctions && serverRan(err):
 			evalWorked = true

@@ -470,6 +470,11 @@ func describeMaster(m audit.Master) string {
 			line += " " + m.FunctionLibraryVersion
 		}
 	}
+	if !m.CertNotAfter.IsZero() {
+		// Shown on every run, not only within the audit's 30-day warning: after a rotation
+		// the operator sees each master's new expiry.
+		line += "  tls cert until " + m.CertNotAfter.UTC().Format(time.RFC3339)
+	}
 	if ms := m.PublishedRestartDelayMS(); ms >= 0 {
 		line += fmt.Sprintf("  hold %v (%s)", time.Duration(ms)*time.Millisecond, m.Runtime)
 	}

@@ -5,10 +5,19 @@ locals {
   domains = [for h in var.hosts : h.failure_domain if h.failure_domain != null]
 
   # What the other shared files (modules/.shared) read.
-  lock_user            = var.lock_user
-  credentials_keepers  = var.credentials_keepers
-  master_addresses     = [for h in var.hosts : h.address]
-  ca_common_name       = "redlock-hosts CA"
+  lock_user           = var.lock_user
+  credentials_keepers = var.credentials_keepers
+  master_addresses    = [for h in var.hosts : h.address]
+  ca_common_name      = "redlock-hosts CA"
+  tls_cas             = var.tls_cas
+  # The CA each host's certificate is signed by: its tls_ca, else the only CA ("" while there
+  # are two: redlock_server_certificate.this refuses it with master_tls_ca_problems).
+  master_tls_cas = [for h in var.hosts : h.tls_ca != null ? h.tls_ca : (length(var.tls_cas) == 1 ? var.tls_cas[0] : "")]
+  master_tls_ca_problems = [for i, h in var.hosts : !var.tls || contains(var.tls_cas, local.master_tls_cas[i]) ? "" : (
+    h.tls_ca == null
+    ? "hosts[${i}] (${h.name}) names no tls_ca while tls_cas has two CAs (${join(", ", var.tls_cas)}): say which CA signs each host's certificate. Set tls_ca = \"${var.tls_cas[0]}\" (the old CA, what it serves now) on every host that has not moved to the new CA yet."
+    : "hosts[${i}] (${h.name}) has tls_ca = \"${h.tls_ca}\", which is not in tls_cas (${join(", ", var.tls_cas)}): clients trust only the CAs in tls_cas, so they would refuse this host's certificate. To drop a CA, first move every host off it (tls_ca); to move a host to a new CA, add it to tls_cas first, in an apply of its own, and roll the clients' configs out."
+  )]
   endpoints            = data.redlock_host_config.this[*].endpoint
   quorum               = floor(length(var.hosts) / 2) + 1
   min_restart_delay_ms = min(data.redlock_host_config.this[*].restart_delay_ms...)
@@ -34,20 +43,23 @@ data "redlock_host_config" "this" {
   exporters        = var.exporters
   seed_fences      = var.seed_fences
 
-  # A host checks passwords against their hashes: its arguments (kept in the state) get
-  # the hashes only, but the monitoring password, which the exporter on the host logs in with.
+  # A host checks passwords against their hashes: its arguments (kept in the state) get the
+  # hashes only (with exporters, the host makes redis_exporter's password itself).
   admin_password_sha256   = redlock_credentials.this.admin_password_sha256
   lock_user               = local.tenants ? null : redlock_credentials.this.lock_user
   lock_password_sha256    = local.tenants ? null : redlock_credentials.this.lock_password_sha256
   lock_users              = local.tenants ? local.lock_user_hashes : null
   monitor_user            = var.monitor_user
-  monitor_password        = var.exporters ? redlock_credentials.monitor.lock_password : null
-  monitor_password_sha256 = var.exporters ? null : redlock_credentials.monitor.lock_password_sha256
+  monitor_password_sha256 = redlock_credentials.monitor.lock_password_sha256
 
   tls             = var.tls
   tls_cert_pem    = var.tls ? redlock_server_certificate.this[count.index].cert_pem : null
-  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null
-  tls_ca_cert_pem = local.ca_cert_pem
+  tls_key_pem     = var.tls ? redlock_server_certificate.this[count.index].private_key_pem : null # null with a key file
+  tls_key_on_host = var.tls && local.server_key_dir != null
+  # On the host the CA file serves only its own tools (the policy script's redis-cli, the
+  # exporter), which talk to this host's certificate: the CA that signed it, so adding or
+  # dropping a CA in the clients' bundle leaves every host's user-data as it was.
+  tls_ca_cert_pem = var.tls ? redlock_server_certificate.this[count.index].ca_cert_pem : null
 
   lifecycle {
     precondition {
@@ -75,6 +87,11 @@ output "user_data_base64_gzip" {
   description = "The same user-data gzipped and base64-encoded (aws_instance's user_data_base64, azurerm's custom_data)."
   value       = data.redlock_host_config.this[*].user_data_base64_gzip
   sensitive   = true
+}
+
+output "tls_server_cas" {
+  description = "With tls, the name of the CA (in tls_cas) that signs each host's server certificate, in the order of var.hosts: during a move to a new CA, which hosts are not on it yet. Null otherwise."
+  value       = var.tls ? local.master_tls_cas : null
 }
 
 output "endpoints" {

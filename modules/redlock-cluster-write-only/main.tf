@@ -1,30 +1,19 @@
 # modules/redlock-cluster with no password in the state (Terraform >= 1.11): the same local
-# masters, their passwords kept in files under secrets_dir (credentials.tf) and given to the
-# masters write-only, the audit and the client configs ephemeral.
+# masters, their passwords kept in files under secrets_dir (shared_write_only_credentials.tf)
+# and given to the masters write-only, the audit (shared_write_only_audit.tf) and the client
+# configs ephemeral.
 
 locals {
-  data_root = var.data_root != null ? var.data_root : "${abspath(path.root)}/.redlock-data"
+  # The masters take every password write-only, the monitoring one too; the servers' TLS
+  # keys are in the state (redlock_master takes tls_key_pem from the certificate).
+  server_key_dir = null
 
-  ports = length(var.ports) > 0 ? var.ports : [for i in range(var.masters) : var.base_port + i]
-  binds = length(var.bind_addresses) == 1 ? [for i in range(var.masters) : var.bind_addresses[0]] : var.bind_addresses
-
-  # Two masters on the same address and port would be one master counted twice.
-  listen = [for i in range(min(length(local.binds), length(local.ports))) : "${local.binds[i]}:${local.ports[i]}"]
-
-  # Two masters must never share a data dir (they would overwrite each other's files). The
-  # names make them distinct; the precondition keeps it so. Another configuration (or
-  # another instance of this module with the same data_root and name_prefix) is refused by
-  # the provider: at plan once its masters run, at apply otherwise.
-  data_dirs = [for i in range(var.masters) : "${local.data_root}/${var.name_prefix}-${i}"]
-
-  # What the shared files (shared_*.tf, from modules/.shared) read.
-  lock_user            = "redlock"
-  credentials_keepers  = null
-  master_addresses     = local.binds
-  ca_common_name       = "${var.name_prefix} redlock CA"
-  endpoints            = redlock_master.this[*].address
-  quorum               = floor(var.masters / 2) + 1
-  min_restart_delay_ms = min(redlock_master.this[*].restart_delay_ms...)
+  # The masters' password_wo_version: any new credentials set (a newer version) rotates.
+  credentials_version = max(concat([redlock_credentials.this.version, redlock_credentials.monitor.version],
+  [for t in redlock_credentials.tenant : t.version])...)
+  lock_users = local.tenants ? {
+    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, allow_eval = u.allow_eval }
+  } : null
 }
 
 resource "redlock_master" "this" {
@@ -48,7 +37,7 @@ resource "redlock_master" "this" {
   lock_users             = local.lock_users
   lock_user_passwords_wo = local.tenants ? { for name in keys(var.lock_users) : name => ephemeral.redlock_credentials.tenant[name].lock_password } : null
   monitor_user           = var.monitor_user
-  monitor_password_wo    = ephemeral.redlock_credentials.monitor.lock_password
+  monitor_password_wo    = local.monitor_password
   password_wo_version    = local.credentials_version
 
   tls             = var.tls
@@ -64,42 +53,8 @@ resource "redlock_master" "this" {
 
   lifecycle {
     precondition {
-      condition     = length(var.bind_addresses) == 1 || length(var.bind_addresses) == var.masters
-      error_message = "bind_addresses has ${length(var.bind_addresses)} entries: give one address shared by all masters, or exactly one per master (${var.masters})."
+      condition     = length(local.placement_problems) == 0
+      error_message = join(" ", local.placement_problems)
     }
-    precondition {
-      condition     = length(var.ports) == 0 || length(var.ports) == var.masters
-      error_message = "ports has ${length(var.ports)} entries but masters = ${var.masters}: give one port per master, or leave ports empty and set base_port."
-    }
-    precondition {
-      condition     = length(distinct([for l in local.listen : l if !endswith(l, ":0")])) == length([for l in local.listen : l if !endswith(l, ":0")])
-      error_message = "Two masters would listen on the same address and port (${join(", ", local.listen)}): give each master its own port, or its own bind address."
-    }
-    precondition {
-      condition     = length(distinct(local.data_dirs)) == length(local.data_dirs)
-      error_message = "Two masters would share a data dir (${join(", ", local.data_dirs)}): every master needs its own."
-    }
-  }
-}
-
-# Every plan audits the deployment once the masters answer. The audit is ephemeral (it logs
-# in with the admin password); Terraform refuses ephemeral values in error messages, so its
-# problems are in the warning it adds.
-ephemeral "redlock_audit" "this" {
-  endpoints     = local.endpoints
-  username      = "default"
-  password      = ephemeral.redlock_credentials.this.admin_password
-  lock_username = local.audit_user
-  lock_password = local.audit_password
-  max_lock_ttl  = var.max_lock_ttl
-  restart_delay = "${local.min_restart_delay_ms}ms"
-  tls           = var.tls
-  ca_cert_pem   = local.ca_cert_pem
-}
-
-check "redlock_deployment" {
-  assert {
-    condition     = ephemeral.redlock_audit.this.safe
-    error_message = "The Redlock deployment is not safe: the warning \"The Redlock deployment is not safe\" above says why."
   }
 }

@@ -1,15 +1,5 @@
-# Generated from modules/.shared/versions.tf by scripts/module-shared.sh (make module-docs): edit that file,
-# not this copy; make check-docs fails when they differ.
-# Shared by: redlock-cluster redlock-hosts
-# Terraform >= 1.5 (the write-only module needs 1.11).
-
+# The provider is in shared_providers.tf (from modules/.shared/providers.tf).
 terraform {
+  # Terraform >= 1.5 (the write-only module needs 1.11).
   required_version = ">= 1.5.0"
-
-  required_providers {
-    redlock = {
-      source  = "redlock-kit/redlock"
-      version = ">= 0.1.0"
-    }
-  }
 }

@@ -4,12 +4,13 @@
 # The inputs of both hosts modules.
 
 variable "hosts" {
-  description = "The hosts, one master each, in the order clients use them. address is the host's private IP the master listens on; failure_domain (zone, rack) makes the module refuse two masters in one domain; server overrides var.server for this host."
+  description = "The hosts, one master each, in the order clients use them. address is the host's private IP the master listens on; failure_domain (zone, rack) makes the module refuse two masters in one domain; server overrides var.server for this host; tls_ca names the CA in tls_cas that signs this host's server certificate (needed while tls_cas has two; with one, that one)."
   type = list(object({
     name           = string
     address        = string
     failure_domain = optional(string)
     server         = optional(string)
+    tls_ca         = optional(string)
   }))
 
   validation {
@@ -27,6 +28,22 @@ variable "hosts" {
   validation {
     condition     = alltrue([for h in var.hosts : can(cidrhost("${h.address}/32", 0))])
     error_message = "Every host address must be an IPv4 address, e.g. an instance's private_ip."
+  }
+}
+
+variable "tls_cas" {
+  description = "With tls, the names of the deployment's CAs: one, or two while the hosts move to a new CA (the day-2 guide's \"Rotate certificates\"). Clients, live users and the audit trust every CA listed (the bundle in ca_cert_pem and client_configs); each host's certificate is signed by the one its tls_ca names. To move to a new CA: add its name and roll the clients' configs out, then move the hosts one at a time (tls_ca), then remove the old name. The CA named \"1\" is the one the module made before it named its CAs."
+  type        = list(string)
+  default     = ["1"]
+  nullable    = false
+
+  validation {
+    condition     = length(var.tls_cas) >= 1 && length(var.tls_cas) <= 2 && length(distinct(var.tls_cas)) == length(var.tls_cas)
+    error_message = "tls_cas is [${join(", ", var.tls_cas)}]: give one CA name, or two distinct ones (the old and the new) while the hosts move to the new CA."
+  }
+  validation {
+    condition     = alltrue([for name in var.tls_cas : can(regex("^[a-z0-9][a-z0-9-]{0,31}$", name))])
+    error_message = "tls_cas names go into CA common names and key file names: use lower-case letters, digits and '-', at most 32 characters (e.g. \"2\", \"2027\")."
   }
 }
 

@@ -9,6 +9,7 @@ locals {
   live_admin_password    = redlock_credentials.this.admin_password
   live_admin_password_wo = null
   ca_key_file            = null # the CA's key in the state
+  server_key_dir         = null # the server keys in the state (and each in its host's user-data)
 }
 
 # Every plan audits the deployment once the hosts answer: drift (a CONFIG SET on a host) or

@@ -7,4 +7,9 @@
 // The rule: a master that may have granted locks and did not prove a clean, durable stop
 // stays down for restart_delay (more than the largest lock TTL) from the last moment it may
 // have served, so that every lock it granted has expired elsewhere before it answers again.
+//
+// The other rule a start applies where fence registers are seeded (the AOF lost, the ACL
+// file kept: lock users off until seeding) picks an ACL file rather than a hold, and has its
+// table beside that file's rendering: internal/redisconf's SeedScenarios, run against the
+// host gate script and the test harness alike.
 package hold

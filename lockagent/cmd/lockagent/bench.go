@@ -146,12 +146,8 @@ func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
 
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, dep, o := newBenchFlags()
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, benchUsage)
-			return exitOK
-		}
-		return usageError(stderr, "bench", err)
+	if code, ok := parseFlags(fs, args, "bench", benchUsage, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, "bench", fmt.Errorf("unexpected argument %q: bench takes only flags", fs.Arg(0)))

@@ -70,6 +70,33 @@ func addDeploymentFlags(fs *flag.FlagSet) *deploymentFlags {
 // load merges agent.json, LOCKAGENT_* and the flags that were given, then checks the
 // result.
 func (d *deploymentFlags) load() (*agentconfig.Config, error) {
+	cfg, err := d.overlay()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Username == "" {
+		cfg.Username = redisconf.DefaultLockUser
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	for _, e := range cfg.Endpoints {
+		if _, port, err := net.SplitHostPort(e); err != nil || port == "" {
+			return nil, fmt.Errorf("endpoints: %q is not host:port (for IPv6 write [::1]:6379)", e)
+		}
+	}
+	if cfg.Quorum != 0 && cfg.Quorum != cfg.QuorumSize() {
+		return nil, fmt.Errorf("quorum: agent.json says %d but %d endpoints need a quorum of %d (N/2+1); fix the endpoints or drop the quorum field", cfg.Quorum, len(cfg.Endpoints), cfg.QuorumSize())
+	}
+	if cfg.Password == "" {
+		return nil, errors.New("password: none given; set LOCKAGENT_PASSWORD (preferred: flags show in ps), \"password\" in agent.json, or --password")
+	}
+	return cfg, nil
+}
+
+// overlay loads agent.json (and LOCKAGENT_*) and puts the deployment flags that were
+// given over it, unchecked: run and bench check it in load, validate its own way.
+func (d *deploymentFlags) overlay() (*agentconfig.Config, error) {
 	cfg, err := agentconfig.Load(d.configPath)
 	if err != nil {
 		return nil, err
@@ -92,23 +119,6 @@ func (d *deploymentFlags) load() (*agentconfig.Config, error) {
 			cfg.MaxLockTTL.Duration = d.maxTTL
 		}
 	})
-	if cfg.Username == "" {
-		cfg.Username = redisconf.DefaultLockUser
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	for _, e := range cfg.Endpoints {
-		if _, port, err := net.SplitHostPort(e); err != nil || port == "" {
-			return nil, fmt.Errorf("endpoints: %q is not host:port (for IPv6 write [::1]:6379)", e)
-		}
-	}
-	if cfg.Quorum != 0 && cfg.Quorum != cfg.QuorumSize() {
-		return nil, fmt.Errorf("quorum: agent.json says %d but %d endpoints need a quorum of %d (N/2+1); fix the endpoints or drop the quorum field", cfg.Quorum, len(cfg.Endpoints), cfg.QuorumSize())
-	}
-	if cfg.Password == "" {
-		return nil, errors.New("password: none given; set LOCKAGENT_PASSWORD (preferred: flags show in ps), \"password\" in agent.json, or --password")
-	}
 	return cfg, nil
 }
 

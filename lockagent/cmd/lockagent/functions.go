@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,12 +33,8 @@ func functionsMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("functions", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	version := fs.Bool("version", false, "print only the version")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, functionsUsage)
-			return exitOK
-		}
-		return usageError(stderr, "functions", err)
+	if code, ok := parseFlags(fs, args, "functions", functionsUsage, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, "functions", fmt.Errorf("unexpected argument %q: functions takes only --version", fs.Arg(0)))

@@ -195,12 +195,8 @@ func newRunFlags() (*flag.FlagSet, *deploymentFlags, *runOptions) {
 // its own process (the lockagent binary), never inside a program with other children.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags, dep, o := newRunFlags()
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, runUsage)
-			return exitOK
-		}
-		return usageError(stderr, "run", err)
+	if code, ok := parseFlags(flags, args, "run", runUsage, stderr); !ok {
+		return code
 	}
 	o.command = flags.Args()
 	log, err := dep.logger(stderr)
@@ -308,6 +304,21 @@ func (o *runOptions) check() error {
 		return fmt.Errorf("--kill-grace %v: must be positive, such as 10s", o.killGrace)
 	}
 	return nil
+}
+
+// parseFlags parses a command's flags. It returns ok = false with the exit code to end
+// with when the command must not run: --help (its usage printed, exit 0) or a bad flag.
+func parseFlags(fs *flag.FlagSet, args []string, cmd, usage string, stderr io.Writer) (code int, ok bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, usage)
+		return exitOK, false
+	default:
+		return usageError(stderr, cmd, err), false
+	}
 }
 
 func usageError(stderr io.Writer, cmd string, err error) int {

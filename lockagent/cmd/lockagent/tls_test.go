@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 )
 
 // TestTLSDeployment: against TLS-only masters, validate is SAFE with the deployment's CA
@@ -23,26 +24,33 @@ func TestTLSDeployment(t *testing.T) {
 	t.Run("validate with the CA in agent.json", func(t *testing.T) {
 		cfg := writeAgentConfig(t, c, func(m map[string]any) { m["tls"], m["ca_cert_pem"] = true, c.CACertPEM })
 		code, out, errOut := runValidateCmd(t, append([]string{"-c", cfg}, quick...)...)
-		if code != validateExitSafe || !strings.Contains(out, "VERDICT: SAFE") {
+		if code != validation.ExitSafe || !strings.Contains(out, "VERDICT: SAFE") {
 			t.Fatalf("exit %d, want SAFE\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		// Each master's line gives its certificate's expiry (what an operator checks after a rotation).
+		if n := strings.Count(out, "tls cert until "); n != 5 {
+			t.Errorf("%d master lines give their certificate's expiry, want 5:\n%s", n, out)
 		}
 	})
 	t.Run("validate --cacert", func(t *testing.T) {
 		code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, nil), "--cacert", caFile}, quick...)...)
-		if code != validateExitSafe || !strings.Contains(out, "VERDICT: SAFE") {
+		if code != validation.ExitSafe || !strings.Contains(out, "VERDICT: SAFE") {
 			t.Fatalf("exit %d, want SAFE\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 	})
 	t.Run("validate without TLS reaches no master", func(t *testing.T) {
 		code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...)...)
-		if code == validateExitSafe || !strings.Contains(out, "EOF") {
+		if code == validation.ExitSafe || !strings.Contains(out, "EOF") {
 			t.Fatalf("exit %d, want not SAFE with the masters closing the plain-text connections (EOF)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		if strings.Contains(out, "tls cert until ") {
+			t.Errorf("a certificate expiry without a TLS connection:\n%s", out)
 		}
 	})
 	t.Run("validate refuses a CA without tls", func(t *testing.T) {
 		cfg := writeAgentConfig(t, c, func(m map[string]any) { m["ca_cert_pem"] = c.CACertPEM })
 		code, _, errOut := runValidateCmd(t, "-c", cfg)
-		if code != validateExitUsage || !strings.Contains(errOut, "tls: a CA certificate is given") {
+		if code != validation.ExitUsage || !strings.Contains(errOut, "tls: a CA certificate is given") {
 			t.Fatalf("exit %d, want a usage error naming tls\nstderr:\n%s", code, errOut)
 		}
 	})

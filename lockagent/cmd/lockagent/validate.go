@@ -19,16 +19,6 @@ import (
 
 // `lockagent validate` is a thin caller of package validation: flags, output, exit code.
 
-// Exit codes of `lockagent validate` (documented in its --help).
-const (
-	validateExitSafe         = validation.ExitSafe
-	validateExitUnsafe       = validation.ExitUnsafe
-	validateExitUsage        = validation.ExitUsage
-	validateExitFailed       = validation.ExitFailed
-	validateExitInconclusive = validation.ExitInconclusive
-	validateExitDenied       = validation.ExitDenied
-)
-
 // validateResult is the --json document.
 type validateResult = validation.Report
 
@@ -99,24 +89,25 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 		fmt.Fprint(stderr, validateUsage)
 		fs.PrintDefaults()
 	}
+	// The deployment flags of run and bench (their own help here), merged the same way.
+	d := &deploymentFlags{fs: fs}
 	var (
-		configPath, endpoints, username, password, adminUsername, adminPassword, keyPrefix, caCert string
-		useTLS                                                                                     bool
-		maxTTL, restartDelay                                                                       time.Duration
-		o                                                                                          = &validateOptions{}
+		adminUsername, adminPassword string
+		restartDelay                 time.Duration
+		o                            = &validateOptions{}
 	)
-	fs.StringVar(&configPath, "c", "", "agent config JSON (the module's agent_config output)")
-	fs.StringVar(&configPath, "config", "", "same as -c")
+	fs.StringVar(&d.configPath, "c", "", "agent config JSON (the module's agent_config output)")
+	fs.StringVar(&d.configPath, "config", "", "same as -c")
 	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON document on stdout (progress goes to stderr)")
-	fs.StringVar(&endpoints, "endpoints", "", "masters as host:port,host:port,... (overrides the config)")
-	fs.StringVar(&username, "username", "", "restricted lock user (overrides the config)")
-	fs.StringVar(&password, "password", "", "lock user's password (prefer LOCKAGENT_PASSWORD: flags show in ps)")
-	fs.StringVar(&keyPrefix, "key-prefix", "", "the lock user's key prefix (lock_users); validate's keys go under it")
+	fs.StringVar(&d.endpoints, "endpoints", "", "masters as host:port,host:port,... (overrides the config)")
+	fs.StringVar(&d.username, "username", "", "restricted lock user (overrides the config)")
+	fs.StringVar(&d.password, "password", "", "lock user's password (prefer LOCKAGENT_PASSWORD: flags show in ps)")
+	fs.StringVar(&d.keyPrefix, "key-prefix", "", "the lock user's key prefix (lock_users); validate's keys go under it")
 	fs.StringVar(&adminUsername, "admin-username", "", "admin user for the audit's CONFIG GET/INFO (default \"default\")")
 	fs.StringVar(&adminPassword, "admin-password", "", "admin password (prefer LOCKAGENT_ADMIN_PASSWORD)")
-	fs.BoolVar(&useTLS, "tls", false, "connect with TLS (the config's CA, else the system roots)")
-	fs.StringVar(&caCert, "cacert", "", "CA certificate file (PEM) the masters are verified against; implies --tls")
-	fs.DurationVar(&maxTTL, "max-lock-ttl", 0, "largest lock TTL clients use (overrides the config)")
+	fs.BoolVar(&d.useTLS, "tls", false, "connect with TLS (the config's CA, else the system roots)")
+	fs.StringVar(&d.caCert, "cacert", "", "CA certificate file (PEM) the masters are verified against; implies --tls")
+	fs.DurationVar(&d.maxTTL, "max-lock-ttl", 0, "largest lock TTL clients use (overrides the config)")
 	fs.DurationVar(&restartDelay, "restart-delay", 0, "how long a crashed master stays down (overrides the config)")
 	fs.IntVar(&o.opts.Clients, "clients", 8, "contention phase: competing clients")
 	fs.DurationVar(&o.opts.Duration, "duration", 3*time.Second, "contention phase: how long the clients compete")
@@ -136,30 +127,16 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: validate takes only flags (see --help)", fs.Arg(0))
 	}
-	cfg, err := agentconfig.Load(configPath)
+	cfg, err := d.overlay()
 	if err != nil {
 		return nil, err
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "endpoints":
-			cfg.Endpoints = agentconfig.SplitList(endpoints)
-		case "username":
-			cfg.Username = username
-		case "password":
-			cfg.Password = password
-		case "key-prefix":
-			cfg.KeyPrefix = keyPrefix
 		case "admin-username":
 			cfg.AdminUsername = adminUsername
 		case "admin-password":
 			cfg.AdminPassword = adminPassword
-		case "tls":
-			cfg.TLS = useTLS
-		case "cacert":
-			cfg.CACertFile, cfg.CACertPEM, cfg.TLS = caCert, "", true
-		case "max-lock-ttl":
-			cfg.MaxLockTTL.Duration = maxTTL
 		case "restart-delay":
 			cfg.RestartDelay.Duration = restartDelay
 		}
@@ -184,11 +161,11 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseValidateFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return validateExitSafe
+		return validation.ExitSafe
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-		return validateExitUsage
+		return validation.ExitUsage
 	}
 	// Ctrl-C ends the run early but still deletes the test keys (fence registers have no TTL).
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -205,18 +182,18 @@ func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	res, err := validation.Run(ctx, o.cfg, o.opts)
 	if errors.Is(err, validation.ErrConfig) {
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-		return validateExitUsage
+		return validation.ExitUsage
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-		return validateExitFailed
+		return validation.ExitFailed
 	}
 	if o.jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-			return validateExitFailed
+			return validation.ExitFailed
 		}
 	} else {
 		res.WriteVerdict(stdout)

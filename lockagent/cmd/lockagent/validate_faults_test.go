@@ -84,8 +84,8 @@ func TestValidateMastersPausedIsInconclusive(t *testing.T) {
 			hook := pauseAt(t, tc.point, c.Masters[0], c.Masters[1])
 			args := append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...)
 			code, out, errOut := runValidateHooked(t, hook, append(args, "--json")...)
-			if code != validateExitInconclusive {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitInconclusive, out, errOut)
+			if code != validation.ExitInconclusive {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validation.ExitInconclusive, out, errOut)
 			}
 			var doc validateResult
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
@@ -136,8 +136,8 @@ func TestValidateMajorityDownIsInconclusive(t *testing.T) {
 		}
 	}
 	code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...)...)
-	if code != validateExitInconclusive {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitInconclusive, out, errOut)
+	if code != validation.ExitInconclusive {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validation.ExitInconclusive, out, errOut)
 	}
 	verdict := verdictOf(t, out)
 	for _, want := range []string{"VERDICT: INCONCLUSIVE", "fewer than the quorum", "fewer masters are reachable than the quorum"} {
@@ -160,8 +160,8 @@ func TestValidateUnsafeSettingWinsOverTimeouts(t *testing.T) {
 	}
 	hook := pauseAt(t, "release:probe", c.Masters[0], c.Masters[1])
 	code, out, errOut := runValidateHooked(t, hook, append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...)...)
-	if code != validateExitUnsafe {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitUnsafe, out, errOut)
+	if code != validation.ExitUnsafe {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validation.ExitUnsafe, out, errOut)
 	}
 	verdict := verdictOf(t, out)
 	for _, want := range []string{"VERDICT: UNSAFE (1 problem(s))", c.Masters[2].Addr + " has appendfsync everysec", "also inconclusive:", `"release"`} {
@@ -191,8 +191,8 @@ func TestValidateWrongPasswordIsDenied(t *testing.T) {
 			t.Parallel()
 			c := redistest.StartKit(t, redistest.Options{Masters: 3})
 			code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, tc.edit)}, quick...)...)
-			if code != validateExitDenied {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitDenied, out, errOut)
+			if code != validation.ExitDenied {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validation.ExitDenied, out, errOut)
 			}
 			verdict := verdictOf(t, out)
 			if !strings.HasPrefix(verdict, "VERDICT: DENIED") || !strings.Contains(verdict, "WRONGPASS") || !strings.Contains(verdict, "Fix: the password") {
@@ -227,7 +227,7 @@ func TestValidateGoRedisLogsOnlyAtDebug(t *testing.T) {
 			args = append(args, "--log-level", "debug")
 		}
 		code, out, errOut := runAgent(t, nil, args...)
-		if code != validateExitSafe {
+		if code != validation.ExitSafe {
 			t.Fatalf("debug=%v: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", debug, code, out, errOut)
 		}
 		dialLines := 0

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 )
 
 // validateEnv clears LOCKAGENT_* so the machine's environment cannot change a test.
@@ -69,7 +70,7 @@ func TestValidateSafeDeployment(t *testing.T) {
 	validateEnv(t)
 	c := redistest.StartKit(t, redistest.Options{Masters: 5})
 	code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...)...)
-	if code != validateExitSafe {
+	if code != validation.ExitSafe {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	t.Logf("report:\n%s", out)
@@ -96,7 +97,7 @@ func TestValidateJSON(t *testing.T) {
 	validateEnv(t)
 	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, nil), "--json"}, quick...)...)
-	if code != validateExitSafe {
+	if code != validation.ExitSafe {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	var doc struct {
@@ -186,8 +187,8 @@ func TestValidateUnsafe(t *testing.T) {
 			extra, want := tc.breakIt(t, c)
 			args := append(append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...), extra...)
 			code, out, errOut := runValidateCmd(t, args...)
-			if code != validateExitUnsafe {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitUnsafe, out, errOut)
+			if code != validation.ExitUnsafe {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validation.ExitUnsafe, out, errOut)
 			}
 			verdict := out[strings.LastIndex(out, "VERDICT:"):]
 			if !strings.HasPrefix(verdict, "VERDICT: UNSAFE") {
@@ -211,8 +212,8 @@ func TestValidateMinorityDownIsSafeButDegraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runValidateCmd(t, append([]string{"-c", writeAgentConfig(t, c, nil)}, quick...)...)
-	if code != validateExitSafe {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitSafe, out, errOut)
+	if code != validation.ExitSafe {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validation.ExitSafe, out, errOut)
 	}
 	for _, want := range []string{"VERDICT: SAFE, degraded", c.Masters[2].Addr, "unreachable", "ok   fencing"} {
 		if !strings.Contains(out, want) {
@@ -255,8 +256,8 @@ func TestValidateUsageErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runValidateCmd(t, tc.args()...)
-			if code != validateExitUsage {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitUsage, out, errOut)
+			if code != validation.ExitUsage {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validation.ExitUsage, out, errOut)
 			}
 			if !strings.Contains(errOut, tc.want) {
 				t.Fatalf("stderr lacks %q:\n%s", tc.want, errOut)
@@ -276,7 +277,7 @@ func TestValidateEnvAndFlags(t *testing.T) {
 	t.Setenv("LOCKAGENT_ADMIN_PASSWORD", redistest.AdminPassword)
 	t.Setenv("LOCKAGENT_MAX_LOCK_TTL", "10s")
 	code, out, errOut := runValidateCmd(t, append([]string{"--endpoints", strings.Join(c.Addrs(), ",")}, quick...)...)
-	if code != validateExitSafe {
+	if code != validation.ExitSafe {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	// No restart delay in the config: the one the masters publish is still read and checked.
@@ -287,7 +288,7 @@ func TestValidateEnvAndFlags(t *testing.T) {
 
 func TestValidateHelp(t *testing.T) {
 	code, out, errOut := runValidateCmd(t, "--help")
-	if code != validateExitSafe {
+	if code != validation.ExitSafe {
 		t.Fatalf("exit %d, want 0", code)
 	}
 	help := out + errOut
@@ -321,8 +322,8 @@ func TestValidateInterrupted(t *testing.T) {
 	cancel()
 	var out, errOut bytes.Buffer
 	code := validateMain(ctx, []string{"-c", writeAgentConfig(t, c, nil)}, &out, &errOut)
-	if code != validateExitFailed {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validateExitFailed, out.String(), errOut.String())
+	if code != validation.ExitFailed {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, validation.ExitFailed, out.String(), errOut.String())
 	}
 	if strings.Contains(out.String(), "VERDICT") || !strings.Contains(errOut.String(), "context canceled") {
 		t.Fatalf("want no verdict and the reason on stderr\nstdout:\n%s\nstderr:\n%s", out.String(), errOut.String())

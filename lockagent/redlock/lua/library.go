@@ -1,8 +1,6 @@
 package lua
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -17,15 +15,16 @@ const LibraryName = "redlock"
 // FCALL only, not EVAL, EVALSHA or SCRIPT: they can run the kit's scripts and nothing else.
 type Library struct {
 	Name string // LibraryName
-	// Version identifies the library's code (a SHA-1 prefix of the functions): two kit
-	// versions with the same scripts have the same Version.
+	// Version identifies the library's code (versionOf its scripts): two kit versions with
+	// the same scripts have the same Version. Every function name ends in it.
 	Version string
 	// Code is the library source, starting "#!lua name=redlock".
 	Code string
 	// Functions are the function names (Script.Function), one per script, in registration
-	// order. Each name ends in its script's SHA-1 prefix, so a client never runs another
-	// body than its own: on a master whose library is of another version the function is
-	// not found and the client falls back to EVALSHA (where its user may run scripts).
+	// order. Each name ends in the library's Version, so a client runs every script of its
+	// own version or none: on a master whose library is of another version no function of
+	// the client's is found (acquire included) and the client falls back to EVALSHA, which
+	// a lock user (FCALL only) may not run: it is refused before anything is written.
 	Functions []string
 	byScript  map[string]string
 }
@@ -52,6 +51,7 @@ const versionMarker = "function library, version "
 // FCALL fn numkeys keys... args... runs exactly what EVAL src numkeys keys... args...
 // runs (same keys, values and replies: wire-compatible with other Redlock clients).
 func generateLibrary(scripts []Script) Library {
+	scripts = versioned(scripts)
 	var body strings.Builder
 	var names []string
 	byScript := map[string]string{}
@@ -68,8 +68,7 @@ func generateLibrary(scripts []Script) Library {
 		fmt.Fprintf(&body, "\nredis.register_function{function_name='%s', flags={%s}, callback=function(KEYS, ARGV)\n%s\nend}\n",
 			s.Function, strings.Join(flags, ", "), Compact(s.Source))
 	}
-	sum := sha1.Sum([]byte(body.String()))
-	version := hex.EncodeToString(sum[:])[:12]
+	version := versionOf(scripts)
 	code := fmt.Sprintf("#!lua name=%s\n-- redlock-kit %s%s: the Redlock scripts of\n"+
 		"-- github.com/redlock-kit/redlock-kit/lockagent/redlock. The admin loads it (FUNCTION LOAD REPLACE);\n"+
 		"-- lock users run it with FCALL only.\n%s", LibraryName, versionMarker, version, body.String())

@@ -55,3 +55,42 @@ func TestLibraryVersionReadsTheHeader(t *testing.T) {
 		t.Errorf("LibraryVersion of code without the header = %q", got)
 	}
 }
+
+// TestOneScriptChangedRenamesEveryFunction: two library versions share no function name,
+// so a client at one version finds none of its functions (acquire included) on a master at
+// the other, and a lock user is refused before its acquisition writes anything. The
+// negative control is the naming this replaced, a function per script's own SHA-1: with
+// only release changed, acquire's SHA-1 (and that name) stays, so a client of the other
+// version acquired there and then could not release.
+func TestOneScriptChangedRenamesEveryFunction(t *testing.T) {
+	current := All()
+	other := All()
+	for i, s := range other {
+		if s.Name == "release" {
+			other[i] = newScript(s.Name, s.Source+"\nlocal changed = true", s.Flags...)
+		}
+	}
+	other = versioned(other)
+	if versionOf(other) == versionOf(current) {
+		t.Fatal("changing release kept the library version")
+	}
+	for i := range current {
+		if current[i].Function == other[i].Function {
+			t.Errorf("%s: both versions name it %s", current[i].Name, current[i].Function)
+		}
+		if !strings.HasSuffix(current[i].Function, "_"+FunctionLibrary().Version) {
+			t.Errorf("%s: function %s does not end in the library version %s", current[i].Name, current[i].Function, FunctionLibrary().Version)
+		}
+	}
+	// The negative control: named by their own SHA-1, acquire is shared between the two.
+	if current[0].Name != "acquire" || current[0].SHA1 != other[0].SHA1 {
+		t.Fatalf("negative control: acquire's SHA-1 differs between the versions (%s, %s)", current[0].SHA1, other[0].SHA1)
+	}
+	t.Logf("per-script names would share redlock_acquire_%s; library names: %s and %s", current[0].SHA1[:12], current[0].Function, other[0].Function)
+	// Comments are not what the library carries: rewording one keeps the version.
+	reworded := All()
+	reworded[0] = newScript(reworded[0].Name, "-- reworded\n"+reworded[0].Source, reworded[0].Flags...)
+	if versionOf(reworded) != versionOf(current) {
+		t.Error("a comment line changed the library version")
+	}
+}

@@ -21,8 +21,12 @@ type Script struct {
 	Source string
 	// SHA1 is the hex SHA-1 of Source (EVALSHA).
 	SHA1 string
-	// Function is its function in the library: "redlock_<Name>_<SHA1 prefix>", so a master
-	// whose library holds another body of the script has no function of that name.
+	// Function is its function in the library: "redlock_<Name>_<library version>". Every
+	// function carries the version of the whole library, not its own script's SHA-1: a
+	// master whose library is of another version has none of a client's functions, so a
+	// lock user (FCALL only) is refused before its acquisition writes anything, instead of
+	// running the scripts two versions share (acquire) and failing on one that changed
+	// (release) with the lock taken.
 	Function string
 	// Flags are the function's flags (redis.register_function).
 	Flags []string
@@ -55,19 +59,51 @@ const (
 // (where EVAL would only refuse its SET), which is what an acquisition wants.
 const allowOOM = "allow-oom"
 
-// The scripts. Each file's code is put together with the constants above.
+// scripts are the library's scripts, in the order of its functions. Each file's code is
+// put together with the constants above; versioned names their functions.
+var scripts = versioned([]Script{
+	newScript("acquire", code("acquire.lua")),
+	newScript("acquire_queued", code("queue.lua")+code("acquire_queued.lua")),
+	newScript("release", "local durable = false"+code("queue.lua")+code("release.lua"), allowOOM),
+	newScript("release_durable", "local durable = true"+code("queue.lua")+code("release.lua"), allowOOM),
+	newScript("extend", code("extend.lua")),
+	newScript("fence", code("fence.lua")),
+})
+
+// The scripts.
 var (
-	Acquire        = newScript("acquire", code("acquire.lua"))
-	AcquireQueued  = newScript("acquire_queued", code("queue.lua")+code("acquire_queued.lua"))
-	Release        = newScript("release", "local durable = false"+code("queue.lua")+code("release.lua"), allowOOM)
-	ReleaseDurable = newScript("release_durable", "local durable = true"+code("queue.lua")+code("release.lua"), allowOOM)
-	Extend         = newScript("extend", code("extend.lua"))
-	Fence          = newScript("fence", code("fence.lua"))
+	Acquire        = scripts[0]
+	AcquireQueued  = scripts[1]
+	Release        = scripts[2]
+	ReleaseDurable = scripts[3]
+	Extend         = scripts[4]
+	Fence          = scripts[5]
 )
 
 // All returns every script of the library, in the order of its functions.
-func All() []Script {
-	return []Script{Acquire, AcquireQueued, Release, ReleaseDurable, Extend, Fence}
+func All() []Script { return append([]Script(nil), scripts...) }
+
+// versioned returns scripts with their function names set: "redlock_<Name>_<version>",
+// where version (versionOf) identifies the whole set.
+func versioned(scripts []Script) []Script {
+	version := versionOf(scripts)
+	out := make([]Script, len(scripts))
+	for i, s := range scripts {
+		s.Function = "redlock_" + s.Name + "_" + version
+		out[i] = s
+	}
+	return out
+}
+
+// versionOf is the library version of scripts: a SHA-1 prefix of what the library carries
+// of each (name, flags, compacted code), so two kit versions with the same scripts have
+// the same version, and a reworded comment changes nothing.
+func versionOf(scripts []Script) string {
+	h := sha1.New()
+	for _, s := range scripts {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", s.Name, strings.Join(s.Flags, ","), Compact(s.Source))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // code is the file's code: the file without its header comment lines, with the
@@ -91,8 +127,8 @@ var constants = strings.NewReplacer(
 	"CHAIN_FENCES", strconv.Itoa(ChainFences),
 	"FOREIGN_QUEUE", `"`+ForeignQueueCode+`"`)
 
-// newScript names a script: name (lower case letters, digits and '_') is stable across
-// versions, the function name adds the script's SHA-1 prefix.
+// newScript makes a script: name (lower case letters, digits and '_') is stable across
+// versions; versioned names its function.
 func newScript(name, src string, flags ...string) Script {
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
@@ -101,5 +137,5 @@ func newScript(name, src string, flags ...string) Script {
 	}
 	sum := sha1.Sum([]byte(src))
 	sha := hex.EncodeToString(sum[:])
-	return Script{Name: name, Source: src, SHA1: sha, Function: "redlock_" + name + "_" + sha[:12], Flags: flags}
+	return Script{Name: name, Source: src, SHA1: sha, Flags: flags}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
@@ -36,32 +37,24 @@ func Duration(min time.Duration) validator.String { return GoDuration(min) }
 // as a timetypes.GoDuration (the type's own check already refuses what time.ParseDuration
 // does not parse; this one repeats it with an example of the format) and must be greater
 // than zero and at least min.
-func GoDuration(min time.Duration) validator.String { return durationValidator{min: min} }
-
-type durationValidator struct{ min time.Duration }
-
-func (v durationValidator) Description(context.Context) string {
-	return fmt.Sprintf("a duration such as \"30s\" of at least %s", v.min)
-}
-
-func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	d, diags := timetypes.GoDuration{StringValue: req.ConfigValue}.ValueGoDuration()
-	if diags.HasError() {
-		_, err := ParseDuration(req.ConfigValue.ValueString())
-		if err == nil {
-			err = fmt.Errorf("%q is not a duration: write a number with a unit, e.g. \"30s\", \"1m30s\" or \"500ms\"", req.ConfigValue.ValueString())
-		}
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration", fmt.Sprintf("%s: %s.", req.Path, err))
-		return
-	}
-	if d <= 0 || d < v.min {
-		resp.Diagnostics.AddAttributeError(req.Path, "Duration too small",
-			fmt.Sprintf("%s is %s: it must be greater than zero and at least %s.", req.Path, d, v.min))
+func GoDuration(min time.Duration) validator.String {
+	return stringValidator{
+		description: fmt.Sprintf("a duration such as \"30s\" of at least %s", min),
+		check: func(req validator.StringRequest, diags *diag.Diagnostics) {
+			d, parsed := timetypes.GoDuration{StringValue: req.ConfigValue}.ValueGoDuration()
+			if parsed.HasError() {
+				_, err := ParseDuration(req.ConfigValue.ValueString())
+				if err == nil {
+					err = fmt.Errorf("%q is not a duration: write a number with a unit, e.g. \"30s\", \"1m30s\" or \"500ms\"", req.ConfigValue.ValueString())
+				}
+				diags.AddAttributeError(req.Path, "Invalid duration", fmt.Sprintf("%s: %s.", req.Path, err))
+				return
+			}
+			if d <= 0 || d < min {
+				diags.AddAttributeError(req.Path, "Duration too small",
+					fmt.Sprintf("%s is %s: it must be greater than zero and at least %s.", req.Path, d, min))
+			}
+		},
 	}
 }
 
@@ -93,72 +86,64 @@ const MinMaxMemory = 1024 * 1024
 
 // MaxMemory accepts an explicit redis maxmemory of at least MinMaxMemory. Zero (Redis's
 // "unlimited") is refused: the safety model wants an explicit limit.
-func MaxMemory() validator.String { return maxMemoryValidator{} }
-
-type maxMemoryValidator struct{}
-
-func (maxMemoryValidator) Description(context.Context) string {
-	return "a redis memory size of at least 1mb, e.g. \"64mb\""
-}
-
-func (v maxMemoryValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-
-func (maxMemoryValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	n, err := ParseMemory(req.ConfigValue.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid memory size", fmt.Sprintf("%s: %s.", req.Path, err))
-		return
-	}
-	if n < MinMaxMemory {
-		resp.Diagnostics.AddAttributeError(req.Path, "maxmemory too small",
-			fmt.Sprintf("%s is %d bytes: set at least \"1mb\" (0 would mean unlimited, and the safety model requires an explicit limit).", req.Path, n))
+func MaxMemory() validator.String {
+	return stringValidator{
+		description: "a redis memory size of at least 1mb, e.g. \"64mb\"",
+		check: func(req validator.StringRequest, diags *diag.Diagnostics) {
+			n, err := ParseMemory(req.ConfigValue.ValueString())
+			if err != nil {
+				diags.AddAttributeError(req.Path, "Invalid memory size", fmt.Sprintf("%s: %s.", req.Path, err))
+				return
+			}
+			if n < MinMaxMemory {
+				diags.AddAttributeError(req.Path, "maxmemory too small",
+					fmt.Sprintf("%s is %d bytes: set at least \"1mb\" (0 would mean unlimited, and the safety model requires an explicit limit).", req.Path, n))
+			}
+		},
 	}
 }
 
 // AbsolutePath accepts absolute filesystem paths. The detached supervisor and `terraform
 // import` both need a path that does not depend on the directory terraform ran in.
-func AbsolutePath() validator.String { return absPathValidator{} }
-
-type absPathValidator struct{}
-
-func (absPathValidator) Description(context.Context) string { return "an absolute path" }
-
-func (v absPathValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (absPathValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	p := req.ConfigValue.ValueString()
-	if !filepath.IsAbs(p) {
-		resp.Diagnostics.AddAttributeError(req.Path, "Path must be absolute",
-			fmt.Sprintf("%s is %q: use an absolute path, e.g. abspath(\"${path.root}/%s\").", req.Path, p, filepath.ToSlash(filepath.Clean(p))))
+func AbsolutePath() validator.String {
+	return stringValidator{
+		description: "an absolute path",
+		check: func(req validator.StringRequest, diags *diag.Diagnostics) {
+			if p := req.ConfigValue.ValueString(); !filepath.IsAbs(p) {
+				diags.AddAttributeError(req.Path, "Path must be absolute",
+					fmt.Sprintf("%s is %q: use an absolute path, e.g. abspath(\"${path.root}/%s\").", req.Path, p, filepath.ToSlash(filepath.Clean(p))))
+			}
+		},
 	}
 }
 
 // Executable accepts a command name found on PATH (or an executable path).
-func Executable() validator.String { return executableValidator{} }
-
-type executableValidator struct{}
-
-func (executableValidator) Description(context.Context) string {
-	return "a command found on PATH, or the path of an executable"
+func Executable() validator.String {
+	return stringValidator{
+		description: "a command found on PATH, or the path of an executable",
+		check: func(req validator.StringRequest, diags *diag.Diagnostics) {
+			if err := local.LookPath(req.ConfigValue.ValueString()); err != nil {
+				diags.AddAttributeError(req.Path, "Executable not found", fmt.Sprintf("%s: %s.", req.Path, err))
+			}
+		},
+	}
 }
 
-func (v executableValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
+// stringValidator is each validator here: what it accepts, and the check of a known value,
+// which adds an attribute error naming the fix. Null and unknown values pass (Required and
+// the apply see to them).
+type stringValidator struct {
+	description string
+	check       func(req validator.StringRequest, diags *diag.Diagnostics)
 }
 
-func (executableValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+func (v stringValidator) Description(context.Context) string { return v.description }
+
+func (v stringValidator) MarkdownDescription(context.Context) string { return v.description }
+
+func (v stringValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if err := local.LookPath(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Executable not found", fmt.Sprintf("%s: %s.", req.Path, err))
-	}
+	v.check(req, &resp.Diagnostics)
 }

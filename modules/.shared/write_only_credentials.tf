@@ -1,9 +1,14 @@
-# The passwords live in files under secrets_dir, never in the state, which gets their
-# SHA-256 hashes: what the hosts (redlock_host_config) and redlock_users need. Where a
-# password itself is needed (the audit, live users' admin login, the client configs), the
-# ephemeral redlock_credentials reads it back from its file, into no plan and no state.
+# Shared by: redlock-cluster-write-only redlock-hosts-write-only
+# The passwords live in files under secrets_dir, never in the state, which gets their SHA-256
+# hashes (what the hosts' redlock_host_config and redlock_users need). Where a password itself
+# is needed (the masters' write-only arguments, the audit, live users' admin login, the client
+# configs), the ephemeral redlock_credentials reads it back from its file, into no plan and no
+# state. The module sets
+# local.server_key_dir: where the servers' TLS keys are kept (null: in the state).
 locals {
   secrets_dir = var.secrets_dir != null ? var.secrets_dir : "${abspath(path.root)}/.redlock-secrets"
+  # With tls, the CA's key is kept beside the passwords.
+  ca_key_file = "${local.secrets_dir}/ca.key"
 }
 
 resource "redlock_credentials" "this" {
@@ -12,13 +17,12 @@ resource "redlock_credentials" "this" {
   file      = "${local.secrets_dir}/admin.json"
 }
 
-# With exporters, redis_exporter on each host logs in with the monitoring password itself,
-# and a data source (redlock_host_config) cannot take an ephemeral value: that password is
-# then kept in the state, the only one (server state only: no key, no CONFIG).
+# For exporters you run yourself; with the hosts module's exporters = true, redis_exporter on
+# each host logs in with a password the host makes at first boot, which never leaves it.
 resource "redlock_credentials" "monitor" {
   lock_user = var.monitor_user
   keepers   = local.credentials_keepers
-  file      = var.exporters ? null : "${local.secrets_dir}/monitor.json"
+  file      = "${local.secrets_dir}/monitor.json"
 }
 
 resource "redlock_credentials" "tenant" {
@@ -35,7 +39,6 @@ ephemeral "redlock_credentials" "this" {
 }
 
 ephemeral "redlock_credentials" "monitor" {
-  count   = var.exporters ? 0 : 1
   file    = redlock_credentials.monitor.file
   version = redlock_credentials.monitor.version
 }
@@ -47,13 +50,9 @@ ephemeral "redlock_credentials" "tenant" {
 }
 
 locals {
+  # The monitoring password (ephemeral), from its file.
+  monitor_password = ephemeral.redlock_credentials.monitor.lock_password
   # The lock user the audit logs in as: the single one, or the first tenant by name.
   audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user
   audit_password = local.tenants ? ephemeral.redlock_credentials.tenant[local.first_tenant].lock_password : ephemeral.redlock_credentials.this.lock_password
-  # redlock_users (shared_users.tf) logs in with the admin password write-only.
-  live_admin_password    = null
-  live_admin_password_wo = ephemeral.redlock_credentials.this.admin_password
-  # With tls, the CA's key is kept beside the passwords (the server keys are in the state:
-  # each host's is in its user-data).
-  ca_key_file = "${local.secrets_dir}/ca.key"
 }

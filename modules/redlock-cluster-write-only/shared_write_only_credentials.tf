@@ -1,9 +1,15 @@
-# The passwords live in files under secrets_dir, never in the state, which gets their
-# SHA-256 hashes. The ephemeral redlock_credentials reads them back from their files into the
-# masters' write-only arguments, the audit and the client configs: into no plan and no state.
+# Generated from modules/.shared/write_only_credentials.tf by scripts/module-shared.sh (make module-docs): edit that file,
+# not this copy; make check-docs fails when they differ.
+# Shared by: redlock-cluster-write-only redlock-hosts-write-only
+# The passwords live in files under secrets_dir, never in the state, which gets their SHA-256
+# hashes (what the hosts' redlock_host_config and redlock_users need). Where a password itself
+# is needed (the masters' write-only arguments, the audit, live users' admin login, the client
+# configs), the ephemeral redlock_credentials reads it back from its file, into no plan and no
+# state. The module sets
+# local.server_key_dir: where the servers' TLS keys are kept (null: in the state).
 locals {
   secrets_dir = var.secrets_dir != null ? var.secrets_dir : "${abspath(path.root)}/.redlock-secrets"
-  # With tls, the CA's key is kept beside the passwords (the server keys are in the state).
+  # With tls, the CA's key is kept beside the passwords.
   ca_key_file = "${local.secrets_dir}/ca.key"
 }
 
@@ -13,6 +19,8 @@ resource "redlock_credentials" "this" {
   file      = "${local.secrets_dir}/admin.json"
 }
 
+# For exporters you run yourself; with the hosts module's exporters = true, redis_exporter on
+# each host logs in with a password the host makes at first boot, which never leaves it.
 resource "redlock_credentials" "monitor" {
   lock_user = var.monitor_user
   keepers   = local.credentials_keepers
@@ -44,12 +52,8 @@ ephemeral "redlock_credentials" "tenant" {
 }
 
 locals {
-  # The masters' password_wo_version: any new credentials set (a newer version) rotates.
-  credentials_version = max(concat([redlock_credentials.this.version, redlock_credentials.monitor.version],
-  [for t in redlock_credentials.tenant : t.version])...)
-  lock_users = local.tenants ? {
-    for name, u in var.lock_users : name => { key_prefix = u.key_prefix, allow_eval = u.allow_eval }
-  } : null
+  # The monitoring password (ephemeral), from its file.
+  monitor_password = ephemeral.redlock_credentials.monitor.lock_password
   # The lock user the audit logs in as: the single one, or the first tenant by name.
   audit_user     = local.tenants ? local.first_tenant : redlock_credentials.this.lock_user
   audit_password = local.tenants ? ephemeral.redlock_credentials.tenant[local.first_tenant].lock_password : ephemeral.redlock_credentials.this.lock_password
