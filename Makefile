@@ -35,11 +35,9 @@ lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PR
 	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/lockagent ./lockagent/cmd/lockagent
 
 test: test-deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
-	@# The library, its metrics, the CLI and the harnesses run under the race detector; this
-	@# includes the short chaos run (internal/chaos: one round of every fault kind).
-	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/... $(NESTED_PKGS)
-	TF_ACC=1 go test $(GO_TEST_FLAGS) ./provider/... ./test/...
-	@scripts/test-modules.sh
+	@# Side by side in parts (unit tests under -race, provider and end-to-end tests split by
+	@# name, module tests); each part's output in build/test/<part>.log, printed when it ends.
+	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" NESTED_PKGS="$(NESTED_PKGS)" scripts/test.sh
 
 test-modules: provider ## the modules' own `terraform test` files (plan-time refusals, outputs)
 	@scripts/test-modules.sh

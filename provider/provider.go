@@ -40,6 +40,9 @@ func New(version string) func() provider.Provider {
 type redlockProvider struct {
 	version string
 	claims  dataDirClaims // data dirs planned in this provider process
+	// bind replaces DefaultBind when set: the tests give each test process a loopback
+	// address of its own, so that processes running side by side never share ports.
+	bind string
 }
 
 type providerModel struct {
@@ -95,6 +98,9 @@ func (p *redlockProvider) Configure(ctx context.Context, req provider.ConfigureR
 	}
 	d := builtinDefaults()
 	d.claims = &p.claims
+	if p.bind != "" {
+		d.Bind = p.bind
+	}
 	if v := cfg.ServerBinary; !v.IsNull() && !v.IsUnknown() {
 		if v.ValueString() == "" {
 			resp.Diagnostics.AddAttributeError(path.Root("server_binary"), "Empty server_binary",

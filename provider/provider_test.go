@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/localmasters"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
@@ -22,7 +24,23 @@ func TestMain(m *testing.M) {
 	}
 	// The tests poll masters that are down on purpose; go-redis would log every refused dial.
 	redis.SetLogger(quietLogger{})
-	os.Exit(m.Run())
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// Masters restart on their port and destroy checks that it is free again: on an address
+	// of this process's own, no other test process (run side by side by make test) takes it.
+	claim, err := localmasters.ClaimLoopback()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer claim.Release()
+	testBind = claim.Host
+	testAccProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+		"redlock": providerserver.NewProtocol6WithError(&redlockProvider{version: "test", bind: testBind}),
+	}
+	return m.Run()
 }
 
 type quietLogger struct{}
@@ -30,10 +48,11 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // testAccProviderFactories serves the provider in-process to the real terraform binary on
-// PATH: no registry, no mirror.
-var testAccProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"redlock": providerserver.NewProtocol6WithError(New("test")()),
-}
+// PATH: no registry, no mirror. Its masters bind testBind unless a config says otherwise.
+var testAccProviderFactories map[string]func() (tfprotov6.ProviderServer, error)
+
+// testBind is the loopback address this test process claimed (TestMain).
+var testBind string
 
 // stopDataDir stops whatever a test left running in dir, by the pids recorded there:
 // cleanly first, then SIGKILL.

@@ -79,7 +79,7 @@ func TestAccMaster_drift(t *testing.T) {
 				PreConfig: func() {
 					replicaPort = closedPort(t)
 					m.adminDo(t, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
-					m.adminDo(t, "REPLICAOF", "127.0.0.1", fmt.Sprint(replicaPort))
+					m.adminDo(t, "REPLICAOF", testBind, fmt.Sprint(replicaPort))
 				},
 				Config: masterConfig(m, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -484,7 +484,7 @@ func (m *testMaster) expectRole(want string) resource.TestCheckFunc {
 // closedPort returns a loopback port nothing listens on (for a REPLICAOF that goes nowhere).
 func closedPort(t *testing.T) int {
 	t.Helper()
-	p, err := local.FreePort("127.0.0.1")
+	p, err := local.FreePort(testBind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +498,7 @@ func TestAccMaster_badInputs(t *testing.T) {
 	if err := os.WriteFile(notADir, []byte("in the way"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	busy, err := net.Listen("tcp", net.JoinHostPort(testBind, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +535,7 @@ func TestAccMaster_badInputs(t *testing.T) {
 		{name: "data_dir under a regular file", dir: filepath.Join(notADir, "m1"), want: `data_dir: .*regular-file is a file, so .* cannot be created under it`},
 		{name: "data_dir is a regular file", dir: notADir, want: `data_dir: .*regular-file exists and is not a directory`},
 		{name: "server binary that cannot serve", extra: `server_binary = "/bin/false"`, apply: true, want: `Master did not start[\s\S]*redis-server exited right after it started`},
-		{name: "port in use (refused at plan)", extra: fmt.Sprintf("port = %d", busyPort), want: fmt.Sprintf(`port %d on 127.0.0.1 is already in use[\s\S]*choose another port`, busyPort)},
+		{name: "port in use (refused at plan)", extra: fmt.Sprintf("port = %d", busyPort), want: fmt.Sprintf(`port %d on %s is already in use[\s\S]*choose another port`, busyPort, regexp.QuoteMeta(testBind))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

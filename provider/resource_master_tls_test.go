@@ -23,7 +23,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
-// tlsMasterConfig is a CA, a server certificate for 127.0.0.1 (validity sets it apart, so
+// tlsMasterConfig is a CA, a server certificate for testBind (validity sets it apart, so
 // that changing it makes a new one) and a TLS master using them.
 func tlsMasterConfig(m *testMaster, certValidity, extra string) string {
 	return fmt.Sprintf(`
@@ -32,10 +32,10 @@ resource "redlock_ca" "ca" {}
 resource "redlock_server_certificate" "m" {
   ca_cert_pem        = redlock_ca.ca.cert_pem
   ca_private_key_pem = redlock_ca.ca.private_key_pem
-  ip_addresses       = ["127.0.0.1"]
+  ip_addresses       = [%q]
   validity           = %q
 }
-`, certValidity) + masterConfig(m, `
+`, testBind, certValidity) + masterConfig(m, `
   tls             = true
   tls_cert_pem    = redlock_server_certificate.m.cert_pem
   tls_key_pem     = redlock_server_certificate.m.private_key_pem
@@ -183,15 +183,15 @@ func (m *testMaster) checkServedCert(certResource string) resource.TestCheckFunc
 // naming the argument and the fix.
 func TestAccMaster_tlsPlanErrors(t *testing.T) {
 	m := newTestMaster(t)
-	other := `
+	other := fmt.Sprintf(`
 resource "redlock_ca" "other" {}
 
 resource "redlock_server_certificate" "other" {
   ca_cert_pem        = redlock_ca.other.cert_pem
   ca_private_key_pem = redlock_ca.other.private_key_pem
-  ip_addresses       = ["127.0.0.1"]
+  ip_addresses       = [%q]
 }
-`
+`, testBind)
 	cases := []struct {
 		name, config string
 		want         string
@@ -208,11 +208,11 @@ resource "redlock_server_certificate" "other" {
   tls_ca_cert_pem = "not a CA"
 `), want: `tls_cert_pem does not parse`},
 		{name: "certificate for another address", config: strings.Replace(tlsMasterConfig(m, "8760h", ""),
-			`ip_addresses       = ["127.0.0.1"]`, `ip_addresses       = ["127.0.0.2"]`, 1),
-			want: `tls_cert_pem does not cover 127.0.0.1`},
+			fmt.Sprintf(`ip_addresses       = [%q]`, testBind), `ip_addresses       = ["127.0.0.2"]`, 1),
+			want: `tls_cert_pem does not cover ` + testBind},
 		{name: "certificate for another address, made in the same apply", sameApply: true,
-			config: strings.Replace(tlsMasterConfig(m, "8760h", ""), `ip_addresses       = ["127.0.0.1"]`, `ip_addresses       = ["127.0.0.2"]`, 1),
-			want:   `tls_cert_pem does not cover 127.0.0.1`},
+			config: strings.Replace(tlsMasterConfig(m, "8760h", ""), fmt.Sprintf(`ip_addresses       = [%q]`, testBind), `ip_addresses       = ["127.0.0.2"]`, 1),
+			want:   `tls_cert_pem does not cover ` + testBind},
 		{name: "key of another certificate", config: other + strings.Replace(tlsMasterConfig(m, "8760h", ""),
 			"redlock_server_certificate.m.private_key_pem", "redlock_server_certificate.other.private_key_pem", 1),
 			want: `tls_key_pem the private key does not belong to the certificate`},

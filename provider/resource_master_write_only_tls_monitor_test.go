@@ -21,7 +21,7 @@ const (
 	woMonitor2 = "wo-monitor-second-0123456789abcdef"
 )
 
-// testServerPair is a CA and a server certificate for 127.0.0.1 made outside Terraform, so
+// testServerPair is a CA and a server certificate for testBind made outside Terraform, so
 // that the key is in no state unless the master's resource puts it there.
 func testServerPair(t *testing.T) (ca, server pki.Pair) {
 	t.Helper()
@@ -29,7 +29,7 @@ func testServerPair(t *testing.T) (ca, server pki.Pair) {
 	if err != nil {
 		t.Fatalf("CA: %v", err)
 	}
-	server, err = pki.NewServer(ca, pki.ServerOptions{IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}})
+	server, err = pki.NewServer(ca, pki.ServerOptions{IPAddresses: []net.IP{net.ParseIP(testBind)}})
 	if err != nil {
 		t.Fatalf("server certificate: %v", err)
 	}
@@ -90,7 +90,7 @@ func TestAccMaster_writeOnlyMonitorAndTLSKey(t *testing.T) {
 	m := newTestMaster(t)
 	work := t.TempDir()
 	ca, first := testServerPair(t)
-	second, err := pki.NewServer(ca, pki.ServerOptions{IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}})
+	second, err := pki.NewServer(ca, pki.ServerOptions{IPAddresses: []net.IP{net.ParseIP(testBind)}})
 	if err != nil {
 		t.Fatalf("second server certificate: %v", err)
 	}

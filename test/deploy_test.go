@@ -20,6 +20,7 @@ import (
 	"github.com/gruntwork-io/terratest/modules/terraform"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/validation"
 )
 
@@ -73,18 +74,20 @@ func copyTree(t *testing.T, dirs ...string) string {
 	return dst
 }
 
-// uniqueLoopback returns five distinct loopback addresses in a /24 no other test uses,
-// and one port free on all of them.
+// uniqueLoopback returns five loopback addresses no other test (in this process or another)
+// uses until t ends, and one port free on all of them: the masters restart on their ports,
+// which must stay free meanwhile (localmasters.ClaimLoopback).
 func uniqueLoopback(t *testing.T) ([]string, int) {
 	t.Helper()
+	addrs := make([]string, 5)
+	for i := range addrs {
+		addrs[i] = redistest.Loopback(t)
+	}
 	for attempt := 0; attempt < 20; attempt++ {
-		net24 := fmt.Sprintf("127.%d.%d", random.Random(1, 254), random.Random(1, 254))
 		port := random.Random(20000, 60000)
-		addrs := make([]string, 5)
 		free := true
-		for i := range addrs {
-			addrs[i] = fmt.Sprintf("%s.%d", net24, 11+i)
-			if !portFree(addrs[i], port) {
+		for _, a := range addrs {
+			if !portFree(a, port) {
 				free = false
 			}
 		}
@@ -92,7 +95,7 @@ func uniqueLoopback(t *testing.T) ([]string, int) {
 			return addrs, port
 		}
 	}
-	t.Fatal("no free loopback /24 and port found")
+	t.Fatal("no port free on all five claimed loopback addresses")
 	return nil, 0
 }
 

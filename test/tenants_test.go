@@ -117,9 +117,32 @@ func TestTenantsAreIsolatedEndToEnd(t *testing.T) {
 	}
 
 	// Remove orders in place: its user is deleted (its clients disconnected), billing keeps
-	// its lock and its password.
+	// its lock and its password. Billing extends its lock every second meanwhile, as a
+	// holder does across slow work, so that the check does not depend on how long the apply
+	// takes (longer than the 5s TTL on a loaded machine).
 	d.opts.Vars["lock_users"] = map[string]interface{}{"billing": map[string]interface{}{"key_prefix": "billing:"}}
+	stopExtending, extendErr := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopExtending:
+				extendErr <- nil
+				return
+			case <-tick.C:
+				if err := held.Extend(ctx, 5*time.Second); err != nil {
+					extendErr <- err
+					return
+				}
+			}
+		}
+	}()
 	out := terraform.Apply(t, d.opts)
+	close(stopExtending)
+	if err := <-extendErr; err != nil {
+		t.Errorf("billing's lock, extended while orders was removed: %v", err)
+	}
 	if !strings.Contains(out, "0 added, 5 changed, 0 destroyed") && !strings.Contains(out, "0 added, 5 changed, 1 destroyed") {
 		t.Errorf("removing a tenant is not an in-place change of the five masters:\n%s", out)
 	}

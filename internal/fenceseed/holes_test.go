@@ -273,7 +273,11 @@ func replaceEmpty(t *testing.T, m *redistest.Master, aclKept bool) {
 // takeFence takes key, releases it, and returns its fence.
 func takeFence(ctx context.Context, t *testing.T, client *redlock.Client, key string) uint64 {
 	t.Helper()
-	lock, err := client.TryAcquire(ctx, key, lockTTL)
+	var lock *redlock.Lock
+	err := patiently(ctx, func() (err error) {
+		lock, err = client.TryAcquire(ctx, key, lockTTL)
+		return err
+	})
 	if err != nil {
 		t.Fatalf("acquire %s: %v", key, err)
 	}

@@ -2,6 +2,7 @@ package fenceseed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,7 +98,7 @@ func rollingReplacement(t *testing.T, seed bool) replacementResult {
 	warm := newClient(t, c)
 	for _, key := range coldKeys {
 		for i := 0; i < coldAcquisitions; i++ {
-			if err := takeAndUse(ctx, warm, reg, key, fmt.Sprintf("warm-%d", i)); err != nil {
+			if err := takeAndUsePatiently(ctx, warm, reg, key, fmt.Sprintf("warm-%d", i)); err != nil {
 				t.Fatalf("warm %s: %v", key, err)
 			}
 		}
@@ -160,7 +161,7 @@ func rollingReplacement(t *testing.T, seed bool) replacementResult {
 	}
 	probe := newClient(t, c)
 	for _, key := range append(append([]string{}, coldKeys...), hotKeys...) {
-		if err := takeAndUse(ctx, probe, reg, key, "probe"); err != nil {
+		if err := takeAndUsePatiently(ctx, probe, reg, key, "probe"); err != nil {
 			t.Fatalf("probe %s: %v", key, err)
 		}
 	}
@@ -242,6 +243,29 @@ func takeAndUse(ctx context.Context, client *redlock.Client, reg *chaos.Register
 		reg.Write(key, holder, lock.Fence(), v+1)
 	}
 	return nil
+}
+
+// takeAndUsePatiently is takeAndUse for a client that must get the lock (see patiently).
+func takeAndUsePatiently(ctx context.Context, client *redlock.Client, reg *chaos.Register, key, holder string) error {
+	return patiently(ctx, func() error { return takeAndUse(ctx, client, reg, key, holder) })
+}
+
+// patiently runs acquire, which nothing else contends with, until it succeeds: on a loaded
+// machine a master can miss the node timeout (ErrUnavailable), and the keys such a failed try
+// left behind make the next try ErrTaken until they expire. These tests are about fence
+// order, not latency: it tries again until ctx ends.
+func patiently(ctx context.Context, acquire func() error) error {
+	for {
+		err := acquire()
+		if err == nil || !(errors.Is(err, redlock.ErrUnavailable) || errors.Is(err, redlock.ErrTaken)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (until %v)", err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // quietRedis keeps go-redis from logging every dial to a master that is down on purpose.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,7 +275,7 @@ func (p *policy) raceShutdown() {
 	if err != nil {
 		p.t.Fatal("redis-cli not on PATH")
 	}
-	admin := fmt.Sprintf("REDISCLI_AUTH=%s %s -h 127.0.0.1 -p %d --no-auth-warning", redistest.AdminPassword, shellQuote(cli), p.port)
+	admin := fmt.Sprintf("REDISCLI_AUTH=%s %s -h %s -p %d --no-auth-warning", redistest.AdminPassword, shellQuote(cli), p.host, p.port)
 	wrapper := filepath.Join(p.dir, "racing-cli")
 	body := "#!/bin/sh\nfor a; do last=$a; done\nif [ \"$last\" = SHUTDOWN ]; then\n" +
 		"\t" + admin + " CLIENT UNPAUSE >/dev/null\n" +
@@ -427,7 +428,7 @@ func (p *policy) startServerOn(dir string, port int) *testServer {
 	if err != nil {
 		p.t.Fatal("redis-server not on PATH")
 	}
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
+	cmd := exec.Command(bin, "--bind", p.host, "--port", strconv.Itoa(port), "--dir", dir,
 		"--requirepass", redistest.AdminPassword, "--appendonly", "yes", "--appendfsync", "always",
 		"--save", "", "--logfile", p.serverLog)
 	if err := cmd.Start(); err != nil {
@@ -436,7 +437,7 @@ func (p *policy) startServerOn(dir string, port int) *testServer {
 	s := &testServer{t: p.t, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
 	p.t.Cleanup(s.kill)
-	s.admin = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: redistest.AdminPassword})
+	s.admin = redis.NewClient(&redis.Options{Addr: net.JoinHostPort(p.host, strconv.Itoa(port)), Password: redistest.AdminPassword})
 	p.t.Cleanup(func() { s.admin.Close() })
 	deadline := time.Now().Add(30 * time.Second)
 	for s.admin.Ping(context.Background()).Err() != nil {
@@ -471,7 +472,7 @@ func TestGateWaitsForAServerInTheDataDir(t *testing.T) {
 	const clock = 7_000_000
 	p.setClock(clock)
 	p.write(hold.HostCleanMarker, p.cleanMarker())
-	other, err := redistest.FreePort("127.0.0.1")
+	other, err := redistest.FreePort(p.host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,11 @@ type policy struct {
 	delay                    time.Duration
 	hookLog                  string
 	// uptimeFile stands for /proc/uptime once setClock wrote it (else the machine's own);
-	// the master's address is 127.0.0.1:port, where nothing answers unless a test starts
-	// a server there (serverLog is that server's log).
+	// the master's address is host:port, where nothing answers unless a test starts a
+	// server there (serverLog is that server's log). host is the test's own loopback
+	// address: servers restart on port, and nothing of another test may take it meanwhile.
 	uptimeFile, machineIDFile, serverLog string
+	host                                 string
 	port                                 int
 }
 
@@ -56,7 +58,8 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 	if err := os.WriteFile(p.machineIDFile, []byte(testMachineID+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port, err := redistest.FreePort("127.0.0.1")
+	p.host = redistest.Loopback(t)
+	port, err := redistest.FreePort(p.host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +77,8 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 		Hooks: master.Hooks{OnCrash: record, BeforeRestart: record, AfterRestart: record}}
 	conf := masterConf(spec, Servers["redis-server"], "/nonexistent", "", false)
 	// Pointed at the test's address, CLI, password and server log (later assignments win).
-	conf += fmt.Sprintf("HOST=127.0.0.1\nPORT=%d\nADDR=127.0.0.1:%d\nCLI=%s\nADMIN_PASSWORD_FILE=%s\nSERVER_LOG_FILE=%s\n",
-		port, port, shellQuote(cli), shellQuote(adminPasswordFile), shellQuote(p.serverLog))
+	conf += fmt.Sprintf("HOST=%[1]s\nPORT=%[2]d\nADDR=%[1]s:%[2]d\nCLI=%[3]s\nADMIN_PASSWORD_FILE=%[4]s\nSERVER_LOG_FILE=%[5]s\n",
+		p.host, port, shellQuote(cli), shellQuote(adminPasswordFile), shellQuote(p.serverLog))
 	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +305,7 @@ func TestStopped(t *testing.T) {
 				t.Fatalf("hold record %q (stopped at %d), clean marker %v", p.read("redlock.hold"), before, p.exists("redlock.clean-stop"))
 			}
 			hooks, _ := os.ReadFile(p.hookLog)
-			for _, want := range []string{"REDLOCK_EVENT=crash", "REDLOCK_REDIS_PID=777", "REDLOCK_MASTER_ADDR=127.0.0.1:" + strconv.Itoa(p.port),
+			for _, want := range []string{"REDLOCK_EVENT=crash", "REDLOCK_REDIS_PID=777", "REDLOCK_MASTER_ADDR=" + p.host + ":" + strconv.Itoa(p.port),
 				"REDLOCK_MASTER_NAME=m1", "REDLOCK_RESTART_DELAY_MS=5000", "REDLOCK_DATA_DIR=" + p.dataDir} {
 				if !strings.Contains(string(hooks), want) {
 					t.Errorf("on_crash hook environment lacks %s:\n%s", want, hooks)

@@ -34,7 +34,7 @@ import (
 type Options struct {
 	Masters      int    // number of masters; 5 when zero
 	ServerBinary string // redis-server (or valkey-server); $REDLOCK_SERVER_BINARY or "redis-server" when empty
-	Host         string // loopback address; "127.0.0.1" when empty
+	Host         string // loopback address; one claimed for the cluster when empty (ClaimLoopback)
 	Dir          string // parent dir for data dirs; a new temp dir when empty
 	MaxMemory    string // redisconf default when empty
 	// AppendFsync overrides the safe "always" (only for tests that show why it matters).
@@ -80,6 +80,7 @@ type Cluster struct {
 	CACertPEM string
 	dir       string
 	ownDir    bool
+	loopback  *LoopbackClaim // the cluster's own address, when Options.Host was empty
 }
 
 // Master is one redis-server process and its data dir.
@@ -116,15 +117,19 @@ func New(opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s not found on PATH: run `make deps` (installs redis-server with apt-get)", opts.ServerBinary)
 	}
-	if opts.Host == "" {
-		opts.Host = "127.0.0.1"
-	}
 	if opts.SeedFences && (!opts.ACLFile || len(opts.LockUsers) == 0) {
 		return nil, fmt.Errorf("localmasters: SeedFences needs ACLFile and LockUsers (the lock users it turns off)")
 	}
 	c := &Cluster{dir: opts.Dir}
+	if opts.Host == "" {
+		if c.loopback, err = ClaimLoopback(); err != nil {
+			return nil, err
+		}
+		opts.Host = c.loopback.Host
+	}
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("", "localmasters-"); err != nil {
+			_ = c.loopback.Release()
 			return nil, err
 		}
 		c.ownDir = true
@@ -187,6 +192,8 @@ func (c *Cluster) Close() error {
 	if c.ownDir {
 		errs = append(errs, os.RemoveAll(c.dir))
 	}
+	// Only once no master of the cluster can come back on the address.
+	errs = append(errs, c.loopback.Release())
 	return errors.Join(errs...)
 }
 

@@ -63,6 +63,19 @@ func New(opts Options) (*Cluster, error) { return localmasters.New(opts) }
 // FreePort returns a loopback port nothing listens on now.
 func FreePort(host string) (int, error) { return localmasters.FreePort(host) }
 
+// Loopback returns a loopback address no other test on this machine uses until t ends
+// (localmasters.ClaimLoopback): a process a test restarts on the same port, or a port a test
+// expects to stay closed, is safe there from other tests' processes.
+func Loopback(t testing.TB) string {
+	t.Helper()
+	claim, err := localmasters.ClaimLoopback()
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(func() { _ = claim.Release() })
+	return claim.Host
+}
+
 // IsPlainTextRefused reports whether err is a TLS-only master refusing a plain connection.
 func IsPlainTextRefused(err error) bool { return localmasters.IsPlainTextRefused(err) }
 

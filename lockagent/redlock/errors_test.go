@@ -191,12 +191,13 @@ func TestMissingPermissionIsDenied(t *testing.T) {
 // go-redis's default dial retries (which outlast a node timeout).
 func TestConnectionRefusedIsNamed(t *testing.T) {
 	var addrs []string
+	host := redistest.Loopback(t) // the ports stay closed: no other test listens there
 	for range 3 {
-		port, err := redistest.FreePort("127.0.0.1")
+		port, err := redistest.FreePort(host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+		addrs = append(addrs, fmt.Sprintf("%s:%d", host, port))
 	}
 	for _, tc := range []struct {
 		name  string

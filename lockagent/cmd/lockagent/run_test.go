@@ -319,12 +319,13 @@ func TestRunInterruptedWhileWaiting(t *testing.T) {
 // the cause of each master's failure, and runs nothing.
 func TestRunMastersUnavailable(t *testing.T) {
 	var endpoints []string
+	host := redistest.Loopback(t) // the ports stay closed: no other test listens there
 	for range 3 {
-		port, err := redistest.FreePort("127.0.0.1")
+		port, err := redistest.FreePort(host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		endpoints = append(endpoints, fmt.Sprintf("127.0.0.1:%d", port))
+		endpoints = append(endpoints, fmt.Sprintf("%s:%d", host, port))
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
 	env := []string{"LOCKAGENT_ENDPOINTS=" + strings.Join(endpoints, ","), "LOCKAGENT_PASSWORD=x"}

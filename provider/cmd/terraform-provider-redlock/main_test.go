@@ -35,11 +35,12 @@ func startMaster(t *testing.T, restartDelay time.Duration) (dir string, st super
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	port, err := redistest.FreePort("127.0.0.1")
+	host := redistest.Loopback(t) // restarts keep the port: no other test's process may take it
+	port, err := redistest.FreePort(host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf, err := redisconf.Config{Bind: "127.0.0.1", Port: port, DataDir: dir, AdminPassword: redistest.AdminPassword,
+	conf, err := redisconf.Config{Bind: host, Port: port, DataDir: dir, AdminPassword: redistest.AdminPassword,
 		LockPassword: redistest.LockPassword, LogFile: filepath.Join(dir, "redis.log")}.Render()
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func startMaster(t *testing.T, restartDelay time.Duration) (dir string, st super
 		t.Fatal(err)
 	}
 	err = supervisor.WriteConfig(dir, supervisor.Config{Name: "m", ServerBinary: "redis-server",
-		ConfigFile: filepath.Join(dir, "redis.conf"), DataDir: dir, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		ConfigFile: filepath.Join(dir, "redis.conf"), DataDir: dir, Addr: net.JoinHostPort(host, strconv.Itoa(port)),
 		AdminPassword: redistest.AdminPassword, RestartDelay: restartDelay})
 	if err != nil {
 		t.Fatal(err)

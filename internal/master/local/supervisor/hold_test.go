@@ -159,12 +159,13 @@ func TestRunningMasterCountsAsAliveWithoutAnswers(t *testing.T) {
 	t.Parallel()
 	m := newMaster(t, 2*time.Second)
 	// The health check PINGs a port nobody listens on; redis-server serves on its own.
-	closed, err := redistest.FreePort("127.0.0.1")
+	host := redistest.Loopback(t) // nobody else listens there, for the whole test
+	closed, err := redistest.FreePort(host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	realAddr := m.cfg.Addr
-	m.cfg.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(closed))
+	m.cfg.Addr = net.JoinHostPort(host, strconv.Itoa(closed))
 	if err := WriteConfig(m.dir, m.cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,14 @@ const waitLimit = 30 * time.Second // bound on waiting for something that must h
 func newMaster(t *testing.T, restartDelay time.Duration) *testMaster {
 	t.Helper()
 	dir := t.TempDir()
-	port, err := redistest.FreePort("127.0.0.1")
+	// The supervisor restarts the master on this port after each crash: an address of the
+	// test's own keeps other tests' processes off it meanwhile.
+	host := redistest.Loopback(t)
+	port, err := redistest.FreePort(host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf, err := redisconf.Config{Bind: "127.0.0.1", Port: port, DataDir: dir,
+	conf, err := redisconf.Config{Bind: host, Port: port, DataDir: dir,
 		AdminPassword: redistest.AdminPassword, LockPassword: redistest.LockPassword,
 		LogFile: filepath.Join(dir, "redis.log")}.Render()
 	if err != nil {
@@ -57,7 +60,7 @@ func newMaster(t *testing.T, restartDelay time.Duration) *testMaster {
 	hook := []string{"/bin/sh", "-c", `echo "$REDLOCK_EVENT|$REDLOCK_MASTER_NAME|$REDLOCK_MASTER_ADDR|$REDLOCK_DATA_DIR|` +
 		`$REDLOCK_REDIS_PID|$REDLOCK_RESTART_DELAY_MS|$REDLOCK_RESTART_AT|$(date +%s%N)" >> "$0"`, m.hookFile}
 	m.cfg = Config{Name: "m-" + strconv.Itoa(port), ServerBinary: server, ConfigFile: filepath.Join(dir, "redis.conf"),
-		DataDir: dir, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), AdminPassword: redistest.AdminPassword,
+		DataDir: dir, Addr: net.JoinHostPort(host, strconv.Itoa(port)), AdminPassword: redistest.AdminPassword,
 		RestartDelay: restartDelay, Hooks: Hooks{OnCrash: hook, BeforeRestart: hook, AfterRestart: hook}}
 	if err := WriteConfig(dir, m.cfg); err != nil {
 		t.Fatal(err)
