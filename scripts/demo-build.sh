@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make demo's install and build steps, each timed into DEMO_TIMINGS. On a fresh machine the
-# terraform build (from source, v1.5.7: most of a cold make demo) runs side by side with the
-# provider and lockagent builds, so that its module downloads and single-threaded link overlap
+# make demo's install and build steps, each timed into DEMO_TIMINGS. On a machine with no
+# terraform >= 1.5 the terraform build (v1.11.4 from source with only the local-state backends,
+# scripts/build-terraform.sh: most of a cold make demo) runs side by side with the provider and
+# lockagent builds, so that its module downloads and single-threaded link overlap
 # their compiles instead of following them. Its output goes to build/deps-terraform.log, shown
 # when it fails.
 set -euo pipefail
@@ -11,12 +12,12 @@ timed() { scripts/timed.sh run "$timings" "$@"; }
 
 timed "deps: redis-server" scripts/deps.sh redis-server
 tf_pid=""
-if command -v terraform >/dev/null 2>&1; then
+if scripts/deps.sh terraform-ready; then
   timed "deps: terraform" scripts/deps.sh terraform
 else
   mkdir -p build
   tf_log=build/deps-terraform.log
-  echo "deps: terraform not on PATH: building it in the background while the provider builds (log: $tf_log)"
+  echo "deps: no terraform >= 1.5 on PATH: building v1.11.4 in the background while the provider builds (log: $tf_log)"
   # In a process group of its own (set -m), so that an interrupted or failed make demo stops
   # the whole build it started, go and its compilers included.
   set -m
