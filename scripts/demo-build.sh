@@ -10,14 +10,14 @@ cd "$(dirname "$0")/.."
 timings=${DEMO_TIMINGS:?set DEMO_TIMINGS (make demo does)}
 timed() { scripts/timed.sh run "$timings" "$@"; }
 
-timed "deps: redis-server" scripts/deps.sh redis-server
+# terraform first: when it is built, the apt-get install of redis-server runs beside it too.
 tf_pid=""
 if scripts/deps.sh terraform-ready; then
   timed "deps: terraform" scripts/deps.sh terraform
 else
   mkdir -p build
   tf_log=build/deps-terraform.log
-  echo "deps: no terraform >= 1.5 on PATH: building v1.11.4 in the background while the provider builds (log: $tf_log)"
+  echo "deps: no terraform >= 1.5 on PATH: ./bin/terraform (v1.11.4, built once) in the background while the rest installs and builds (log: $tf_log)"
   # In a process group of its own (set -m), so that an interrupted or failed make demo stops
   # the whole build it started, go and its compilers included.
   set -m
@@ -26,6 +26,7 @@ else
   set +m
   trap '[ -z "$tf_pid" ] || kill -- "-$tf_pid" 2>/dev/null || true' EXIT
 fi
+timed "deps: redis-server" scripts/deps.sh redis-server
 timed "build provider" scripts/install-provider.sh
 timed "build lockagent" make --no-print-directory lockagent
 if [ -n "$tf_pid" ]; then

@@ -42,21 +42,36 @@ redis_server() {
 terraform_version() {
   TF_CLI_CONFIG_FILE=/dev/null "$1" version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p' || true
 }
-# terraform_ready: the terraform on PATH is >= 1.5.
+# user_terraform: the terraform on PATH outside ./bin (make puts ./bin first), empty if none.
+user_terraform() {
+  local dir rest=""
+  local IFS=:
+  for dir in $PATH; do [ "$dir" = "$PWD/bin" ] || [ "$dir" = bin ] || rest="${rest:+$rest:}$dir"; done
+  PATH=$rest command -v terraform || true
+}
+# terraform_ready: there is a terraform >= 1.5 on PATH, outside ./bin.
 terraform_ready() {
-  local have
-  have=$(terraform_version terraform)
+  local tf have
+  tf=$(user_terraform)
+  [ -n "$tf" ] || return 1
+  have=$(terraform_version "$tf")
   [ -n "$have" ] && [ "$(printf '%s\n1.5.0\n' "$have" | sort -V | head -1)" = 1.5.0 ]
 }
 
 terraform_cli() {
-  local tf
-  tf=$(command -v terraform || true)
-  if ! terraform_ready; then
-    local have why
-    have=$(terraform_version terraform)
+  local tf have why
+  tf=$(user_terraform)
+  if terraform_ready; then
+    # Yours is used: drop the ./bin/terraform an earlier run put there (a link to the one built
+    # here, or the v1.5.7 older kits built), which make (./bin first on PATH) would prefer.
+    if [ -e "$PWD/bin/terraform" ] || [ -L "$PWD/bin/terraform" ]; then
+      rm -f "$PWD/bin/terraform"
+      echo "deps: $tf is >= 1.5: removed ./bin/terraform (built here earlier), so make uses yours"
+    fi
+  else
+    have=$([ -z "$tf" ] || terraform_version "$tf")
     why="no terraform on PATH"
-    [ -z "$have" ] || why="terraform $have on PATH is older than 1.5"
+    [ -z "$tf" ] || why="$tf (${have:-version unknown}) is older than 1.5"
     if [ "$(terraform_version "$PWD/bin/terraform-1.11.4")" = 1.11.4 ]; then
       echo "deps: $why; using ./bin/terraform-1.11.4 (built by make test-deps or an earlier make demo)"
     else
