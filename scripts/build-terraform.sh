@@ -6,8 +6,8 @@
 # the one used).
 #
 # What is built, and why: terraform's own module at VERSION, fetched through the Go module
-# proxy (go mod download), compiled with one change: the remote-state backends that need a
-# cloud SDK (azurerm, consul, cos, gcs, kubernetes, oss, pg, s3) are left out of the backend
+# proxy (go mod download), compiled with one change: the remote-state backends that bring an
+# SDK of their own (azurerm, consul, cos, gcs, kubernetes, oss, pg, s3) are left out of the backend
 # table in internal/backend/init/init.go. Their SDKs are most of terraform's compile and
 # download; the kit's demo, tests and examples keep state in local files (the "local" backend,
 # which stays, with remote, cloud, http and inmem). Such a terraform refuses a configuration
@@ -69,7 +69,7 @@ done
 
 echo "build-terraform: go build (only the local-state backends: $dropped left out)"
 go build -trimpath -ldflags "-s -w -X $module/version.dev=no" -o "$work/terraform-bin" .
-got=$("$work/terraform-bin" version 2>/dev/null | head -1)
+got=$(CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$work/terraform-bin" version 2>/dev/null | head -1)
 [ "$got" = "Terraform $version" ] || { echo "build-terraform: the built terraform says \"$got\", not Terraform $version" >&2; exit 1; }
 mkdir -p "$(dirname "$out")"
 mv "$work/terraform-bin" "$out"
