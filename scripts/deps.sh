@@ -6,7 +6,7 @@
 #   require; yours is always the one used then), else ./bin/terraform -> terraform-1.11.4: the
 #   one make test-deps built when it is there, else built now by scripts/build-terraform.sh
 #   from HashiCorp's released v1.11.4 source with only the local-state backends (the
-#   remote-state backends that need a cloud SDK, s3, gcs, azurerm and the rest, left out: most
+#   remote-state backends with SDKs of their own, s3, gcs, azurerm and the rest, left out: most
 #   of terraform's compile, and nothing here uses them). One terraform, v1.11.4, serves the demo
 #   and the tests (the write-only tests need >= 1.11).
 # `scripts/deps.sh redis-server` or `scripts/deps.sh terraform` does only that part (make demo
