@@ -39,6 +39,7 @@ cd "$work/terraform"
 # The backend table: drop each dropped backend's import line and every line that uses its
 # import name (its entry in the map).
 init=internal/backend/init/init.go
+[ -f "$init" ] || { echo "build-terraform: $module@$version has no $init: this script knows the backend table of terraform v1.x" >&2; exit 1; }
 for b in $dropped; do
   alias=$(sed -n "s|^[[:space:]]*\([A-Za-z0-9_]*\) \"$module/internal/backend/remote-state/$b\"\$|\1|p" "$init")
   [ -n "$alias" ] || { echo "build-terraform: $init at $version has no import of remote-state/$b: this script does not know this version's backend table" >&2; exit 1; }
