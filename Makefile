@@ -17,7 +17,7 @@ NESTED_PKGS := $(shell scripts/modules.sh list | sed -n 's|^\([^.].*\)|./\1/...|
 
 all: build
 
-deps: ## what make demo needs: redis-server (apt-get) and terraform (PATH, or go install v1.5.7 into ./bin)
+deps: ## what make demo needs: redis-server (apt-get) and terraform (PATH >= 1.5, else v1.11.4 built from source with only the local-state backends into ./bin)
 	@scripts/deps.sh
 
 test-deps: ## what tests and lint need: staticcheck, terraform-docs, terraform >= 1.11, the host tests' and monitoring tests' Debian packages (one apt-get call, beside the Go builds); then make deps

@@ -2,11 +2,16 @@
 # Installs what `make demo` needs and nothing else (the test and lint tools are
 # scripts/test-deps.sh, `make test-deps`):
 #   redis-server via apt-get when it is not on PATH;
-#   terraform from PATH, else ./bin/terraform: the v1.11.4 that make test-deps built when it is
-#   there (so a fresh CI machine builds one terraform, not two), else v1.5.7 built from source
-#   (the cheaper build: 845 packages outside the standard library, against 1,217 for v1.11.4).
+#   terraform from PATH when it is >= 1.5 (what examples/local-five and modules/redlock-cluster
+#   require; yours is always the one used then), else ./bin/terraform -> terraform-1.11.4: the
+#   one make test-deps built when it is there, else built now by scripts/build-terraform.sh
+#   from HashiCorp's released v1.11.4 source with only the local-state backends (the
+#   remote-state backends with SDKs of their own, s3, gcs, azurerm and the rest, left out: most
+#   of terraform's compile, and nothing here uses them). One terraform, v1.11.4, serves the demo
+#   and the tests (the write-only tests need >= 1.11).
 # `scripts/deps.sh redis-server` or `scripts/deps.sh terraform` does only that part (make demo
-# builds terraform side by side with the provider: scripts/demo-build.sh).
+# builds terraform side by side with the provider: scripts/demo-build.sh, which asks
+# `scripts/deps.sh terraform-ready` whether there is a build to do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,23 +38,57 @@ redis_server() {
   echo "deps: $(command -v "$server") ($("$server" --version | awk '{print $3}'))"
 }
 
+# terraform_version BINARY: its version (1.11.4), empty when there is none.
+terraform_version() {
+  TF_CLI_CONFIG_FILE=/dev/null "$1" version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p' || true
+}
+# user_terraform: the terraform on PATH outside ./bin (make puts ./bin first), empty if none.
+user_terraform() {
+  local dir rest=""
+  local IFS=:
+  for dir in $PATH; do [ "$dir" = "$PWD/bin" ] || [ "$dir" = bin ] || rest="${rest:+$rest:}$dir"; done
+  PATH=$rest command -v terraform || true
+}
+# terraform_ready: there is a terraform >= 1.5 on PATH, outside ./bin.
+terraform_ready() {
+  local tf have
+  tf=$(user_terraform)
+  [ -n "$tf" ] || return 1
+  have=$(terraform_version "$tf")
+  [ -n "$have" ] && [ "$(printf '%s\n1.5.0\n' "$have" | sort -V | head -1)" = 1.5.0 ]
+}
+
 terraform_cli() {
-  if ! command -v terraform >/dev/null 2>&1; then
-    if "$PWD/bin/terraform-1.11.4" version 2>/dev/null | grep -q '^Terraform v1\.11\.4$'; then
-      echo "deps: terraform not on PATH; using the v1.11.4 that make test-deps built (./bin/terraform -> terraform-1.11.4)"
-      ln -sfn terraform-1.11.4 "$PWD/bin/terraform"
-    else
-      echo "deps: terraform not on PATH; building v1.5.7 into ./bin (a few minutes, once)"
-      # No symbol table, no DWARF, no local paths: a shorter link; nobody debugs this terraform.
-      GOBIN="$PWD/bin" go install -trimpath -ldflags "-s -w" github.com/hashicorp/terraform@v1.5.7
+  local tf have why
+  tf=$(user_terraform)
+  if terraform_ready; then
+    # Yours is used: drop the ./bin/terraform an earlier run put there (a link to the one built
+    # here, or the v1.5.7 older kits built), which make (./bin first on PATH) would prefer.
+    if [ -e "$PWD/bin/terraform" ] || [ -L "$PWD/bin/terraform" ]; then
+      rm -f "$PWD/bin/terraform"
+      echo "deps: $tf is >= 1.5: removed ./bin/terraform (built here earlier), so make uses yours"
     fi
+  else
+    have=$([ -z "$tf" ] || terraform_version "$tf")
+    why="no terraform on PATH"
+    [ -z "$tf" ] || why="$tf (${have:-version unknown}) is older than 1.5"
+    if [ "$(terraform_version "$PWD/bin/terraform-1.11.4")" = 1.11.4 ]; then
+      echo "deps: $why; using ./bin/terraform-1.11.4 (built by make test-deps or an earlier make demo)"
+    else
+      echo "deps: $why; building v1.11.4 into ./bin (local-state backends only, a few minutes, once)"
+      scripts/build-terraform.sh v1.11.4 bin/terraform-1.11.4
+    fi
+    # make puts ./bin first on PATH: make demo and make test use this one.
+    ln -sfn terraform-1.11.4 "$PWD/bin/terraform"
+    tf=$PWD/bin/terraform
   fi
-  echo "deps: $(command -v terraform) ($(TF_CLI_CONFIG_FILE=/dev/null terraform version 2>/dev/null | head -1))"
+  echo "deps: $tf ($(TF_CLI_CONFIG_FILE=/dev/null "$tf" version 2>/dev/null | head -1))"
 }
 
 case "${1:-all}" in
   all) redis_server; terraform_cli ;;
   redis-server) redis_server ;;
   terraform) terraform_cli ;;
-  *) echo "usage: scripts/deps.sh [redis-server|terraform]" >&2; exit 2 ;;
+  terraform-ready) terraform_ready ;;
+  *) echo "usage: scripts/deps.sh [redis-server|terraform|terraform-ready]" >&2; exit 2 ;;
 esac

@@ -10,8 +10,9 @@
 #   real scrapes the monitoring tests read (prometheus, prometheus-redis-exporter,
 #   prometheus-node-exporter; installed without starting their services);
 #   when the terraform on PATH is older than 1.11 or missing, v1.11.4 into
-#   ./bin/terraform-1.11.4 for the write-only password tests, also in the background (and
-#   scripts/deps.sh then uses it as ./bin/terraform instead of building v1.5.7 as well);
+#   ./bin/terraform-1.11.4 for the write-only password tests, also in the background
+#   (scripts/build-terraform.sh: local-state backends only; scripts/deps.sh then uses the same
+#   binary as ./bin/terraform when there is no terraform >= 1.5 on PATH);
 #   staticcheck and terraform-docs (make module-docs), pinned, into ./bin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,28 +87,12 @@ fi
 
 # The write-only password tests (provider, TF_ACC) need terraform >= 1.11; everything else
 # runs with terraform >= 1.5. When the one on PATH is older, or there is none, build v1.11.4
-# into ./bin/terraform-1.11.4, which those tests then use. `go install ...@v1.11.4` is refused
-# (its go.mod has replace directives for modules nested in its repository, which the module
-# zip leaves out), so it is built from a throwaway module that requires it and points those
-# nested modules at the same commit (v1.11.4 = 35645b8fca68), all through the Go proxy.
+# into ./bin/terraform-1.11.4, which those tests then use (and make demo too, when there is no
+# terraform >= 1.5): scripts/build-terraform.sh, HashiCorp's released source with only the
+# local-state backends, which is all the tests use.
 build_terraform_wo() {
-  local tf_wo_version=v1.11.4 tf_wo_pseudo=v0.0.0-20250409131005-35645b8fca68 tf_tmp m
-  echo "test-deps: terraform ${tf_current:-(none)} on PATH is older than 1.11; building $tf_wo_version into ./bin/terraform-1.11.4 for the write-only tests (a few minutes, once)"
-  tf_tmp=$(mktemp -d)
-  {
-    printf 'module terraform-install\n\ngo 1.24\n\nrequire github.com/hashicorp/terraform %s\n\n' "$tf_wo_version"
-    for m in backend/remote-state/azure backend/remote-state/consul backend/remote-state/cos backend/remote-state/gcs \
-        backend/remote-state/kubernetes backend/remote-state/oss backend/remote-state/pg backend/remote-state/s3 legacy; do
-      printf 'replace github.com/hashicorp/terraform/internal/%s => github.com/hashicorp/terraform/internal/%s %s\n' "$m" "$m" "$tf_wo_pseudo"
-    done
-  } >"$tf_tmp/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/hashicorp/terraform"\n' >"$tf_tmp/tools.go"
-  # version.dev=no: a release build, as HashiCorp's (else it calls itself v1.11.4-dev). No
-  # symbol table, no DWARF, no local paths: a shorter link; nobody debugs this terraform.
-  (cd "$tf_tmp" && go mod tidy && GOBIN="$tf_tmp/bin" go install -trimpath \
-    -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" github.com/hashicorp/terraform) || { rm -rf "$tf_tmp"; return 1; }
-  mv "$tf_tmp/bin/terraform" "$PWD/bin/terraform-1.11.4"
-  rm -rf "$tf_tmp"
+  echo "test-deps: terraform ${tf_current:-(none)} on PATH is older than 1.11; building v1.11.4 into ./bin/terraform-1.11.4 for the write-only tests (a few minutes, once)"
+  scripts/build-terraform.sh v1.11.4 bin/terraform-1.11.4
 }
 tf_current=$(TF_CLI_CONFIG_FILE=/dev/null terraform version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p' || true)
 tf_pid=""
