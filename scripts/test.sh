@@ -155,13 +155,19 @@ for p in "${parts[@]}"; do
   scripts/timed.sh run "$timings" "$p" bash -c "$cmd" >"$logs/$p.log" 2>&1 &
   part_of_pid[$!]=$p
 done
-trap 'for pid in "${!part_of_pid[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done' INT TERM
+trap 'for pid in "${!part_of_pid[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done; exit 130' INT TERM
 
 failed=()
 while [ ${#part_of_pid[@]} -gt 0 ]; do
   wait -n -p pid "${!part_of_pid[@]}"
   rc=$?
-  [ -n "${pid:-}" ] || continue
+  if [ -z "${pid:-}" ]; then
+    # 127: none of the parts left is a child of this shell any more (stopped from outside):
+    # each of them failed, and waiting again would spin.
+    [ "$rc" = 127 ] || continue
+    for pid in "${!part_of_pid[@]}"; do failed+=("${part_of_pid[$pid]}"); done
+    break
+  fi
   p=${part_of_pid[$pid]}
   unset "part_of_pid[$pid]"
   status=ok
