@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -119,19 +120,36 @@ func TestTenantsAreIsolatedEndToEnd(t *testing.T) {
 	// Remove orders in place: its user is deleted (its clients disconnected), billing keeps
 	// its lock and its password. Billing extends its lock every second meanwhile, as a
 	// holder does across slow work, so that the check does not depend on how long the apply
-	// takes (longer than the 5s TTL on a loaded machine).
+	// takes. A master too busy to answer in the node timeout (the apply runs beside other
+	// tests on a loaded machine) is not the removal cutting billing off: such an extend is
+	// tried again, and if the lock's validity runs out that way, billing must acquire anew
+	// after the apply. Any other error (a denial, a dropped connection) fails the test.
 	d.opts.Vars["lock_users"] = map[string]interface{}{"billing": map[string]interface{}{"key_prefix": "billing:"}}
 	stopExtending, extendErr := make(chan struct{}), make(chan error, 1)
+	lapsed := false
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
+		busy := false // the last extend failed only by node timeouts
 		for {
 			select {
 			case <-stopExtending:
 				extendErr <- nil
 				return
 			case <-tick.C:
-				if err := held.Extend(ctx, 5*time.Second); err != nil {
+				err := held.Extend(ctx, 5*time.Second)
+				switch {
+				case err == nil:
+					busy = false
+				case onlyNodeTimeouts(err):
+					t.Logf("billing's extend, masters busy (tried again): %v", err)
+					busy = true
+				case busy && errors.Is(err, redlock.ErrExpired):
+					t.Logf("billing's lock lapsed while masters were too busy to answer: %v", err)
+					lapsed = true
+					extendErr <- nil
+					return
+				default:
 					extendErr <- err
 					return
 				}
@@ -154,7 +172,13 @@ func TestTenantsAreIsolatedEndToEnd(t *testing.T) {
 			t.Errorf("master %d: the removed tenant logs in: %v, want WRONGPASS", i, err)
 		}
 	}
-	if err := held.Extend(ctx, 5*time.Second); err != nil {
+	if lapsed {
+		again, err := billing.Acquire(ctx, "invoice-run", 5*time.Second)
+		if err != nil {
+			t.Fatalf("billing acquires again after orders was removed: %v", err)
+		}
+		held = again
+	} else if err := held.Extend(ctx, 5*time.Second); err != nil {
 		t.Errorf("billing extends its lock after orders was removed: %v", err)
 	}
 	if got := tenantConfigs(t, d)["billing"].Password; got != cfgs["billing"].Password {
@@ -166,4 +190,19 @@ func TestTenantsAreIsolatedEndToEnd(t *testing.T) {
 	if code := terraform.PlanExitCode(t, d.opts); code != 0 {
 		t.Errorf("plan after the change = %d, want 0 (no diff):\n%s", code, terraform.Plan(t, d.opts))
 	}
+}
+
+// onlyNodeTimeouts reports whether err is a round that failed only because masters did not
+// answer within the node timeout (busy), not because one refused or dropped the client.
+func onlyNodeTimeouts(err error) bool {
+	var ue *redlock.UnavailableError
+	if !errors.As(err, &ue) || errors.Is(err, redlock.ErrDenied) || len(ue.Errors) == 0 {
+		return false
+	}
+	for _, me := range ue.Errors {
+		if !errors.Is(me, redlock.ErrNodeTimeout) {
+			return false
+		}
+	}
+	return true
 }
