@@ -13,7 +13,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 # not descend into them, so every go command names them too.
 NESTED_PKGS := $(shell scripts/modules.sh list | sed -n 's|^\([^.].*\)|./\1/...|p')
 
-.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules chaos lint check-docs check-parts cross release-check bench model fuzz-protocol demo down docs module-docs fmt vet clean
+.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules test-parallel chaos lint check-docs check-parts cross release-check bench model fuzz-protocol demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -35,8 +35,15 @@ lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PR
 	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/lockagent ./lockagent/cmd/lockagent
 
 test: test-deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
-	@# Side by side in parts (unit tests under -race, provider and end-to-end tests split by
-	@# name, module tests); each part's output in build/test/<part>.log, printed when it ends.
+	@# The library, its metrics, the CLI and the harnesses run under the race detector; this
+	@# includes the short chaos run (internal/chaos: one round of every fault kind).
+	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/... $(NESTED_PKGS)
+	TF_ACC=1 go test $(GO_TEST_FLAGS) ./provider/... ./test/...
+	@scripts/test-modules.sh
+
+test-parallel: test-deps provider ## make test's tests in parts side by side (scripts/test.sh): faster where the machine has headroom
+	@# Unit tests under -race, provider and end-to-end tests split by name, module tests; each
+	@# part's output in build/test/<part>.log, printed when it ends.
 	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" NESTED_PKGS="$(NESTED_PKGS)" scripts/test.sh
 
 test-modules: provider ## the modules' own `terraform test` files (plan-time refusals, outputs)

@@ -71,6 +71,16 @@ func replayedRelease(t *testing.T, durable bool) (twoHolders bool) {
 	if err := lh.Release(ctx); err != nil { // step 1
 		t.Fatal(err)
 	}
+	// Release returns once a majority answered: wait for every master's hand-off before
+	// reading each one.
+	waitUntil(t, "H's release applied on every master", func() bool {
+		for _, m := range cl.Masters {
+			if m.Admin().Get(ctx, key).Val() == lh.Token() {
+				return false
+			}
+		}
+		return true
+	})
 	fx := lh.Fence() + 1
 	for _, m := range cl.Masters {
 		if r := x.attempt(t, m); r.flag != 2 || r.handed != strconv.FormatUint(fx, 10) {

@@ -18,7 +18,8 @@ import (
 //
 //  1. A releases; a logged hand-off gives waiter X fence fA+1 and leaves a note.
 //  2. An AOF rewrite copies the note into the AOF's base.
-//  3. X is paused past its TTL: its handed keys expire.
+//  3. X is paused past its TTL: its handed keys expire (the test ends their TTL with
+//     PEXPIRE, so that no step depends on the machine being quick within a short TTL).
 //  4. B acquires (fence fB > fA+1) and releases.
 //  5. X's attempt finds the key free and sets it (logged); the note is cleared in memory.
 //  6. The masters restart at once (clean SHUTDOWN without a rewrite, or a crash).
@@ -34,7 +35,9 @@ func TestStaleNoteAfterRewriteAndRestart(t *testing.T) {
 			cl := redistest.Start(t, redistest.Options{Masters: 3})
 			ctx := context.Background()
 			const key = "stale-note"
-			const xTTL = 400 * time.Millisecond
+			// Long enough that no key expires while a loaded machine runs the steps; step 3
+			// ends it on purpose.
+			const xTTL = 30 * time.Second
 			a, b := newClient(t, cl, redlock.Options{}), newClient(t, cl, redlock.Options{})
 			x := scriptWaiter{key: key, token: redlock.NewToken(), id: "x/1", ttl: xTTL,
 				ticket: strconv.FormatInt(time.Now().UnixMicro(), 10)}
@@ -69,7 +72,12 @@ func TestStaleNoteAfterRewriteAndRestart(t *testing.T) {
 			for _, m := range cl.Masters { // step 2
 				rewriteAOF(t, m)
 			}
-			waitUntil(t, "X's handed keys expired", func() bool { // step 3
+			for _, m := range cl.Masters { // step 3
+				if err := m.Admin().PExpire(ctx, key, time.Millisecond).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitUntil(t, "X's handed keys expired", func() bool {
 				for _, m := range cl.Masters {
 					if m.Admin().Exists(ctx, key).Val() != 0 {
 						return false
