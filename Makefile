@@ -13,7 +13,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 # not descend into them, so every go command names them too.
 NESTED_PKGS := $(shell scripts/modules.sh list | sed -n 's|^\([^.].*\)|./\1/...|p')
 
-.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules test-parallel chaos lint check-docs check-parts cross release-check bench model fuzz-protocol demo down docs module-docs fmt vet clean
+.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules test-serial chaos lint lint-code check-docs check-parts cross release-check bench model fuzz-protocol demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -34,17 +34,18 @@ provider: ## build the provider and install it into the local filesystem mirror
 lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PROVIDER_VERSION))
 	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/lockagent ./lockagent/cmd/lockagent
 
-test: test-deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests
-	@# The library, its metrics, the CLI and the harnesses run under the race detector; this
-	@# includes the short chaos run (internal/chaos: one round of every fault kind).
+test: test-deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests (parts side by side; CI's command)
+	@# The parts (scripts/test.sh): the library, its metrics, the CLI and the harnesses under
+	@# the race detector (with the short chaos run: one round of every fault kind), the
+	@# provider's acceptance tests, the five-host tests in two lanes, the local end-to-end
+	@# tests and the module tests; each part's output in build/test/<part>.log, printed whole
+	@# when it ends, and each part's time at the end.
+	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" NESTED_PKGS="$(NESTED_PKGS)" scripts/test.sh
+
+test-serial: test-deps provider ## make test's tests in three steps one after another (slower; one output stream)
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/... $(NESTED_PKGS)
 	TF_ACC=1 go test $(GO_TEST_FLAGS) ./provider/... ./test/...
 	@scripts/test-modules.sh
-
-test-parallel: test-deps provider ## make test's tests in parts side by side (scripts/test.sh): faster where the machine has headroom
-	@# Unit tests under -race, provider and end-to-end tests split by name, module tests; each
-	@# part's output in build/test/<part>.log, printed when it ends.
-	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" NESTED_PKGS="$(NESTED_PKGS)" scripts/test.sh
 
 test-modules: provider ## the modules' own `terraform test` files (plan-time refusals, outputs)
 	@scripts/test-modules.sh
@@ -100,7 +101,9 @@ fmt:
 vet:
 	go vet ./... $(NESTED_PKGS)
 
-lint: modules-check ## staticcheck (pinned, installed by make test-deps), go vet, terraform fmt -check, tidy modules
+lint: modules-check lint-code ## staticcheck (pinned, installed by make test-deps), go vet, terraform fmt -check, tidy modules
+
+lint-code: ## make lint without the modules check: staticcheck, go vet, terraform fmt -check (reads the tree only)
 	staticcheck ./... $(NESTED_PKGS)
 	go vet ./... $(NESTED_PKGS)
 	terraform fmt -check -recursive modules examples

@@ -8,7 +8,7 @@
 #   nft (nftables), ip (iproute2), nsenter/mount (util-linux), and chromium (the chaos report's
 #   headless screenshot test); unless REDLOCK_EXPORTERS=0, promtool and the two exporters whose
 #   real scrapes the monitoring tests read (prometheus, prometheus-redis-exporter,
-#   prometheus-node-exporter; installed without starting their services);
+#   prometheus-node-exporter; installed without starting their services); spin (make model);
 #   when the terraform on PATH is older than 1.11 or missing, v1.11.4 into
 #   ./bin/terraform-1.11.4 for the write-only password tests, also in the background
 #   (scripts/build-terraform.sh: local-state backends only; scripts/deps.sh then uses the same
@@ -49,6 +49,8 @@ if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
     need "${pair%%:*}" "${pair#*:}"
   done
 fi
+# Spin, for make model (CI's model check); gcc builds its verifier and is on the machine.
+need spin spin
 if [ "${REDLOCK_EXPORTERS:-1}" != 0 ]; then
   need promtool prometheus
   need prometheus-redis-exporter prometheus-redis-exporter
