@@ -46,15 +46,19 @@ PARTS=(unit lab-1 lab-2 provider e2e-local)
 declare -A PART_STEPS=([unit]="unit" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b" [provider]="provider" [e2e-local]="e2e-local")
 
 logs=build/test
-# The acceptance steps share most of their dependencies (the plugin framework, terratest,
-# gRPC): the build part compiles them once, instead of once per process on a cold cache,
-# and writes its exit status to $built, which they wait for.
+# The steps of one kind share most of their dependencies (under the race detector: the
+# standard library, go-redis; the acceptance tests: the plugin framework, terratest, gRPC), and
+# go test processes side by side would each compile them on a cold cache: the build part
+# compiles every test once, first the race-detected ones, then the acceptance ones, writing
+# its exit status to $built_race, then to $built, which the steps wait for.
 built=$logs/.acceptance-built
+built_race=$logs/.race-built
 
 # step_cmd STEP: the step's command line.
 step_cmd() {
   local s=$1 cmd="go test"
   [ -z "${ACC[$s]:-}" ] || cmd="until [ -e $built ]; do sleep 1; done; TF_ACC=1 go test"
+  [ -z "${RACE[$s]:-}" ] || cmd="until [ -e $built_race ]; do sleep 1; done; go test"
   [ -z "${RACE[$s]:-}" ] || cmd+=" -race"
   cmd+=" $GO_TEST_FLAGS"
   [ -z "${RUN[$s]:-}" ] || cmd+=" -run '${RUN[$s]}'"
@@ -66,9 +70,13 @@ step_cmd() {
 part_cmd() {
   local p=$1 s cmd="rc=0"
   case "$p" in
-    # Compiles and links the acceptance tests without running them (-exec /bin/true), and
-    # the lockagent test/'s TestMain builds; then checks the steps.
-    build) echo "go test -count=1 -exec /bin/true ./provider/... ./test/... && go build -o /dev/null ./lockagent/cmd/lockagent && scripts/test.sh check" ;;
+    # Compiles and links the race-detected tests, then the acceptance tests, without running
+    # them (-exec /bin/true), and the lockagent test/'s TestMain builds; then checks the steps.
+    build)
+      local race_pkgs=""
+      for s in "${STEPS[@]}"; do [ -z "${RACE[$s]:-}" ] || race_pkgs+="${PKGS[$s]} "; done
+      echo "go test -race -count=1 -exec /bin/true $race_pkgs; race_rc=\$?; echo \$race_rc >$built_race; go test -count=1 -exec /bin/true ./provider/... ./test/... && go build -o /dev/null ./lockagent/cmd/lockagent && scripts/test.sh check && [ \$race_rc = 0 ]"
+      ;;
     modules) echo "scripts/test-modules.sh" ;;
     *)
       [ -n "${PART_STEPS[$p]:-}" ] || return 1
@@ -128,9 +136,9 @@ for p in "${parts[@]}"; do
 done
 
 mkdir -p "$logs"
-rm -f "$built"
-# Without the build part, the acceptance steps compile for themselves.
-case " ${parts[*]} " in *" build "*) ;; *) echo 0 >"$built" ;; esac
+rm -f "$built" "$built_race"
+# Without the build part, the steps compile for themselves.
+case " ${parts[*]} " in *" build "*) ;; *) echo 0 >"$built" && echo 0 >"$built_race" ;; esac
 if [ ${#parts[@]} = 1 ]; then
   cmd=$(part_cmd "${parts[0]}")
   echo "$cmd"
