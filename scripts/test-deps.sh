@@ -13,7 +13,8 @@
 #   ./bin/terraform-1.11.4 for the write-only password tests, also in the background
 #   (scripts/build-terraform.sh: local-state backends only; scripts/deps.sh then uses the same
 #   binary as ./bin/terraform when there is no terraform >= 1.5 on PATH);
-#   staticcheck and terraform-docs (make module-docs), pinned, into ./bin.
+#   staticcheck and terraform-docs (make module-docs), pinned, into ./bin; as root, the host
+#   tests' Debian image into its cache (internal/hostlab/cmd/hostlab-image), in the background.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin build
@@ -135,13 +136,30 @@ if ! "$PWD/bin/terraform-docs" --version 2>/dev/null | grep -q "$terraform_docs_
 fi
 echo "test-deps: $("$PWD/bin/terraform-docs" --version)"
 
+[ -z "$apt_pid" ] || wait_for "$apt_pid" "apt-get install$missing" "$apt_log"
+image_pid=""
+if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
+  echo "test-deps: host tests: $(systemd-nspawn --version 2>/dev/null | head -1), debootstrap $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo '?'), $(nft --version 2>/dev/null || /usr/sbin/nft --version)"
+  # The host tests' Debian image (debootstrap from this machine's apt sources, about a minute
+  # of downloads, once per package list): built here, beside the terraform build, rather than
+  # inside the first test that boots a lab. Only as root, like the tests that boot hosts.
+  if [ "$(id -u)" = 0 ]; then
+    image_log=build/test-deps-hostlab-image.log
+    echo "test-deps: host image: building it when missing, in the background (log: $image_log)"
+    set -m
+    go run ./internal/hostlab/cmd/hostlab-image >"$image_log" 2>&1 &
+    image_pid=$!
+    set +m
+    jobs_started+=("$image_pid")
+  fi
+fi
 if [ -n "$tf_pid" ]; then
   wait_for "$tf_pid" "building terraform v1.11.4" "$tf_log"
   echo "test-deps: write-only tests: $PWD/bin/terraform-1.11.4 ($("$PWD/bin/terraform-1.11.4" version 2>/dev/null | head -1))"
 fi
-[ -z "$apt_pid" ] || wait_for "$apt_pid" "apt-get install$missing" "$apt_log"
-if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
-  echo "test-deps: host tests: $(systemd-nspawn --version 2>/dev/null | head -1), debootstrap $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo '?'), $(nft --version 2>/dev/null || /usr/sbin/nft --version)"
+if [ -n "$image_pid" ]; then
+  wait_for "$image_pid" "building the host image (go run ./internal/hostlab/cmd/hostlab-image)" "$image_log"
+  echo "test-deps: host image: $(tail -1 "$image_log")"
 fi
 
 # What make demo needs: redis-server and terraform are there now (a fresh machine's terraform
