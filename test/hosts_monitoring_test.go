@@ -21,14 +21,15 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/hostlab"
 )
 
-// TestHostsMonitoring is the monitoring runbook on five systemd hosts (examples/hosts-five,
-// exporters on by default): every host's redis_exporter answers as the monitoring user and
-// node_exporter runs; a real Prometheus (Debian's package) in the client namespace scrapes
-// the module's scrape_targets and evaluates monitoring/redlock.rules.yml. Healthy: no
-// alert. A master killed -9 is reported held, by name (from the host's state file), and
-// clears. Two hosts partitioned away: RedlockMajorityAtRisk fires (never RedlockNoMajority);
-// healed: every alert clears.
-func TestHostsMonitoring(t *testing.T) {
+// hostsMonitoring is the monitoring runbook on the five systemd hosts of a hostsDeployment
+// (examples/hosts-five, exporters on by default), run by TestHostsRunbook once its faults
+// have healed: every host's redis_exporter answers as the monitoring user and node_exporter
+// runs; a real Prometheus (Debian's package) in the client namespace scrapes the module's
+// scrape_targets and evaluates monitoring/redlock.rules.yml. Healthy: no alert. A master
+// killed -9 is reported held, by name (from the host's state file), and clears. Two hosts
+// partitioned away: RedlockMajorityAtRisk fires (never RedlockNoMajority); healed: every
+// alert clears.
+func hostsMonitoring(t *testing.T, d *hostsDeployment) {
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		if os.Getenv("REDLOCK_REQUIRE_EXPORTERS") == "1" {
@@ -36,7 +37,6 @@ func TestHostsMonitoring(t *testing.T) {
 		}
 		t.Skip("prometheus not installed (apt-get install prometheus; REDLOCK_REQUIRE_EXPORTERS=1 makes this a failure)")
 	}
-	d := deployHostsFive(t, false)
 	lab := d.lab
 	web := &http.Client{Transport: &http.Transport{DialContext: lab.DialContext(0)}, Timeout: 5 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

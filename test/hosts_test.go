@@ -48,7 +48,8 @@ const hostsMaxLockTTL = 10 * time.Second
 
 // TestHostsRunbook is the runbook for five masters on five hosts: deploy, validate, then
 // crash, reboot, power loss, replacement, partitions and drift, each observed from the
-// client's side and healed.
+// client's side and healed; then, on the healed cluster, the monitoring runbook
+// (hostsMonitoring) with a real Prometheus.
 func TestHostsRunbook(t *testing.T) {
 	started := time.Now()
 	d := deployHostsFive(t, false)
@@ -352,6 +353,10 @@ func TestHostsRunbook(t *testing.T) {
 		d.planIsEmpty(t)
 	})
 	t.Logf("runbook done in %s", time.Since(started).Round(time.Second))
+
+	t.Run("monitoring: Prometheus sees the healthy hosts, a held master, a majority at risk", func(t *testing.T) {
+		hostsMonitoring(t, d)
+	})
 }
 
 // deployHostsFive creates the lab's network, applies examples/hosts-five for its five
@@ -455,20 +460,8 @@ func deployHostsFive(t *testing.T, useTLS bool) *hostsDeployment {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	booted := time.Now()
-	errs := make(chan error, len(lab.Hosts()))
-	for i, h := range lab.Hosts() {
-		go func() {
-			if err := h.Provision(ctx, d.userData[i]); err != nil {
-				errs <- fmt.Errorf("boot %s: %w", h.Name(), err)
-				return
-			}
-			errs <- nil
-		}()
-	}
-	for range lab.Hosts() {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
+	if err := lab.ProvisionAll(ctx, d.userData); err != nil {
+		t.Fatal(err)
 	}
 	for _, h := range lab.Hosts() {
 		if err := h.WaitCloudInit(ctx); err != nil {
