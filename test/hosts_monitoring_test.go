@@ -53,9 +53,29 @@ func hostsMonitoring(t *testing.T, d *hostsDeployment) {
 		t.Fatalf("scrape_targets: %d redis and %d node groups, want 5 each", len(targets.Redis), len(targets.Node))
 	}
 
+	// The runbook before this one left errors (the audit's NOPERM probes of the lock user) and
+	// fsync latency spikes (its restarts on a loaded machine) in each server's statistics,
+	// which redis_exporter reports. Reset them: the monitoring runbook starts, as on a fresh
+	// deployment, from servers with a clean record, so that what it reads is its own doing.
+	for i, ep := range d.endpoints {
+		admin := d.admin(i)
+		err := admin.ConfigResetStat(ctx).Err()
+		if err == nil {
+			err = admin.Do(ctx, "LATENCY", "RESET").Err()
+		}
+		_ = admin.Close()
+		if err != nil {
+			t.Fatalf("%s: reset the statistics: %v", ep, err)
+		}
+	}
+
 	t.Run("every host's exporters answer, redis_exporter as the monitoring user", func(t *testing.T) {
 		for _, h := range lab.Hosts() {
-			redis := scrapeText(ctx, t, web, "http://"+net.JoinHostPort(h.Address(), "9121")+"/metrics")
+			// Two scrapes: a command of the first that the server refused is counted in the
+			// statistics the second reads, whichever order the exporter runs them in.
+			url := "http://" + net.JoinHostPort(h.Address(), "9121") + "/metrics"
+			scrapeText(ctx, t, web, url)
+			redis := scrapeText(ctx, t, web, url)
 			if !strings.Contains(redis, "\nredis_up 1\n") {
 				t.Errorf("%s: redis_exporter does not reach the master (redis_up is not 1)", h.Name())
 			}
