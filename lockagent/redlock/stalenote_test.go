@@ -197,23 +197,16 @@ func TestForeignQueueKeyRefused(t *testing.T) {
 	}
 }
 
-// acquireEverywhere acquires key with a key on every master (Acquire returns at a
-// majority, and a late SET is dropped by design: then it releases and tries again).
+// acquireEverywhere acquires key with a key on every master (acquireHeldOn).
 func acquireEverywhere(t *testing.T, c *redlock.Client, cl *redistest.Cluster, key string) *redlock.Lock {
 	t.Helper()
-	ctx := context.Background()
-	for {
-		l, err := c.Acquire(ctx, key, 5*time.Second)
+	return acquireHeldOn(t, cl, key, len(cl.Masters), func() *redlock.Lock {
+		l, err := c.Acquire(context.Background(), key, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if holders(t, cl, key, l.Token()) == len(cl.Masters) {
-			return l
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return l
+	})
 }
 
 // endAbandonedWrite deletes key on m if it still holds token: a late SET of a round its
