@@ -119,10 +119,8 @@ func TestHostsDay2(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	for i, h := range lab.Hosts() {
-		if err := h.Provision(ctx, userData[i]); err != nil {
-			t.Fatal(err)
-		}
+	if err := lab.ProvisionAll(ctx, userData); err != nil {
+		t.Fatal(err)
 	}
 	dial := lab.DialContext(0)
 	lockOn := func(endpoint, user, password, key string) error {

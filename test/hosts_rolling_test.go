@@ -80,10 +80,8 @@ func startRollingCluster(t *testing.T, names []string, trust *tls.Config, host f
 	for i, h := range c.hosts {
 		userData[i] = c.render(i, host(i, h))
 	}
-	for i, h := range c.hosts {
-		if err := h.Provision(ctx, userData[i]); err != nil {
-			t.Fatal(err)
-		}
+	if err := lab.ProvisionAll(ctx, userData); err != nil {
+		t.Fatal(err)
 	}
 	for i := range c.hosts {
 		c.waitUnseeded(i)
@@ -210,9 +208,8 @@ type contention struct {
 	failures    string // one line per failed run: "<key> exit <code>"
 	stderr      string // the runs' stderr, for diagnosis
 	agentConfig string
-	stop        string
+	stop        string // its existence stops the workers after their current run
 	workers     sync.WaitGroup
-	stopOnce    sync.Once
 }
 
 // newContention writes the clients' agent.json (trusting caPEM when not empty) and
@@ -222,6 +219,7 @@ func (c *rollingCluster) newContention(caPEM string) *contention {
 	k := &contention{c: c, holds: filepath.Join(dir, "holds.log"), failures: filepath.Join(dir, "failures.log"),
 		stderr: filepath.Join(dir, "stderr.log"), agentConfig: filepath.Join(dir, "agent.json"), stop: filepath.Join(dir, "stop")}
 	k.writeAgentConfig(caPEM)
+	c.t.Cleanup(k.stopWorkers)
 	return k
 }
 
@@ -250,10 +248,14 @@ func (k *contention) writeAgentConfigTo(path, caPEM string) {
 	}
 }
 
-// start starts workers looping `lockagent run` on keys (worker w on keys[w%len(keys)]).
-// A run waits up to a minute for its lock, so that the workers end when the test does.
+// start starts workers looping `lockagent run` on keys (worker w on keys[w%len(keys)]),
+// again after stopWorkers too (the same logs go on). A run waits up to a minute for its
+// lock, so that the workers end when the test does.
 func (k *contention) start(workers int, keys []string) {
 	k.c.t.Helper()
+	if err := os.Remove(k.stop); err != nil && !os.IsNotExist(err) {
+		k.c.t.Fatal(err)
+	}
 	hold := fmt.Sprintf(`echo "$LOCKAGENT_KEY $LOCKAGENT_FENCE begin" >>%q; sleep 0.05; echo "$LOCKAGENT_KEY $LOCKAGENT_FENCE end" >>%q`,
 		k.holds, k.holds)
 	for w := 0; w < workers; w++ {
@@ -267,15 +269,12 @@ func (k *contention) start(workers int, keys []string) {
 		k.workers.Add(1)
 		go func() { defer k.workers.Done(); _ = cmd.Wait() }()
 	}
-	k.c.t.Cleanup(k.stopWorkers)
 }
 
 // stopWorkers lets every worker finish its current run and waits for them.
 func (k *contention) stopWorkers() {
-	k.stopOnce.Do(func() {
-		_ = os.WriteFile(k.stop, nil, 0o644)
-		k.workers.Wait()
-	})
+	_ = os.WriteFile(k.stop, nil, 0o644)
+	k.workers.Wait()
 }
 
 // waitHolds waits until more holds than now are logged.

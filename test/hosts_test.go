@@ -48,7 +48,8 @@ const hostsMaxLockTTL = 10 * time.Second
 
 // TestHostsRunbook is the runbook for five masters on five hosts: deploy, validate, then
 // crash, reboot, power loss, replacement, partitions and drift, each observed from the
-// client's side and healed.
+// client's side and healed; then, on the healed cluster, the monitoring runbook
+// (hostsMonitoring) with a real Prometheus.
 func TestHostsRunbook(t *testing.T) {
 	started := time.Now()
 	d := deployHostsFive(t, false)
@@ -148,119 +149,127 @@ func TestHostsRunbook(t *testing.T) {
 		}
 	})
 
-	for _, i := range []int{1, 4} { // a redis-server host and the valkey-server host
-		t.Run("clean reboot: held restart_delay (a clean marker counts in its own boot), released keys stay released: "+d.units[i], func(t *testing.T) {
+	// Each of these restarts one host of its own and waits out its hold; they share no host,
+	// so they run side by side (two at a time: go test's -parallel).
+	t.Run("restarts of other hosts, each held for restart_delay", func(t *testing.T) {
+		for _, i := range []int{1, 4} { // a redis-server host and the valkey-server host
+			t.Run("clean reboot: held restart_delay (a clean marker counts in its own boot), released keys stay released: "+d.units[i], func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				h := d.lab.Hosts()[i]
+				admin := d.admin(i)
+				// A lock granted and then released the way lockagent releases by default: the DEL
+				// is not written to the AOF. The clean stop rewrites the AOF, so it must not return.
+				if err := admin.Set(ctx, "released", "tok", 10*time.Minute).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := admin.Set(ctx, "kept", "1", 10*time.Minute).Err(); err != nil {
+					t.Fatal(err)
+				}
+				// The lock user runs the kit's release function (FCALL: the policy script loaded
+				// the library at the start) and may run no Lua of its own.
+				n, err := d.lockUserClient(i).FCall(ctx, redlock.FunctionLibrary().Function("release"), []string{"released"}, "tok", "", "tok").Int()
+				if err != nil || n != 1 {
+					t.Fatalf("unlogged release: %d, %v", n, err)
+				}
+				if err := d.lockUserClient(i).Eval(ctx, "while true do end", nil).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+					t.Fatalf("lock user EVAL of a busy loop: %v, want NOPERM", err)
+				}
+				rebooted := time.Now()
+				if err := h.Reboot(ctx); err != nil {
+					t.Fatal(err)
+				}
+				back := d.waitServing(t, i).Sub(rebooted)
+				t.Logf("clean reboot -> serving: %s after the reboot command (restart_delay %s)", back.Round(time.Millisecond), d.restartDelay)
+				journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
+				// The container's boot id is new at every boot (systemd-nspawn), like a machine's.
+				if !strings.Contains(journal, "written on another machine, data dir or boot") || back < d.restartDelay {
+					t.Fatalf("the gate did not hold restart_delay after a reboot (served %s after it):\n%s", back, journal)
+				}
+				if !strings.Contains(journal, "function library "+redlock.FunctionLibraryName+" loaded") {
+					t.Fatalf("the start did not load the function library:\n%s", journal)
+				}
+				if n, err := admin.Exists(ctx, "released").Result(); err != nil || n != 0 {
+					t.Fatalf("released key came back after a clean reboot (exists=%d, %v)", n, err)
+				}
+				if v, err := admin.Get(ctx, "kept").Result(); err != nil || v != "1" {
+					t.Fatalf("held key after a clean reboot: %q, %v", v, err)
+				}
+			})
+		}
+
+		t.Run("power loss: held for restart_delay from boot, acknowledged keys kept", func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
-			h := d.lab.Hosts()[i]
-			admin := d.admin(i)
-			// A lock granted and then released the way lockagent releases by default: the DEL
-			// is not written to the AOF. The clean stop rewrites the AOF, so it must not return.
-			if err := admin.Set(ctx, "released", "tok", 10*time.Minute).Err(); err != nil {
+			h, i := d.lab.Hosts()[2], 2
+			if err := d.admin(i).Set(ctx, "ack:power", "1", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := admin.Set(ctx, "kept", "1", 10*time.Minute).Err(); err != nil {
+			if err := h.PowerOff(ctx); err != nil {
 				t.Fatal(err)
 			}
-			// The lock user runs the kit's release function (FCALL: the policy script loaded
-			// the library at the start) and may run no Lua of its own.
-			n, err := d.lockUserClient(i).FCall(ctx, redlock.FunctionLibrary().Function("release"), []string{"released"}, "tok", "", "tok").Int()
-			if err != nil || n != 1 {
-				t.Fatalf("unlogged release: %d, %v", n, err)
-			}
-			if err := d.lockUserClient(i).Eval(ctx, "while true do end", nil).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
-				t.Fatalf("lock user EVAL of a busy loop: %v, want NOPERM", err)
-			}
-			rebooted := time.Now()
-			if err := h.Reboot(ctx); err != nil {
+			poweredOn := time.Now()
+			if err := h.Boot(ctx); err != nil {
 				t.Fatal(err)
 			}
-			back := d.waitServing(t, i).Sub(rebooted)
-			t.Logf("clean reboot -> serving: %s after the reboot command (restart_delay %s)", back.Round(time.Millisecond), d.restartDelay)
+			down := d.waitServing(t, i).Sub(poweredOn)
+			t.Logf("power loss -> boot -> serving: %s after power-on (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
+			if down < d.restartDelay {
+				t.Fatalf("master served %s after power-on, before restart_delay %s", down, d.restartDelay)
+			}
 			journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
-			// The container's boot id is new at every boot (systemd-nspawn), like a machine's.
-			if !strings.Contains(journal, "written on another machine, data dir or boot") || back < d.restartDelay {
-				t.Fatalf("the gate did not hold restart_delay after a reboot (served %s after it):\n%s", back, journal)
+			if !strings.Contains(journal, "holding the start for") {
+				t.Fatalf("the gate did not hold after a power loss:\n%s", journal)
 			}
-			if !strings.Contains(journal, "function library "+redlock.FunctionLibraryName+" loaded") {
-				t.Fatalf("the start did not load the function library:\n%s", journal)
-			}
-			if n, err := admin.Exists(ctx, "released").Result(); err != nil || n != 0 {
-				t.Fatalf("released key came back after a clean reboot (exists=%d, %v)", n, err)
-			}
-			if v, err := admin.Get(ctx, "kept").Result(); err != nil || v != "1" {
-				t.Fatalf("held key after a clean reboot: %q, %v", v, err)
+			if v, err := d.admin(i).Get(ctx, "ack:power").Result(); err != nil || v != "1" {
+				t.Fatalf("acknowledged key after a power loss: %q, %v", v, err)
 			}
 		})
-	}
 
-	t.Run("power loss: held for restart_delay from boot, acknowledged keys kept", func(t *testing.T) {
-		ctx := context.Background()
-		h, i := d.lab.Hosts()[2], 2
-		if err := d.admin(i).Set(ctx, "ack:power", "1", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.PowerOff(ctx); err != nil {
-			t.Fatal(err)
-		}
-		poweredOn := time.Now()
-		if err := h.Boot(ctx); err != nil {
-			t.Fatal(err)
-		}
-		down := d.waitServing(t, i).Sub(poweredOn)
-		t.Logf("power loss -> boot -> serving: %s after power-on (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
-		if down < d.restartDelay {
-			t.Fatalf("master served %s after power-on, before restart_delay %s", down, d.restartDelay)
-		}
-		journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
-		if !strings.Contains(journal, "holding the start for") {
-			t.Fatalf("the gate did not hold after a power loss:\n%s", journal)
-		}
-		if v, err := d.admin(i).Get(ctx, "ack:power").Result(); err != nil || v != "1" {
-			t.Fatalf("acknowledged key after a power loss: %q, %v", v, err)
-		}
-	})
+		t.Run("replacement by an empty host: held for restart_delay before it grants", func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			h, i := d.lab.Hosts()[3], 3
+			replaced := time.Now()
+			if err := h.Replace(ctx, d.userData[i]); err != nil {
+				t.Fatal(err)
+			}
+			down := d.waitServing(t, i).Sub(replaced)
+			t.Logf("replacement -> serving: %s (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
+			if down < d.restartDelay {
+				t.Fatalf("replaced host served %s after it was created, before restart_delay %s", down, d.restartDelay)
+			}
+			// Empty but for the deployment record every start writes.
+			keys, _ := d.admin(i).Keys(ctx, "*").Result()
+			if len(keys) != 1 || keys[0] != hold.DeploymentKey {
+				t.Fatalf("replaced host is not empty: keys %q, want only %s", keys, hold.DeploymentKey)
+			}
+		})
 
-	t.Run("replacement by an empty host: held for restart_delay before it grants", func(t *testing.T) {
-		ctx := context.Background()
-		h, i := d.lab.Hosts()[3], 3
-		replaced := time.Now()
-		if err := h.Replace(ctx, d.userData[i]); err != nil {
-			t.Fatal(err)
-		}
-		down := d.waitServing(t, i).Sub(replaced)
-		t.Logf("replacement -> serving: %s (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
-		if down < d.restartDelay {
-			t.Fatalf("replaced host served %s after it was created, before restart_delay %s", down, d.restartDelay)
-		}
-		// Empty but for the deployment record every start writes.
-		keys, _ := d.admin(i).Keys(ctx, "*").Result()
-		if len(keys) != 1 || keys[0] != hold.DeploymentKey {
-			t.Fatalf("replaced host is not empty: keys %q, want only %s", keys, hold.DeploymentKey)
-		}
-	})
-
-	t.Run("a host cloned from a cleanly stopped host's disk: held for restart_delay", func(t *testing.T) {
-		ctx := context.Background()
-		h, i := d.lab.Hosts()[0], 0
-		if err := d.admin(i).Set(ctx, "ack:clone", "1", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		// A clean stop writes the marker on the disk; the clone boots from a copy of it (an
-		// image or a snapshot taken after the stop), with the same machine-id.
-		cloned := time.Now()
-		if err := h.ReplaceWithClone(ctx, d.userData[i]); err != nil {
-			t.Fatal(err)
-		}
-		down := d.waitServing(t, i).Sub(cloned)
-		t.Logf("clean stop -> clone -> serving: %s (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
-		journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
-		if down < d.restartDelay || !strings.Contains(journal, "written on another machine, data dir or boot") {
-			t.Fatalf("the clone served %s after the clean stop, want a hold of restart_delay %s for a marker of another boot:\n%s",
-				down, d.restartDelay, journal)
-		}
-		if v, err := d.admin(i).Get(ctx, "ack:clone").Result(); err != nil || v != "1" {
-			t.Fatalf("acknowledged key on the clone: %q, %v", v, err)
-		}
+		t.Run("a host cloned from a cleanly stopped host's disk: held for restart_delay", func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			h, i := d.lab.Hosts()[0], 0
+			if err := d.admin(i).Set(ctx, "ack:clone", "1", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			// A clean stop writes the marker on the disk; the clone boots from a copy of it (an
+			// image or a snapshot taken after the stop), with the same machine-id.
+			cloned := time.Now()
+			if err := h.ReplaceWithClone(ctx, d.userData[i]); err != nil {
+				t.Fatal(err)
+			}
+			down := d.waitServing(t, i).Sub(cloned)
+			t.Logf("clean stop -> clone -> serving: %s (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
+			journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
+			if down < d.restartDelay || !strings.Contains(journal, "written on another machine, data dir or boot") {
+				t.Fatalf("the clone served %s after the clean stop, want a hold of restart_delay %s for a marker of another boot:\n%s",
+					down, d.restartDelay, journal)
+			}
+			if v, err := d.admin(i).Get(ctx, "ack:clone").Result(); err != nil || v != "1" {
+				t.Fatalf("acknowledged key on the clone: %q, %v", v, err)
+			}
+		})
 	})
 
 	t.Run("partitions", func(t *testing.T) {
@@ -352,6 +361,10 @@ func TestHostsRunbook(t *testing.T) {
 		d.planIsEmpty(t)
 	})
 	t.Logf("runbook done in %s", time.Since(started).Round(time.Second))
+
+	t.Run("monitoring: Prometheus sees the healthy hosts, a held master, a majority at risk", func(t *testing.T) {
+		hostsMonitoring(t, d)
+	})
 }
 
 // deployHostsFive creates the lab's network, applies examples/hosts-five for its five
@@ -455,20 +468,8 @@ func deployHostsFive(t *testing.T, useTLS bool) *hostsDeployment {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	booted := time.Now()
-	errs := make(chan error, len(lab.Hosts()))
-	for i, h := range lab.Hosts() {
-		go func() {
-			if err := h.Provision(ctx, d.userData[i]); err != nil {
-				errs <- fmt.Errorf("boot %s: %w", h.Name(), err)
-				return
-			}
-			errs <- nil
-		}()
-	}
-	for range lab.Hosts() {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
+	if err := lab.ProvisionAll(ctx, d.userData); err != nil {
+		t.Fatal(err)
 	}
 	for _, h := range lab.Hosts() {
 		if err := h.WaitCloudInit(ctx); err != nil {

@@ -117,20 +117,8 @@ output "tls_server_key_files" {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	errs := make(chan error, len(lab.Hosts()))
-	for i, h := range lab.Hosts() {
-		go func() {
-			if err := h.Provision(ctx, d.userData[i]); err != nil {
-				errs <- fmt.Errorf("boot %s: %w", h.Name(), err)
-				return
-			}
-			errs <- nil
-		}()
-	}
-	for range lab.Hosts() {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
+	if err := lab.ProvisionAll(ctx, d.userData); err != nil {
+		t.Fatal(err)
 	}
 	for _, h := range lab.Hosts() {
 		if err := h.WaitCloudInit(ctx); err != nil {

@@ -34,6 +34,7 @@ import (
 // inventory of what the state holds (docs/guides/security.md), and the negative control of
 // the same search in the write-only subtest, where it must find none.
 func TestModuleStateSecrets(t *testing.T) {
+	t.Parallel()
 	t.Run("redlock-hosts", func(t *testing.T) {
 		root := copyTree(t, "modules/redlock-hosts")
 		dir := filepath.Join(root, "hosts-two-tenants")

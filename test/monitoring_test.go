@@ -31,6 +31,7 @@ import (
 // reported held (with its name), never down; after a minute at the quorum the majority is at
 // risk; once they serve again every alert clears.
 func TestMonitoringAlertsFireAndClear(t *testing.T) {
+	t.Parallel()
 	bins := map[string]string{}
 	for _, name := range []string{"prometheus", "prometheus-redis-exporter", "prometheus-node-exporter"} {
 		bin, err := exec.LookPath(name)

@@ -4,12 +4,14 @@ package hostlab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -151,6 +153,28 @@ func (h *Host) Provision(ctx context.Context, userData string) error {
 		return fmt.Errorf("host %s is already running: use Replace", h.name)
 	}
 	return h.bootFreshLocked(ctx, userData)
+}
+
+// ProvisionAll boots every host of a NoBoot lab at once, host i with userData[i], as
+// Provision does (a cloud starts its instances side by side), and returns the hosts'
+// errors joined, each naming its host.
+func (l *Lab) ProvisionAll(ctx context.Context, userData []string) error {
+	if len(userData) != len(l.hosts) {
+		return fmt.Errorf("hostlab: ProvisionAll: %d user-data for %d hosts", len(userData), len(l.hosts))
+	}
+	errs := make([]error, len(l.hosts))
+	var wg sync.WaitGroup
+	for i, h := range l.hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.Provision(ctx, userData[i]); err != nil {
+				errs[i] = fmt.Errorf("boot %s: %w", h.name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Replace stops the host hard, throws its disk away and boots a new, empty host at

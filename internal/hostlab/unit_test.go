@@ -3,6 +3,7 @@
 package hostlab
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,5 +94,19 @@ func TestImageHashCoversInputs(t *testing.T) {
 	defer func() { imagePackages = saved }()
 	if imageHash() == h {
 		t.Error("package list not in the image hash")
+	}
+}
+
+// ProvisionAll needs one user-data per host; it names the mismatch and boots nothing.
+func TestProvisionAllWantsOneUserDataPerHost(t *testing.T) {
+	l := &Lab{hosts: []*Host{{name: "a"}, {name: "b"}}}
+	err := l.ProvisionAll(context.Background(), []string{"#cloud-config\n"})
+	if err == nil || !strings.Contains(err.Error(), "1 user-data for 2 hosts") {
+		t.Fatalf("ProvisionAll with 1 user-data for 2 hosts: %v", err)
+	}
+	for _, h := range l.hosts {
+		if h.Running() {
+			t.Fatalf("host %s was started", h.name)
+		}
 	}
 }

@@ -102,11 +102,17 @@ func TestMasterFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c, err := redlock.New(lockClients(t, cl), redlock.Options{})
+		c, err := redlock.New(lockClients(t, cl), redlock.Options{NodeTimeout: testNodeTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.TryAcquire(ctx, "kill-majority", 5*time.Second)
+		// A live master that a busy machine kept past the node timeout is listed too; that
+		// attempt says nothing about which masters count as failed: try again.
+		for try := 0; try < 10 && liveTimedOut(err, 2); try++ {
+			t.Logf("try %d: a live master timed out: %v", try, err)
+			_, err = c.TryAcquire(ctx, "kill-majority", 5*time.Second)
+		}
 		var unavailable *redlock.UnavailableError
 		if !errors.As(err, &unavailable) || !errors.Is(err, redlock.ErrUnavailable) {
 			t.Fatalf("TryAcquire with 3 of 5 dead: %v, want *UnavailableError", err)
@@ -253,4 +259,18 @@ func commandCalls(t *testing.T, m *redistest.Master, cmd string) int {
 		}
 	}
 	return 0
+}
+
+// liveTimedOut reports whether err lists one of the first live masters as timed out.
+func liveTimedOut(err error, live int) bool {
+	var ue *redlock.UnavailableError
+	if !errors.As(err, &ue) {
+		return false
+	}
+	for _, me := range ue.Errors {
+		if me.Master < live && errors.Is(me.Err, redlock.ErrNodeTimeout) {
+			return true
+		}
+	}
+	return false
 }

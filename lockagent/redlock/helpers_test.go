@@ -127,11 +127,69 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// mustAcquire acquires key, trying again while an attempt failed only because the machine
+// was busy (see busyOnly): the tests that use it are about what a held lock does, not
+// about acquiring on a loaded machine. Any other failure ends the test.
 func mustAcquire(t *testing.T, c *redlock.Client, key string, ttl time.Duration, opts ...redlock.LockOption) *redlock.Lock {
 	t.Helper()
-	l, err := c.TryAcquire(context.Background(), key, ttl, opts...)
+	l, err := tryAcquireWhileBusy(c, key, ttl, opts...)
 	if err != nil {
 		t.Fatalf("TryAcquire(%q): %v", key, err)
 	}
 	return l
+}
+
+// acquireHeldOn acquires key with acquire until the lock's token is on n masters. Acquire
+// returns at a majority, and a SET whose node timeout passed before it was sent is dropped
+// by design: when the token is not on n masters within a while (a hang guard for late
+// SETs, not a timing assertion), the lock is released and acquired again.
+func acquireHeldOn(t *testing.T, cl *redistest.Cluster, key string, n int, acquire func() *redlock.Lock) *redlock.Lock {
+	t.Helper()
+	for try := 0; ; try++ {
+		l := acquire()
+		for seen := time.Now(); time.Since(seen) < 2*time.Second; time.Sleep(5 * time.Millisecond) {
+			if holders(t, cl, key, l.Token()) == n {
+				return l
+			}
+		}
+		if try == 9 {
+			t.Fatalf("%q: the token never reached %d masters in 10 acquisitions", key, n)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tryAcquireWhileBusy is TryAcquire, tried again while the attempt failed only because the
+// machine was busy (busyOnly), for at most a generous hang guard. Safe in goroutines.
+func tryAcquireWhileBusy(c *redlock.Client, key string, ttl time.Duration, opts ...redlock.LockOption) (*redlock.Lock, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		l, err := c.TryAcquire(context.Background(), key, ttl, opts...)
+		if err == nil || !busyOnly(err) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// busyOnly tells an attempt that failed only by the clock from one the masters refused:
+// every failed master answered nothing within the node timeout and none refused, or the
+// majority answered after a short TTL's validity ran out. On a loaded machine both happen
+// to healthy masters, and Redlock allows them (the attempt is given up and cleaned up).
+func busyOnly(err error) bool {
+	if errors.Is(err, redlock.ErrExpired) {
+		return true
+	}
+	var ue *redlock.UnavailableError
+	if !errors.As(err, &ue) || ue.Refused > 0 || len(ue.Errors) == 0 {
+		return false
+	}
+	for _, me := range ue.Errors {
+		if !errors.Is(me.Err, redlock.ErrNodeTimeout) {
+			return false
+		}
+	}
+	return true
 }

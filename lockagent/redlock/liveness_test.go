@@ -31,7 +31,12 @@ func TestPausedMasterUnderLoad(t *testing.T) {
 	}}
 	// A node timeout of a second: on a loaded test machine a healthy master never takes
 	// that long, so a healthy master reported as timed out is the defect, not the load.
-	c := newClient(t, cl, redlock.Options{Hooks: hooks, NodeTimeout: time.Second})
+	// MaxBatch 8 makes the stuck master's queue 128 operations, which requests waiting out
+	// their node timeout fill at any speed the machine runs the goroutines (with the default
+	// 4096 a loaded machine dropped expired requests faster than it queued new ones, and the
+	// state under test never came); the healthy masters have at most one operation per
+	// goroutine outstanding, far below it.
+	c := newClient(t, cl, redlock.Options{Hooks: hooks, NodeTimeout: time.Second, MaxBatch: 8})
 	const paused = 0
 	resumeOnCleanup(t, cl.Masters[paused]) // runs before the Client's Close
 	if err := cl.Masters[paused].Pause(); err != nil {

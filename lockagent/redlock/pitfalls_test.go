@@ -258,10 +258,22 @@ func TestPitfalls(t *testing.T) {
 
 	t.Run("7c the lock context ends when renewal stops at the extension limit", func(t *testing.T) {
 		c := newClient(t, cl, redlock.Options{MaxExtensions: 2})
-		l := mustAcquire(t, c, "p7c", 150*time.Millisecond, redlock.WithAutoRenew())
+		// On a busy machine a renewal can miss a 150ms validity before the limit is reached
+		// (the lock then ends as expired without the limit, as it must): that run shows
+		// nothing about the limit, so it is tried again with a new key. A lock that never
+		// ends with the limit fails.
+		var l *redlock.Lock
+		var cause error
+		for try := 0; ; try++ {
+			l = mustAcquire(t, c, fmt.Sprintf("p7c-%d", try), 150*time.Millisecond, redlock.WithAutoRenew())
+			<-l.Context().Done()
+			cause = context.Cause(l.Context())
+			if errors.Is(cause, redlock.ErrExtensionLimit) || !errors.Is(cause, redlock.ErrExpired) || try == 9 {
+				break
+			}
+			t.Logf("try %d: the renewal missed the validity before the limit: %v", try, cause)
+		}
 		defer l.Release(ctx)
-		<-l.Context().Done()
-		cause := context.Cause(l.Context())
 		if !errors.Is(cause, redlock.ErrExpired) || !errors.Is(cause, redlock.ErrExtensionLimit) {
 			t.Errorf("context cause %v, want ErrExpired wrapping ErrExtensionLimit", cause)
 		}

@@ -101,7 +101,16 @@ func TestStaleNoteAfterRewriteAndRestart(t *testing.T) {
 				return true
 			})
 			for _, m := range cl.Masters { // step 5
-				if r := x.attempt(t, m); r.flag != 1 {
+				r := x.attempt(t, m)
+				// B's TryAcquire may have abandoned a round on a busy master (node timeout);
+				// that round's SET can land after B's release, and the key is then B's until
+				// its TTL ends, as Redlock allows. It is not the state this step is about:
+				// end it as its TTL would, and try again. Anyone else's token still fails.
+				for tries := 0; r.flag == 0 && r.holder == redlock.TokenTag(lb.Token()) && tries < 3; tries++ {
+					endAbandonedWrite(t, m, key, lb.Token())
+					r = x.attempt(t, m)
+				}
+				if r.flag != 1 {
 					t.Fatalf("X's attempt on the free key on %s: %+v, want set", m.Addr, r)
 				}
 			}
@@ -188,22 +197,25 @@ func TestForeignQueueKeyRefused(t *testing.T) {
 	}
 }
 
-// acquireEverywhere acquires key with a key on every master (Acquire returns at a
-// majority, and a late SET is dropped by design: then it releases and tries again).
+// acquireEverywhere acquires key with a key on every master (acquireHeldOn).
 func acquireEverywhere(t *testing.T, c *redlock.Client, cl *redistest.Cluster, key string) *redlock.Lock {
 	t.Helper()
-	ctx := context.Background()
-	for {
-		l, err := c.Acquire(ctx, key, 5*time.Second)
+	return acquireHeldOn(t, cl, key, len(cl.Masters), func() *redlock.Lock {
+		l, err := c.Acquire(context.Background(), key, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if holders(t, cl, key, l.Token()) == len(cl.Masters) {
-			return l
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		return l
+	})
+}
+
+// endAbandonedWrite deletes key on m if it still holds token: a late SET of a round its
+// client abandoned, ended as its TTL would end it.
+func endAbandonedWrite(t *testing.T, m *redistest.Master, key, token string) {
+	t.Helper()
+	const delIfHeld = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`
+	if err := m.Admin().Eval(context.Background(), delIfHeld, []string{key}, token).Err(); err != nil {
+		t.Fatalf("ending the abandoned write on %s: %v", m.Addr, err)
 	}
 }
 
