@@ -5,12 +5,14 @@
 #   terraform from PATH when it is >= 1.5 (what examples/local-five and modules/redlock-cluster
 #   require; yours is always the one used then), else ./bin/terraform -> terraform-1.11.4: the
 #   one make test-deps built when it is there, else built now by scripts/build-terraform.sh
-#   from HashiCorp's released v1.11.4 source with only the local-state backends (the
-#   remote-state backends with SDKs of their own, s3, gcs, azurerm and the rest, left out: most
-#   of terraform's compile, and nothing here uses them). One terraform, v1.11.4, serves the demo
-#   and the tests (the write-only tests need >= 1.11).
+#   from HashiCorp's released v1.11.4 source with only the local-state backends and no S3/GCS
+#   module getters (the remote-state backends with SDKs of their own, s3, gcs, azurerm and the
+#   rest, and the S3/GCS module downloads left out: their SDKs are most of terraform's compile,
+#   and nothing here uses them). One terraform, v1.11.4, serves the demo and the tests (the
+#   write-only tests need >= 1.11).
 # `scripts/deps.sh redis-server` or `scripts/deps.sh terraform` does only that part (make demo
-# builds terraform side by side with the provider: scripts/demo-build.sh, which asks
+# downloads terraform beside the provider build and compiles it after: scripts/demo-build.sh,
+# which passes BUILD_TERRAFORM_AFTER through to scripts/build-terraform.sh and asks
 # `scripts/deps.sh terraform-ready` whether there is a build to do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +77,7 @@ terraform_cli() {
     if [ "$(terraform_version "$PWD/bin/terraform-1.11.4")" = 1.11.4 ]; then
       echo "deps: $why; using ./bin/terraform-1.11.4 (built by make test-deps or an earlier make demo)"
     else
-      echo "deps: $why; building v1.11.4 into ./bin (local-state backends only, a few minutes, once)"
+      echo "deps: $why; building v1.11.4 into ./bin (local-state backends only, no S3/GCS module getters; once)"
       scripts/build-terraform.sh v1.11.4 bin/terraform-1.11.4
     fi
     # make puts ./bin first on PATH: make demo and make test use this one.
