@@ -28,7 +28,12 @@
 #
 # Build flags: the go command's defaults (no -trimpath, cgo as the go command decides), the
 # same the provider, lockagent (scripts/build-binaries.sh) and `go test` use, so the standard
-# library compiled for one serves the others from GOCACHE.
+# library compiled for one serves the others from GOCACHE. (Without -trimpath the throwaway
+# copy's path is part of terraform's own packages' cache keys: a rebuild recompiles them. A
+# checkout builds terraform once; -trimpath for all three would cost `go test` its sharing
+# with the provider build instead.) The binary keeps no DWARF (-s -w), so the compiler writes
+# none for terraform and its modules either (-dwarf=false; the standard library keeps the
+# defaults, to stay shared): no effect on the binary, less compile work.
 #
 # BUILD_TERRAFORM_AFTER=FILE (make demo sets it): fetch and prepare everything (the source,
 # the edits, every module the build needs), then wait until FILE exists before compiling.
@@ -116,8 +121,7 @@ if [ -n "${BUILD_TERRAFORM_AFTER:-}" ]; then
   while [ ! -e "$BUILD_TERRAFORM_AFTER" ]; do sleep 0.2; done
 fi
 echo "build-terraform: go build (only the local-state backends: $dropped left out; no S3/GCS module getters)"
-# The binary keeps no DWARF (-w), so the compiler need not write any either (-dwarf=false),
-# except for the standard library (std=, the defaults), which is shared through GOCACHE.
+# -dwarf=false for all but the standard library (std=: the defaults): see the header.
 go build -gcflags=all=-dwarf=false -gcflags=std= -ldflags "-s -w -X $module/version.dev=no" -o "$work/terraform-bin" .
 got=$(CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$work/terraform-bin" version 2>/dev/null | head -1)
 [ "$got" = "Terraform $version" ] || { echo "build-terraform: the built terraform says \"$got\", not Terraform $version" >&2; exit 1; }
