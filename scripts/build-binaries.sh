@@ -26,10 +26,11 @@ for what in "$@"; do
   esac
 done
 
-mkdir -p build
-out=$(mktemp -d build/binaries.XXXXXX)
-trap 'rm -rf "$out"' EXIT
-# -o DIR/ names each binary after its package's directory.
+# -o DIR/ names each binary after its package's directory. The directory is kept: go build
+# leaves a binary there alone when it is up to date (its build ID), so a warm run links
+# nothing; the binaries are copied from it.
+out=build/binaries
+mkdir -p "$out"
 go build -ldflags "-X main.version=$version" -o "$out/" "${pkgs[@]}"
 
 for what in "$@"; do
@@ -39,7 +40,7 @@ for what in "$@"; do
       platform="$(go env GOOS)_$(go env GOARCH)" # the machine terraform runs on
       dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/$platform"
       mkdir -p "$dir"
-      mv "$out/terraform-provider-redlock" "$dir/terraform-provider-redlock_v$version"
+      cp -f "$out/terraform-provider-redlock" "$dir/terraform-provider-redlock_v$version"
       cat > build/terraformrc <<CFG
 provider_installation {
   filesystem_mirror {
@@ -55,7 +56,7 @@ CFG
       ;;
     lockagent)
       mkdir -p bin
-      mv "$out/lockagent" bin/lockagent
+      cp -f "$out/lockagent" bin/lockagent
       echo "lockagent: bin/lockagent $version"
       ;;
   esac
