@@ -33,6 +33,14 @@ out=build/binaries
 mkdir -p "$out"
 go build -ldflags "-X main.version=$version" -o "$out/" "${pkgs[@]}"
 
+# install_file SRC DST: a new file renamed over DST, never DST rewritten in place: a provider or
+# lockagent running from DST (a terraform test, a demo) keeps its file, and exec of DST never
+# meets a half-written one ("text file busy").
+install_file() {
+  cp -f "$1" "$2.new.$$"
+  mv -f "$2.new.$$" "$2"
+}
+
 for what in "$@"; do
   case "$what" in
     provider)
@@ -40,7 +48,7 @@ for what in "$@"; do
       platform="$(go env GOOS)_$(go env GOARCH)" # the machine terraform runs on
       dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/$platform"
       mkdir -p "$dir"
-      cp -f "$out/terraform-provider-redlock" "$dir/terraform-provider-redlock_v$version"
+      install_file "$out/terraform-provider-redlock" "$dir/terraform-provider-redlock_v$version"
       cat > build/terraformrc <<CFG
 provider_installation {
   filesystem_mirror {
@@ -56,7 +64,7 @@ CFG
       ;;
     lockagent)
       mkdir -p bin
-      cp -f "$out/lockagent" bin/lockagent
+      install_file "$out/lockagent" bin/lockagent
       echo "lockagent: bin/lockagent $version"
       ;;
   esac
