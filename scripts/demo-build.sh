@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo's install and build steps, each timed into DEMO_TIMINGS. On a machine with no
-# terraform >= 1.5, terraform v1.11.4 is built from source (scripts/build-terraform.sh: only the
+# terraform >= 1.5 (and no ./bin/terraform-1.11.4 from an earlier run), terraform v1.11.4 is built from source (scripts/build-terraform.sh: only the
 # local-state backends, no S3/GCS module getters; most of a cold make demo) in the background,
 # in this order:
 #   1. its source, edits and module downloads run beside the apt-get check and the provider and
@@ -16,7 +16,7 @@ timings=${DEMO_TIMINGS:?set DEMO_TIMINGS (make demo does)}
 timed() { scripts/timed.sh run "$timings" "$@"; }
 
 tf_pid=""
-if scripts/deps.sh terraform-ready; then
+if scripts/deps.sh terraform-ready || scripts/deps.sh terraform-built; then
   timed "deps: terraform" scripts/deps.sh terraform
 else
   mkdir -p build
