@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make demo's install and build steps, each timed into DEMO_TIMINGS. On a machine with no
-# terraform >= 1.5 (and no ./bin/terraform-1.11.4 from an earlier run), terraform v1.11.4 is built from source (scripts/build-terraform.sh: only the
-# local-state backends, no S3/GCS module getters; most of a cold make demo) in the background,
-# in this order:
+# terraform >= 1.5 (and no ./bin/terraform-1.11.4 from an earlier run), terraform v1.11.4 is
+# built from source (scripts/build-terraform.sh: only the local-state backends, no S3/GCS
+# module getters; most of a cold make demo) in the background, in this order:
 #   1. its source, edits and module downloads run beside the apt-get check and the provider and
 #      lockagent build (one go build, scripts/build-binaries.sh): network waits overlap compiles;
 #   2. its compile starts when that build is done (BUILD_TERRAFORM_AFTER): the three use the
