@@ -26,13 +26,14 @@ test-deps: ## what tests and lint need: staticcheck, terraform-docs, terraform >
 modules-check: ## every go.mod/go.sum/go.work is what scripts/modules.sh tidy writes (our modules at VERSION, no replace)
 	@scripts/modules.sh check
 
-build: provider lockagent
+build: ## build the provider (installed into the local filesystem mirror) and bin/lockagent in one go build
+	@scripts/build-binaries.sh provider lockagent
 
 provider: ## build the provider and install it into the local filesystem mirror
 	@scripts/install-provider.sh
 
 lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PROVIDER_VERSION))
-	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/lockagent ./lockagent/cmd/lockagent
+	@scripts/build-binaries.sh lockagent
 
 test: test-deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests (parts side by side; CI's command)
 	@# The parts (scripts/test.sh): the library, its metrics, the CLI and the harnesses under

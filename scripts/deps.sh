@@ -5,13 +5,16 @@
 #   terraform from PATH when it is >= 1.5 (what examples/local-five and modules/redlock-cluster
 #   require; yours is always the one used then), else ./bin/terraform -> terraform-1.11.4: the
 #   one make test-deps built when it is there, else built now by scripts/build-terraform.sh
-#   from HashiCorp's released v1.11.4 source with only the local-state backends (the
-#   remote-state backends with SDKs of their own, s3, gcs, azurerm and the rest, left out: most
-#   of terraform's compile, and nothing here uses them). One terraform, v1.11.4, serves the demo
-#   and the tests (the write-only tests need >= 1.11).
+#   from HashiCorp's released v1.11.4 source with only the local-state backends and no S3/GCS
+#   module getters (the remote-state backends with SDKs of their own, s3, gcs, azurerm and the
+#   rest, and the S3/GCS module downloads left out: their SDKs are most of terraform's compile,
+#   and nothing here uses them). One terraform, v1.11.4, serves the demo and the tests (the
+#   write-only tests need >= 1.11).
 # `scripts/deps.sh redis-server` or `scripts/deps.sh terraform` does only that part (make demo
-# builds terraform side by side with the provider: scripts/demo-build.sh, which asks
-# `scripts/deps.sh terraform-ready` whether there is a build to do).
+# downloads terraform beside the provider build and compiles it after: scripts/demo-build.sh,
+# which passes BUILD_TERRAFORM_AFTER through to scripts/build-terraform.sh and asks
+# `scripts/deps.sh terraform-ready` and `scripts/deps.sh terraform-built` whether there is a
+# build to do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,6 +61,11 @@ terraform_ready() {
   [ -n "$have" ] && [ "$(printf '%s\n1.5.0\n' "$have" | sort -V | head -1)" = 1.5.0 ]
 }
 
+# terraform_built: ./bin/terraform-1.11.4 is there (make test-deps or an earlier make demo).
+terraform_built() {
+  [ "$(terraform_version "$PWD/bin/terraform-1.11.4")" = 1.11.4 ]
+}
+
 terraform_cli() {
   local tf have why
   tf=$(user_terraform)
@@ -72,10 +80,10 @@ terraform_cli() {
     have=$([ -z "$tf" ] || terraform_version "$tf")
     why="no terraform on PATH"
     [ -z "$tf" ] || why="$tf (${have:-version unknown}) is older than 1.5"
-    if [ "$(terraform_version "$PWD/bin/terraform-1.11.4")" = 1.11.4 ]; then
+    if terraform_built; then
       echo "deps: $why; using ./bin/terraform-1.11.4 (built by make test-deps or an earlier make demo)"
     else
-      echo "deps: $why; building v1.11.4 into ./bin (local-state backends only, a few minutes, once)"
+      echo "deps: $why; building v1.11.4 into ./bin (local-state backends only, no S3/GCS module getters; once)"
       scripts/build-terraform.sh v1.11.4 bin/terraform-1.11.4
     fi
     # make puts ./bin first on PATH: make demo and make test use this one.
@@ -90,5 +98,6 @@ case "${1:-all}" in
   redis-server) redis_server ;;
   terraform) terraform_cli ;;
   terraform-ready) terraform_ready ;;
-  *) echo "usage: scripts/deps.sh [redis-server|terraform|terraform-ready]" >&2; exit 2 ;;
+  terraform-built) terraform_built ;;
+  *) echo "usage: scripts/deps.sh [redis-server|terraform|terraform-ready|terraform-built]" >&2; exit 2 ;;
 esac
