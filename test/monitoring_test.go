@@ -32,7 +32,7 @@ import (
 // risk; once they serve again every alert clears.
 func TestMonitoringAlertsFireAndClear(t *testing.T) {
 	// Not parallel: "healthy: no alert" includes RedlockFsyncSlow (an fsync over 50 ms), which
-	// other tests' disk writes beside it made fire.
+	// fired on the healthy cluster when this ran beside the other local tests and their writes.
 	bins := map[string]string{}
 	for _, name := range []string{"prometheus", "prometheus-redis-exporter", "prometheus-node-exporter"} {
 		bin, err := exec.LookPath(name)
