@@ -23,7 +23,7 @@ ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-chec
 # The go test runs (steps): packages, -run, -skip (empty: none), -race or not, and whether
 # they need the acceptance build. A package split over steps gives each a -run/-skip pair;
 # check proves every test runs exactly once. The five-host tests, the longest, are split in two.
-HOSTS_A='^TestHostsRunbook$'
+HOSTS_A='^TestHosts(Runbook|Day2|TLS)$'
 HOSTS='^TestHosts'
 STEPS=(unit hostlab chaos provider hosts-a hosts-b e2e-local)
 declare -A PKGS RUN SKIP RACE ACC
