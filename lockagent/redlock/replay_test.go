@@ -36,20 +36,32 @@ import (
 // refused.
 func TestReplayedReleaseAfterCrashKeepsHandOff(t *testing.T) {
 	t.Run("unlogged hand-off: a replayed release frees it", func(t *testing.T) {
-		if !replayedRelease(t, false) {
+		if !replayedReleaseSetUp(t, false) {
 			t.Error("Z was refused after the replayed release: the replay no longer frees an unlogged hand-off, so the test shows nothing (see the package doc on MaxRetries -1)")
 		}
 	})
 	t.Run("logged hand-off: a replayed release finds nothing of the releaser's", func(t *testing.T) {
-		if replayedRelease(t, true) {
+		if replayedReleaseSetUp(t, true) {
 			t.Error("Z acquired after Y was handed the lock by a logged hand-off on every master: two holders")
 		}
 	})
 }
 
+// replayedReleaseSetUp is replayedRelease, run again on new masters while a hand-off's note
+// was not read back (retryWhileNoteLost).
+func replayedReleaseSetUp(t *testing.T, durable bool) (twoHolders bool) {
+	retryWhileNoteLost(t, func() bool {
+		var setUp bool
+		twoHolders, setUp = replayedRelease(t, durable)
+		return setUp
+	})
+	return twoHolders
+}
+
 // replayedRelease runs the steps above and reports whether Z acquired while Y's
-// hand-off held (two holders).
-func replayedRelease(t *testing.T, durable bool) (twoHolders bool) {
+// hand-off held (two holders); setUp is false when a hand-off's note was not read back
+// (noteLost), so that the steps could not be set up.
+func replayedRelease(t *testing.T, durable bool) (twoHolders, setUp bool) {
 	cl := redistest.Start(t, redistest.Options{Masters: 3})
 	ctx := context.Background()
 	const key = "replayed-release"
@@ -83,7 +95,12 @@ func replayedRelease(t *testing.T, durable bool) (twoHolders bool) {
 	})
 	fx := lh.Fence() + 1
 	for _, m := range cl.Masters {
-		if r := x.attempt(t, m); r.flag != 2 || r.handed != strconv.FormatUint(fx, 10) {
+		r := x.attempt(t, m)
+		if noteLost(r) {
+			t.Logf("X after H's release on %s: %+v: the note was not read back (noteLost)", m.Addr, r)
+			return false, false
+		}
+		if r.flag != 2 || r.handed != strconv.FormatUint(fx, 10) {
 			t.Fatalf("X after H's release on %s: %+v, want ours with fence %d", m.Addr, r, fx)
 		}
 	}
@@ -104,6 +121,10 @@ func replayedRelease(t *testing.T, durable bool) (twoHolders bool) {
 			t.Fatalf("X's release on %s returned %d, want 2 (handed on)", m.Addr, v)
 		}
 		r := y.attempt(t, m)
+		if noteLost(r) {
+			t.Logf("Y after X's release on %s: %+v: the note was not read back (noteLost)", m.Addr, r)
+			return false, false
+		}
 		f, _ := strconv.ParseUint(r.handed, 10, 64)
 		// Unlogged: the releaser's fence + 1; logged: above the register.
 		if r.flag != 2 || !durable && f != fx+1 || f <= fx {
@@ -141,5 +162,5 @@ func replayedRelease(t *testing.T, durable bool) (twoHolders bool) {
 		t.Logf("Z acquired (fence %d) %v after Y was handed the lock (TTL %v) on every master",
 			lz.Fence(), at.Sub(yFrom).Round(time.Millisecond), yTTL)
 	}
-	return err == nil
+	return err == nil, true
 }

@@ -32,121 +32,132 @@ import (
 func TestStaleNoteAfterRewriteAndRestart(t *testing.T) {
 	for _, restart := range []string{"clean", "crash"} {
 		t.Run("restart="+restart, func(t *testing.T) {
-			cl := redistest.Start(t, redistest.Options{Masters: 3})
-			ctx := context.Background()
-			const key = "stale-note"
-			// Long enough that no key expires while a loaded machine runs the steps; step 3
-			// ends it on purpose.
-			const xTTL = 30 * time.Second
-			a, b := newClient(t, cl, redlock.Options{}), newClient(t, cl, redlock.Options{})
-			x := scriptWaiter{key: key, token: redlock.NewToken(), id: "x/1", ttl: xTTL,
-				ticket: strconv.FormatInt(time.Now().UnixMicro(), 10)}
-
-			la := acquireEverywhere(t, a, cl, key)
-			for _, m := range cl.Masters {
-				if r := x.attempt(t, m); r.flag != 0 {
-					t.Fatalf("X's first attempt on %s: %+v, want queued", m.Addr, r)
-				}
-			}
-			outsideWindow(t, cl.Masters[0])
-			if err := la.Release(ctx); err != nil { // step 1
-				t.Fatal(err)
-			}
-			// Release returns once a majority answered: wait for every master's hand-off
-			// before reading each one.
-			waitUntil(t, "A's release applied on every master", func() bool {
-				for _, m := range cl.Masters {
-					if m.Admin().Get(ctx, key).Val() == la.Token() {
-						return false
-					}
-				}
-				return true
-			})
-			for _, m := range cl.Masters {
-				r := x.attempt(t, m)
-				if r.flag != 2 || r.handed != strconv.FormatUint(la.Fence()+1, 10) {
-					// The control: a note that describes the key is read.
-					t.Fatalf("X's attempt after the hand-off on %s: %+v, want ours with fence %d", m.Addr, r, la.Fence()+1)
-				}
-			}
-			for _, m := range cl.Masters { // step 2
-				rewriteAOF(t, m)
-			}
-			for _, m := range cl.Masters { // step 3
-				if err := m.Admin().PExpire(ctx, key, time.Millisecond).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			waitUntil(t, "X's handed keys expired", func() bool {
-				for _, m := range cl.Masters {
-					if m.Admin().Exists(ctx, key).Val() != 0 {
-						return false
-					}
-				}
-				return true
-			})
-			lb, err := b.TryAcquire(ctx, key, 5*time.Second) // step 4
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := lb.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-			waitUntil(t, "B's release applied on every master", func() bool {
-				for _, m := range cl.Masters {
-					if m.Admin().Exists(ctx, key).Val() != 0 {
-						return false
-					}
-				}
-				return true
-			})
-			for _, m := range cl.Masters { // step 5
-				r := x.attempt(t, m)
-				// B's TryAcquire may have abandoned a round on a busy master (node timeout);
-				// that round's SET can land after B's release, and the key is then B's until
-				// its TTL ends, as Redlock allows. It is not the state this step is about:
-				// end it as its TTL would, and try again. Anyone else's token still fails.
-				for tries := 0; r.flag == 0 && r.holder == redlock.TokenTag(lb.Token()) && tries < 3; tries++ {
-					endAbandonedWrite(t, m, key, lb.Token())
-					r = x.attempt(t, m)
-				}
-				if r.flag != 1 {
-					t.Fatalf("X's attempt on the free key on %s: %+v, want set", m.Addr, r)
-				}
-			}
-			for _, m := range cl.Masters { // step 6
-				stop := m.Shutdown
-				if restart == "crash" {
-					stop = m.Kill
-				}
-				if err := stop(); err != nil {
-					t.Fatal(err)
-				}
-				if err := m.Restart(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, m := range cl.Masters { // step 7: the sequence is reproduced
-				if v := m.Admin().Get(ctx, key).Val(); v != x.token {
-					t.Fatalf("after the restart %s holds %q, want X's token", m.Addr, v)
-				}
-				if q := m.Admin().Get(ctx, key+redlock.QueueSuffix).Val(); !strings.Contains(q, redlock.TokenTag(x.token)+":") {
-					t.Fatalf("after the restart the queue on %s is %q: the note did not come back from the rewrite", m.Addr, q)
-				}
-			}
-			for _, m := range cl.Masters { // step 8
-				r := x.attempt(t, m)
-				if r.flag != 2 {
-					t.Fatalf("X's attempt after the restart on %s: %+v, want ours", m.Addr, r)
-				}
-				if r.handed != "" {
-					if f, _ := strconv.ParseUint(r.handed, 10, 64); f <= lb.Fence() {
-						t.Errorf("%s reports the stale note's fence %d to X after B held with %d", m.Addr, f, lb.Fence())
-					}
-				}
-			}
+			retryWhileNoteLost(t, func() bool { return staleNoteAfterRewrite(t, restart) })
 		})
 	}
+}
+
+// staleNoteAfterRewrite runs the steps above on new masters; false when the hand-off's note
+// was not read back in step 1 (noteLost), so that the steps could not be set up.
+func staleNoteAfterRewrite(t *testing.T, restart string) (setUp bool) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	ctx := context.Background()
+	const key = "stale-note"
+	// Long enough that no key expires while a loaded machine runs the steps; step 3
+	// ends it on purpose.
+	const xTTL = 30 * time.Second
+	a, b := newClient(t, cl, redlock.Options{}), newClient(t, cl, redlock.Options{})
+	x := scriptWaiter{key: key, token: redlock.NewToken(), id: "x/1", ttl: xTTL,
+		ticket: strconv.FormatInt(time.Now().UnixMicro(), 10)}
+
+	la := acquireEverywhere(t, a, cl, key)
+	for _, m := range cl.Masters {
+		if r := x.attempt(t, m); r.flag != 0 {
+			t.Fatalf("X's first attempt on %s: %+v, want queued", m.Addr, r)
+		}
+	}
+	outsideWindow(t, cl.Masters[0])
+	if err := la.Release(ctx); err != nil { // step 1
+		t.Fatal(err)
+	}
+	// Release returns once a majority answered: wait for every master's hand-off
+	// before reading each one.
+	waitUntil(t, "A's release applied on every master", func() bool {
+		for _, m := range cl.Masters {
+			if m.Admin().Get(ctx, key).Val() == la.Token() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range cl.Masters {
+		r := x.attempt(t, m)
+		if noteLost(r) {
+			t.Logf("X's attempt after the hand-off on %s: %+v: the note was not read back (noteLost)", m.Addr, r)
+			return false
+		}
+		if r.flag != 2 || r.handed != strconv.FormatUint(la.Fence()+1, 10) {
+			// The control: a note that describes the key is read.
+			t.Fatalf("X's attempt after the hand-off on %s: %+v, want ours with fence %d", m.Addr, r, la.Fence()+1)
+		}
+	}
+	for _, m := range cl.Masters { // step 2
+		rewriteAOF(t, m)
+	}
+	for _, m := range cl.Masters { // step 3
+		if err := m.Admin().PExpire(ctx, key, time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "X's handed keys expired", func() bool {
+		for _, m := range cl.Masters {
+			if m.Admin().Exists(ctx, key).Val() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	lb, err := b.TryAcquire(ctx, key, 5*time.Second) // step 4
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "B's release applied on every master", func() bool {
+		for _, m := range cl.Masters {
+			if m.Admin().Exists(ctx, key).Val() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range cl.Masters { // step 5
+		r := x.attempt(t, m)
+		// B's TryAcquire may have abandoned a round on a busy master (node timeout);
+		// that round's SET can land after B's release, and the key is then B's until
+		// its TTL ends, as Redlock allows. It is not the state this step is about:
+		// end it as its TTL would, and try again. Anyone else's token still fails.
+		for tries := 0; r.flag == 0 && r.holder == redlock.TokenTag(lb.Token()) && tries < 3; tries++ {
+			endAbandonedWrite(t, m, key, lb.Token())
+			r = x.attempt(t, m)
+		}
+		if r.flag != 1 {
+			t.Fatalf("X's attempt on the free key on %s: %+v, want set", m.Addr, r)
+		}
+	}
+	for _, m := range cl.Masters { // step 6
+		stop := m.Shutdown
+		if restart == "crash" {
+			stop = m.Kill
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range cl.Masters { // step 7: the sequence is reproduced
+		if v := m.Admin().Get(ctx, key).Val(); v != x.token {
+			t.Fatalf("after the restart %s holds %q, want X's token", m.Addr, v)
+		}
+		if q := m.Admin().Get(ctx, key+redlock.QueueSuffix).Val(); !strings.Contains(q, redlock.TokenTag(x.token)+":") {
+			t.Fatalf("after the restart the queue on %s is %q: the note did not come back from the rewrite", m.Addr, q)
+		}
+	}
+	for _, m := range cl.Masters { // step 8
+		r := x.attempt(t, m)
+		if r.flag != 2 {
+			t.Fatalf("X's attempt after the restart on %s: %+v, want ours", m.Addr, r)
+		}
+		if r.handed != "" {
+			if f, _ := strconv.ParseUint(r.handed, 10, 64); f <= lb.Fence() {
+				t.Errorf("%s reports the stale note's fence %d to X after B held with %d", m.Addr, f, lb.Fence())
+			}
+		}
+	}
+	return true
 }
 
 // TestForeignQueueKeyRefused: a value at the queue's key that is not a queue (another
@@ -303,4 +314,25 @@ func outsideWindow(t interface {
 	if ms := now.UnixMilli() % 100; ms < 20 || ms > 70 {
 		time.Sleep(time.Duration((145-ms)%100) * time.Millisecond)
 	}
+}
+
+// noteLost: a waiter's attempt found the key handed to it (flag 2) but not the note's fence.
+// The note is recognised by the key's expiry, computed in the script as TIME + PTTL, and a
+// master kept off the CPU between those two calls (a loaded machine) reads an expiry a few
+// milliseconds off: the script then falls back, safely, to fence unknown and a logged
+// hand-off. Such an attempt cannot set up a test that starts from a recognised note.
+func noteLost(r queuedReply) bool { return r.flag == 2 && r.handed == "" }
+
+// retryWhileNoteLost runs steps (each run on new masters) until a run could set itself up,
+// at most three times: a note lost to the clock three times in a row is no longer a busy
+// machine, and fails the test.
+func retryWhileNoteLost(t *testing.T, steps func() (setUp bool)) {
+	t.Helper()
+	for try := 1; try <= 3; try++ {
+		if steps() {
+			return
+		}
+		t.Logf("try %d: a hand-off's note was not read back (see noteLost): again on new masters", try)
+	}
+	t.Fatal("a hand-off's note was not read back in 3 tries: the note is no longer recognised (see noteLost)")
 }
