@@ -123,7 +123,7 @@ fi
 echo "build-terraform: go build (only the local-state backends: $dropped left out; no S3/GCS module getters)"
 # -dwarf=false for all but the standard library (std=: the defaults): see the header.
 go build -gcflags=all=-dwarf=false -gcflags=std= -ldflags "-s -w -X $module/version.dev=no" -o "$work/terraform-bin" .
-got=$(CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$work/terraform-bin" version 2>/dev/null | head -1)
+got=$(CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$work/terraform-bin" version 2>/dev/null | sed -n 1p)
 [ "$got" = "Terraform $version" ] || { echo "build-terraform: the built terraform says \"$got\", not Terraform $version" >&2; exit 1; }
 mkdir -p "$(dirname "$out")"
 mv "$work/terraform-bin" "$out"

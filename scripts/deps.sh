@@ -90,7 +90,7 @@ terraform_cli() {
     ln -sfn terraform-1.11.4 "$PWD/bin/terraform"
     tf=$PWD/bin/terraform
   fi
-  echo "deps: $tf ($(TF_CLI_CONFIG_FILE=/dev/null "$tf" version 2>/dev/null | head -1))"
+  echo "deps: $tf ($(TF_CLI_CONFIG_FILE=/dev/null "$tf" version 2>/dev/null | sed -n 1p))"
 }
 
 case "${1:-all}" in

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=v0.22.0 # keep in step with scripts/deps.sh
-if ! bin/terraform-docs --version 2>/dev/null | grep -q "${version}"; then
+if ! bin/terraform-docs --version 2>/dev/null | grep "${version}" >/dev/null; then
   echo "module-docs: bin/terraform-docs $version is missing: run make deps (installs it into ./bin)" >&2
   exit 1
 fi

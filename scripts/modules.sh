@@ -56,7 +56,7 @@ tidy_one() {
     drop_replaces
     for d in $(modules); do
       path=$(module_path "$d")
-      if GOWORK=off go mod edit -json | grep -q "\"Path\": \"$path\","; then
+      if GOWORK=off go mod edit -json | grep "\"Path\": \"$path\"," >/dev/null; then
         GOWORK=off go mod edit -require="$path@v$version"
       fi
     done

@@ -26,7 +26,7 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
 fi
-promtool --version | head -1
+promtool --version | sed -n 1p
 
 rules=monitoring/redlock.rules.yml
 tests=monitoring/redlock.rules.test.yml

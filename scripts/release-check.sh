@@ -58,7 +58,7 @@ no_testing_in_lockagent() {
     echo "release-check: the testing-package check found nothing in a test binary: the check is broken" >&2
     exit 1
   fi
-  "$tmp/lockagent" version | grep -q "^lockagent $version " || {
+  "$tmp/lockagent" version | grep "^lockagent $version " >/dev/null || {
     echo "release-check: lockagent version says \"$("$tmp/lockagent" version)\", not $version (VERSION)" >&2
     exit 1
   }
@@ -67,7 +67,7 @@ no_testing_in_lockagent() {
 
 goreleaser_snapshot() {
   local gr_version=v2.15.1
-  if ! bin/goreleaser --version 2>/dev/null | grep -q "${gr_version#v}"; then
+  if ! bin/goreleaser --version 2>/dev/null | grep "${gr_version#v}" >/dev/null; then
     echo "release-check: installing goreleaser $gr_version into ./bin (a few minutes, once)"
     GOBIN="$PWD/bin" go install "github.com/goreleaser/goreleaser/v2@$gr_version"
   fi
@@ -77,8 +77,8 @@ goreleaser_snapshot() {
   # `goreleaser release` adds the archives, checksums, signature and registry manifest.
   bin/goreleaser build --snapshot --clean --single-target --parallelism 2 >/dev/null 2>dist.log || { cat dist.log >&2; rm -f dist.log; exit 1; }
   rm -f dist.log
-  find dist -type f -perm -u+x -name 'terraform-provider-redlock_v*' | grep -q . || { echo "release-check: no provider binary built" >&2; exit 1; }
-  find dist -type f -perm -u+x -name lockagent | grep -q . || { echo "release-check: no lockagent binary built" >&2; exit 1; }
+  find dist -type f -perm -u+x -name 'terraform-provider-redlock_v*' | grep . >/dev/null || { echo "release-check: no provider binary built" >&2; exit 1; }
+  find dist -type f -perm -u+x -name lockagent | grep . >/dev/null || { echo "release-check: no lockagent binary built" >&2; exit 1; }
   echo "release-check: goreleaser configuration valid; snapshot built: $(find dist -type f -perm -u+x | sed 's|^dist/||' | tr '\n' ' ')"
   rm -rf dist
 }

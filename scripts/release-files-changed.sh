@@ -25,4 +25,4 @@ git diff --name-only "$base" HEAD -- \
   .goreleaser.yml VERSION terraform-registry-manifest.json \
   go.work go.work.sum '*go.mod' '*go.sum' \
   scripts/release-check.sh scripts/modules.sh scripts/release-files-changed.sh \
-  provider/cmd lockagent/cmd internal/modproxy internal/libdeps internal/releaseconfig | grep -q .
+  provider/cmd lockagent/cmd internal/modproxy internal/libdeps internal/releaseconfig | grep . >/dev/null

@@ -100,7 +100,7 @@ build_terraform_wo() {
 tf_current=$(TF_CLI_CONFIG_FILE=/dev/null terraform version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p' || true)
 tf_pid=""
 if [ "$(printf '%s\n1.11.0\n' "$tf_current" | sort -V | head -1)" != 1.11.0 ]; then
-  if "$PWD/bin/terraform-1.11.4" version 2>/dev/null | grep -q '^Terraform v1\.11\.4$'; then
+  if "$PWD/bin/terraform-1.11.4" version 2>/dev/null | grep '^Terraform v1\.11\.4$' >/dev/null; then
     echo "test-deps: write-only tests: $PWD/bin/terraform-1.11.4 (Terraform v1.11.4)"
   else
     tf_log=build/test-deps-terraform.log
@@ -120,7 +120,7 @@ fi
 
 # The linter, pinned, into ./bin (make lint).
 staticcheck_version=v0.8.2
-if ! "$PWD/bin/staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#v}"; then
+if ! "$PWD/bin/staticcheck" -version 2>/dev/null | grep "${staticcheck_version#v}" >/dev/null; then
   echo "test-deps: installing staticcheck $staticcheck_version into ./bin"
   GOBIN="$PWD/bin" go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
 fi
@@ -131,7 +131,7 @@ echo "test-deps: $("$PWD/bin/staticcheck" -version)"
 # and no "latest" lookup is needed (go install pkg@version also checks the module's
 # deprecation through the version list, which a proxy may refuse).
 terraform_docs_version=v0.22.0
-if ! "$PWD/bin/terraform-docs" --version 2>/dev/null | grep -q "$terraform_docs_version"; then
+if ! "$PWD/bin/terraform-docs" --version 2>/dev/null | grep "$terraform_docs_version" >/dev/null; then
   echo "test-deps: installing terraform-docs $terraform_docs_version into ./bin"
   tfd_tmp=$(mktemp -d)
   printf 'module terraform-docs-install\n\ngo 1.24\n\nrequire github.com/terraform-docs/terraform-docs %s\n' "$terraform_docs_version" >"$tfd_tmp/go.mod"
@@ -145,7 +145,7 @@ echo "test-deps: $("$PWD/bin/terraform-docs" --version)"
 [ -z "$apt_pid" ] || wait_for "$apt_pid" "apt-get install$missing" "$apt_log"
 image_pid=""
 if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
-  echo "test-deps: host tests: $(systemd-nspawn --version 2>/dev/null | head -1), debootstrap $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo '?'), $(nft --version 2>/dev/null || /usr/sbin/nft --version)"
+  echo "test-deps: host tests: $(systemd-nspawn --version 2>/dev/null | sed -n 1p), debootstrap $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo '?'), $(nft --version 2>/dev/null || /usr/sbin/nft --version)"
   # The host tests' Debian image (debootstrap from this machine's apt sources, about a minute
   # of downloads, once per package list): built here, beside the terraform build, rather than
   # inside the first test that boots a lab. Only as root, like the tests that boot hosts.
@@ -162,7 +162,7 @@ fi
 if [ -n "$tf_pid" ]; then
   wait_for "$tf_pid" "building terraform v1.11.4" "$tf_log"
   rm -f "$tf_gate"
-  echo "test-deps: write-only tests: $PWD/bin/terraform-1.11.4 ($("$PWD/bin/terraform-1.11.4" version 2>/dev/null | head -1))"
+  echo "test-deps: write-only tests: $PWD/bin/terraform-1.11.4 ($("$PWD/bin/terraform-1.11.4" version 2>/dev/null | sed -n 1p))"
 fi
 if [ -n "$image_pid" ]; then
   wait_for "$image_pid" "building the host image (go run ./internal/hostlab/cmd/hostlab-image)" "$image_log"
