@@ -35,7 +35,7 @@ provider: ## build the provider and install it into the local filesystem mirror
 lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PROVIDER_VERSION))
 	@scripts/build-binaries.sh lockagent
 
-test: test-deps provider ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests (parts side by side; CI's command)
+test: test-deps ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests (parts side by side; CI's command; its build part installs the provider)
 	@# The parts (scripts/test.sh): the library, its metrics, the CLI and the harnesses under
 	@# the race detector (with the short chaos run: one round of every fault kind), the
 	@# provider's acceptance tests, the five-host tests in two lanes, the local end-to-end

@@ -25,25 +25,33 @@ ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-chec
 # check proves every test runs exactly once. The five-host tests, the longest, are split in two.
 HOSTS_A='^TestHosts(Runbook|Day2|TLS)$'
 HOSTS='^TestHosts'
-STEPS=(unit hostlab chaos provider hosts-a hosts-b e2e-local)
+PROVIDER_A='^TestAcc(AuditDataSource|Master_(dataDirRemoved|badInputs))'
+PROVIDER_B='^TestAcc(Users_|Master_(writeOnly|plain|destroy))'
+STEPS=(unit-internal unit-lockagent hostlab chaos provider-a provider-b provider-c hosts-a hosts-b e2e-local)
 declare -A PKGS RUN SKIP RACE ACC
-# The harnesses, the library, its metrics and the CLI under the race detector, in one process
-# (go test runs two packages at a time); chaos is the short chaos run (one round of every
-# fault kind).
-PKGS[unit]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '\n' ' ')./lockagent/... $NESTED_PKGS" RACE[unit]=1
+# The harnesses, the library, its metrics and the CLI under the race detector, in two
+# processes (internal/, lockagent/; go test runs two packages at a time in each); chaos is the
+# short chaos run (one round of every fault kind).
+PKGS[unit-internal]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '\n' ' ')$(tr ' ' '\n' <<<"$NESTED_PKGS" | grep '^./internal/' | tr '\n' ' ')" RACE[unit-internal]=1
+PKGS[unit-lockagent]="./lockagent/... $(tr ' ' '\n' <<<"$NESTED_PKGS" | grep '^./lockagent/' | tr '\n' ' ')" RACE[unit-lockagent]=1
 PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1
 PKGS[chaos]="./internal/chaos/" RACE[chaos]=1
-PKGS[provider]="./provider/..." ACC[provider]=1
+# The provider's acceptance tests mostly wait (terraform, restart holds): three processes.
+PKGS[provider-a]="./provider/..." RUN[provider-a]=$PROVIDER_A ACC[provider-a]=1
+PKGS[provider-b]="./provider/..." RUN[provider-b]=$PROVIDER_B SKIP[provider-b]=$PROVIDER_A ACC[provider-b]=1
+PKGS[provider-c]="./provider/..." SKIP[provider-c]="$PROVIDER_A|$PROVIDER_B" ACC[provider-c]=1
 PKGS[hosts-a]="./test/..." RUN[hosts-a]=$HOSTS_A ACC[hosts-a]=1
 PKGS[hosts-b]="./test/..." RUN[hosts-b]=$HOSTS SKIP[hosts-b]=$HOSTS_A ACC[hosts-b]=1
 PKGS[e2e-local]="./test/..." SKIP[e2e-local]=$HOSTS ACC[e2e-local]=1
 # The parts, side by side; a part's steps run one after another. The packages that boot five
 # systemd hosts (hostlab, chaos) each run before one of the two five-host steps, so that at
 # most two labs boot at a time (booting is CPU-heavy). build and modules are parts of their
-# own (part_cmd). Few parts on purpose: on a 2-core machine each more process side by side
-# adds load that the CPU-heavy parts (race detector, booting hosts) pay for.
-PARTS=(unit lab-1 lab-2 provider e2e-local)
-declare -A PART_STEPS=([unit]="unit" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b" [provider]="provider" [e2e-local]="e2e-local")
+# own (part_cmd). The long parts that mostly wait are split; the CPU-heavy ones (race
+# detector, booting hosts) are not split further, as each more process side by side adds
+# load on a 2-core machine.
+PARTS=(unit-internal unit-lockagent lab-1 lab-2 provider-a provider-b provider-c e2e-local)
+declare -A PART_STEPS=([unit-internal]="unit-internal" [unit-lockagent]="unit-lockagent" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b"
+  [provider-a]="provider-a" [provider-b]="provider-b" [provider-c]="provider-c" [e2e-local]="e2e-local")
 
 logs=build/test
 # The steps of one kind share most of their dependencies (under the race detector: the
@@ -70,16 +78,17 @@ step_cmd() {
 part_cmd() {
   local p=$1 s cmd="rc=0"
   case "$p" in
-    # Compiles the race-detected tests, then the acceptance tests and the lockagent that
-    # test/'s TestMain builds, without linking or running them (go list -export compiles every
+    # Compiles the race-detected tests, then installs the provider, then compiles the
+    # acceptance tests and the lockagent that test/'s TestMain builds, without linking or
+    # running them (go list -export compiles every
     # package, test packages included, into the build cache; a link is not cached, so the
     # steps link for themselves); then checks the steps.
     build)
       local race_pkgs=""
       for s in "${STEPS[@]}"; do [ -z "${RACE[$s]:-}" ] || race_pkgs+="${PKGS[$s]} "; done
-      echo "go list -export -test -race $race_pkgs >/dev/null; race_rc=\$?; echo \$race_rc >$built_race; go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check && [ \$race_rc = 0 ]"
+      echo "go list -export -test -race $race_pkgs >/dev/null; race_rc=\$?; echo \$race_rc >$built_race; scripts/install-provider.sh && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check && [ \$race_rc = 0 ]"
       ;;
-    modules) echo "scripts/test-modules.sh" ;;
+    modules) echo "until [ -e $built ]; do sleep 1; done; scripts/test-modules.sh" ;;
     *)
       [ -n "${PART_STEPS[$p]:-}" ] || return 1
       for s in ${PART_STEPS[$p]}; do cmd+="; { $(step_cmd "$s"); } || rc=1"; done
@@ -140,7 +149,8 @@ done
 mkdir -p "$logs"
 rm -f "$built" "$built_race"
 # Without the build part, the steps compile for themselves.
-case " ${parts[*]} " in *" build "*) ;; *) echo 0 >"$built" && echo 0 >"$built_race" ;; esac
+# The build part also installs the provider the acceptance steps and the module tests run.
+case " ${parts[*]} " in *" build "*) ;; *) scripts/install-provider.sh >/dev/null && echo 0 >"$built" && echo 0 >"$built_race" ;; esac
 if [ ${#parts[@]} = 1 ]; then
   cmd=$(part_cmd "${parts[0]}")
   echo "$cmd"

@@ -138,9 +138,10 @@ func TestHostsRunbook(t *testing.T) {
 			!strings.Contains(crash, "REDLOCK_REDIS_PID="+strings.TrimSpace(innerPID)) {
 			t.Errorf("on_crash hook: %v\n%s", err, crash)
 		}
+		// The hook runs after the start and may still be writing its file: wait for its event.
 		var after string
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if after, err = h.Exec(ctx, "cat", "/run/redlock-after-restart"); err == nil {
+			if after, err = h.Exec(ctx, "cat", "/run/redlock-after-restart"); err == nil && strings.Contains(after, "REDLOCK_EVENT=after_restart") {
 				break
 			}
 		}
@@ -186,6 +187,7 @@ func TestHostsRunbook(t *testing.T) {
 				if !strings.Contains(journal, "written on another machine, data dir or boot") || back < d.restartDelay {
 					t.Fatalf("the gate did not hold restart_delay after a reboot (served %s after it):\n%s", back, journal)
 				}
+				requireHeldForDelay(t, journal, d.restartDelay)
 				if !strings.Contains(journal, "function library "+redlock.FunctionLibraryName+" loaded") {
 					t.Fatalf("the start did not load the function library:\n%s", journal)
 				}
@@ -218,9 +220,7 @@ func TestHostsRunbook(t *testing.T) {
 				t.Fatalf("master served %s after power-on, before restart_delay %s", down, d.restartDelay)
 			}
 			journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
-			if !strings.Contains(journal, "holding the start for") {
-				t.Fatalf("the gate did not hold after a power loss:\n%s", journal)
-			}
+			requireHeldForDelay(t, journal, d.restartDelay)
 			if v, err := d.admin(i).Get(ctx, "ack:power").Result(); err != nil || v != "1" {
 				t.Fatalf("acknowledged key after a power loss: %q, %v", v, err)
 			}
@@ -239,6 +239,8 @@ func TestHostsRunbook(t *testing.T) {
 			if down < d.restartDelay {
 				t.Fatalf("replaced host served %s after it was created, before restart_delay %s", down, d.restartDelay)
 			}
+			journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat")
+			requireHeldForDelay(t, journal, d.restartDelay)
 			// Empty but for the deployment record every start writes.
 			keys, _ := d.admin(i).Keys(ctx, "*").Result()
 			if len(keys) != 1 || keys[0] != hold.DeploymentKey {
@@ -266,6 +268,7 @@ func TestHostsRunbook(t *testing.T) {
 				t.Fatalf("the clone served %s after the clean stop, want a hold of restart_delay %s for a marker of another boot:\n%s",
 					down, d.restartDelay, journal)
 			}
+			requireHeldForDelay(t, journal, d.restartDelay)
 			if v, err := d.admin(i).Get(ctx, "ack:clone").Result(); err != nil || v != "1" {
 				t.Fatalf("acknowledged key on the clone: %q, %v", v, err)
 			}
@@ -566,4 +569,26 @@ func (d *hostsDeployment) waitServing(t *testing.T, i int) time.Time {
 	status, _ := d.lab.Hosts()[i].Exec(ctx, "systemctl", "--no-pager", "status", d.units[i])
 	t.Fatalf("master %s not serving after %s: %v\n%s\n%s", d.endpoints[i], time.Since(start).Round(time.Second), last, status, journal)
 	return time.Time{}
+}
+
+// requireHeldForDelay fails unless the gate held this boot's start for restart_delay at least,
+// as it logged the hold it decided ("holding the start for Nms", the first of this boot). The
+// time from a test's reboot or power-on to serving also counts the boot, which hosts booting
+// side by side lengthen; the logged hold does not depend on the machine's speed.
+func requireHeldForDelay(t *testing.T, journal string, delay time.Duration) {
+	t.Helper()
+	const prefix = "holding the start for "
+	i := strings.Index(journal, prefix)
+	if i < 0 {
+		t.Fatalf("the gate logged no hold at this boot (want one of restart_delay %s):\n%s", delay, journal)
+	}
+	digits := journal[i+len(prefix):]
+	digits = digits[:len(digits)-len(strings.TrimLeft(digits, "0123456789"))]
+	ms, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || !strings.HasPrefix(journal[i+len(prefix)+len(digits):], "ms") {
+		t.Fatalf("unreadable hold in the gate's log %q:\n%s", journal[i:min(len(journal), i+60)], journal)
+	}
+	if ms < delay.Milliseconds() {
+		t.Fatalf("the gate held the start for %dms, less than restart_delay %s:\n%s", ms, delay, journal)
+	}
 }

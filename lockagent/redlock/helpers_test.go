@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,15 +129,23 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // mustAcquire acquires key, trying again while an attempt failed only because the machine
-// was busy (see busyOnly): the tests that use it are about what a held lock does, not
-// about acquiring on a loaded machine. Any other failure ends the test.
+// was busy (see busyOnly), for at most a generous hang guard, and logging each such attempt:
+// the tests that use it are about what a held lock does, not about acquiring on a loaded
+// machine. Any other failure ends the test.
 func mustAcquire(t *testing.T, c *redlock.Client, key string, ttl time.Duration, opts ...redlock.LockOption) *redlock.Lock {
 	t.Helper()
-	l, err := tryAcquireWhileBusy(c, key, ttl, opts...)
-	if err != nil {
-		t.Fatalf("TryAcquire(%q): %v", key, err)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		l, err := c.TryAcquire(context.Background(), key, ttl, opts...)
+		if err == nil {
+			return l
+		}
+		if !busyOnly(err) || time.Now().After(deadline) {
+			t.Fatalf("TryAcquire(%q): %v", key, err)
+		}
+		t.Logf("TryAcquire(%q) failed by the clock alone, trying again: %v", key, err)
+		time.Sleep(10 * time.Millisecond)
 	}
-	return l
 }
 
 // acquireHeldOn acquires key with acquire until the lock's token is on n masters. Acquire
@@ -161,19 +170,6 @@ func acquireHeldOn(t *testing.T, cl *redistest.Cluster, key string, n int, acqui
 	}
 }
 
-// tryAcquireWhileBusy is TryAcquire, tried again while the attempt failed only because the
-// machine was busy (busyOnly), for at most a generous hang guard. Safe in goroutines.
-func tryAcquireWhileBusy(c *redlock.Client, key string, ttl time.Duration, opts ...redlock.LockOption) (*redlock.Lock, error) {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		l, err := c.TryAcquire(context.Background(), key, ttl, opts...)
-		if err == nil || !busyOnly(err) || time.Now().After(deadline) {
-			return l, err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // busyOnly tells an attempt that failed only by the clock from one the masters refused:
 // every failed master answered nothing within the node timeout and none refused, or the
 // majority answered after a short TTL's validity ran out. On a loaded machine both happen
@@ -187,7 +183,9 @@ func busyOnly(err error) bool {
 		return false
 	}
 	for _, me := range ue.Errors {
-		if !errors.Is(me.Err, redlock.ErrNodeTimeout) {
+		// A full request queue is a stuck pipeline, not a slow reply (it matches
+		// ErrNodeTimeout too).
+		if !errors.Is(me.Err, redlock.ErrNodeTimeout) || strings.Contains(me.Err.Error(), "queue is full") {
 			return false
 		}
 	}
