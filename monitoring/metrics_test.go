@@ -21,6 +21,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/redlock-kit/redlock-kit/internal/hostconfig"
@@ -204,8 +205,14 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	ctx := context.Background()
 	admin := m.Admin()
 	// A slow command (over latency-monitor-threshold) and an OOM refusal, so that the series
-	// that only exist after such events are in the scrape.
-	if err := admin.Eval(ctx, "local i = 0 while i < 20000000 do i = i + 1 end return i", nil).Err(); err != nil {
+	// that only exist after such events are in the scrape. The busy loop takes as long as the
+	// machine makes it: its client waits for the reply as long as it takes (the admin
+	// client's read timeout is for replies that are quick on any machine).
+	slowOpts := *admin.Options()
+	slowOpts.ReadTimeout, slowOpts.MaxRetries = -1, -1
+	slow := redis.NewClient(&slowOpts)
+	defer slow.Close()
+	if err := slow.Eval(ctx, "local i = 0 while i < 20000000 do i = i + 1 end return i", nil).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
