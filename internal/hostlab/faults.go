@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -162,19 +161,12 @@ func (l *Lab) ProvisionAll(ctx context.Context, userData []string) error {
 	if len(userData) != len(l.hosts) {
 		return fmt.Errorf("hostlab: ProvisionAll: %d user-data for %d hosts", len(userData), len(l.hosts))
 	}
-	errs := make([]error, len(l.hosts))
-	var wg sync.WaitGroup
-	for i, h := range l.hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := h.Provision(ctx, userData[i]); err != nil {
-				errs[i] = fmt.Errorf("boot %s: %w", h.name, err)
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(l.eachHost(func(i int, h *Host) error {
+		if err := h.Provision(ctx, userData[i]); err != nil {
+			return fmt.Errorf("boot %s: %w", h.name, err)
+		}
+		return nil
+	})...)
 }
 
 // Replace stops the host hard, throws its disk away and boots a new, empty host at

@@ -280,22 +280,29 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 	return l, nil
 }
 
-// eachHostLocked runs f on every host at once, each under its host's lock, and returns
-// their errors in the order of the hosts.
-func (l *Lab) eachHostLocked(f func(h *Host) error) []error {
+// eachHost runs f on every host (i its index) at once and returns their errors in the
+// order of the hosts.
+func (l *Lab) eachHost(f func(i int, h *Host) error) []error {
 	errs := make([]error, len(l.hosts))
 	var wg sync.WaitGroup
 	for i, h := range l.hosts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			errs[i] = f(h)
+			errs[i] = f(i, h)
 		}()
 	}
 	wg.Wait()
 	return errs
+}
+
+// eachHostLocked is eachHost with each f under its host's lock.
+func (l *Lab) eachHostLocked(f func(h *Host) error) []error {
+	return l.eachHost(func(_ int, h *Host) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return f(h)
+	})
 }
 
 func (l *Lab) logf(format string, args ...any) {
