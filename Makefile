@@ -23,7 +23,7 @@ deps: ## what make demo needs: redis-server (apt-get) and terraform (PATH >= 1.5
 test-deps: ## what tests and lint need: staticcheck, terraform-docs, terraform >= 1.11, the host tests' and monitoring tests' Debian packages (one apt-get call, beside the Go builds); then make deps
 	@scripts/test-deps.sh
 
-modules-check: ## every go.mod/go.sum is tidy (go mod tidy -diff, offline after go mod download; writes nothing)
+modules-check: ## every go.mod/go.sum is tidy (go mod tidy -diff, with GOPROXY=off after a pass that fills the module cache; writes nothing)
 	@scripts/modules.sh check
 
 build: ## build the provider (installed into the local filesystem mirror) and bin/lockagent in one go build
