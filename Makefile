@@ -8,10 +8,10 @@ VERSION := $(shell cat VERSION)
 PROVIDER_VERSION ?= $(VERSION)
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
-# The library, redlockprom, validation and the packages they need are modules of their own
-# (scripts/modules.sh list; go.work builds them from the checkout): `./...` at the root does
-# not descend into them, so every go command names them too.
-NESTED_PKGS := $(shell scripts/modules.sh list | sed -n 's|^\([^.].*\)|./\1/...|p')
+# Three Go modules (RELEASING.md): the root module (library, CLI, harnesses), provider/ and
+# test/, joined by go.work; `./...` at the root is the root module's packages, so the commands
+# that cover everything name ./provider/... and ./test/... too.
+ALL_PKGS := ./... ./provider/... ./test/...
 
 .PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules test-serial chaos lint lint-code check-docs check-parts cross release-check bench model fuzz-protocol demo down docs module-docs fmt vet clean
 
@@ -23,7 +23,7 @@ deps: ## what make demo needs: redis-server (apt-get) and terraform (PATH >= 1.5
 test-deps: ## what tests and lint need: staticcheck, terraform-docs, terraform >= 1.11, the host tests' and monitoring tests' Debian packages (one apt-get call, beside the Go builds); then make deps
 	@scripts/test-deps.sh
 
-modules-check: ## every go.mod/go.sum/go.work is what scripts/modules.sh tidy writes (our modules at VERSION, no replace)
+modules-check: ## every go.mod/go.sum is tidy (go mod tidy -diff, with GOPROXY=off after a pass that fills the module cache; writes nothing)
 	@scripts/modules.sh check
 
 build: ## build the provider (installed into the local filesystem mirror) and bin/lockagent in one go build
@@ -41,10 +41,10 @@ test: test-deps ## everything: unit, real-redis, provider acceptance (TF_ACC=1),
 	@# provider's acceptance tests, the five-host tests in two lanes, the local end-to-end
 	@# tests and the module tests; each part's output in build/test/<part>.log, printed whole
 	@# when it ends, and each part's time at the end.
-	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" NESTED_PKGS="$(NESTED_PKGS)" scripts/test.sh
+	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" scripts/test.sh
 
 test-serial: test-deps provider ## make test's tests in three steps one after another (slower; one output stream)
-	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/... $(NESTED_PKGS)
+	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
 	TF_ACC=1 go test $(GO_TEST_FLAGS) ./provider/... ./test/...
 	@scripts/test-modules.sh
 
@@ -66,7 +66,7 @@ chaos: test-deps ## Jepsen-style run on five systemd hosts (root): workers conte
 	  CHAOS_REPORT_DIR=$(CURDIR)/build/chaos go test -count=1 -timeout 3h -v -run '^TestChaos$$' ./internal/chaos/
 
 test-unit: ## library and harness tests only (no terraform)
-	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/... $(NESTED_PKGS)
+	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
 
 .PHONY: monitoring-check
 monitoring-check: ## Prometheus rules in monitoring/: promtool check + unit tests (installs Debian's prometheus when missing)
@@ -100,13 +100,13 @@ fmt:
 	terraform fmt -recursive modules examples
 
 vet:
-	go vet ./... $(NESTED_PKGS)
+	go vet $(ALL_PKGS)
 
 lint: modules-check lint-code ## staticcheck (pinned, installed by make test-deps), go vet, terraform fmt -check, tidy modules
 
 lint-code: ## make lint without the modules check: staticcheck, go vet, terraform fmt -check (reads the tree only)
-	staticcheck ./... $(NESTED_PKGS)
-	go vet ./... $(NESTED_PKGS)
+	staticcheck $(ALL_PKGS)
+	go vet $(ALL_PKGS)
 	terraform fmt -check -recursive modules examples
 
 cross: ## the released binaries build for every release platform (linux/darwin, amd64/arm64)

@@ -11,7 +11,7 @@ lib=$dir/lockagent/redlock
 rm -f "$lib"/*_test.go
 goredis=$(awk '$1 == "github.com/redis/go-redis/v9" { print $2; exit }' go.mod)
 printf 'module github.com/redlock-kit/redlock-kit/lockagent/redlock\n\ngo 1.26.0\n\nrequire github.com/redis/go-redis/v9 %s\n' "$goredis" >"$lib/go.mod"
-cp lockagent/redlock/go.sum "$lib/"
+cp go.sum "$lib/"
 mkdir "$dir/dump"
 printf 'module dump\n\ngo 1.26.0\n\nrequire github.com/redlock-kit/redlock-kit/lockagent/redlock v0.0.0\n\nreplace github.com/redlock-kit/redlock-kit/lockagent/redlock => ../lockagent/redlock\n' >"$dir/dump/go.mod"
 printf 'package main\n\nimport (\n\t"fmt"\n\n\t"github.com/redlock-kit/redlock-kit/lockagent/redlock"\n)\n\nfunc main() { fmt.Print(redlock.FunctionLibrary().Code) }\n' >"$dir/dump/main.go"

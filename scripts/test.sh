@@ -11,11 +11,10 @@
 #                              part runs it too)
 # Processes side by side never share a port: each test process claims loopback addresses of
 # its own (internal/localmasters.ClaimLoopback).
-# GO_TEST_FLAGS and NESTED_PKGS come from the Makefile.
+# GO_TEST_FLAGS comes from the Makefile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${GO_TEST_FLAGS:=-count=1 -timeout 40m}"
-: "${NESTED_PKGS:=$(scripts/modules.sh list | sed -n 's|^\([^.].*\)|./\1/...|p' | tr '\n' ' ')}"
 
 # Test packages that another make target runs.
 ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-check
@@ -32,8 +31,8 @@ declare -A PKGS RUN SKIP RACE ACC
 # The harnesses, the library, its metrics and the CLI under the race detector, in two
 # processes (internal/, lockagent/; go test runs two packages at a time in each); chaos is the
 # short chaos run (one round of every fault kind).
-PKGS[unit-internal]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '\n' ' ')$(tr ' ' '\n' <<<"$NESTED_PKGS" | grep '^./internal/' | tr '\n' ' ')" RACE[unit-internal]=1
-PKGS[unit-lockagent]="./lockagent/... $(tr ' ' '\n' <<<"$NESTED_PKGS" | grep '^./lockagent/' | tr '\n' ' ')" RACE[unit-lockagent]=1
+PKGS[unit-internal]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '\n' ' ')" RACE[unit-internal]=1
+PKGS[unit-lockagent]="./lockagent/..." RACE[unit-lockagent]=1
 PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1
 PKGS[chaos]="./internal/chaos/" RACE[chaos]=1
 # The provider's acceptance tests mostly wait (terraform, restart holds): three processes.
@@ -112,7 +111,7 @@ check() {
   for p in "${STEPS[@]}"; do
     for pkg in $(go list ${PKGS[$p]}); do parts_of[$pkg]+="$p "; done
   done
-  for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... $NESTED_PKGS); do
+  for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... ./provider/... ./test/...); do
     [ "$pkg" != "$ELSEWHERE" ] || continue
     read -ra test_parts <<<"${parts_of[$pkg]:-}"
     if [ ${#test_parts[@]} = 0 ]; then

@@ -15,11 +15,13 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/modproxy"
 )
 
+// rootModule holds the library, its metrics, the validation helper and the CLI; the provider
+// and the terratest suite are modules of their own, so a library user never gets their
+// dependencies.
 const (
-	rootModule       = "github.com/redlock-kit/redlock-kit"
-	libModule        = rootModule + "/lockagent/redlock"
-	promModule       = rootModule + "/lockagent/redlockprom"
-	validationModule = rootModule + "/lockagent/validation"
+	rootModule     = "github.com/redlock-kit/redlock-kit"
+	providerModule = rootModule + "/provider"
+	libPackage     = rootModule + "/lockagent/redlock"
 )
 
 // forbidden are module path prefixes a library user must never get.
@@ -36,8 +38,10 @@ type consumer struct {
 	files map[string]string
 }
 
+// consumers import the root module's packages: the library, the validation helper (from a
+// _test.go file, as a terratest suite does) and the metrics.
 var consumers = []consumer{
-	{name: "libuser", get: libModule, files: map[string]string{"main.go": `package main
+	{name: "libuser", get: rootModule, files: map[string]string{"main.go": `package main
 
 import (
 	"fmt"
@@ -50,7 +54,7 @@ func main() {
 	fmt.Println(err)
 }
 `}},
-	{name: "validationuser", get: validationModule, files: map[string]string{
+	{name: "validationuser", get: rootModule, files: map[string]string{
 		"doc.go": "// Package validationuser uses the validation helper from its tests, as a terratest suite does.\npackage validationuser\n",
 		"deploy_test.go": `package validationuser
 
@@ -73,7 +77,7 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 `}},
-	{name: "promuser", get: promModule, files: map[string]string{"main.go": `package main
+	{name: "promuser", get: rootModule, files: map[string]string{"main.go": `package main
 
 import (
 	"fmt"
@@ -106,9 +110,6 @@ func TestConsumersResolveARelease(t *testing.T) {
 	var served []string
 	for _, m := range mods {
 		served = append(served, m.Path)
-		if m.Path == rootModule {
-			t.Fatalf("the proxy serves the root module; no consumer may need it")
-		}
 	}
 	t.Logf("proxy serves %d modules at %s: %s", len(mods), env.version, strings.Join(served, " "))
 
@@ -118,47 +119,51 @@ func TestConsumersResolveARelease(t *testing.T) {
 	}
 
 	// The library user: go-redis (positive control: the graph is the library's), no
-	// Terraform, terratest or gRPC module.
+	// Terraform, terratest or gRPC module, and none of our other modules.
 	if !strings.Contains(lists["libuser"], "\ngithub.com/redis/go-redis/v9 ") {
 		t.Fatalf("the library user's go list -m all has no go-redis, so it did not load the library:\n%s", lists["libuser"])
 	}
-	if bad := forbiddenIn(lists["libuser"]); len(bad) > 0 {
-		t.Errorf("a user importing %s gets %d Terraform/terratest/gRPC modules:\n%s", libModule, len(bad), strings.Join(bad, "\n"))
-	}
-	// Negative control for that scan: the validation helper's own tests use terratest, so a
-	// validation user's graph lists it; a scan that finds nothing there is broken.
-	if len(forbiddenIn(lists["validationuser"])) == 0 {
-		t.Errorf("the forbidden-module scan found nothing in the validation user's graph, which lists terratest:\n%s", lists["validationuser"])
-	}
 	for name, list := range lists {
+		if bad := forbiddenIn(list); len(bad) > 0 {
+			t.Errorf("%s (%s) gets %d Terraform/terratest/gRPC modules:\n%s", name, rootModule, len(bad), strings.Join(bad, "\n"))
+		}
 		for _, line := range strings.Split(list, "\n") {
-			if strings.HasPrefix(line, rootModule+" ") {
-				t.Errorf("%s's module graph holds the root module: %s", name, line)
+			if strings.HasPrefix(line, rootModule+"/") {
+				t.Errorf("%s's module graph holds another of our modules: %s", name, line)
 			}
 		}
+	}
+	// Negative control for the scan: a module that requires the provider module lists the
+	// plugin framework and gRPC; a scan that finds nothing there is broken.
+	user := t.TempDir()
+	env.run(t, user, proxy, "mod", "init", "example.com/provideruser")
+	// The provider module's tag is provider/<version>; the go command names that version <version>.
+	env.run(t, user, proxy, "get", providerModule+"@"+env.version)
+	if providerList := env.run(t, user, proxy, "list", "-m", "all"); len(forbiddenIn(providerList)) == 0 {
+		t.Errorf("the forbidden-module scan found nothing in the graph of a module requiring %s:\n%s", providerModule, providerList)
 	}
 	t.Logf("the library user's module graph (go list -m all):\n%s", lists["libuser"])
 }
 
 // TestConsumerCheckFailsWithoutAModule is the negative control for the resolution itself: with
-// one of our modules missing from the proxy, a validation user cannot resolve, so our modules
-// come from the proxy the check builds and nowhere else.
+// the root module missing from the proxy, a library user cannot resolve, so our modules come
+// from the proxy the check builds and nowhere else.
 func TestConsumerCheckFailsWithoutAModule(t *testing.T) {
 	env := newConsumerEnv(t)
 	proxy := t.TempDir()
 	if _, err := modproxy.Build(env.repo, env.version, proxy); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(proxy, "github.com", "redlock-kit", "redlock-kit", "internal", "funclib")); err != nil {
+	if err := os.RemoveAll(filepath.Join(proxy, "github.com", "redlock-kit", "redlock-kit", "@v")); err != nil {
 		t.Fatal(err)
 	}
 	user := t.TempDir()
 	env.run(t, user, proxy, "mod", "init", "example.com/missing")
-	out, err := env.try(user, proxy, "get", validationModule+"@"+env.version)
+	out, err := env.try(user, proxy, "get", libPackage+"@"+env.version)
 	if err == nil {
-		t.Fatalf("go get %s resolved with internal/funclib missing from the proxy:\n%s", validationModule, out)
+		t.Fatalf("go get %s resolved with the root module missing from the proxy:\n%s", libPackage, out)
 	}
-	if !strings.Contains(out, "internal/funclib") {
+	if !strings.Contains(out, rootModule) {
 		t.Fatalf("go get failed, but not for the missing module:\n%s", out)
 	}
 }

@@ -1,12 +1,12 @@
 // Package modproxy writes a file-based Go module proxy (GOPROXY=file://DIR) that serves this
-// repository's nested modules at one release version, zipped from the checkout the way a tag
-// publishes them (golang.org/x/mod/zip: nested modules left out, the same file checks).
+// repository's modules (the root module, provider/ and test/) at one release version, zipped
+// from the checkout the way a tag publishes them (golang.org/x/mod/zip: a nested module's
+// files left out of the module around it, the same file checks).
 //
 // It is how the release check proves what a user of a release gets, before the tags exist
 // and without the network: a consumer module resolves our modules from this directory with
 // no replace directive. Only real semantic versions are served (no pseudo-version such as
-// v0.0.0-00010101000000-000000000000, which no proxy serves), and the root module is never
-// served, so anything that needs it fails to resolve.
+// v0.0.0-00010101000000-000000000000, which no proxy serves).
 package modproxy
 
 import (
@@ -34,12 +34,12 @@ var ErrVersion = errors.New("not a release version")
 
 // Module is one module the proxy serves.
 type Module struct {
-	Path string // module path, e.g. github.com/redlock-kit/redlock-kit/lockagent/redlock
-	Dir  string // its directory in the checkout, slash-separated, relative to the repository root
+	Path string // module path, e.g. github.com/redlock-kit/redlock-kit/provider
+	Dir  string // its directory in the checkout, slash-separated, relative to the repository root ("." for the root module)
 }
 
-// Build writes the proxy into out for every nested module of the repository at repoRoot (each
-// directory below the root with a go.mod, tracked or new, not ignored by git) at version
+// Build writes the proxy into out for every module of the repository at repoRoot (each
+// directory with a go.mod, tracked or new, not ignored by git) at version
 // (e.g. "v0.2.0"), and returns the modules it serves. Each zip holds the module's files as
 // the working tree has them, so a check run before a commit sees what that commit would tag.
 func Build(repoRoot, version, out string) ([]Module, error) {
@@ -53,7 +53,7 @@ func Build(repoRoot, version, out string) ([]Module, error) {
 	}
 	var mods []Module
 	for _, f := range files {
-		if path.Base(f) != "go.mod" || path.Dir(f) == "." {
+		if path.Base(f) != "go.mod" {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(f)))
@@ -87,7 +87,11 @@ func writeModule(repoRoot string, files []string, m Module, version, out string)
 	mv := module.Version{Path: m.Path, Version: version}
 	var zfiles []zip.File
 	for _, f := range files {
-		if rel, ok := strings.CutPrefix(f, m.Dir+"/"); ok {
+		rel, ok := f, m.Dir == "."
+		if !ok {
+			rel, ok = strings.CutPrefix(f, m.Dir+"/")
+		}
+		if ok {
 			zfiles = append(zfiles, checkoutFile{rel: rel, abs: filepath.Join(repoRoot, filepath.FromSlash(f))})
 		}
 	}

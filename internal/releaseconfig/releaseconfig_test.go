@@ -160,7 +160,7 @@ func TestGoreleaserConfigMeetsTheRegistry(t *testing.T) {
 	}
 }
 
-// checkVersion returns every way the CHANGELOG and the nested go.mod files disagree with
+// checkVersion returns every way the CHANGELOG and the go.mod files disagree with
 // version (X.Y.Z, from VERSION).
 func checkVersion(version, changelog string, goMods map[string][]byte) []error {
 	var errs []error
@@ -196,8 +196,12 @@ func checkVersion(version, changelog string, goMods map[string][]byte) []error {
 				bad("%s requires %s %s, not VERSION %s: run scripts/modules.sh tidy", path, r.Mod.Path, r.Mod.Version, v)
 			}
 		}
-		if len(mf.Replace) > 0 {
-			bad("%s has a replace directive; our modules resolve through go.work, and users' builds ignore replaces", path)
+		// provider/ and test/ build against the root module of the same commit (=> ../); the
+		// root module, the one users require, has no replace (a user's build ignores it).
+		for _, r := range mf.Replace {
+			if mf.Module == nil || mf.Module.Mod.Path == ours || r.Old.Path != ours || r.Old.Version != "" || strings.TrimSuffix(r.New.Path, "/") != ".." {
+				bad("%s: replace %s => %s: only provider/ and test/ replace, and only %s => ../ (the root module has none: users' builds ignore replaces)", path, r.Old.Path, r.New.Path, ours)
+			}
 		}
 	}
 	return errs
@@ -231,18 +235,23 @@ func TestOneVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(goMods) < 4 {
-		t.Fatalf("found %d go.mod files; the walk is broken", len(goMods))
+	if len(goMods) != 3 {
+		t.Fatalf("found %d go.mod files, not 3 (the root module, provider/, test/): the walk is broken, or a module was added (RELEASING.md)", len(goMods))
 	}
 	if errs := checkVersion(version, string(changelog), goMods); len(errs) > 0 {
 		t.Fatal(errors.Join(errs...))
 	}
-	// Negative controls: a newer CHANGELOG heading, a stale requirement and a replace fail.
-	stale := map[string][]byte{"x/go.mod": []byte("module github.com/redlock-kit/redlock-kit/x\n\ngo 1.26.0\n\n" +
-		"require github.com/redlock-kit/redlock-kit/lockagent/redlock v0.0.0-00010101000000-000000000000\n\n" +
-		"replace github.com/redlock-kit/redlock-kit/lockagent/redlock => ../lockagent/redlock\n")}
-	if errs := checkVersion(version, "## Unreleased\n## 99.0.0\n", stale); len(errs) != 3 {
-		t.Fatalf("the negative controls gave %d errors, want 3: %v", len(errs), errs)
+	// Negative controls: a newer CHANGELOG heading, a stale requirement, a replace of
+	// another module and a replace in the root module fail.
+	stale := map[string][]byte{
+		"x/go.mod": []byte("module github.com/redlock-kit/redlock-kit/x\n\ngo 1.26.0\n\n" +
+			"require github.com/redlock-kit/redlock-kit v0.0.0-00010101000000-000000000000\n\n" +
+			"replace github.com/redlock-kit/redlock-kit/lockagent/redlock => ../lockagent/redlock\n"),
+		"go.mod": []byte("module github.com/redlock-kit/redlock-kit\n\ngo 1.26.0\n\n" +
+			"replace github.com/redlock-kit/redlock-kit => ../\n"),
+	}
+	if errs := checkVersion(version, "## Unreleased\n## 99.0.0\n", stale); len(errs) != 4 {
+		t.Fatalf("the negative controls gave %d errors, want 4: %v", len(errs), errs)
 	}
 	if errs := checkVersion("1.2", "## Unreleased\n", nil); len(errs) != 1 {
 		t.Fatalf("VERSION 1.2 was accepted")

@@ -128,6 +128,36 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// contentionHangGuard bounds how long a contention test waits for its work to be done. It is
+// a guard against a hang, not a speed test: only a starved waiter (the bug) or a stalled
+// machine waits this long.
+const contentionHangGuard = 2 * time.Minute
+
+// runUntil returns the context a contention test's workers run under: it ends once done
+// returns true (polled every 5 ms), so the test runs for an amount of work, not for a
+// wall-clock window that a busy machine fills with less of it, or at contentionHangGuard.
+// finished waits for that end and reports whether done was reached (false: the hang guard).
+func runUntil(done func() bool) (ctx context.Context, finished func() bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), contentionHangGuard)
+	reached := make(chan bool, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if done() {
+				reached <- true
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		reached <- false
+	}()
+	return ctx, func() bool {
+		r := <-reached
+		cancel()
+		return r
+	}
+}
+
 // mustAcquire acquires key, trying again while an attempt failed only because the machine
 // was busy (see busyOnly), for at most a generous hang guard, and logging each such attempt:
 // the tests that use it are about what a held lock does, not about acquiring on a loaded

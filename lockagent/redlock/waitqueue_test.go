@@ -272,22 +272,31 @@ func TestWaitQueueLeaveOnCancel(t *testing.T) {
 	waitUntil(t, "the key gone from every master (nobody is waiting)", func() bool { return keysOn(t, cl, key) == 0 })
 }
 
-// contend runs workers that each take key in a loop until stop, recording every hold in
-// checker; it returns each worker's count.
-func contend(t *testing.T, clients []*redlock.Client, key string, stop time.Time, checker *overlap.Checker) []int64 {
+// contend runs a worker per client that takes key in a loop, recording every hold in checker,
+// until every worker has held it holdsEach times and also (nil: nothing more) returns true:
+// the workers contend until the last one is served, so a starved waiter keeps the others
+// contending rather than a wall-clock window deciding. It returns each worker's count; a
+// worker not served within contentionHangGuard is a test failure (checkContended).
+func contend(t *testing.T, clients []*redlock.Client, key string, holdsEach int64, checker *overlap.Checker, also func() bool) []int64 {
 	t.Helper()
-	counts := make([]int64, len(clients))
+	counts := make([]atomic.Int64, len(clients))
+	ctx, served := runUntil(func() bool {
+		for i := range counts {
+			if counts[i].Load() < holdsEach {
+				return false
+			}
+		}
+		return also == nil || also()
+	})
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(stop) {
-				ctx, cancel := context.WithDeadline(context.Background(), stop)
+			for ctx.Err() == nil {
 				l, err := c.Acquire(ctx, key, 5*time.Second)
-				cancel()
 				if err != nil {
-					if !errors.Is(err, context.DeadlineExceeded) {
+					if ctx.Err() == nil {
 						t.Errorf("worker %d: Acquire: %v", i, err)
 					}
 					return
@@ -299,15 +308,22 @@ func contend(t *testing.T, clients []*redlock.Client, key string, stop time.Time
 					end = d
 				}
 				checker.Record(key, l.Token(), start, end, l.Fence())
-				counts[i]++
+				counts[i].Add(1)
 				if err := l.Release(context.Background()); err != nil {
 					t.Errorf("worker %d: Release: %v", i, err)
 				}
 			}
 		}()
 	}
+	if !served() {
+		t.Errorf("contention on %s: not every worker was served %d times within the hang guard (%v)", key, holdsEach, contentionHangGuard)
+	}
 	wg.Wait()
-	return counts
+	out := make([]int64, len(counts))
+	for i := range counts {
+		out[i] = counts[i].Load()
+	}
+	return out
 }
 
 // checkContended fails the test when two holds overlapped or a worker never got the lock.
@@ -341,7 +357,7 @@ func TestWaitQueueDegrades(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = cl.Masters[4].Resume() })
 		checker := overlap.New()
-		counts := contend(t, clients(), "queue-paused", time.Now().Add(1500*time.Millisecond), checker)
+		counts := contend(t, clients(), "queue-paused", 3, checker, nil)
 		checkContended(t, checker, counts)
 	})
 	t.Run("queues lost", func(t *testing.T) {
@@ -349,19 +365,27 @@ func TestWaitQueueDegrades(t *testing.T) {
 		// TestForeignQueueKeyRefused.)
 		const key = "queue-lost"
 		checker := overlap.New()
-		stop := time.Now().Add(1500 * time.Millisecond)
+		stop := make(chan struct{})
 		var vandal sync.WaitGroup
+		var losses atomic.Int64
 		vandal.Add(1)
 		go func() {
 			defer vandal.Done()
-			for time.Now().Before(stop) {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
 				ctx := context.Background()
 				_ = cl.Masters[0].Admin().Del(ctx, key+redlock.QueueSuffix).Err() // lost (a restart)
 				_ = cl.Masters[2].Admin().Del(ctx, key+redlock.QueueSuffix).Err()
-				time.Sleep(20 * time.Millisecond)
+				losses.Add(1)
 			}
 		}()
-		counts := contend(t, clients(), key, stop, checker)
+		// Contention lasts until the queues were lost a few times, too.
+		counts := contend(t, clients(), key, 3, checker, func() bool { return losses.Load() >= 5 })
+		close(stop)
 		vandal.Wait()
 		checkContended(t, checker, counts)
 	})
@@ -380,19 +404,17 @@ func TestWaitQueueWithRedsync(t *testing.T) {
 	}
 	rs := redsync.New(pools...)
 	checker := overlap.New()
-	stop := time.Now().Add(3 * time.Second)
+	stop, stopRedsync := context.WithCancel(context.Background())
+	defer stopRedsync()
 	var redsyncCount atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for time.Now().Before(stop) {
+		for stop.Err() == nil {
 			m := rs.NewMutex(key, redsync.WithExpiry(5*time.Second), redsync.WithTries(1000),
 				redsync.WithRetryDelay(10*time.Millisecond))
-			ctx, cancel := context.WithDeadline(context.Background(), stop)
-			err := m.LockContext(ctx)
-			cancel()
-			if err != nil {
+			if err := m.LockContext(stop); err != nil {
 				continue
 			}
 			start := time.Now()
@@ -406,12 +428,14 @@ func TestWaitQueueWithRedsync(t *testing.T) {
 	for range 3 {
 		cs = append(cs, newClient(t, cl, redlock.Options{}))
 	}
-	counts := contend(t, cs, key, stop, checker)
+	// Contention lasts until every lockagent worker got the lock 3 times and redsync once.
+	counts := contend(t, cs, key, 3, checker, func() bool { return redsyncCount.Load() >= 1 })
+	stopRedsync()
 	wg.Wait()
 	t.Logf("lockagent workers: %v; redsync: %d", counts, redsyncCount.Load())
 	checkContended(t, checker, counts)
 	if redsyncCount.Load() == 0 {
-		t.Errorf("redsync never got the lock in 3s while lockagent waiters queued: starved")
+		t.Errorf("redsync never got the lock while lockagent waiters queued (until the hang guard): starved")
 	}
 }
 

@@ -3,10 +3,7 @@ package validation_test
 import (
 	"context"
 	"fmt"
-	"testing"
 	"time"
-
-	"github.com/gruntwork-io/terratest/modules/terraform"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
@@ -41,19 +38,4 @@ func Example() {
 	}
 	fmt.Println(rep.Verdict, rep.ExitCode())
 	// Output: SAFE 0
-}
-
-// In a terratest suite: apply the module, read its agent_config output, validate.
-// Validate fails the test unless the verdict is SAFE, and logs the progress and the report.
-func ExampleValidate() {
-	var t *testing.T // your TestXxx's t
-	opts := &terraform.Options{TerraformDir: "../infra/redlock"}
-	defer terraform.Destroy(t, opts)
-	terraform.InitAndApply(t, opts)
-
-	cfg, err := validation.ParseConfig(terraform.Output(t, opts, "agent_config"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	validation.Validate(t, cfg)
 }

@@ -1,21 +1,13 @@
-module github.com/redlock-kit/redlock-kit/lockagent/validation
+module github.com/redlock-kit/redlock-kit/test
 
 go 1.26.0
 
 require (
 	github.com/gruntwork-io/terratest v0.56.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0
-	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0
-	github.com/redlock-kit/redlock-kit/internal/overlap v0.2.0
-	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0
-	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0
-	github.com/redlock-kit/redlock-kit/internal/redistest v0.2.0
-	github.com/redlock-kit/redlock-kit/lockagent/agentconfig v0.2.0
-	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0
+	github.com/redlock-kit/redlock-kit v0.2.0
+	go.yaml.in/yaml/v3 v3.0.5
 )
-
-require github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
 
 require (
 	github.com/agext/levenshtein v1.2.3 // indirect
@@ -42,7 +34,6 @@ require (
 	github.com/ulikunitz/xz v0.5.10 // indirect
 	github.com/zclconf/go-cty v1.18.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -50,3 +41,5 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 )
+
+replace github.com/redlock-kit/redlock-kit => ../

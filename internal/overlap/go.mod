@@ -1,3 +1,0 @@
-module github.com/redlock-kit/redlock-kit/internal/overlap
-
-go 1.26.0

@@ -1,5 +1,0 @@
-module github.com/redlock-kit/redlock-kit/internal/pki
-
-go 1.26.0
-
-// x
