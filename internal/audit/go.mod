@@ -11,7 +11,10 @@ require (
 	github.com/redlock-kit/redlock-kit/lockagent/redlock v0.2.0
 )
 
-require github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+require (
+	github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/lockagent/agentconfig v0.2.0 // indirect
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -8,6 +8,7 @@ require (
 	github.com/redlock-kit/redlock-kit/internal/funclib v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/overlap v0.2.0
 	github.com/redlock-kit/redlock-kit/internal/redistest v0.2.0
+	github.com/redlock-kit/redlock-kit/lockagent/agentconfig v0.2.0
 	pgregory.net/rapid v1.3.0
 )
 

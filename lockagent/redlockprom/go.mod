@@ -12,6 +12,7 @@ require (
 require (
 	github.com/redlock-kit/redlock-kit/internal/audit v0.2.0 // indirect
 	github.com/redlock-kit/redlock-kit/internal/localmasters v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/lockagent/agentconfig v0.2.0 // indirect
 )
 
 require (
