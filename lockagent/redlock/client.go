@@ -48,10 +48,10 @@ type Client struct {
 	reentrant   map[string]*hold // key -> hold acquired WithReentrant
 
 	notify *notifier
-	id     string        // names this Client's waiters in the wait queues and its grant channels
-	seq    atomic.Uint64 // numbers its waiters
-	fences *fenceCache   // largest fence seen per key: the optimistic proposal
-	timers sync.Pool     // *time.Timer for the rounds' waits
+	id     string          // names this Client's waiters in the wait queues and its grant channels
+	seq    atomic.Uint64   // numbers its waiters
+	fences *fenceCache     // largest fence seen per key: the optimistic proposal
+	timers sync.Pool       // *time.Timer for the rounds' waits
 	owned  []*redis.Client // the go-redis clients Open made: Close closes them
 
 	beforeExtendSend func() // tests only: runs in extend just before the broadcast

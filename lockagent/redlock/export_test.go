@@ -106,3 +106,12 @@ func (s *StepWaiter) Leave() {
 	s.qw.c.notify.leave(s.qw.w)
 	s.qw.leave()
 }
+
+// SetRetryableCommands lets go-redis retry c's commands (retryable) or not (the default):
+// the negative control of the replay tests, which shows what the commands' NoRetry
+// prevents. Set it before c's first request.
+func SetRetryableCommands(c *Client, retryable bool) {
+	for _, m := range c.masters {
+		m.retryableCommands.Store(retryable)
+	}
+}
