@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // QueuedWaiters exposes how many Acquire calls of c wait for key, so tests can order
@@ -115,3 +117,9 @@ func SetRetryableCommands(c *Client, retryable bool) {
 		m.retryableCommands.Store(retryable)
 	}
 }
+
+// OwnedClients are the go-redis clients Open made for c (nil for New's).
+func OwnedClients(c *Client) []*redis.Client { return c.owned }
+
+// KeyPrefixAndMaxTTL are the Options c runs with.
+func KeyPrefixAndMaxTTL(c *Client) (string, time.Duration) { return c.opts.KeyPrefix, c.opts.MaxTTL }
