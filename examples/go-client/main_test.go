@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -93,11 +92,12 @@ func TestProgramAgainstRealMasters(t *testing.T) {
 	})
 }
 
-// buildProgram builds this package's program with the go command that runs the test.
+// buildProgram builds this package's program with the go command on PATH (the one make
+// test runs).
 func buildProgram(t *testing.T) string {
 	t.Helper()
 	prog := filepath.Join(t.TempDir(), "go-client")
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", prog, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", prog, ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
