@@ -325,6 +325,11 @@ func replayedReleaseThroughGoRedis(t *testing.T, rcase replayCase) (twoHolders b
 			return p.seen >= 2
 		})
 	}
+	for i, p := range proxies {
+		p.mu.Lock()
+		t.Logf("master %d: the release reached it %d time(s) by now", i, p.seen)
+		p.mu.Unlock()
+	}
 	t.Logf("X's release returned %v", rerr)
 	if !rcase.resends() {
 		// Close returns once every master's batcher is done, go-redis's retries included:
@@ -366,5 +371,6 @@ func replayedReleaseThroughGoRedis(t *testing.T, rcase replayCase) (twoHolders b
 			lz.Fence(), ly.Deadline().Sub(at).Round(time.Millisecond), ly.Fence())
 		return true
 	}
+	t.Logf("Z refused while Y holds (fence %d): %v", ly.Fence(), err)
 	return false
 }
