@@ -115,7 +115,7 @@ func (c *Client) Quorum() int { return c.quorum }
 // Close stops the client: new calls fail with ErrClosed, auto-renewals stop, queued
 // cleanups are still sent (bounded by Options.CleanupTimeout), then the batchers and
 // subscriptions end. Locks still held are not released (they expire); release them first.
-// The go-redis clients given to New are not closed.
+// The go-redis clients given to New are not closed; those Open and NewFromConfig made are.
 func (c *Client) Close() (closeErr error) {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)

@@ -41,13 +41,17 @@ func NewFromConfig(cfg *agentconfig.Config, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	var owned []*redis.Client
-	var masters []redis.UniversalClient
+	var clientOpts []*redis.Options
 	for _, addr := range cfg.Endpoints {
 		opt, err := MasterOptionsFor(cfg, addr)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
+		clientOpts = append(clientOpts, opt)
+	}
+	var owned []*redis.Client
+	var masters []redis.UniversalClient
+	for _, opt := range clientOpts {
 		rdb := redis.NewClient(opt)
 		owned = append(owned, rdb)
 		masters = append(masters, rdb)
