@@ -28,11 +28,12 @@ PROVIDER_A='^TestAcc(AuditDataSource|Master_(dataDirRemoved|badInputs))'
 PROVIDER_B='^TestAcc(Users_|Master_(writeOnly|plain|destroy))'
 STEPS=(unit-internal unit-lockagent hostlab chaos provider-a provider-b provider-c hosts-a hosts-b e2e-local)
 declare -A PKGS RUN SKIP RACE ACC
-# The harnesses, the library, its metrics and the CLI under the race detector, in two
+# The harnesses, the library (with the README's program), its metrics and the CLI under the race detector, in two
 # processes (internal/, lockagent/; go test runs two packages at a time in each); chaos is the
 # short chaos run (one round of every fault kind).
-PKGS[unit-internal]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '\n' ' ')" RACE[unit-internal]=1
-PKGS[unit-lockagent]="./lockagent/..." RACE[unit-lockagent]=1
+PKGS[unit-internal]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '
+' ' ')" RACE[unit-internal]=1
+PKGS[unit-lockagent]="./lockagent/... ./examples/go-client/" RACE[unit-lockagent]=1
 PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1
 PKGS[chaos]="./internal/chaos/" RACE[chaos]=1
 # The provider's acceptance tests mostly wait (terraform, restart holds): three processes.

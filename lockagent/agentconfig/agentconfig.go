@@ -67,18 +67,29 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func Load(path string) (*Config, error) {
 	c := &Config{}
 	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("agent config: %w", err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(c); err != nil {
-			return nil, fmt.Errorf("agent config %s: %w", path, err)
+		var err error
+		if c, err = Read(path); err != nil {
+			return nil, err
 		}
 	}
 	if err := c.ApplyEnv(os.LookupEnv); err != nil {
 		return nil, err
+	}
+	return c, nil
+}
+
+// Read reads the config at path as the modules write it, and nothing else: no
+// environment, no field it does not know (a misspelt field is an error, not a default).
+func Read(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	c := &Config{}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return nil, fmt.Errorf("agent config %s: %w", path, err)
 	}
 	return c, nil
 }
@@ -140,6 +151,10 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("endpoints: %q is listed twice; every master must be independent", e)
 		}
 		seen[e] = true
+	}
+	if c.Quorum != 0 && c.Quorum != c.QuorumSize() {
+		return fmt.Errorf("quorum: the config says %d, but its %d endpoints make a quorum of %d: use the config the module wrote for this deployment (an endpoint was dropped or added by hand)",
+			c.Quorum, len(c.Endpoints), c.QuorumSize())
 	}
 	if c.MaxLockTTL.Duration < 0 {
 		return errors.New("max_lock_ttl: must not be negative")

@@ -51,6 +51,15 @@ func TestValidateNamesTheFieldAndFix(t *testing.T) {
 	if err := (&Config{Endpoints: []string{"a:1", "b:1", "c:1"}}).Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
+	t.Run("quorum not the endpoints' majority", func(t *testing.T) {
+		err := (&Config{Endpoints: []string{"a:1", "b:1", "c:1"}, Quorum: 3}).Validate()
+		if err == nil || !strings.Contains(err.Error(), "quorum: the config says 3, but its 3 endpoints make a quorum of 2") {
+			t.Fatalf("Validate() = %v, want the quorum named", err)
+		}
+		if err := (&Config{Endpoints: []string{"a:1", "b:1", "c:1"}, Quorum: 2}).Validate(); err != nil {
+			t.Fatalf("the endpoints' own quorum refused: %v", err)
+		}
+	})
 }
 
 func TestUnknownFieldIsRefused(t *testing.T) {

@@ -48,29 +48,32 @@ type Client struct {
 	reentrant   map[string]*hold // key -> hold acquired WithReentrant
 
 	notify *notifier
-	id     string        // names this Client's waiters in the wait queues and its grant channels
-	seq    atomic.Uint64 // numbers its waiters
-	fences *fenceCache   // largest fence seen per key: the optimistic proposal
-	timers sync.Pool     // *time.Timer for the rounds' waits
+	id     string          // names this Client's waiters in the wait queues and its grant channels
+	seq    atomic.Uint64   // numbers its waiters
+	fences *fenceCache     // largest fence seen per key: the optimistic proposal
+	timers sync.Pool       // *time.Timer for the rounds' waits
+	owned  []*redis.Client // the go-redis clients Open made: Close closes them
 
 	beforeExtendSend func() // tests only: runs in extend just before the broadcast
 }
 
 // New returns a Client over masters, one go-redis client per independent master (no
-// replicas, no Cluster). The caller keeps ownership of the clients and closes them after
-// Client.Close. Client options that help: ContextTimeoutEnabled (a stuck master then
-// frees its connection at the pipeline bound). MaxRetries -1 is required: go-redis must
-// not replay a script the server may have run (a replayed release can undo an unlogged
-// hand-off after the master restarts: see the package doc). New refuses a client that
-// may resend a command with a *RetryingClientError.
+// replicas, no Cluster): an odd number, at least 3 (else a *MasterCountError). The caller
+// keeps ownership of the clients and closes them after Client.Close; Open builds them from
+// the kit's client file instead. Build each with MasterOptions (or the same settings).
+// MaxRetries -1 is required: go-redis must not replay a script the server may have run (a
+// replayed release can undo an unlogged hand-off after the master restarts: see the
+// package doc). New refuses a client that may resend a command with a
+// *RetryingClientError; past New, every command the Client sends tells go-redis not to
+// send it again (Cmder.NoRetry), whatever the client's options become.
 func New(masters []redis.UniversalClient, opts Options) (*Client, error) {
-	if len(masters) == 0 {
-		return nil, fmt.Errorf("%w: no masters: pass one client per independent Redis master (N odd, >= 3; 5 is the reference)", ErrInvalid)
-	}
 	for i, m := range masters {
 		if m == nil {
 			return nil, fmt.Errorf("%w: masters[%d] is nil", ErrInvalid, i)
 		}
+	}
+	if n := len(masters); n < 3 || n%2 == 0 {
+		return nil, &MasterCountError{Masters: n}
 	}
 	if err := refuseRetryingClients(masters); err != nil {
 		return nil, err
@@ -112,8 +115,8 @@ func (c *Client) Quorum() int { return c.quorum }
 // Close stops the client: new calls fail with ErrClosed, auto-renewals stop, queued
 // cleanups are still sent (bounded by Options.CleanupTimeout), then the batchers and
 // subscriptions end. Locks still held are not released (they expire); release them first.
-// The go-redis clients given to New are not closed.
-func (c *Client) Close() error {
+// The go-redis clients given to New are not closed; those Open and NewFromConfig made are.
+func (c *Client) Close() (closeErr error) {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.closing) // stops auto-renewals
@@ -122,8 +125,13 @@ func (c *Client) Close() error {
 		for _, m := range c.masters {
 			m.close()
 		}
+		for _, rdb := range c.owned {
+			if err := rdb.Close(); err != nil && closeErr == nil {
+				closeErr = err
+			}
+		}
 	})
-	return nil
+	return closeErr
 }
 
 // keyFor validates a lock request and returns the Redis key.

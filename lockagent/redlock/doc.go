@@ -3,11 +3,15 @@
 //
 // # Usage
 //
-//	locker, err := redlock.New(masters, redlock.Options{MaxTTL: 30 * time.Second}) // one client per master
+//	locker, err := redlock.Open("client.json", redlock.Options{}) // the modules' client_config
 //	lock, err := locker.Acquire(ctx, "jobs:nightly", 10*time.Second, redlock.WithAutoRenew())
 //	if err != nil { ... }                 // *TakenError, *UnavailableError, ctx's error, ...
 //	defer lock.Release(ctx)
 //	doWork(lock.Context(), lock.Fence())  // stop when the context ends; fence every write
+//
+// Open reads the client file of a kit deployment (endpoints, lock user, CA, key prefix,
+// max TTL, quorum) and makes one go-redis client per master with MasterOptions; New takes
+// go-redis clients you built (one per independent master, an odd number >= 3).
 //
 // A Client is safe for concurrent use by any number of goroutines; so is a Lock. Each
 // Client runs one batcher goroutine per master that sends whatever operations are waiting
@@ -282,10 +286,14 @@
 //
 // A script call is sent once. A message may be lost, but a command is never delivered
 // twice: go-redis resends a command whose reply it lost on a connection error unless the
-// client is built with MaxRetries -1, and New refuses a client that may resend
-// (*RetryingClientError, which matches ErrInvalid: a *redis.Client without MaxRetries -1,
-// a Sentinel failover, Cluster or Ring client, or a client of a type it cannot inspect).
-// The release is why:
+// client is built with MaxRetries -1 or the command says it must not be resent. Every
+// command the Client sends says so (go-redis v9's Cmder.NoRetry; a pipeline holding one is
+// not retried either), whatever the client's options are when it is sent: rdb.Options() is
+// the live struct go-redis reads per command, so a MaxRetries raised after New would
+// otherwise resend. (A go-redis hook of yours that sends a command again must honour
+// Cmder.NoRetry too.) New also refuses a client that may resend (*RetryingClientError, which
+// matches ErrInvalid: a *redis.Client without MaxRetries -1, a Sentinel failover, Cluster
+// or Ring client, or a client of a type it cannot inspect). The release is why:
 // a release that ran, lost its reply to a crash of its master and ran again after an
 // immediate restart deletes the releaser's key that the restart brought back from the
 // AOF; that key is what keeps the new holder of an unlogged hand-off safe on that master,
@@ -440,7 +448,9 @@
 // # Masters and connections
 //
 // Pass one go-redis client per independent master (no replicas, no Sentinel, no Cluster),
-// built with redis.NewClient. New refuses a Sentinel failover client (redis.NewFailoverClient,
+// built with redis.NewClient from MasterOptions, an odd number of them, at least 3 (New
+// refuses others with a *MasterCountError: a majority of an even count tolerates no more
+// failures than one fewer). New refuses a Sentinel failover client (redis.NewFailoverClient,
 // or redis.NewUniversalClient with MasterName): the replica Sentinel promotes lacks the
 // writes not yet replicated, held keys and raised fence registers among them. Each client
 // is authenticated as a user allowed SET, GET, DEL, PEXPIRE, PTTL, FCALL, PUBLISH,
@@ -462,18 +472,16 @@
 // *DeniedError naming the fix. FCALL runs exactly what EVAL would (same keys, values and
 // replies), so other Redlock clients that EVAL their own scripts on their own user still
 // exclude this library's holders.
-// Required client option: MaxRetries -1 (New refuses clients without it: see The
-// protocol's invariants and fault model). go-redis normalises the option in place, so a
-// copy of a client's Options() holds 0 for -1, which a new client reads as 3 retries:
-// set it to -1 again on a copy.
-// Recommended client options: ContextTimeoutEnabled (a stuck master's connection is then dropped at the pipeline
-// bound instead of go-redis's read timeout) and DialerRetries 1 (go-redis otherwise
-// retries a refused dial for about half a second, longer than a node timeout: the
-// first attempt then reports a node timeout, and later ones the refusal).
+// MasterOptions holds the client options and why each: MaxRetries -1 is required (New
+// refuses clients without it: see The protocol's invariants and fault model). go-redis
+// normalises the option in place, so a copy of a client's Options() holds 0 for -1, which
+// a new client reads as 3 retries: set it to -1 again on a copy, or start from
+// MasterOptions.
 //
 // # TLS
 //
-// The library speaks to the masters through the clients it is given, so TLS is a go-redis
+// Open verifies the masters against the client file's CA (ca_cert_pem). With New, the
+// library speaks to the masters through the clients it is given, so TLS is a go-redis
 // option: set redis.Options.TLSConfig on each client, with RootCAs holding the
 // deployment's CA (the redlock-cluster and redlock-hosts modules' client config carries it
 // as ca_cert_pem; with tls = true their masters serve TLS only) and MinVersion TLS 1.2.

@@ -74,7 +74,14 @@ type DeniedError struct {
 }
 
 func (e *DeniedError) Error() string {
-	return "access denied: " + e.Err.Error()
+	msg := e.Err.Error()
+	if redis.HasErrorPrefix(e.Err, "NOPERM") && (strings.Contains(msg, "key") || strings.Contains(msg, "channel")) {
+		// A lock user of a deployment with several applications may only touch the keys and
+		// channels under its prefix: a Client without it is refused on every lock.
+		return "access denied: " + msg + " (a lock user may only use the keys under its key_prefix: the Client needs it as " +
+			"Options.KeyPrefix; redlock.Open takes it from the client file's key_prefix)"
+	}
+	return "access denied: " + msg
 }
 
 // Is makes errors.Is(err, ErrDenied) true.
@@ -293,3 +300,24 @@ func (e *unansweredError) Unwrap() error { return e.last }
 func masterError(req *request, err error) MasterError {
 	return MasterError{Master: req.master.index, Addr: req.master.addr, Err: describe(err)}
 }
+
+// MasterCountError reports a number of masters Redlock cannot use: New refuses fewer than
+// three or an even number. It matches ErrInvalid.
+type MasterCountError struct {
+	Masters int // how many were given
+}
+
+func (e *MasterCountError) Error() string {
+	fix := fmt.Sprintf("pass one client per independent master, %d or %d (5 is the reference)", e.Masters-1, e.Masters+1)
+	switch {
+	case e.Masters < 3:
+		fix = "pass one client per independent master, at least 3 (5 is the reference: it tolerates two failures)"
+	case e.Masters%2 == 0:
+		fix = fmt.Sprintf("a majority of %d tolerates no more failures than %d masters would: pass %d or %d independent masters",
+			e.Masters, e.Masters-1, e.Masters-1, e.Masters+1)
+	}
+	return fmt.Sprintf("redlock: %d masters given; Redlock needs an odd number >= 3: %s", e.Masters, fix)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *MasterCountError) Is(target error) bool { return target == ErrInvalid }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // QueuedWaiters exposes how many Acquire calls of c wait for key, so tests can order
@@ -106,3 +108,18 @@ func (s *StepWaiter) Leave() {
 	s.qw.c.notify.leave(s.qw.w)
 	s.qw.leave()
 }
+
+// SetRetryableCommands lets go-redis retry c's commands (retryable) or not (the default):
+// the negative control of the replay tests, which shows what the commands' NoRetry
+// prevents. Set it before c's first request.
+func SetRetryableCommands(c *Client, retryable bool) {
+	for _, m := range c.masters {
+		m.retryableCommands.Store(retryable)
+	}
+}
+
+// OwnedClients are the go-redis clients Open made for c (nil for New's).
+func OwnedClients(c *Client) []*redis.Client { return c.owned }
+
+// KeyPrefixAndMaxTTL are the Options c runs with.
+func KeyPrefixAndMaxTTL(c *Client) (string, time.Duration) { return c.opts.KeyPrefix, c.opts.MaxTTL }

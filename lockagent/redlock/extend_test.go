@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,23 +214,26 @@ func TestInputValidation(t *testing.T) {
 }
 
 func TestNewValidation(t *testing.T) {
-	one := []redis.UniversalClient{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})}
-	t.Cleanup(func() { _ = one[0].Close() })
+	safe := func(addr string) redis.UniversalClient {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1}) // never dialled
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+	three := []redis.UniversalClient{safe("127.0.0.1:1"), safe("127.0.0.1:2"), safe("127.0.0.1:3")}
 	tests := []struct {
 		name    string
 		masters []redis.UniversalClient
 		opts    redlock.Options
 		mention string
 	}{
-		{"no masters", nil, redlock.Options{}, "no masters"},
-		{"nil master", []redis.UniversalClient{nil}, redlock.Options{}, "masters[0] is nil"},
-		{"the same master twice", []redis.UniversalClient{one[0], redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})}, redlock.Options{}, "masters[0] and masters[1] both connect to 127.0.0.1:1"},
-		{"negative NodeTimeout", one, redlock.Options{NodeTimeout: -1}, "Options.NodeTimeout"},
-		{"negative MaxTTL", one, redlock.Options{MaxTTL: -1}, "Options.MaxTTL"},
-		{"retry delays inverted", one, redlock.Options{RetryDelayMin: time.Second, RetryDelayMax: time.Millisecond}, "RetryDelayMax"},
-		{"negative MaxRetries", one, redlock.Options{MaxRetries: -1}, "Options.MaxRetries"},
-		{"drift factor too large", one, redlock.Options{DriftFactor: 0.7}, "Options.DriftFactor"},
-		{"negative MaxExtensions", one, redlock.Options{MaxExtensions: -1}, "Options.MaxExtensions"},
+		{"nil master", []redis.UniversalClient{three[0], nil, three[2]}, redlock.Options{}, "masters[1] is nil"},
+		{"the same master twice", []redis.UniversalClient{three[0], three[1], safe("127.0.0.1:1")}, redlock.Options{}, "masters[0] and masters[2] both connect to 127.0.0.1:1"},
+		{"negative NodeTimeout", three, redlock.Options{NodeTimeout: -1}, "Options.NodeTimeout"},
+		{"negative MaxTTL", three, redlock.Options{MaxTTL: -1}, "Options.MaxTTL"},
+		{"retry delays inverted", three, redlock.Options{RetryDelayMin: time.Second, RetryDelayMax: time.Millisecond}, "RetryDelayMax"},
+		{"negative MaxRetries", three, redlock.Options{MaxRetries: -1}, "Options.MaxRetries"},
+		{"drift factor too large", three, redlock.Options{DriftFactor: 0.7}, "Options.DriftFactor"},
+		{"negative MaxExtensions", three, redlock.Options{MaxExtensions: -1}, "Options.MaxExtensions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,6 +246,53 @@ func TestNewValidation(t *testing.T) {
 				t.Errorf("New: %v, want ErrInvalid mentioning %q", err, tt.mention)
 			}
 		})
+	}
+}
+
+// TestNewRefusesMasterCounts: Redlock needs an odd number of masters, at least 3 (a
+// majority of an even count tolerates no more failures than one fewer; fewer than 3
+// tolerate none), as the CLI says for its endpoints.
+func TestNewRefusesMasterCounts(t *testing.T) {
+	clients := func(n int) []redis.UniversalClient {
+		var masters []redis.UniversalClient
+		for i := range n {
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(i+1), MaxRetries: -1}) // never dialled
+			t.Cleanup(func() { _ = rdb.Close() })
+			masters = append(masters, rdb)
+		}
+		return masters
+	}
+	for _, tt := range []struct {
+		masters int
+		fix     string
+	}{
+		{0, "at least 3"}, {1, "at least 3"}, {2, "at least 3"},
+		{4, "a majority of 4 tolerates no more failures than 3 masters would: pass 3 or 5 independent masters"},
+		{6, "pass 5 or 7"},
+	} {
+		t.Run(strconv.Itoa(tt.masters)+" masters", func(t *testing.T) {
+			c, err := redlock.New(clients(tt.masters), redlock.Options{})
+			if err == nil {
+				_ = c.Close()
+				t.Fatal("New accepted it")
+			}
+			var ce *redlock.MasterCountError
+			if !errors.As(err, &ce) || ce.Masters != tt.masters || !errors.Is(err, redlock.ErrInvalid) {
+				t.Fatalf("New: %v, want a *MasterCountError of %d masters matching ErrInvalid", err, tt.masters)
+			}
+			for _, want := range []string{strconv.Itoa(tt.masters) + " masters given", "Redlock needs an odd number >= 3", tt.fix} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("New: %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+	for _, n := range []int{3, 5, 7} {
+		c, err := redlock.New(clients(n), redlock.Options{})
+		if err != nil {
+			t.Fatalf("New with %d masters: %v", n, err)
+		}
+		_ = c.Close()
 	}
 }
 

@@ -144,7 +144,7 @@ func (m *master) retryScripts(ctx context.Context, live []*request) {
 	}
 	pipe := m.rdb.Pipeline()
 	for _, rt := range retries {
-		_ = pipe.Process(ctx, rt.cmd)
+		_ = pipe.Process(ctx, m.onceOnly(rt.cmd))
 	}
 	_, _ = pipe.Exec(ctx)
 	from, evalWorked := m.scriptsVia, false

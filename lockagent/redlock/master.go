@@ -51,6 +51,10 @@ type master struct {
 	// the likely cause: go-redis may spend longer than the node timeout retrying a
 	// refused dial.
 	failure atomic.Pointer[masterFailure]
+
+	// retryableCommands lets go-redis retry this master's commands (tests only: the
+	// negative control of the replay tests; see onceOnly).
+	retryableCommands atomic.Bool
 }
 
 // masterFailure is a connection-level failure of a master's pipeline and when it ended.
@@ -284,7 +288,7 @@ func (m *master) pipeline(ctx context.Context, live []*request, anyScript bool) 
 	needLoad := anyScript && m.scriptsVia == viaScripts && !m.scriptsLoaded
 	if len(live) == 1 && len(live[0].cmds) == 1 && !needLoad {
 		// A lone command (the usual case when idle) needs no pipeline.
-		return m.rdb.Process(ctx, live[0].cmds[0])
+		return m.rdb.Process(ctx, m.onceOnly(live[0].cmds[0]))
 	}
 	pipe := m.rdb.Pipeline()
 	var loads []*redis.StringCmd
@@ -295,7 +299,7 @@ func (m *master) pipeline(ctx context.Context, live []*request, anyScript bool) 
 	}
 	for _, r := range live {
 		for _, cmd := range r.cmds {
-			_ = pipe.Process(ctx, cmd)
+			_ = pipe.Process(ctx, m.onceOnly(cmd))
 		}
 	}
 	_, execErr := pipe.Exec(ctx)

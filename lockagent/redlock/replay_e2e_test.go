@@ -139,43 +139,81 @@ func (p *crashProxy) accept() {
 // TestReplayedReleaseThroughGoRedis is TestReplayedReleaseAfterCrashKeepsHandOff through
 // the library. X, a waiter handed the lock by a logged hand-off, releases; on every
 // master the release hands the lock to Y without a log write, the reply is lost, and the
-// master crashes and restarts at once:
+// master crashes and restarts at once. A release sent again deletes X's key restored from
+// the AOF, and Z acquires the lock Y was handed: two holders. Two lines of defence stop it:
+// New refuses clients built to retry, and every command the Client sends tells go-redis
+// not to send it again (Cmder.NoRetry), whatever the client's options are later.
 //
-//   - MaxRetries -1 (required): nothing is resent, the masters come back with X's key,
-//     and Z is refused.
+//   - MaxRetries -1 (required): nothing is resent, and Z is refused.
 //   - MaxRetries 0 (the go-redis default, 3 retries): New refuses the clients
 //     (RetryingClientError, naming the master, the field and the fix).
-//   - The negative control: the same clients past New's refusal
-//     (redlock.NewAllowingRetries). go-redis resends the release, which deletes X's key
-//     restored from the AOF, and Z acquires the lock Y was handed: two holders. It shows
-//     that the refusal is what closes the hole.
+//   - MaxRetries raised to 3 after New (rdb.Options() is the live struct go-redis reads
+//     for every command): the commands still go out once, and Z is refused.
+//   - MaxRetries 0 past New's refusal (redlock.NewAllowingRetries): the commands alone
+//     keep go-redis from resending; Z is refused.
+//   - The negative controls, with the commands made retryable again
+//     (redlock.SetRetryableCommands): MaxRetries raised after New, or clients with
+//     go-redis's default past the refusal: go-redis resends the release, two holders. They
+//     show that each line is what closes the hole.
 func TestReplayedReleaseThroughGoRedis(t *testing.T) {
 	t.Run("MaxRetries=-1", func(t *testing.T) {
-		if replayedReleaseThroughGoRedis(t, -1, redlock.New) {
+		if replayedReleaseThroughGoRedis(t, replayCase{clientRetries: -1, newX: redlock.New}) {
 			t.Error("two holders with MaxRetries -1")
 		}
 	})
 	t.Run("MaxRetries=0 is refused by New", func(t *testing.T) {
-		rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
-		defer rc.Close()
-		_, err := redlock.New([]redis.UniversalClient{rc}, redlock.Options{})
+		var masters []redis.UniversalClient
+		for i, retries := range []int{-1, -1, 0} { // never dialled
+			rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(i+1), MaxRetries: retries})
+			defer rc.Close()
+			masters = append(masters, rc)
+		}
+		_, err := redlock.New(masters, redlock.Options{})
 		var re *redlock.RetryingClientError
-		if !errors.As(err, &re) || !errors.Is(err, redlock.ErrInvalid) || re.Retries != 3 {
-			t.Fatalf("New with a go-redis client of default options: %v, want a RetryingClientError (ErrInvalid) of 3 retries", err)
+		if !errors.As(err, &re) || !errors.Is(err, redlock.ErrInvalid) || re.Master != 2 || re.Retries != 3 {
+			t.Fatalf("New with a go-redis client of default options: %v, want a RetryingClientError (ErrInvalid) of master 2, 3 retries", err)
 		}
 	})
-	t.Run("MaxRetries=0 past the refusal: two holders (negative control)", func(t *testing.T) {
-		if !replayedReleaseThroughGoRedis(t, 0, redlock.NewAllowingRetries) {
+	t.Run("MaxRetries raised to 3 after New: sent once", func(t *testing.T) {
+		if replayedReleaseThroughGoRedis(t, replayCase{clientRetries: -1, newX: redlock.New, raiseTo: 3}) {
+			t.Error("two holders: a client's MaxRetries raised after New made go-redis resend the release")
+		}
+	})
+	t.Run("MaxRetries=0 past the refusal: sent once", func(t *testing.T) {
+		if replayedReleaseThroughGoRedis(t, replayCase{clientRetries: 0, newX: redlock.NewAllowingRetries}) {
+			t.Error("two holders: go-redis resent a command that says it must not be")
+		}
+	})
+	t.Run("MaxRetries raised to 3 after New, commands retryable: two holders (negative control)", func(t *testing.T) {
+		if !replayedReleaseThroughGoRedis(t, replayCase{clientRetries: -1, newX: redlock.New, raiseTo: 3, retryable: true}) {
+			t.Error("Z was refused although go-redis resent the release: the control no longer reproduces the hole, so it proves nothing about the commands' NoRetry")
+		}
+	})
+	t.Run("MaxRetries=0 past the refusal, commands retryable: two holders (negative control)", func(t *testing.T) {
+		if !replayedReleaseThroughGoRedis(t, replayCase{clientRetries: 0, newX: redlock.NewAllowingRetries, retryable: true}) {
 			t.Error("Z was refused although go-redis resent the release: the control no longer reproduces the hole, so it proves nothing about New's refusal")
 		}
 	})
 }
 
-// replayedReleaseThroughGoRedis: retries is X's go-redis MaxRetries (0: the default, 3),
-// newX builds X's Client. It reports whether Z acquired before the deadline of Y's
-// lock (two holders).
-func replayedReleaseThroughGoRedis(t *testing.T, retries int,
-	newX func([]redis.UniversalClient, redlock.Options) (*redlock.Client, error)) (twoHolders bool) {
+// replayCase is how X's Client is built: its go-redis clients' MaxRetries (0: the
+// default, 3 retries), the constructor, the MaxRetries set on the live options after it
+// (raiseTo > 0), and whether its commands are made retryable again (retryable).
+type replayCase struct {
+	clientRetries int
+	newX          func([]redis.UniversalClient, redlock.Options) (*redlock.Client, error)
+	raiseTo       int
+	retryable     bool
+}
+
+// resends reports whether go-redis may send X's release again: its options allow retries
+// and the commands do not say no.
+func (rc replayCase) resends() bool { return rc.retryable && (rc.clientRetries >= 0 || rc.raiseTo > 0) }
+
+// replayedReleaseThroughGoRedis reports whether Z acquired before the deadline of Y's
+// lock (two holders). It checks that the release was sent twice to every master when
+// go-redis may resend it, and once otherwise.
+func replayedReleaseThroughGoRedis(t *testing.T, rcase replayCase) (twoHolders bool) {
 	cl := redistest.Start(t, redistest.Options{Masters: 3})
 	ctx := context.Background()
 	const key = "replayed-release-e2e"
@@ -197,15 +235,21 @@ func replayedReleaseThroughGoRedis(t *testing.T, retries int,
 		})
 		proxies = append(proxies, p)
 		rc := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String(), Username: redistest.LockUser,
-			Password: redistest.LockPassword, DialTimeout: time.Second, MaxRetries: retries}) // go-redis defaults otherwise
+			Password: redistest.LockPassword, DialTimeout: time.Second, MaxRetries: rcase.clientRetries}) // go-redis defaults otherwise
 		t.Cleanup(func() { _ = rc.Close() })
 		xClients = append(xClients, rc)
 	}
-	x, err := newX(xClients, redlock.Options{NodeTimeout: testNodeTimeout, CleanupTimeout: 10 * time.Second})
+	x, err := rcase.newX(xClients, redlock.Options{NodeTimeout: testNodeTimeout, CleanupTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = x.Close() })
+	if rcase.raiseTo > 0 {
+		for _, rc := range xClients {
+			rc.(*redis.Client).Options().MaxRetries = rcase.raiseTo // the live options: go-redis reads them per command
+		}
+	}
+	redlock.SetRetryableCommands(x, rcase.retryable)
 	h := newClient(t, cl, redlock.Options{})
 	lh := acquireEverywhere(t, h, cl, key)
 
@@ -272,7 +316,7 @@ func replayedReleaseThroughGoRedis(t *testing.T, retries int,
 			t.Fatalf("master %d: the dropped reply is %q, want :2 (handed to Y)", i, dropped)
 		}
 		// Release returns at a majority: the replay to the last master may still be on its way.
-		if retries < 0 {
+		if !rcase.resends() {
 			continue // nothing to wait for: the count is checked below
 		}
 		waitUntil(t, "go-redis replayed the release to master "+strconv.Itoa(i), func() bool {
@@ -281,14 +325,22 @@ func replayedReleaseThroughGoRedis(t *testing.T, retries int,
 			return p.seen >= 2
 		})
 	}
+	for i, p := range proxies {
+		p.mu.Lock()
+		t.Logf("master %d: the release reached it %d time(s) by now", i, p.seen)
+		p.mu.Unlock()
+	}
 	t.Logf("X's release returned %v", rerr)
-	if retries < 0 {
+	if !rcase.resends() {
+		// Close returns once every master's batcher is done, go-redis's retries included:
+		// a resend would have reached the proxy by then.
+		_ = x.Close()
 		for i, p := range proxies {
 			p.mu.Lock()
 			seen := p.seen
 			p.mu.Unlock()
 			if seen != 1 {
-				t.Fatalf("master %d: the release was sent %d times with MaxRetries -1, want once", i, seen)
+				t.Fatalf("master %d: the release was sent %d times, want once", i, seen)
 			}
 		}
 	}
@@ -319,5 +371,6 @@ func replayedReleaseThroughGoRedis(t *testing.T, retries int,
 			lz.Fence(), ly.Deadline().Sub(at).Round(time.Millisecond), ly.Fence())
 		return true
 	}
+	t.Logf("Z refused while Y holds (fence %d): %v", ly.Fence(), err)
 	return false
 }

@@ -6,13 +6,12 @@ import (
 	"crypto/x509"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/redlock-kit/redlock-kit/internal/pki"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
 // lockClientOptions is how validation talks to a master as the lock user: ClientOptions
@@ -27,42 +26,24 @@ func lockClientOptions(o *validateOptions, addr string) *redis.Options {
 	return opt
 }
 
-// ClientOptions is how every lockagent command talks to a master as the lock user. Context
-// deadlines are honoured (ContextTimeoutEnabled), so a stopped master costs only the
-// library's per-node timeout; go-redis never retries on its own (the library decides); the
-// handshake sends nothing the restricted ACL user may not run. dialer, when not nil, opens
-// the connections. With TLS the masters are verified against the config's CA
-// (agentconfig.Config.ClientTLS), also through dialer; a CA that cannot be read (Validate
-// reports it) is trusted for nothing, so the handshake fails rather than falls back.
+// ClientOptions is how every lockagent command talks to a master as the lock user: the
+// library's safe go-redis options for cfg's deployment (redlock.MasterOptionsFor: no
+// retries, context deadlines honoured, one dial per attempt, a handshake that sends nothing
+// the restricted ACL user may not run, TLS with the config's CA). dialer, when not nil,
+// opens the connections, with the TLS handshake done through it. A CA that cannot be read
+// (Validate reports it) is trusted for nothing, so the handshake fails rather than falls back.
 func ClientOptions(cfg *agentconfig.Config, addr string, dialer func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
-	opt := &redis.Options{
-		Addr:                  addr,
-		Username:              cfg.Username,
-		Password:              cfg.Password,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialTimeout:           2 * time.Second,
-		// One dial per attempt: go-redis would otherwise retry a refused dial for longer
-		// than a node timeout, and the refusal would show as a timeout. The library retries.
-		DialerRetries:   1,
-		DisableIdentity: true,
-		MaintNotificationsConfig: &maintnotifications.Config{
-			Mode: maintnotifications.ModeDisabled,
-		},
-		Dialer: dialer,
-	}
-	if cfg.TLS {
-		tlsConf, err := cfg.ClientTLS()
-		if err != nil {
-			tlsConf = &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}
-		}
+	opt, err := redlock.MasterOptionsFor(cfg, addr)
+	if err != nil {
+		opt = redlock.MasterOptions(addr)
+		opt.Username, opt.Password = cfg.Username, cfg.Password
 		host, _, _ := net.SplitHostPort(addr)
-		tlsConf.ServerName = strings.Trim(host, "[]")
-		opt.TLSConfig = tlsConf
-		if dialer != nil {
-			// go-redis applies TLSConfig only with its own dialer.
-			opt.Dialer = pki.WrapDialer(dialer, tlsConf)
-		}
+		opt.TLSConfig = &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12, ServerName: strings.Trim(host, "[]")}
+	}
+	opt.Dialer = dialer
+	if dialer != nil && opt.TLSConfig != nil {
+		// go-redis applies TLSConfig only with its own dialer.
+		opt.Dialer = pki.WrapDialer(dialer, opt.TLSConfig)
 	}
 	return opt
 }
