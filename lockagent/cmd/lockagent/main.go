@@ -30,6 +30,7 @@ Usage:
   lockagent version  print the version
   lockagent help [command]
                      this text, or a command's flags, environment and exit codes
+                     (also lockagent <command> --help)
 
 Every command reads the deployment from -c agent.json (the redlock-cluster module's
 agent_config output), then LOCKAGENT_* environment variables, then flags (flags win).
