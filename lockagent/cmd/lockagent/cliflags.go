@@ -34,7 +34,7 @@ func parseFlags(fs *flag.FlagSet, args []string, cmd, usage string, stdout, stde
 
 // usageError writes err as cmd's one-line usage error on stderr and returns exitUsage.
 func usageError(stderr io.Writer, cmd string, err error) int {
-	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ") // one line, even for joined errors
 	fmt.Fprintf(stderr, "lockagent %s: %s (see lockagent %s --help)\n", cmd, msg, cmd)
 	return exitUsage
 }
