@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,7 +27,7 @@ func TestHelpListsOperatorModes(t *testing.T) {
 	var table strings.Builder
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
-		code, handled := operatorMode(context.Background(), tt.args, &stdout, &stderr)
+		code, handled := operatorMode(tt.args, &stdout, &stderr)
 		first, _, _ := strings.Cut(stdout.String(), "\n")
 		table.WriteString(strings.Join(tt.args, " ") + "\texit " + strconv.Itoa(code) + "\tstdout: " + first + "\n")
 		if !handled || code != 0 || stderr.Len() > 0 {
@@ -43,14 +42,14 @@ func TestHelpListsOperatorModes(t *testing.T) {
 	t.Logf("help forms:\n%s", table.String())
 	// The provider's own invocation (terraform's, with -debug or none) is not an operator mode.
 	for _, args := range [][]string{nil, {"-debug"}} {
-		if _, handled := operatorMode(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); handled {
+		if _, handled := operatorMode(args, &bytes.Buffer{}, &bytes.Buffer{}); handled {
 			t.Errorf("%v: taken for an operator mode; the provider must serve", args)
 		}
 	}
 	// A mode without its data dir is a usage error, on stderr.
 	for _, args := range [][]string{{"supervise"}, {"crash"}, {"stop"}} {
 		var stdout, stderr bytes.Buffer
-		if code, _ := operatorMode(context.Background(), args, &stdout, &stderr); code != 2 || stdout.Len() > 0 || !strings.HasPrefix(stderr.String(), "usage: ") {
+		if code, _ := operatorMode(args, &stdout, &stderr); code != 2 || stdout.Len() > 0 || !strings.HasPrefix(stderr.String(), "usage: ") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and the mode's usage on stderr", args, code, stdout.String(), stderr.String())
 		}
 	}

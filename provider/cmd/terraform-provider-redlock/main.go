@@ -62,10 +62,7 @@ func providerVersion() string {
 }
 
 func main() {
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code, handled := operatorMode(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	cancel()
-	if handled {
+	if code, handled := operatorMode(os.Args[1:], os.Stdout, os.Stderr); handled {
 		os.Exit(code)
 	}
 	flag.Usage = func() { fmt.Fprint(os.Stderr, usage) }
@@ -110,7 +107,7 @@ Each mode's help: terraform-provider-redlock <mode> --help.
 
 // operatorMode runs the mode args name (stop, crash, supervise, help) and returns its exit
 // status; handled is false when args are the provider's own (serve).
-func operatorMode(ctx context.Context, args []string, stdout, stderr io.Writer) (code int, handled bool) {
+func operatorMode(args []string, stdout, stderr io.Writer) (code int, handled bool) {
 	if len(args) == 0 {
 		return 0, false
 	}
@@ -119,6 +116,9 @@ func operatorMode(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprint(stdout, usage)
 		return 0, true
 	case mode == "stop":
+		// Ctrl-C (or SIGTERM) cancels the wait for the master to stop.
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer cancel()
 		return stopCommand(ctx, rest, stdout, stderr), true
 	case mode == "crash":
 		return crashCommand(rest, stdout, stderr), true
