@@ -86,10 +86,14 @@ func TestHostsModuleRefusesUnsafeInputs(t *testing.T) {
 		{"four hosts", `hosts = [` + strings.Join(three, ",") + `,` + host("d", "192.0.2.4", "") + `]`,
 			`Redlock needs an odd number of hosts, at least 3`},
 		{"duplicated address", `hosts = [` + three[0] + `,` + three[1] + `,` + host("c", "192.0.2.1", "") + `]`,
-			`Two hosts share an address`},
+			`Two hosts share an address: 192.0.2.1 is the address of a and c.`},
 		{"two masters in one failure domain", `hosts = [` + host("a", "192.0.2.1", `, failure_domain = "z1"`) + `,` +
 			host("b", "192.0.2.2", `, failure_domain = "z1"`) + `,` + host("c", "192.0.2.3", `, failure_domain = "z2"`) + `]`,
-			`Two masters share a failure_domain (z1, z1, z2)`},
+			`Two masters share a failure_domain: z1 (hosts a, b).`},
+		{"IPv6 address", `hosts = [` + host("a", "2001:db8::1", "") + `,` + three[1] + `,` + three[2] + `]`,
+			`Not an IPv4 address: hosts[0] (a) address = "2001:db8::1".`},
+		{"duplicated name", `hosts = [` + three[0] + `,` + three[1] + `,` + host("a", "192.0.2.4", "") + `]`,
+			`Two hosts share a name: a (2 hosts).`},
 		{"failure domain on some hosts only", `hosts = [` + host("a", "192.0.2.1", `, failure_domain = "z1"`) + `,` +
 			three[1] + `,` + three[2] + `]`, `failure_domain is set on 1 of 3 hosts`},
 		{"unknown server package", `server = "keydb"
@@ -117,6 +121,10 @@ func TestHostsModuleRefusesUnsafeInputs(t *testing.T) {
 			}
 			if !strings.Contains(collapse(out+err.Error()), tc.want) {
 				t.Fatalf("error does not name the fix %q:\n%s\n%v", tc.want, out, err)
+			}
+			// Once, however many hosts: not a precondition repeated for every host.
+			if n := strings.Count(collapse(out), tc.want); n != 1 {
+				t.Errorf("the error appears %d times in the plan's output, want once:\n%s", n, out)
 			}
 		})
 	}

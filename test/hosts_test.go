@@ -366,7 +366,9 @@ func deployHostsFive(t *testing.T, useTLS bool) *hostsDeployment {
 	root := copyTree(t, "modules/redlock-hosts", "examples/hosts-five")
 	hosts := make([]map[string]interface{}, 5)
 	for i, h := range lab.Hosts() {
-		hosts[i] = map[string]interface{}{"name": h.Name(), "address": h.Address()}
+		// One failure domain per host, as in production: without any, the plan warns that
+		// independence is unchecked (and planIsEmpty fails on a warning).
+		hosts[i] = map[string]interface{}{"name": h.Name(), "address": h.Address(), "failure_domain": "zone-" + h.Name()}
 	}
 	hosts[4]["server"] = "valkey-server"
 	d.opts = terraformOptions(filepath.Join(root, "examples/hosts-five"), map[string]interface{}{

@@ -15,5 +15,7 @@ module "hosts" {
   install_packages            = var.install_packages
   hooks                       = var.hooks
   tls                         = var.tls
+  tls_cas                     = var.tls_cas
+  lock_users                  = var.lock_users
   exporters                   = var.exporters
 }

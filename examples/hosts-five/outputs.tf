@@ -29,6 +29,13 @@ output "client_config" {
   sensitive = true
 }
 
+output "client_configs" {
+  value     = module.hosts.client_configs
+  sensitive = true
+}
+
+output "tls_server_cas" { value = module.hosts.tls_server_cas }
+
 output "ca_cert_pem" { value = module.hosts.ca_cert_pem }
 
 output "monitor_user" { value = module.hosts.monitor_user }

@@ -44,9 +44,10 @@ variable "server_binary" {
 }
 
 variable "lock_users" {
-  description = "Lock users, one per application, each confined to its key prefix, e.g. { billing = { key_prefix = \"billing:\" } }. Empty (the default): one lock user with every key."
+  description = "Lock users, one per application, each confined to its key prefix, e.g. { billing = { key_prefix = \"billing:\" } }; allow_eval = true also lets that user run EVAL inside its prefix, for other Redlock clients (redsync, node-redlock). Empty (the default): one lock user with every key. The type is the module's, attribute for attribute: Terraform drops an attribute the type lacks without a word."
   type = map(object({
     key_prefix = string
+    allow_eval = optional(bool, false)
   }))
   default = {}
 }

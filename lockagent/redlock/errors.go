@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -194,10 +195,6 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	parts := make([]string, len(e.Errors))
-	for i, me := range e.Errors {
-		parts[i] = me.Error()
-	}
 	total := e.Masters
 	if total == 0 {
 		total = e.Votes + e.Refused + len(e.Errors)
@@ -211,7 +208,46 @@ func (e *UnavailableError) Error() string {
 		denied = " (access denied: fix the user, password or ACL)"
 	}
 	return fmt.Sprintf("redlock: %s %q: %d/%d masters confirmed, need %d%s%s: %s",
-		e.Op, e.Key, e.Votes, total, e.Quorum, refused, denied, strings.Join(parts, "; "))
+		e.Op, e.Key, e.Votes, total, e.Quorum, refused, denied, collapseMasterErrors(e.Errors, total))
+}
+
+// collapseMasterErrors writes the masters' failures once per distinct message, in the
+// masters' order: "master 2 (addr): msg" for one master, "3 of 5 masters (addr, addr,
+// addr): msg" for several (a wrong password refused by every master reads once, not five
+// times).
+func collapseMasterErrors(errs []MasterError, total int) string {
+	errs = slices.Clone(errs)
+	slices.SortStableFunc(errs, func(a, b MasterError) int { return a.Master - b.Master })
+	type group struct {
+		msg   string
+		first MasterError
+		names []string
+	}
+	var groups []*group
+	byMsg := map[string]*group{}
+	for _, me := range errs {
+		msg := fmt.Sprint(me.Err)
+		g := byMsg[msg]
+		if g == nil {
+			g = &group{msg: msg, first: me}
+			byMsg[msg] = g
+			groups = append(groups, g)
+		}
+		name := me.Addr
+		if name == "" {
+			name = fmt.Sprintf("master %d", me.Master)
+		}
+		g.names = append(g.names, name)
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		if len(g.names) == 1 {
+			parts[i] = g.first.Error()
+			continue
+		}
+		parts[i] = fmt.Sprintf("%d of %d masters (%s): %s", len(g.names), total, strings.Join(g.names, ", "), g.msg)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Is makes errors.Is(err, ErrUnavailable) true.

@@ -2,7 +2,7 @@
 # The inputs of both hosts modules.
 
 variable "hosts" {
-  description = "The hosts, one master each, in the order clients use them. address is the host's private IP the master listens on; failure_domain (zone, rack) makes the module refuse two masters in one domain; server overrides var.server for this host; tls_ca names the CA in tls_cas that signs this host's server certificate (needed while tls_cas has two; with one, that one)."
+  description = "The hosts, one master each, in the order clients use them. address is the host's private IPv4 address, which the master binds to (an address, not a DNS name; IPv6 is not supported); failure_domain (zone, rack) makes the module refuse two masters in one domain (set it on every host, or the plan warns that independence is unchecked); server overrides var.server for this host; tls_ca names the CA in tls_cas that signs this host's server certificate (needed while tls_cas has two; with one, that one)."
   type = list(object({
     name           = string
     address        = string
@@ -11,21 +11,26 @@ variable "hosts" {
     tls_ca         = optional(string)
   }))
 
+  # Each check reads var.hosts alone, so it fails once, here, naming the hosts at fault.
   validation {
     condition     = length(var.hosts) >= 3 && length(var.hosts) % 2 == 1
     error_message = "hosts has ${length(var.hosts)} entries: Redlock needs an odd number of hosts, at least 3 (3, 5, 7): a majority of an even count tolerates no more failures than one host fewer. Use 5 unless you have a reason."
   }
   validation {
+    condition     = alltrue([for h in var.hosts : can(regex("^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$", h.address)) && h.address != "0.0.0.0"])
+    error_message = "Not an IPv4 address: ${join(", ", [for i, h in var.hosts : "hosts[${i}] (${h.name}) address = \"${h.address}\"" if !can(regex("^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$", h.address)) || h.address == "0.0.0.0"])}. Give each host's private IPv4 address (e.g. aws_instance's private_ip): the master binds to it, so a DNS name cannot be used, and the module supports IPv4 only."
+  }
+  validation {
     condition     = length(distinct([for h in var.hosts : h.address])) == length(var.hosts)
-    error_message = "Two hosts share an address (${join(", ", [for h in var.hosts : h.address])}): one master per host, each host its own address; a duplicated address would count one master twice toward the quorum."
+    error_message = "Two hosts share an address: ${join("; ", [for a in distinct([for h in var.hosts : h.address]) : "${a} is the address of ${join(" and ", [for h in var.hosts : h.name if h.address == a])}" if length([for h in var.hosts : h if h.address == a]) > 1])}. One master per host, each host its own address: a duplicated address would count one master twice toward the quorum."
   }
   validation {
     condition     = length(distinct([for h in var.hosts : h.name])) == length(var.hosts)
-    error_message = "Two hosts share a name (${join(", ", [for h in var.hosts : h.name])}): give each host its own name."
+    error_message = "Two hosts share a name: ${join(", ", [for n in distinct([for h in var.hosts : h.name]) : "${n} (${length([for h in var.hosts : h if h.name == n])} hosts)" if length([for h in var.hosts : h if h.name == n]) > 1])}. Give each host its own name."
   }
   validation {
-    condition     = alltrue([for h in var.hosts : can(cidrhost("${h.address}/32", 0))])
-    error_message = "Every host address must be an IPv4 address, e.g. an instance's private_ip."
+    condition     = alltrue([for h in var.hosts : h.failure_domain != null]) || alltrue([for h in var.hosts : h.failure_domain == null])
+    error_message = "failure_domain is set on ${length([for h in var.hosts : h if h.failure_domain != null])} of ${length(var.hosts)} hosts: set it on every host or on none (not on ${join(", ", [for h in var.hosts : h.name if h.failure_domain == null])})."
   }
 }
 

@@ -5,6 +5,9 @@
 
 locals {
   domains = [for h in var.hosts : h.failure_domain if h.failure_domain != null]
+  # Each failure domain that holds more than one master, with its hosts: "z1 (hosts a, b)".
+  shared_domains = [for d in distinct(local.domains) : "${d} (hosts ${join(", ", [for h in var.hosts : h.name if h.failure_domain == d])})"
+  if length([for x in local.domains : x if x == d]) > 1]
 
   # What the other shared files (modules/.shared) read.
   lock_user           = var.lock_user
@@ -62,21 +65,6 @@ data "redlock_host_config" "this" {
   # exporter), which talk to this host's certificate: the CA that signed it, so adding or
   # dropping a CA in the clients' bundle leaves every host's user-data as it was.
   tls_ca_cert_pem = var.tls ? redlock_server_certificate.this[count.index].ca_cert_pem : null
-
-  lifecycle {
-    precondition {
-      condition     = !var.seed_fences || var.live_users
-      error_message = "seed_fences = true renders the lock users off until the live users (redlock_users) seed each master's fence registers and turn them on: set live_users = true too, or leave seed_fences false."
-    }
-    precondition {
-      condition     = var.allow_shared_failure_domain || length(distinct(local.domains)) == length(local.domains)
-      error_message = "Two masters share a failure_domain (${join(", ", local.domains)}): one event there could take a majority. Put each host in its own zone or rack, or set allow_shared_failure_domain = true if you accept that."
-    }
-    precondition {
-      condition     = length(local.domains) == 0 || length(local.domains) == length(var.hosts)
-      error_message = "failure_domain is set on ${length(local.domains)} of ${length(var.hosts)} hosts: set it on every host or on none."
-    }
-  }
 }
 
 output "user_data" {
@@ -99,6 +87,18 @@ output "tls_server_cas" {
 output "endpoints" {
   description = "address:port of every master, in the order of var.hosts."
   value       = local.endpoints
+
+  # The refusals that read two inputs (before Terraform 1.9 a variable's validation reads
+  # only itself), checked once here: a precondition of the per-host data source would
+  # repeat its error for every host.
+  precondition {
+    condition     = var.allow_shared_failure_domain || length(local.shared_domains) == 0
+    error_message = "Two masters share a failure_domain: ${join("; ", local.shared_domains)}. One event there could take a majority. Put each host in its own zone or rack, or set allow_shared_failure_domain = true if you accept that."
+  }
+  precondition {
+    condition     = !var.seed_fences || var.live_users
+    error_message = "seed_fences = true renders the lock users off until the live users (redlock_users) seed each master's fence registers and turn them on: set live_users = true too, or leave seed_fences false."
+  }
 }
 
 output "restart_delay_ms" {

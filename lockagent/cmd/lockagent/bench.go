@@ -125,7 +125,6 @@ type benchOptions struct {
 // newBenchFlags declares bench's flags; benchUsage documents each of them.
 func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are printed by benchMain, with the fix
 	dep := addDeploymentFlags(fs)
 	o := &benchOptions{}
 	fs.IntVar(&o.spawn, "spawn", 0, "start N masters")
@@ -146,7 +145,7 @@ func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
 
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, dep, o := newBenchFlags()
-	if code, ok := parseFlags(fs, args, "bench", benchUsage, stderr); !ok {
+	if code, ok := parseFlags(fs, args, "bench", benchUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {

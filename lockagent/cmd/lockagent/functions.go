@@ -31,9 +31,8 @@ Exit codes:
 // functionsMain is `lockagent functions`.
 func functionsMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("functions", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	version := fs.Bool("version", false, "print only the version")
-	if code, ok := parseFlags(fs, args, "functions", functionsUsage, stderr); !ok {
+	if code, ok := parseFlags(fs, args, "functions", functionsUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,6 +30,7 @@ Usage:
   lockagent version  print the version
   lockagent help [command]
                      this text, or a command's flags, environment and exit codes
+                     (also lockagent <command> --help)
 
 Every command reads the deployment from -c agent.json (the redlock-cluster module's
 agent_config output), then LOCKAGENT_* environment variables, then flags (flags win).
@@ -72,29 +74,53 @@ func lockagent(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case "functions":
 		return functionsMain(rest, stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, versionString())
-		return exitOK
+		return versionMain(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(rest) == 0 {
+		if len(rest) == 0 || isHelpFlag(rest[0]) || rest[0] == "help" {
 			fmt.Fprint(stdout, mainUsage)
 			return exitOK
 		}
 		switch rest[0] {
-		case "run", "validate", "bench":
-			// Each command prints its complete help for --help, on stderr; help asked for
-			// explicitly belongs on stdout.
-			return lockagent(ctx, []string{rest[0], "--help"}, stdout, stdout)
-		case "functions":
-			return functionsMain([]string{"--help"}, stdout, stdout)
-		case "version", "help":
-			fmt.Fprint(stdout, mainUsage)
-			return exitOK
+		case "run", "validate", "bench", "functions", "version":
+			// The command's own --help: on stdout, exit 0, as `lockagent X --help` is.
+			return lockagent(ctx, []string{rest[0], "--help"}, stdout, stderr)
 		}
 		fmt.Fprintf(stderr, "lockagent help: unknown command %q; commands: run, validate, bench, functions, version\n", rest[0])
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "lockagent: unknown command %q; run `lockagent help` for the commands\n", cmd)
 	return exitUsage
+}
+
+// isHelpFlag reports whether arg asks for help the way the flag package understands it.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "--h":
+		return true
+	}
+	return false
+}
+
+const versionUsage = `Usage: lockagent version
+
+Prints the version lockagent was built with, the Go version and the platform.
+
+Exit codes:
+  0   printed
+  64  usage error
+`
+
+// versionMain is `lockagent version`.
+func versionMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if code, ok := parseFlags(fs, args, "version", versionUsage, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "version", fmt.Errorf("unexpected argument %q: version takes none", fs.Arg(0)))
+	}
+	fmt.Fprintln(stdout, versionString())
+	return exitOK
 }
 
 // parseLogLevel reads debug, info, warn or error ("" is warn).

@@ -282,7 +282,10 @@ func TestHelpIsComplete(t *testing.T) {
 			if code := lockagent(context.Background(), []string{tt.cmd, "--help"}, &stdout, &stderr); code != 0 {
 				t.Fatalf("%s --help exited %d", tt.cmd, code)
 			}
-			help := stderr.String()
+			help := stdout.String()
+			if stderr.Len() > 0 {
+				t.Errorf("%s --help wrote on stderr: %s", tt.cmd, stderr.String())
+			}
 			for _, s := range tt.want {
 				if !strings.Contains(help, s) {
 					t.Errorf("%s --help lacks %q", tt.cmd, s)

@@ -57,8 +57,11 @@ last one exit; elsewhere it follows the command's process group only. The comman
 in the terminal's foreground (it must not read from the terminal).
 
 Lock:
-  --key K              lock name: the Redis key, exactly as given (required; a name ending
-                       in ":fence" is refused: it names fencing registers)
+  --key K              lock name (required). The Redis key is the lock user's key prefix
+                       (--key-prefix, agent.json's key_prefix) followed by K: with prefix
+                       "billing:", --key nightly locks the key billing:nightly; with no
+                       prefix, K itself. A name ending in ":fence" or ":waitq" is refused:
+                       those keys are a lock's fencing register and its wait queue
   --ttl D              lock TTL (default 30s, or the deployment's max lock TTL when that is
                        shorter; never more). The holder may use the lock for its validity:
                        TTL - acquisition time - drift (TTL*1% + 2ms)
@@ -175,7 +178,6 @@ func (w *waitFlag) Set(s string) error {
 // newRunFlags declares run's flags; runUsage documents each of them.
 func newRunFlags() (*flag.FlagSet, *deploymentFlags, *runOptions) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are printed by runMain, with the fix
 	dep := addDeploymentFlags(fs)
 	o := &runOptions{wait: waitFlag{forever: true}}
 	fs.StringVar(&o.key, "key", "", "lock name")
@@ -195,7 +197,7 @@ func newRunFlags() (*flag.FlagSet, *deploymentFlags, *runOptions) {
 // its own process (the lockagent binary), never inside a program with other children.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags, dep, o := newRunFlags()
-	if code, ok := parseFlags(flags, args, "run", runUsage, stderr); !ok {
+	if code, ok := parseFlags(flags, args, "run", runUsage, stdout, stderr); !ok {
 		return code
 	}
 	o.command = flags.Args()
@@ -306,26 +308,6 @@ func (o *runOptions) check() error {
 	return nil
 }
 
-// parseFlags parses a command's flags. It returns ok = false with the exit code to end
-// with when the command must not run: --help (its usage printed, exit 0) or a bad flag.
-func parseFlags(fs *flag.FlagSet, args []string, cmd, usage string, stderr io.Writer) (code int, ok bool) {
-	err := fs.Parse(args)
-	switch {
-	case err == nil:
-		return 0, true
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stderr, usage)
-		return exitOK, false
-	default:
-		return usageError(stderr, cmd, err), false
-	}
-}
-
-func usageError(stderr io.Writer, cmd string, err error) int {
-	fmt.Fprintf(stderr, "lockagent %s: %v\n(see lockagent %s --help)\n", cmd, err, cmd)
-	return exitUsage
-}
-
 // runner holds the lock around one command.
 type runner struct {
 	opts   runOptions
@@ -390,7 +372,7 @@ func (r *runner) acquire(ctx context.Context, lc *redlock.Client) (*redlock.Lock
 	var unavailable *redlock.UnavailableError
 	switch {
 	case errors.Is(res.err, redlock.ErrDenied):
-		fmt.Fprintf(r.stderr, "lockagent run: access denied, lock %q not acquired: fix the user, password or ACL (--username, LOCKAGENT_PASSWORD, agent.json): %v\n", r.opts.key, res.err)
+		fmt.Fprintf(r.stderr, "lockagent run: lock %q not acquired: %v; the user and password come from --username, LOCKAGENT_PASSWORD or agent.json\n", r.opts.key, res.err)
 		return nil, exitDenied
 	case errors.Is(res.err, redlock.ErrInvalid):
 		return nil, usageError(r.stderr, "run", res.err)
@@ -444,7 +426,7 @@ func (r *runner) runWhileHeld(lock *redlock.Lock) int {
 	// become lockagent's children: it can wait for the last of them.
 	subreaper := becomeSubreaper() == nil
 	if !subreaper {
-		r.log.Warn("cannot become the command's child subreaper: only its process group is followed")
+		fmt.Fprintln(r.stderr, "lockagent run: cannot become the command's child subreaper: only its process group is followed")
 	}
 	cmd := exec.Command(r.path, r.opts.command[1:]...)
 	cmd.Args[0] = r.opts.command[0]
@@ -597,7 +579,7 @@ func (r *runner) release(lock *redlock.Lock) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := lock.Release(ctx); err != nil {
-		r.log.Warn("release not confirmed by a majority; the lock expires by its TTL", "key", r.opts.key, "err", err)
+		fmt.Fprintf(r.stderr, "lockagent run: release of lock %q not confirmed by a majority; it expires by its TTL: %v\n", r.opts.key, err)
 		return
 	}
 	r.log.Info("lock released", "key", r.opts.key)

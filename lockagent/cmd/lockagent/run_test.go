@@ -634,6 +634,11 @@ func TestRunDenied(t *testing.T) {
 	if strings.Contains(stderr, "unexpected type") {
 		t.Errorf("stderr shows a parse error instead of the cause:\n%s", stderr)
 	}
+	// One refusal from every master reads once, with how many refused.
+	t.Logf("stderr of a wrong password:\n%s", stderr)
+	if n := strings.Count(stderr, "WRONGPASS"); n != 1 || !strings.Contains(stderr, "3 of 3 masters (") || lines(stderr) != 1 {
+		t.Errorf("want the masters' refusal once (\"3 of 3 masters (...): ... WRONGPASS\") on one line; WRONGPASS %d times:\n%s", n, stderr)
+	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran without a lock")
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -81,14 +82,11 @@ type validateOptions struct {
 	opts     validation.Options
 }
 
-// parseValidateFlags merges agent.json, LOCKAGENT_* and flags. Flags win when given.
-func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, error) {
+// parseValidateFlags merges agent.json, LOCKAGENT_* and flags (flags win when given). It
+// returns ok = false with the exit code to end with when validate must not run: help
+// asked for (on stdout), or bad flags or settings (one line on stderr).
+func parseValidateFlags(args []string, stdout, stderr io.Writer) (*validateOptions, int, bool) {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, validateUsage)
-		fs.PrintDefaults()
-	}
 	// The deployment flags of run and bench (their own help here), merged the same way.
 	d := &deploymentFlags{fs: fs}
 	var (
@@ -115,21 +113,34 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 	fs.DurationVar(&o.opts.AuditTimeout, "audit-timeout", audit.DefaultNodeTimeout, "audit: per-master connect/command timeout")
 	fs.DurationVar(&o.opts.ClockInterval, "clock-interval", audit.DefaultClockInterval, "audit: time between the two TIME samples of the clock-rate check")
 	fs.StringVar(&o.logLevel, "log-level", "", "diagnostics on stderr: debug, info, warn or error (default warn; LOCKAGENT_LOG_LEVEL); debug shows go-redis's own log lines")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	var help strings.Builder
+	help.WriteString(validateUsage)
+	fs.SetOutput(&help)
+	fs.PrintDefaults()
+	if code, ok := parseFlags(fs, args, "validate", help.String(), stdout, stderr); !ok {
+		return nil, code, false
 	}
+	if err := o.settings(fs, d, adminUsername, adminPassword, restartDelay); err != nil {
+		return nil, usageError(stderr, "validate", err), false
+	}
+	return o, exitOK, true
+}
+
+// settings finishes parseValidateFlags once the flags parsed: it merges and checks the
+// configuration into o.cfg.
+func (o *validateOptions) settings(fs *flag.FlagSet, d *deploymentFlags, adminUsername, adminPassword string, restartDelay time.Duration) error {
 	if o.logLevel == "" {
 		o.logLevel = os.Getenv("LOCKAGENT_LOG_LEVEL")
 	}
 	if _, err := parseLogLevel(o.logLevel); err != nil {
-		return nil, err
+		return err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q: validate takes only flags (see --help)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q: validate takes only flags", fs.Arg(0))
 	}
 	cfg, err := d.overlay()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -142,30 +153,26 @@ func parseValidateFlags(args []string, stderr io.Writer) (*validateOptions, erro
 		}
 	})
 	if err := validation.CheckConfig(cfg); err != nil {
-		return nil, err
+		return err
 	}
 	if o.opts.Clients < 2 {
-		return nil, fmt.Errorf("--clients %d: the contention phase needs at least 2 competing clients", o.opts.Clients)
+		return fmt.Errorf("--clients %d: the contention phase needs at least 2 competing clients", o.opts.Clients)
 	}
 	if o.opts.Duration <= 0 {
-		return nil, fmt.Errorf("--duration %v: must be positive, such as 3s", o.opts.Duration)
+		return fmt.Errorf("--duration %v: must be positive, such as 3s", o.opts.Duration)
 	}
 	if o.opts.NodeTimeout < 0 || o.opts.AuditTimeout <= 0 || o.opts.ClockInterval <= 0 {
-		return nil, errors.New("--node-timeout, --audit-timeout and --clock-interval: must be positive durations")
+		return errors.New("--node-timeout, --audit-timeout and --clock-interval: must be positive durations")
 	}
 	o.cfg = cfg
-	return o, nil
+	return nil
 }
 
 // validateMain is `lockagent validate`. It returns the process exit code.
 func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, err := parseValidateFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return validation.ExitSafe
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-		return validation.ExitUsage
+	o, code, ok := parseValidateFlags(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	// Ctrl-C ends the run early but still deletes the test keys (fence registers have no TTL).
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -181,8 +188,7 @@ func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	res, err := validation.Run(ctx, o.cfg, o.opts)
 	if errors.Is(err, validation.ErrConfig) {
-		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
-		return validation.ExitUsage
+		return usageError(stderr, "validate", err)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)

@@ -15,7 +15,7 @@ variables {
 
 run "one_ca" {
   command         = apply
-  expect_failures = [check.redlock_deployment]
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains]
 
   assert {
     condition     = keys(redlock_ca.this) == ["1"] && output.ca_cert_pem == redlock_ca.this["1"].cert_pem
@@ -31,7 +31,7 @@ run "one_ca" {
 # certificate and no user-data changes, only the clients' bundle.
 run "overlap_begins" {
   command         = apply
-  expect_failures = [check.redlock_deployment]
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains]
   variables {
     tls_cas = ["1", "2"]
     hosts = [
@@ -70,7 +70,7 @@ run "overlap_begins" {
 # Step 2, host by host (here the first): its certificate from the new CA; the others stay.
 run "first_host_moves" {
   command         = apply
-  expect_failures = [check.redlock_deployment]
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains]
   variables {
     tls_cas = ["1", "2"]
     hosts = [
@@ -111,7 +111,7 @@ run "first_host_moves" {
 # Negative control: dropping the old CA while a host still serves from it is refused at plan.
 run "refused_drop_while_a_host_uses_the_old_ca" {
   command         = plan
-  expect_failures = [redlock_server_certificate.this[1], redlock_server_certificate.this[2]]
+  expect_failures = [redlock_server_certificate.this[1], redlock_server_certificate.this[2], check.host_addresses, check.failure_domains]
   variables {
     tls_cas = ["2"]
     hosts = [
@@ -125,7 +125,7 @@ run "refused_drop_while_a_host_uses_the_old_ca" {
 # Negative control: a host moved to a CA the clients' bundle does not hold yet.
 run "refused_host_on_a_ca_not_in_the_bundle" {
   command         = plan
-  expect_failures = [redlock_server_certificate.this[2]]
+  expect_failures = [redlock_server_certificate.this[2], check.host_addresses, check.failure_domains]
   variables {
     tls_cas = ["1", "2"]
     hosts = [
@@ -140,7 +140,7 @@ run "refused_host_on_a_ca_not_in_the_bundle" {
 # is the operator's to say; the default could not follow a later change of tls_cas safely).
 run "refused_host_without_tls_ca_during_overlap" {
   command         = plan
-  expect_failures = [redlock_server_certificate.this[1]]
+  expect_failures = [redlock_server_certificate.this[1], check.host_addresses, check.failure_domains]
   variables {
     tls_cas = ["1", "2"]
     hosts = [
@@ -153,7 +153,7 @@ run "refused_host_without_tls_ca_during_overlap" {
 
 run "last_hosts_move" {
   command         = apply
-  expect_failures = [check.redlock_deployment]
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains]
   variables {
     tls_cas = ["1", "2"]
     hosts = [
@@ -171,7 +171,7 @@ run "last_hosts_move" {
 # Step 3: the old CA goes. No certificate and no user-data changes, only the clients' bundle.
 run "old_ca_dropped" {
   command         = apply
-  expect_failures = [check.redlock_deployment]
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains]
   variables {
     tls_cas = ["2"]
     hosts = [
@@ -202,7 +202,7 @@ run "old_ca_dropped" {
 # Once one CA is left, the hosts' tls_ca may go: it is that CA, with no change.
 run "tls_ca_optional_with_one_ca" {
   command         = plan
-  expect_failures = [check.redlock_deployment]
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains]
   variables {
     tls_cas = ["2"]
   }
@@ -217,5 +217,5 @@ run "tls_cas_names_refused" {
   variables {
     tls_cas = ["1", "2", "3"]
   }
-  expect_failures = [var.tls_cas]
+  expect_failures = [var.tls_cas, check.host_addresses, check.failure_domains]
 }

@@ -16,7 +16,7 @@ variables {
 
 run "tenants_rendered" {
   command         = apply
-  expect_failures = [check.redlock_deployment] # nothing serves on these addresses
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains] # nothing serves on these addresses
   assert {
     condition     = length(redlock_users.live) == 0 && output.live_users_acl == {}
     error_message = "live_users is off by default: no redlock_users"
@@ -29,7 +29,7 @@ run "tenants_rendered" {
 
 run "live_users_plans_the_tenants" {
   command         = plan
-  expect_failures = [check.redlock_deployment]
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains]
   variables {
     live_users = true
   }
@@ -57,12 +57,12 @@ run "live_users_needs_tenants" {
     live_users = true
     lock_users = {}
   }
-  expect_failures = [redlock_users.live, check.redlock_deployment]
+  expect_failures = [redlock_users.live, check.redlock_deployment, check.host_addresses, check.failure_domains]
 }
 
 run "seed_fences_renders_the_users_off" {
   command         = plan
-  expect_failures = [check.redlock_deployment]
+  expect_failures = [check.redlock_deployment, check.host_addresses, check.failure_domains]
   variables {
     live_users  = true
     seed_fences = true
@@ -82,5 +82,5 @@ run "seed_fences_needs_live_users" {
   variables {
     seed_fences = true
   }
-  expect_failures = [data.redlock_host_config.this]
+  expect_failures = [output.endpoints, check.redlock_deployment, check.host_addresses, check.failure_domains]
 }

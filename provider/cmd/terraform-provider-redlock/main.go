@@ -1,5 +1,5 @@
 // Command terraform-provider-redlock serves the redlock Terraform provider (started by
-// terraform, with no arguments). It has two other modes:
+// terraform, with no arguments). It has three other modes, listed by its --help:
 //
 //	terraform-provider-redlock supervise <data_dir>
 //	    Be the supervisor of the master in data_dir. The provider re-executes itself this
@@ -62,18 +62,10 @@ func providerVersion() string {
 }
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == "supervise" {
-		os.Exit(supervisor.Main(os.Args[2]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "stop" {
-		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := stopCommand(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		cancel()
+	if code, handled := operatorMode(os.Args[1:], os.Stdout, os.Stderr); handled {
 		os.Exit(code)
 	}
-	if len(os.Args) > 1 && os.Args[1] == "crash" {
-		os.Exit(crashCommand(os.Args[2:], os.Stdout, os.Stderr))
-	}
+	flag.Usage = func() { fmt.Fprint(os.Stderr, usage) }
 	debug := flag.Bool("debug", false, "run with support for debuggers like delve")
 	flag.Parse()
 	err := providerserver.Serve(context.Background(), provider.New(providerVersion()), providerserver.ServeOpts{
@@ -85,6 +77,74 @@ func main() {
 	}
 }
 
+const usage = `Usage: terraform-provider-redlock [-debug]
+       terraform-provider-redlock stop [-timeout 2m] <data_dir>
+       terraform-provider-redlock crash <data_dir>
+       terraform-provider-redlock supervise <data_dir>
+
+Serves the redlock Terraform provider: terraform starts it, with no arguments (-debug:
+for debuggers such as delve; it prints the TF_REATTACH_PROVIDERS to set).
+
+Operator modes, for a master redlock_master runs on this machine (<data_dir>: its
+data_dir, absolute):
+  stop [-timeout D]  stop the master cleanly without terraform: SIGTERM to its supervisor
+                     (redis-server shuts down with the AOF fsynced, the clean marker is
+                     written), or SHUTDOWN of a redis-server whose supervisor is gone; a
+                     crashed master stays marked unclean, so its next start is still held.
+                     For data dirs an interrupted apply left behind (make down). -timeout:
+                     how long to wait (default 2m). Exit 0 when nothing of the master runs
+                     any more, 1 when something still runs, 2 usage error
+  crash              a fault drill: SIGKILL to the master's redis-server (its live pid, read
+                     from the supervisor's state and proven by /proc); its supervisor then
+                     holds it down for restart_delay and restarts it. Exit 0 killed, 1
+                     nothing signalled (no supervisor, already held down, pid not proven),
+                     2 usage error
+  supervise          be the master's supervisor: the provider starts itself this way,
+                     detached; not meant to be run by hand
+
+Each mode's help: terraform-provider-redlock <mode> --help.
+`
+
+// operatorMode runs the mode args name (stop, crash, supervise, help) and returns its exit
+// status; handled is false when args are the provider's own (serve).
+func operatorMode(args []string, stdout, stderr io.Writer) (code int, handled bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch mode, rest := args[0], args[1:]; {
+	case isHelp(mode) || mode == "help":
+		fmt.Fprint(stdout, usage)
+		return 0, true
+	case mode == "stop":
+		// Ctrl-C (or SIGTERM) cancels the wait for the master to stop.
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer cancel()
+		return stopCommand(ctx, rest, stdout, stderr), true
+	case mode == "crash":
+		return crashCommand(rest, stdout, stderr), true
+	case mode == "supervise" && len(rest) == 1 && isHelp(rest[0]):
+		fmt.Fprintln(stdout, superviseUsage)
+		return 0, true
+	case mode == "supervise" && len(rest) == 1:
+		return supervisor.Main(rest[0]), true
+	case mode == "supervise":
+		fmt.Fprintln(stderr, superviseUsage)
+		return 2, true
+	}
+	return 0, false
+}
+
+// isHelp reports whether arg asks for help, as the flag package reads it.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "--h":
+		return true
+	}
+	return false
+}
+
+const superviseUsage = "usage: terraform-provider-redlock supervise <data_dir>  (the provider starts this itself; not meant to be run by hand)"
+
 const stopUsage = "usage: terraform-provider-redlock stop [-timeout 2m] <data_dir>  (data_dir absolute)"
 
 // stopCommand is the stop mode; args follow "stop". It returns the exit status.
@@ -93,7 +153,12 @@ func stopCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.SetOutput(io.Discard)
 	// redis-server gets a minute to stop cleanly before its supervisor kills it.
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the master to stop")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 || !filepath.IsAbs(fs.Arg(0)) || *timeout <= 0 {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, stopUsage)
+		return 0
+	}
+	if err != nil || fs.NArg() != 1 || !filepath.IsAbs(fs.Arg(0)) || *timeout <= 0 {
 		if err != nil {
 			fmt.Fprintf(stderr, "stop: %v\n", err)
 		}
@@ -108,7 +173,7 @@ func stopCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	err := supervisor.Stop(ctx, dir)
+	err = supervisor.Stop(ctx, dir)
 	if left := supervisor.Running(dir); len(left) > 0 {
 		if err == nil {
 			err = errors.New("still running after the stop")
@@ -130,6 +195,10 @@ const crashUsage = "usage: terraform-provider-redlock crash <data_dir>  (data_di
 
 // crashCommand is the crash mode; args follow "crash". It returns the exit status.
 func crashCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, crashUsage)
+		return 0
+	}
 	if len(args) != 1 || !filepath.IsAbs(args[0]) {
 		fmt.Fprintln(stderr, crashUsage)
 		return 2
