@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
@@ -59,8 +60,9 @@ func ForeignLockLimit(maxLockTTL time.Duration) time.Duration {
 
 // SampleForeignLocks scans patterns (a user's key patterns) on c, as the admin, and
 // returns the keys whose PTTL is above limit or that have no TTL, and how many keys it
-// looked at. Fence registers (key + lua.FenceSuffix) have no TTL by design and are
-// skipped. Each SCAN and PTTL batch is bounded by timeout.
+// looked at. Fence registers (key + lua.FenceSuffix) have no TTL by design, and the kit's
+// own records (redisconf.KitKeyPrefix) are no lock: both are skipped. Each SCAN and PTTL
+// batch is bounded by timeout.
 func SampleForeignLocks(ctx context.Context, c *redis.Client, timeout time.Duration, user string, patterns []string, limit time.Duration) (over []ForeignLock, sampled int, err error) {
 	for _, pat := range patterns {
 		var cursor uint64
@@ -74,7 +76,7 @@ func SampleForeignLocks(ctx context.Context, c *redis.Client, timeout time.Durat
 			}
 			var keys []string
 			keys, cursor = scan.Val()
-			keys = dropFenceRegisters(keys)
+			keys = lockKeys(keys)
 			ttls, err := pttls(ctx, c, timeout, keys)
 			if err != nil {
 				return nil, sampled, err
@@ -97,10 +99,11 @@ func SampleForeignLocks(ctx context.Context, c *redis.Client, timeout time.Durat
 	return over, sampled, nil
 }
 
-func dropFenceRegisters(keys []string) []string {
+// lockKeys keeps the keys that can be locks: not fence registers, not the kit's records.
+func lockKeys(keys []string) []string {
 	out := keys[:0]
 	for _, k := range keys {
-		if !strings.HasSuffix(k, lua.FenceSuffix) {
+		if !strings.HasSuffix(k, lua.FenceSuffix) && !strings.HasPrefix(k, redisconf.KitKeyPrefix) {
 			out = append(out, k)
 		}
 	}
@@ -138,17 +141,17 @@ func MayEval(ctx context.Context, c *redis.Client, timeout time.Duration, user, 
 	return mayRun(ctx, c, timeout, user, "EVAL", "return 1", "1", key)
 }
 
-// checkForeignLocks samples the keys of every enabled user confined to a prefix that may
-// run EVAL. What cannot be asked or scanned leaves the check unmade (m.Unchecked). A user
-// that reaches every key is not sampled: its keys are everyone's, and it is reported on
-// its own next to tenants.
+// checkForeignLocks samples the keys of every enabled user with keys that may run EVAL:
+// an allow_eval tenant's prefix, or every key for a user that reaches them all (an EVAL
+// user beside a single lock user). What cannot be asked or scanned leaves the check
+// unmade (m.Unchecked).
 func (m *Master) checkForeignLocks(ctx context.Context, c *redis.Client, t Target) {
 	if !m.usersRead {
 		return // checkUsers said why
 	}
 	limit := ForeignLockLimit(t.MaxLockTTL)
 	for _, u := range m.LockUsers {
-		if !u.confined() {
+		if !u.Enabled || u.Keyless() {
 			continue
 		}
 		keys, _ := u.probeKeys() // a pattern with no key is reported by checkUsers
