@@ -134,8 +134,10 @@ type Master struct {
 	TenantsChecked bool          `json:"tenants_checked"`
 	TenantLeaks    []string      `json:"tenant_leaks,omitempty"`
 	// ForeignLocks are the keys of users that may run their own Lua (allow_eval) whose TTL
-	// the restart hold does not cover (foreign.go), out of ForeignKeysSampled keys sampled.
+	// the restart hold does not cover (foreign.go), out of ForeignKeysSampled keys of the
+	// ForeignUsers sampled.
 	ForeignLocks       []ForeignLock `json:"foreign_locks,omitempty"`
+	ForeignUsers       []string      `json:"foreign_users,omitempty"`
 	ForeignKeysSampled int           `json:"foreign_keys_sampled"`
 	// Anonymous says whether a client without credentials is refused ("refused") or let in
 	// ("allowed"); "" when it could not be told (see Unchecked). ProtectedMode and Bind are

@@ -34,11 +34,18 @@ type ForeignLock struct {
 // NoTTL is ForeignLock.PTTLMS for a key without a TTL (PTTL -1).
 const NoTTL = -1
 
-// String is "key (user u, no TTL)" or "key (user u, PTTL 1h0m0s)".
+// String is `"key" (user u, no TTL)` or `"key" (user u, PTTL about 1h0m0s)`: the TTL
+// rounded (to the minute above one), so that two audits a moment apart say the same.
 func (f ForeignLock) String() string {
 	ttl := "no TTL"
 	if f.PTTLMS != NoTTL {
-		ttl = "PTTL " + (time.Duration(f.PTTLMS) * time.Millisecond).String()
+		d := time.Duration(f.PTTLMS) * time.Millisecond
+		if d >= time.Minute {
+			d = d.Round(time.Minute)
+		} else {
+			d = d.Round(time.Second)
+		}
+		ttl = "PTTL about " + d.String()
 	}
 	return fmt.Sprintf("%q (user %s, %s)", f.Key, f.User, ttl)
 }
@@ -171,6 +178,7 @@ func (m *Master) checkForeignLocks(ctx context.Context, c *redis.Client, t Targe
 			m.uncheck("the TTLs of user "+u.Name+"'s keys could not be sampled", err)
 			continue
 		}
+		m.ForeignUsers = append(m.ForeignUsers, u.Name)
 		m.ForeignKeysSampled += sampled
 		m.ForeignLocks = append(m.ForeignLocks, over...)
 	}
@@ -194,7 +202,7 @@ func (m Master) foreignLockProblem(t Target, restartDelay time.Duration) string 
 	if restartDelay > 0 {
 		hold = fmt.Sprintf("the restart hold (%v)", restartDelay)
 	}
-	return fmt.Sprintf("Master %s holds keys of users that run their own Lua (allow_eval) with a TTL above max_lock_ttl %v (plus the wait queue's hand-off slack: %v) or none: %s. %s does not cover them: a master that crashes and rejoins after it has forgotten such a lock hands it to a second client while the others still hold it. Fix: make those clients use a TTL of at most max_lock_ttl (node-redlock's duration, redsync's WithExpiry), delete the keys as the admin once their holders are done, or raise max_lock_ttl (and with it the restart delay) above the longest TTL they need.",
+	return fmt.Sprintf("Master %s holds keys of users that run their own Lua (allow_eval) with a TTL above max_lock_ttl %v (%v with the wait queue's hand-off slack) or none: %s. %s does not cover them: a master that crashes and rejoins after it has forgotten such a lock hands it to a second client while the others still hold it. Fix: make those clients use a TTL of at most max_lock_ttl (node-redlock's duration, redsync's WithExpiry), delete the keys as the admin once their holders are done, or raise max_lock_ttl (and with it the restart delay) above the longest TTL they need.",
 		m.Endpoint, t.MaxLockTTL, ForeignLockLimit(t.MaxLockTTL), strings.Join(names, ", "), capitalize(hold))
 }
 

@@ -60,6 +60,7 @@ func TestAuditBoundsForeignLocks(t *testing.T) {
 	if !rep.Safe {
 		t.Fatalf("locks within max_lock_ttl audited unsafe: %q", rep.Problems)
 	}
+	requireForeignMetric(t, rep, 0)
 
 	setAs("orders:big", "x", "NX", "PX", time.Hour.Milliseconds())
 	setAs("orders:forever", "x")
@@ -87,6 +88,26 @@ func TestAuditBoundsForeignLocks(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no problem names the keys and the user: %q", rep.Problems)
+	}
+	requireForeignMetric(t, rep, 2)
+}
+
+// requireForeignMetric checks the metrics file's line for user orders on every master:
+// want keys over the limit.
+func requireForeignMetric(t *testing.T, rep *audit.Report, want int) {
+	t.Helper()
+	var b strings.Builder
+	if err := rep.WriteForeignLockMetrics(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rep.Masters {
+		line := fmt.Sprintf("redlock_audit_foreign_locks_unbounded{endpoint=%q,user=\"orders\"} %d\n", m.Endpoint, want)
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("metrics lack %q:\n%s", line, b.String())
+		}
+	}
+	if strings.Contains(b.String(), `user="billing"`) {
+		t.Errorf("metrics name billing, a user without EVAL:\n%s", b.String())
 	}
 }
 
