@@ -19,7 +19,7 @@ require (
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/redlock-kit/redlock-kit/internal/pki v0.2.0 // indirect
-	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0 // indirect
+	github.com/redlock-kit/redlock-kit/internal/redisconf v0.2.0
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
