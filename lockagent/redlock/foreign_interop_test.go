@@ -225,13 +225,14 @@ func notStarved(t *testing.T, cl *redistest.Cluster, foreign foreignClient, c *r
 			}
 		}()
 	}
+	// A failed wait below ends the test: the kit clients stop first.
+	defer func() { stop(); wg.Wait() }()
 	var longest time.Duration
 	retry := foreignRetry{count: int(foreignWaitBound / foreignRetryDelay), delay: foreignRetryDelay, jitter: foreignRetryDelay / 5}
 	for round := 0; round < foreignRounds && !t.Failed(); round++ {
 		// Each round begins while the kit clients hold and queue.
-		for from := kitHolds.Load(); kitHolds.Load() < from+queuedKitClients; {
-			time.Sleep(time.Millisecond)
-		}
+		from := kitHolds.Load()
+		waitUntil(t, "the kit clients to take turns", func() bool { return kitHolds.Load() >= from+queuedKitClients })
 		a := foreign.acquire(t, prefix+key, queuedKitTTL, retry)
 		wait := time.Duration(a.WaitMs) * time.Millisecond
 		longest = max(longest, wait)
