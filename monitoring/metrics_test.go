@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/hostconfig"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
@@ -261,8 +262,12 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	if err := os.WriteFile(filepath.Join(textfiles, "redlock.prom"), contract, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	writeAuditMetrics(t, c, filepath.Join(textfiles, "redlock-audit.prom"))
 	nodeFams := scrape(t, startExporter(t, nodeExporter, "--web.listen-address", nil,
 		"--collector.textfile.directory="+textfiles))
+	if _, ok := value(nodeFams["redlock_audit_foreign_locks_unbounded"], map[string]string{"endpoint": m.Addr, "user": redistest.EvalUser}); !ok {
+		t.Error("node_exporter: no redlock_audit_foreign_locks_unbounded for the EVAL user from lockagent validate's metrics file")
+	}
 	if v, ok := value(nodeFams["node_textfile_scrape_error"], nil); !ok || v != 0 {
 		t.Errorf("node_exporter: node_textfile_scrape_error = %v (present %v): it does not accept the host's state file", v, ok)
 	}
@@ -357,5 +362,25 @@ func TestRedisExporterOverTLS(t *testing.T) {
 				t.Errorf("redis_up = %v, want %v", v, tc.up)
 			}
 		})
+	}
+}
+
+// writeAuditMetrics audits c as `lockagent validate` does and writes its foreign-lock
+// metrics (what `validate --metrics-file` writes) to path.
+func writeAuditMetrics(t *testing.T, c *redistest.Cluster, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := audit.Run(ctx, audit.Target{Endpoints: c.Addrs(), Username: "default", Password: redistest.AdminPassword,
+		MaxLockTTL: 10 * time.Second, ClockInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteForeignLockMetrics(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

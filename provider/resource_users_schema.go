@@ -131,8 +131,8 @@ func usersSchema() schema.Schema {
 					},
 					"allow_eval": schema.BoolAttribute{
 						Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-						MarkdownDescription: "Also allow `EVAL`, `EVALSHA` and `SCRIPT LOAD|EXISTS`, for other Redlock " +
-							"clients (redsync, node-redlock, pottery) that release with Lua of their own; the kit's clients " +
+						MarkdownDescription: "Also allow `EVAL`, `EVALSHA`, `SCRIPT LOAD` and `EXISTS`, for other Redlock " +
+							"clients (redsync v4, node-redlock 4 and 5: see the other-clients guide) that lock and release with Lua of their own; the kit's clients " +
 							"do not need it. Weaker: such a user can run any script, busy ones included (stopped only by " +
 							"the busy-reply threshold and `SCRIPT KILL`), over any key it names inside its prefix; keys " +
 							"outside the prefix stay refused. The audit warns when its lock user may `EVAL`.",

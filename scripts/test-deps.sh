@@ -9,6 +9,8 @@
 #   headless screenshot test); unless REDLOCK_EXPORTERS=0, promtool and the two exporters whose
 #   real scrapes the monitoring tests read (prometheus, prometheus-redis-exporter,
 #   prometheus-node-exporter; installed without starting their services); spin (make model);
+#   node and npm (nodejs, npm: the node-redlock interop test, lockagent/redlock
+#   TestForeignClientInterop, which runs npm ci on its own lock file);
 #   when the terraform on PATH is older than 1.11 or missing, v1.11.4 into
 #   ./bin/terraform-1.11.4 for the write-only password tests, also in the background
 #   (scripts/build-terraform.sh: local-state backends only; scripts/deps.sh then uses the same
@@ -52,6 +54,9 @@ if [ "${REDLOCK_HOSTS:-1}" != 0 ]; then
 fi
 # Spin, for make model (CI's model check); gcc builds its verifier and is on the machine.
 need spin spin
+# Node and npm, for node-redlock beside the kit (lockagent/redlock/testdata/interop-node).
+need node nodejs
+need npm npm
 if [ "${REDLOCK_EXPORTERS:-1}" != 0 ]; then
   need promtool prometheus
   need prometheus-redis-exporter prometheus-redis-exporter

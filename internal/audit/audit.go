@@ -133,6 +133,12 @@ type Master struct {
 	Admin          *LockUserACL  `json:"admin,omitempty"`
 	TenantsChecked bool          `json:"tenants_checked"`
 	TenantLeaks    []string      `json:"tenant_leaks,omitempty"`
+	// ForeignLocks are the keys of users that may run their own Lua (allow_eval) whose TTL
+	// the restart hold does not cover (foreign.go), out of ForeignKeysSampled keys of the
+	// ForeignUsers sampled.
+	ForeignLocks       []ForeignLock `json:"foreign_locks,omitempty"`
+	ForeignUsers       []string      `json:"foreign_users,omitempty"`
+	ForeignKeysSampled int           `json:"foreign_keys_sampled"`
 	// Anonymous says whether a client without credentials is refused ("refused") or let in
 	// ("allowed"); "" when it could not be told (see Unchecked). ProtectedMode and Bind are
 	// the master's settings, as read.
@@ -472,6 +478,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	m.readFenceSeed(ctx, c, t)
 	m.checkUsers(ctx, c, t)
 	m.checkTenants(ctx, c, t)
+	m.checkForeignLocks(ctx, c, t)
 	if off, rate, rateErr, err := measureClock(ctx, c, t.NodeTimeout, t.ClockInterval); err != nil {
 		note("TIME", err)
 	} else {

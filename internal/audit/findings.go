@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -192,6 +193,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			if u.Enabled && len(u.WritesDeployment) > 0 {
 				add("Master %s lets user %s run %s on %s: any client with %s's password can rewrite the restart delay the master's runtime publishes, and make a master that rejoins at once look held down. Fix: ACL SETUSER %s -@hash (a lock user needs no hash command), or confine its keys to its own prefix.", ep, u.Name, strings.Join(u.WritesDeployment, ", "), DeploymentKey, u.Name, u.Name)
 			}
+		}
+		if p := m.foreignLockProblem(t, cmp.Or(t.RestartDelay, m.PublishedRestartDelay)); p != "" {
+			add("%s", p)
 		}
 		if m.DeploymentError != "" {
 			add("Master %s: %s, so nothing shows that it stays down after a crash for the max lock TTL plus the drift margin (%v) before it rejoins. Fix: run it under the kit's runtime (redlock_master's supervisor, or the host gate of redlock_host_config), which publishes %s.%s at every start.", ep, m.DeploymentError, need, DeploymentKey, DeploymentRestartDelayField)

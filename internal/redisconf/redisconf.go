@@ -123,11 +123,21 @@ func OverlappingPrefixes(users []LockUser) (a, b LockUser, overlap bool) {
 	return LockUser{}, LockUser{}, false
 }
 
-// EvalCommands are what a client that sends its own Lua (other Redlock clients, such as
-// redsync, release with EVAL) needs beyond the lock commands. Such a client can run any
+// EvalCommands are what a client that sends its own Lua (other Redlock clients: redsync
+// v4, node-redlock 4 and 5) needs beyond the lock commands, read from those clients'
+// scripts and connections: EVALSHA, then EVAL on NOSCRIPT (all three); EXISTS, which
+// node-redlock's lock script calls before its SET (GET, SET, DEL and PEXPIRE, which the
+// scripts also call, are lock commands already); and SCRIPT LOAD, with which the kit's own
+// library loads its scripts where it may EVAL but not FCALL. Nothing wider: no SCRIPT
+// EXISTS (no client calls it), and ioredis's ready check (INFO, which the server marks
+// @dangerous and which reveals every tenant's key counts and command statistics) and its
+// CLIENT SETINFO are refused; the guide for other clients tells their users to switch
+// them off (enableReadyCheck: false, disableClientInfo: true). Such a client can run any
 // script, busy ones included (cut short only by BusyReplyThreshold and a SCRIPT KILL), so
-// it gets a user of its own (Config.EvalUser), never the lock user's rights.
-var EvalCommands = []string{"+eval", "+evalsha", "+script|load", "+script|exists"}
+// it gets a user of its own (Config.EvalUser, or a lock user with AllowEval), never the
+// kit's lock user's rights. TestForeignClientInterop (lockagent/redlock) runs every such
+// client through a user with exactly these rights.
+var EvalCommands = []string{"+eval", "+evalsha", "+script|load", "+exists"}
 
 // EvalUserCommands are the commands of an EVAL (interop) user: the lock commands with
 // EVAL, EVALSHA and SCRIPT LOAD instead of FCALL. The kit's library works with it too

@@ -7,11 +7,13 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
@@ -357,6 +359,8 @@ func UnsafeCatalogue() []UnsafeCase {
 			}},
 		{Name: "a user whose password is empty", Want: VerdictUnsafe,
 			Apply: extraUser(catalogueUser, "on", ">", "~*", "+get")},
+		{Name: "another Redlock client's lock (a user that may EVAL) with a TTL of an hour, above max_lock_ttl", Want: VerdictUnsafe,
+			Apply: foreignLongLock},
 		{Name: "appendfsync no and back to always while validate runs", Want: VerdictUnsafe, During: true, NeedsTwoAudits: true,
 			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
 				undo, err := configSetOne("appendfsync", "no")(ctx, env)
@@ -410,4 +414,27 @@ func saveDeployment(ctx context.Context, env *CaseEnv) (func(context.Context) er
 		}
 		return nil
 	}, nil
+}
+
+// foreignLongLock adds a user with the rights other Redlock clients get (EVAL, every key,
+// as redisconf renders an EVAL user) and takes, as that user, a lock of an hour on every
+// master, as such a client may: the restart hold covers only max_lock_ttl.
+func foreignLongLock(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+	const key = catalogueTenant + ":long-lock"
+	undoUser, err := extraUser(catalogueTenant, redisconf.UserRules(cataloguePass, "*", redisconf.EvalUserCommands())...)(ctx, env)
+	if err != nil {
+		return undoUser, err
+	}
+	undo := undoAll([]func(context.Context) error{undoUser, func(ctx context.Context) error { return env.each(ctx, "DEL", key) }})
+	for _, ep := range env.Config.Endpoints {
+		opt := ClientOptions(env.Config, ep, env.dialer)
+		opt.Username, opt.Password = catalogueTenant, cataloguePass
+		c := redis.NewClient(opt)
+		err := c.SetNX(ctx, key, "foreign-token", time.Hour).Err()
+		_ = c.Close()
+		if err != nil {
+			return undo, fmt.Errorf("SET %s NX PX 3600000 as %s on %s: %w", key, catalogueTenant, ep, err)
+		}
+	}
+	return undo, nil
 }

@@ -76,10 +76,11 @@ Flags:
 
 // validateOptions is everything validate needs, after the config, env and flags are merged.
 type validateOptions struct {
-	cfg      *agentconfig.Config
-	jsonOut  bool
-	logLevel string
-	opts     validation.Options
+	cfg         *agentconfig.Config
+	jsonOut     bool
+	logLevel    string
+	metricsFile string
+	opts        validation.Options
 }
 
 // parseValidateFlags merges agent.json, LOCKAGENT_* and flags (flags win when given). It
@@ -112,6 +113,7 @@ func parseValidateFlags(args []string, stdout, stderr io.Writer) (*validateOptio
 	fs.DurationVar(&o.opts.NodeTimeout, "node-timeout", 0, "Redlock per-master timeout (default: the library's)")
 	fs.DurationVar(&o.opts.AuditTimeout, "audit-timeout", audit.DefaultNodeTimeout, "audit: per-master connect/command timeout")
 	fs.DurationVar(&o.opts.ClockInterval, "clock-interval", audit.DefaultClockInterval, "audit: time between the two TIME samples of the clock-rate check")
+	fs.StringVar(&o.metricsFile, "metrics-file", "", "write the audit's foreign-lock metrics here (Prometheus text format, for node_exporter's textfile collector: PATH ending in .prom in its directory)")
 	fs.StringVar(&o.logLevel, "log-level", "", "diagnostics on stderr: debug, info, warn or error (default warn; LOCKAGENT_LOG_LEVEL); debug shows go-redis's own log lines")
 	var help strings.Builder
 	help.WriteString(validateUsage)
@@ -193,6 +195,12 @@ func validateMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		fmt.Fprintf(stderr, "lockagent validate: %v\n", err)
 		return validation.ExitFailed
+	}
+	if o.metricsFile != "" {
+		if err := writeAuditMetrics(o.metricsFile, res); err != nil {
+			fmt.Fprintf(stderr, "lockagent validate: --metrics-file: %v\n", err)
+			return validation.ExitFailed
+		}
 	}
 	if o.jsonOut {
 		enc := json.NewEncoder(stdout)
