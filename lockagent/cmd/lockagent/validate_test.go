@@ -248,7 +248,7 @@ func TestValidateUsageErrors(t *testing.T) {
 		}, "password: the restricted lock user's password is not set"},
 		{"quorum disagrees with endpoints", func() []string {
 			return []string{"-c", writeAgentConfig(t, c, func(m map[string]any) { m["quorum"] = 3 })}
-		}, "quorum: agent.json says 3"},
+		}, "quorum: the config says 3"},
 		{"one client cannot contend", func() []string {
 			return []string{"-c", writeAgentConfig(t, c, nil), "--clients", "1"}
 		}, "--clients 1"},
