@@ -59,6 +59,9 @@ func CheckCatalogue(t TestingT, cfg *agentconfig.Config, opts CatalogueOptions) 
 	if c, ok := t.(interface{ Context() context.Context }); ok {
 		ctx = c.Context()
 	}
+	var endRedisLogs func()
+	opts.Options.Dialer, endRedisLogs = testLogs(t, opts.Options.Dialer)
+	defer endRedisLogs()
 	opts.Options.Progress = io.Discard
 	var out []CaseResult
 	clean := CaseResult{Name: "clean deployment (negative control)", Want: VerdictSafe}
