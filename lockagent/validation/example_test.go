@@ -43,17 +43,18 @@ func Example() {
 	// Output: SAFE 0
 }
 
-// In a terratest suite: apply the module, read its agent_config output, validate.
-// Validate fails the test unless the verdict is SAFE, and logs the progress and the report.
-func ExampleValidate() {
+// In a terratest suite: apply the module, read its agent_config output without logging it
+// (it holds the passwords), and require SAFE with every master audited. ValidateStrict fails
+// the test otherwise, "SAFE, degraded" included, and logs the progress and the report.
+func ExampleValidateStrict() {
 	var t *testing.T // your TestXxx's t
 	opts := &terraform.Options{TerraformDir: "../infra/redlock"}
 	defer terraform.Destroy(t, opts)
 	terraform.InitAndApply(t, opts)
 
-	cfg, err := validation.ParseConfig(terraform.Output(t, opts, "agent_config"))
+	cfg, err := validation.ConfigFromTerraform(t.Context(), opts.TerraformDir, "agent_config")
 	if err != nil {
 		t.Fatal(err)
 	}
-	validation.Validate(t, cfg)
+	validation.ValidateStrict(t, cfg, validation.StrictOptions{})
 }
