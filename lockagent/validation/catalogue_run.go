@@ -2,6 +2,7 @@ package validation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -139,6 +140,9 @@ func runCase(ctx context.Context, t TestingT, cfg *agentconfig.Config, opts Cata
 	case applyErr != nil:
 		t.Errorf("catalogue %q: making the change: %v", uc.Name, applyErr)
 		res.Finding = applyErr.Error()
+	case errors.Is(err, ErrConfig):
+		t.Errorf("catalogue %q: the case's configuration is invalid, nothing was checked: %v", uc.Name, err)
+		res.Finding = err.Error()
 	case err != nil:
 		t.Errorf("catalogue %q: validation could not finish: %v", uc.Name, err)
 		res.Finding = err.Error()
