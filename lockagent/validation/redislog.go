@@ -21,7 +21,9 @@ import (
 // test (routedDialError), and the logger they install once sends a line carrying such an
 // error to that test's log; any other line goes to stderr, as go-redis's own logger would.
 // Run, the plain entry point, leaves go-redis's logger alone: it is the caller's (lockagent
-// routes it to its --log-level).
+// routes it to its --log-level). A logger the test process sets itself (redis.SetLogger)
+// after the first helper call replaces this one; set before, it is replaced (go-redis does
+// not expose the current logger to chain to).
 
 var installRedisLogger sync.Once
 
