@@ -3,10 +3,7 @@ package validation_test
 import (
 	"context"
 	"fmt"
-	"testing"
 	"time"
-
-	"github.com/gruntwork-io/terratest/modules/terraform"
 
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
@@ -41,20 +38,4 @@ func Example() {
 	}
 	fmt.Println(rep.Verdict, rep.ExitCode())
 	// Output: SAFE 0
-}
-
-// In a terratest suite: apply the module, read its agent_config output without logging it
-// (it holds the passwords), and require SAFE with every master audited. ValidateStrict fails
-// the test otherwise, "SAFE, degraded" included, and logs the progress and the report.
-func ExampleValidateStrict() {
-	var t *testing.T // your TestXxx's t
-	opts := &terraform.Options{TerraformDir: "../infra/redlock"}
-	defer terraform.Destroy(t, opts)
-	terraform.InitAndApply(t, opts)
-
-	cfg, err := validation.ConfigFromTerraform(t.Context(), opts.TerraformDir, "agent_config")
-	if err != nil {
-		t.Fatal(err)
-	}
-	validation.ValidateStrict(t, cfg, validation.StrictOptions{})
 }
