@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -122,8 +123,10 @@ output "catalogue_spare" { value = module.redlock.catalogue_spare }
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(goMod, []byte("replace")) || !bytes.Contains(goMod, []byte("lockagent/validation "+gop.version)) {
-		t.Fatalf("the user's go.mod is not a plain requirement of validation %s:\n%s", gop.version, goMod)
+	// The kit at VERSION, whichever module holds the validation package, and no replace.
+	if bytes.Contains(goMod, []byte("replace")) ||
+		!regexp.MustCompile(`(?m)^\s*github\.com/redlock-kit/redlock-kit(/lockagent/validation)? `+regexp.QuoteMeta(gop.version)+`$`).Match(goMod) {
+		t.Fatalf("the user's go.mod is not a plain requirement of the kit at %s:\n%s", gop.version, goMod)
 	}
 
 	// The negative control: the read terratest logs carries the passwords into go test -v.
