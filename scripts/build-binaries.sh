@@ -64,11 +64,16 @@ for what in "$@"; do
       dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/$platform"
       mkdir -p "$dir"
       relock=""
-      if install_file "$out/terraform-provider-redlock" "$dir/terraform-provider-redlock_v$version"; then
+      installed="$dir/terraform-provider-redlock_v$version"
+      previous=false
+      [ ! -e "$installed" ] || previous=true
+      if install_file "$out/terraform-provider-redlock" "$installed"; then
         how="installed"
-        relock="provider: a new build at $version: a root module initialised with the previous one fails terraform init on its .terraform.lock.hcl; in it run
+        if $previous; then
+          relock="provider: a new build at $version: a root module initialised with the previous one fails terraform init on its .terraform.lock.hcl; in it run
   terraform providers lock -fs-mirror=$mirror -platform=$platform registry.terraform.io/redlock-kit/redlock
 (adds this build's hash to the lock file), or delete its .terraform.lock.hcl"
+        fi
       else
         how="unchanged (the same build is installed; lock files stay valid):"
       fi
