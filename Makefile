@@ -13,7 +13,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 40m
 # that cover everything name ./provider/... and ./test/... too.
 ALL_PKGS := ./... ./provider/... ./test/...
 
-.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules test-serial chaos lint lint-code check-docs check-parts cross release-check bench model fuzz-protocol demo down docs module-docs fmt vet clean
+.PHONY: all deps test-deps modules-check release-config-check build provider lockagent test test-unit test-hosts test-modules test-serial chaos lint lint-code check-docs check-parts cross release-check modproxy bench model fuzz-protocol demo down docs module-docs fmt vet clean
 
 all: build
 
@@ -31,6 +31,9 @@ build: ## build the provider (installed into the local filesystem mirror) and bi
 
 provider: ## build the provider and install it into the local filesystem mirror
 	@scripts/install-provider.sh
+
+modproxy: ## a file Go module proxy of this checkout at VERSION in build/modproxy; prints the environment (eval "$$(make -s modproxy)") under which your module resolves the kit with no replace
+	@go run ./internal/modproxy/cmd/modproxy -out build/modproxy
 
 lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PROVIDER_VERSION))
 	@scripts/build-binaries.sh lockagent

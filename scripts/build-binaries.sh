@@ -13,6 +13,16 @@
 # The flags are the go command's defaults (no -trimpath, cgo as the go command decides), as for
 # `go test` and scripts/build-terraform.sh: what one of them compiled (the standard library
 # above all) serves the others from GOCACHE.
+#
+# The same source gives the same provider, byte for byte, and an identical build is not
+# reinstalled: Terraform records the mirror's package by a hash of its content (h1: of the
+# unpacked directory) in every root module's .terraform.lock.hcl, and `terraform init` fails
+# when the package no longer matches. So -buildvcs=false (a commit or an edited file elsewhere
+# must not change the binary through its VCS stamp; the version is -X main.version) and fixed
+# ldflags. A provider whose code changed does get a new hash at the same version, and
+# `terraform init -upgrade` does not replace a recorded hash of an unchanged version: add the
+# new one with `terraform providers lock -fs-mirror=...` (printed below; it keeps the lock
+# file), or delete the lock file (docs/guides/terraform-provider.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || set -- provider lockagent
@@ -31,12 +41,17 @@ done
 # nothing; the binaries are copied from it.
 out=build/binaries
 mkdir -p "$out"
-go build -ldflags "-X main.version=$version" -o "$out/" "${pkgs[@]}"
+go build -buildvcs=false -ldflags "-X main.version=$version" -o "$out/" "${pkgs[@]}"
 
 # install_file SRC DST: a new file renamed over DST, never DST rewritten in place: a provider or
 # lockagent running from DST (a terraform test, a demo) keeps its file, and exec of DST never
 # meets a half-written one ("text file busy").
+# A DST with the same bytes is left alone: nothing changes for Terraform's lock files, and
+# nothing is written.
 install_file() {
+  if cmp -s "$1" "$2"; then
+    return 1
+  fi
   cp -f "$1" "$2.new.$$"
   mv -f "$2.new.$$" "$2"
 }
@@ -48,7 +63,20 @@ for what in "$@"; do
       platform="$(go env GOOS)_$(go env GOARCH)" # the machine terraform runs on
       dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/$platform"
       mkdir -p "$dir"
-      install_file "$out/terraform-provider-redlock" "$dir/terraform-provider-redlock_v$version"
+      relock=""
+      installed="$dir/terraform-provider-redlock_v$version"
+      previous=false
+      [ ! -e "$installed" ] || previous=true
+      if install_file "$out/terraform-provider-redlock" "$installed"; then
+        how="installed"
+        if $previous; then
+          relock="provider: a new build at $version: a root module initialised with the previous one fails terraform init on its .terraform.lock.hcl; in it run
+  terraform providers lock -fs-mirror=$mirror -platform=$platform registry.terraform.io/redlock-kit/redlock
+(adds this build's hash to the lock file), or delete its .terraform.lock.hcl"
+        fi
+      else
+        how="unchanged (the same build is installed; lock files stay valid):"
+      fi
       cat > build/terraformrc <<CFG
 provider_installation {
   filesystem_mirror {
@@ -60,11 +88,12 @@ provider_installation {
   }
 }
 CFG
-      echo "provider: installed redlock-kit/redlock $version into $mirror (TF_CLI_CONFIG_FILE=$PWD/build/terraformrc)"
+      echo "provider: $how redlock-kit/redlock $version in $mirror (TF_CLI_CONFIG_FILE=$PWD/build/terraformrc)"
+      [ -z "$relock" ] || echo "$relock"
       ;;
     lockagent)
       mkdir -p bin
-      install_file "$out/lockagent" bin/lockagent
+      install_file "$out/lockagent" bin/lockagent || true
       echo "lockagent: bin/lockagent $version"
       ;;
   esac

@@ -165,10 +165,10 @@ func (d *deployment) readOutputs(t *testing.T) {
 	d.maxLockTTL = time.Duration(ms) * time.Millisecond
 	// Null (no single lock user) with lock_users.
 	d.lockUser, _ = terraform.OutputE(t, d.opts, "lock_user")
-	d.lockPassword, _ = terraform.OutputE(t, d.opts, "lock_password")
-	d.adminPass = terraform.Output(t, d.opts, "admin_password")
+	d.lockPassword, _ = secretOutputE(t, d.opts, "lock_password")
+	d.adminPass = secretOutput(t, d.opts, "admin_password")
 	d.agentConfig = filepath.Join(t.TempDir(), "agent.json")
-	if err := os.WriteFile(d.agentConfig, []byte(terraform.Output(t, d.opts, "agent_config")), 0o600); err != nil {
+	if err := os.WriteFile(d.agentConfig, []byte(secretOutput(t, d.opts, "agent_config")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -249,11 +249,7 @@ func (d *deployment) validate(t *testing.T) (string, error) {
 // progress and the report.
 func (d *deployment) validateSafe(t *testing.T) *validation.Report {
 	t.Helper()
-	raw, err := os.ReadFile(d.agentConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := validation.ParseConfig(string(raw))
+	cfg, err := validation.ConfigFromTerraform(t.Context(), d.opts.TerraformDir, "agent_config")
 	if err != nil {
 		t.Fatal(err)
 	}

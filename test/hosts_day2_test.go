@@ -98,7 +98,7 @@ func TestHostsDay2(t *testing.T) {
 	}
 	configs := func() map[string]day2ClientConfig {
 		var raw map[string]string
-		if err := json.Unmarshal([]byte(terraform.OutputJson(t, opts, "client_configs")), &raw); err != nil {
+		if err := json.Unmarshal([]byte(secretOutputJSON(t, opts, "client_configs")), &raw); err != nil {
 			t.Fatal(err)
 		}
 		out := map[string]day2ClientConfig{}

@@ -417,7 +417,7 @@ func deployHostsFive(t *testing.T, useTLS bool) *hostsDeployment {
 	}
 	d.userData = userData
 	d.agentConfig = filepath.Join(t.TempDir(), "agent.json")
-	agent := terraform.Output(t, d.opts, "agent_config")
+	agent := secretOutput(t, d.opts, "agent_config")
 	if err := os.WriteFile(d.agentConfig, []byte(agent), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestLocalFiveDeployValidateIdempotent(t *testing.T) {
 	})
 
 	t.Run("client config holds the lock user only and runs a command under a lock", func(t *testing.T) {
-		raw := terraform.Output(t, d.opts, "client_config")
+		raw := secretOutput(t, d.opts, "client_config")
 		var cfg map[string]any
 		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 			t.Fatalf("client_config is not JSON: %v", err)

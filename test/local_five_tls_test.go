@@ -31,12 +31,12 @@ func TestLocalFiveTLS(t *testing.T) {
 	})
 
 	t.Run("client config carries the CA, no private key, and locks over TLS", func(t *testing.T) {
-		raw := terraform.Output(t, d.opts, "client_config")
+		raw := secretOutput(t, d.opts, "client_config")
 		ca := terraform.Output(t, d.opts, "ca_cert_pem")
 		if !strings.HasPrefix(ca, "-----BEGIN CERTIFICATE-----") || !strings.Contains(raw, `"tls":true`) {
 			t.Fatalf("ca_cert_pem %.40q, client_config without tls = true", ca)
 		}
-		if strings.Contains(raw, "PRIVATE KEY") || strings.Contains(terraform.Output(t, d.opts, "agent_config"), "PRIVATE KEY") {
+		if strings.Contains(raw, "PRIVATE KEY") || strings.Contains(secretOutput(t, d.opts, "agent_config"), "PRIVATE KEY") {
 			t.Fatal("a client config carries a private key")
 		}
 		path := filepath.Join(t.TempDir(), "client.json")

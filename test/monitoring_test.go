@@ -46,7 +46,7 @@ func TestMonitoringAlertsFireAndClear(t *testing.T) {
 	}
 	// The hold must outlast RedlockMajorityAtRisk's one minute.
 	d := deployLocalFive(t, "75s")
-	user, password := terraform.Output(t, d.opts, "monitor_user"), terraform.Output(t, d.opts, "monitor_password")
+	user, password := terraform.Output(t, d.opts, "monitor_user"), secretOutput(t, d.opts, "monitor_password")
 	dataDirs := d.dataDirs(t)
 
 	var redisTargets []string

@@ -18,7 +18,7 @@ import (
 // tenantConfigs reads the client_configs output: one client JSON per lock user.
 func tenantConfigs(t *testing.T, d *deployment) map[string]*agentconfig.Config {
 	t.Helper()
-	raw := terraform.OutputMap(t, d.opts, "client_configs")
+	raw := secretOutputMap(t, d.opts, "client_configs")
 	out := map[string]*agentconfig.Config{}
 	for name, js := range raw {
 		cfg, err := validation.ParseConfig(js)

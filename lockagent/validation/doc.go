@@ -29,17 +29,23 @@
 //
 // Run is the plain entry point. Validate and ValidateE are terratest-style helpers:
 // Validate fails the test unless the verdict is SAFE; ValidateE returns the report and an
-// error (a *VerdictError) instead. Both log progress and report with t.Logf. They take a
-// TestingT, which *testing.T satisfies, so this package does not import "testing".
+// error (a *VerdictError) instead. ValidateStrict is the pass an infrastructure test wants:
+// SAFE with every master audited, "SAFE, degraded" failing too unless the caller allows it.
+// They log progress and report with t.Logf, and send go-redis's lines about their runs'
+// failed dials there too. They take a TestingT, which *testing.T satisfies, so this package
+// does not import "testing".
+//
+// ConfigFromTerraform reads the config from a Terraform output without logging it (the
+// output holds both passwords; terratest's terraform.Output logs what it reads):
 //
 //	func TestRedlock(t *testing.T) {
 //		opts := &terraform.Options{TerraformDir: "../infra/redlock"}
 //		defer terraform.Destroy(t, opts)
 //		terraform.InitAndApply(t, opts)
-//		cfg, err := validation.ParseConfig(terraform.Output(t, opts, "agent_config"))
+//		cfg, err := validation.ConfigFromTerraform(t.Context(), opts.TerraformDir, "agent_config")
 //		if err != nil {
 //			t.Fatal(err)
 //		}
-//		validation.Validate(t, cfg)
+//		validation.ValidateStrict(t, cfg, validation.StrictOptions{})
 //	}
 package validation

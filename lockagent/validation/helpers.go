@@ -66,6 +66,9 @@ func ValidateWithOptionsE(t TestingT, cfg *agentconfig.Config, opts Options) (*R
 	if c, ok := t.(interface{ Context() context.Context }); ok {
 		ctx = c.Context()
 	}
+	var endRedisLogs func()
+	opts.Dialer, endRedisLogs = testLogs(t, opts.Dialer)
+	defer endRedisLogs()
 	var lw *logWriter
 	if opts.Progress == nil {
 		lw = &logWriter{t: t}
@@ -74,6 +77,9 @@ func ValidateWithOptionsE(t TestingT, cfg *agentconfig.Config, opts Options) (*R
 	rep, err := Run(ctx, cfg, opts)
 	if lw != nil {
 		lw.flush()
+	}
+	if errors.Is(err, ErrConfig) {
+		return nil, fmt.Errorf("validation: invalid configuration, nothing was checked: %w", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("validation could not finish: %w", err)
@@ -85,14 +91,26 @@ func ValidateWithOptionsE(t TestingT, cfg *agentconfig.Config, opts Options) (*R
 	return rep, nil
 }
 
-// ParseConfig reads the JSON of the modules' agent_config output (terraform.Output(t,
-// opts, "agent_config")). Unknown fields are an error; the environment is not read.
+// ParseConfig reads the JSON of the modules' agent_config output. Unknown fields are an
+// error; the environment is not read. An empty or null value, or "<nil>" (what terratest's
+// OutputE returns for an output a partial apply left unset), is reported as a missing output
+// (ErrMissingOutput). Read the output with ConfigFromTerraform, which logs nothing: terratest's
+// terraform.Output logs the passwords it holds.
 func ParseConfig(agentConfigJSON string) (*agentconfig.Config, error) {
-	dec := json.NewDecoder(strings.NewReader(agentConfigJSON))
+	return parseConfigNamed("agent_config", agentConfigJSON)
+}
+
+// parseConfigNamed is ParseConfig of the output named output.
+func parseConfigNamed(output, configJSON string) (*agentconfig.Config, error) {
+	switch strings.TrimSpace(configJSON) {
+	case "", "null", "<nil>":
+		return nil, configError{missingOutput(output, "is empty (\"<nil>\", null or \"\")")}
+	}
+	dec := json.NewDecoder(strings.NewReader(configJSON))
 	dec.DisallowUnknownFields()
 	cfg := &agentconfig.Config{}
 	if err := dec.Decode(cfg); err != nil {
-		return nil, configError{fmt.Errorf("agent_config: %w", err)}
+		return nil, configError{fmt.Errorf("%s: %w", output, err)}
 	}
 	return cfg, nil
 }

@@ -43,9 +43,9 @@ const (
 	DefaultDuration = 3 * time.Second
 )
 
-// ErrConfig is wrapped by every error about the configuration or the options: nothing
-// was checked (the CLI's exit code 64).
-var ErrConfig = errors.New("validation: bad configuration")
+// ErrConfig is wrapped by every error about the configuration or the options: the
+// configuration is invalid and nothing was checked (the CLI's exit code 64, ExitUsage).
+var ErrConfig = errors.New("validation: invalid configuration, nothing was checked")
 
 // Options tune a run. The zero value is the CLI's defaults.
 type Options struct {

@@ -20,6 +20,35 @@ run "defaults_plan" {
   }
 }
 
+run "no_catalogue_spare_by_default" {
+  command = plan
+
+  assert {
+    condition     = length(redlock_master.catalogue_spare) == 0 && output.catalogue_spare == null
+    error_message = "no spare server unless catalogue_spare = true"
+  }
+}
+
+run "catalogue_spare_outside_the_deployment" {
+  command = plan
+  variables {
+    catalogue_spare = true
+  }
+
+  assert {
+    condition     = length(redlock_master.catalogue_spare) == 1 && length(redlock_master.this) == 5
+    error_message = "catalogue_spare adds one server beside the five masters"
+  }
+  assert {
+    condition     = redlock_master.catalogue_spare[0].bind == "127.67.0.1" && redlock_master.catalogue_spare[0].port == 0
+    error_message = "the spare listens on the first bind address, on a free port"
+  }
+  assert {
+    condition     = !contains(redlock_master.this[*].data_dir, redlock_master.catalogue_spare[0].data_dir)
+    error_message = "the spare has a data dir of its own"
+  }
+}
+
 run "even_number_of_masters" {
   command = plan
   variables {
