@@ -216,7 +216,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 		MonitorPasswordWO: types.StringNull(), TLSKeyPEMWO: types.StringNull(), LockUserPasswordsWO: types.MapNull(types.StringType),
 		KeepDataOnDestroy: types.BoolValue(l.Master.KeepDataOnDestroy),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
-			"create": types.StringType, "delete": types.StringType})},
+			"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
 		Address: types.StringValue(l.Addr), ConfigFile: types.StringValue(filepath.Join(dir, local.RedisConfFileName)),
 		PID: types.Int64Value(0), SupervisorPID: types.Int64Value(0), RunID: types.StringValue(""),
 		RestartDelayMS: types.Int64Value(delay.Milliseconds()), MaxLockTTLMS: types.Int64Value(ttl.Milliseconds()), Status: types.StringValue(""),

@@ -35,6 +35,7 @@ var (
 // Defaults of redlock_master. The restart delay and drift margin derive from max_lock_ttl.
 const (
 	defaultCreateTimeout  = 5 * time.Minute
+	defaultUpdateTimeout  = 5 * time.Minute
 	defaultDeleteTimeout  = 10 * time.Minute
 	bindAllowAttribute    = "allow_non_loopback_bind"
 	fsyncAllowAttribute   = "allow_unsafe_appendfsync"
@@ -206,6 +207,12 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, d := plan.Timeouts.Update(ctx, defaultUpdateTimeout)
+	if resp.Diagnostics.Append(d...); resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	r.fillDefaults(&plan)
 	if plan.LockPassword.IsUnknown() {
 		plan.LockPassword = types.StringValue(randomSecret()) // back from lock_users to one lock user

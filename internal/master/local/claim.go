@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/local/dirid"
 	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
@@ -19,20 +20,21 @@ import (
 
 var claims = struct {
 	sync.Mutex
-	byDir map[string]string // clean data dir -> name of the master being created there
+	byDir map[string]string // dirid.Key of the data dir -> name of the master being created there
 }{byDir: map[string]string{}}
 
 // claimDataDir reserves dir for the master name while it is created by this process. The
-// error names the master that holds the claim; release ends the claim.
+// error names the master that holds the claim; release ends the claim. The claim is on the
+// directory, not its spelling (dirid.Key): a symlink to a dir being created is that dir.
 func claimDataDir(dir, name string) (release func(), err error) {
-	key := filepath.Clean(dir)
+	key := dirid.Key(dir)
 	claims.Lock()
 	defer claims.Unlock()
 	if other, ok := claims.byDir[key]; ok {
 		return nil, fieldError("data_dir", "Two masters share a data_dir",
-			fmt.Sprintf("data_dir %s is also the data_dir of master %q, created in the same apply: two masters cannot "+
-				"share a data dir (they would overwrite each other's redis.conf and AOF). Give master %q its own "+
-				"data_dir.", key, other, name))
+			fmt.Sprintf("data_dir %s is also the data_dir of master %q (by this or another spelling), created in the "+
+				"same apply: two masters cannot share a data dir (they would overwrite each other's redis.conf and AOF). "+
+				"Give master %q its own data_dir.", filepath.Clean(dir), other, name))
 	}
 	claims.byDir[key] = name
 	return func() {
