@@ -38,7 +38,7 @@ func New(version string) func() provider.Provider {
 }
 
 type redlockProvider struct {
-	version string
+	version   string
 	claims    dataDirClaims   // data dirs planned in this provider process
 	replacing replacedMasters // masters the plans of this provider process replace
 	// bind replaces DefaultBind when set: the tests give each test process a loopback
