@@ -342,6 +342,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("status"))
 		}
 		warnLowerDelays(state, &plan, &resp.Diagnostics)
+		planManaged(ctx, req.Private, state, &plan, resp)
 		if replaces(state, &plan, resp.RequiresReplace) && known(plan.Name) && known(plan.DataDir) {
 			r.defaults.replacing.remember(plan.Name.ValueString(), plan.DataDir.ValueString(),
 				replacedMaster{Address: state.Address.ValueString(), DataDir: state.ID.ValueString()})

@@ -299,6 +299,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 		},
 	}
 	resp.Schema.Attributes[lockUserPasswordsWOAttribute] = lockUserPasswordsWOSchema()
+	resp.Schema.Attributes[managedAttribute] = managedSettingsAttribute()
 	for name, a := range writeOnlyAttributes(passwordValidators) {
 		resp.Schema.Attributes[name] = a
 	}
