@@ -346,6 +346,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		if replaces(state, &plan, resp.RequiresReplace) && known(plan.Name) && known(plan.DataDir) {
 			r.defaults.replacing.remember(plan.Name.ValueString(), plan.DataDir.ValueString(),
 				replacedMaster{Address: state.Address.ValueString(), DataDir: state.ID.ValueString()})
+			warnEmptyAtSameAddress(state, &plan, &resp.Diagnostics)
 		}
 	}
 	warnLongHold(ctx, state, &plan, &resp.Diagnostics)
@@ -437,6 +438,26 @@ func checkFreeAtPlan(state *masterModel, replaced *replacedMaster, plan *masterM
 		return // where the master it replaces listens: the destroy frees it first
 	}
 	addErrors(diags, local.CheckPortFree(bind, int(port)))
+}
+
+// warnEmptyAtSameAddress warns when a replacement keeps the old data (keep_data_on_destroy,
+// so the destroy does not wait for the old master's locks) but starts the new master in
+// another data dir, empty, at the same address: locks the old one granted may then still be
+// valid on the other masters.
+func warnEmptyAtSameAddress(state, plan *masterModel, diags *diag.Diagnostics) {
+	if !state.KeepDataOnDestroy.ValueBool() || !known(plan.DataDir) || dirid.Same(plan.DataDir.ValueString(), state.ID.ValueString()) {
+		return
+	}
+	if known(plan.Address) && plan.Address.ValueString() != state.Address.ValueString() {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("data_dir"), "Replacement starts empty at the same address",
+		fmt.Sprintf("redlock_master %q is replaced with keep_data_on_destroy = true, so the destroy keeps %s and does not "+
+			"wait for the locks the old master granted; the new master starts in %s without them, at the same address. "+
+			"Locks granted up to restart_delay (%s) before the apply may still be valid on the other masters: set "+
+			"keep_data_on_destroy = false for this apply (the destroy then waits for them), or keep clients off the "+
+			"address for that long.", plan.Name.ValueString(), state.ID.ValueString(), plan.DataDir.ValueString(),
+			state.RestartDelay.ValueString()))
 }
 
 // replaces reports whether the plan replaces the master in state: a RequiresReplace that
