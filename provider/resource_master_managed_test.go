@@ -52,7 +52,9 @@ func TestAccMaster_managedSettingsDrift(t *testing.T) {
 			step(func() { m.adminDo(t, "ACL", "SETUSER", "redlock", "+@all") }, "user redlock",
 				knownvalue.StringFunc(func(v string) error { return equal(v, lockUserRules) }),
 				m.lockUserRefused(t, "CONFIG", "GET", "maxclients")),
-			step(func() { m.adminDo(t, "ACL", "SETUSER", "intruder", "on", ">intruder-password-123", "~*", "&*", "+@all") },
+			step(func() {
+				m.adminDo(t, "ACL", "SETUSER", "intruder", "on", ">intruder-password-123", "~*", "&*", "+@all")
+			},
 				"user redlock", knownvalue.StringFunc(func(v string) error { return equal(v, lockUserRules) }),
 				resource.ComposeAggregateTestCheckFunc(m.expectNoUser(t, "intruder"),
 					resource.TestCheckNoResourceAttr(testAddr, managedAttribute+".user intruder"))),

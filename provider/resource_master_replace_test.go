@@ -74,7 +74,9 @@ func TestAccMaster_replaceEachForceNewAttribute(t *testing.T) {
 			}},
 		{name: "server_binary",
 			before: func(m *testMaster, port int) string { return portArg(port) + "  server_binary = \"redis-server\"\n" },
-			after:  func(m *testMaster, port int) string { return portArg(port) + fmt.Sprintf("  server_binary = %q\n", redisPath) },
+			after: func(m *testMaster, port int) string {
+				return portArg(port) + fmt.Sprintf("  server_binary = %q\n", redisPath)
+			},
 			check: func(m *testMaster, port int) resource.TestCheckFunc {
 				return resource.TestCheckResourceAttr(testAddr, "server_binary", redisPath)
 			}},
