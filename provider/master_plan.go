@@ -424,6 +424,7 @@ func checkFreeAtPlan(state *masterModel, replaced *replacedMaster, plan *masterM
 			replaced != nil && dirid.Same(dir, replaced.DataDir)
 		if !own {
 			addErrors(diags, local.CheckDataDirFree(dir))
+			addErrors(diags, local.CheckOrphanOwner(dir, plan.Name.ValueString()))
 		}
 	}
 	if !known(plan.Port) || !known(plan.Bind) || plan.Port.ValueInt64() == 0 {

@@ -67,6 +67,23 @@ resource "redlock_master" "x" {
 			{Config: second(link), ExpectError: refused},
 			{Config: second(filepath.Join(parentLink, "m")), ExpectError: refused},
 			{Config: masterConfig(m, ""), Check: resource.ComposeAggregateTestCheckFunc(m.capture(), unchanged)},
+			{
+				// m1 unsupervised: its redis-server serves on. Another master must not stop it
+				// and take the dir over (m1's own plan replaces it there); m1 itself may.
+				PreConfig: func() {
+					mustKill(t, m.supervisorPID)
+					for _, alias := range []string{link, m.dir} {
+						if err := local.CheckOrphanOwner(alias, "x"); err == nil || !strings.Contains(err.Error(), `of master "m1" still serves`) {
+							t.Errorf("CheckOrphanOwner(%s, x) = %v, want m1's unsupervised server named", alias, err)
+						}
+					}
+					if err := local.CheckOrphanOwner(link, "m1"); err != nil {
+						t.Errorf("CheckOrphanOwner(%s, m1) = %v, want nil (its own dir)", link, err)
+					}
+				},
+				Config: masterConfig(m, ""),
+				Check:  resource.TestCheckResourceAttr(testAddr, "status", "running"),
+			},
 		},
 	})
 }

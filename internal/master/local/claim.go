@@ -69,6 +69,30 @@ func CheckDataDirFree(dir string) error {
 			dir, st.SupervisorPID, who, dir))
 }
 
+// CheckOrphanOwner refuses, for the master name, a data dir where another master's
+// redis-server still serves without its supervisor (its record names that master): Start
+// would stop it and take the dir over, though that master's own state still plans to replace
+// it there (and its destroy would remove the dir). A dir of the same master, or one whose
+// record names none, passes: a master created again where its supervisor died takes its own
+// dir back. name "" (not known yet) passes.
+func CheckOrphanOwner(dir, name string) error {
+	if name == "" {
+		return nil
+	}
+	st, err := supervisor.Inspect(dir)
+	if err != nil || st.SupervisorAlive || !st.RedisAlive {
+		return nil
+	}
+	r, err := readRecord(dir)
+	if err != nil || r.Name == "" || r.Name == name {
+		return nil
+	}
+	return fieldError("data_dir", "data_dir is in use",
+		fmt.Sprintf("data_dir %s: redis-server (pid %d) of master %q still serves there without its supervisor. Two masters "+
+			"cannot share a data dir: choose another data_dir for master %q, or apply master %q's configuration first (its "+
+			"plan replaces the unsupervised server) or destroy it.", dir, st.RedisPID, r.Name, name, r.Name))
+}
+
 // CheckPortFree refuses a port something already listens on at bind (it tries to listen
 // there). Port 0 (any free port) passes.
 func CheckPortFree(bind string, port int) error {
