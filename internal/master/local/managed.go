@@ -96,7 +96,8 @@ func configuredHashes(s master.Spec) map[string][]string {
 // without the password hashes, and the hashes. The sanitize-payload flag (RESTORE payloads
 // are checked: the safe default, which ACL SETUSER's reset writes out and a user line in
 // redis.conf leaves implicit) is left out, so that a user redefined from scratch reads as the
-// same user.
+// same user. Runs of single-command rules (+get +set, not +@category) are sorted: the server
+// lists them in an order of its own that changes between runs of one server binary.
 func splitACLLine(line string) (name, rules string, hashes []string) {
 	f := strings.Fields(line)
 	if len(f) < 2 || f[0] != "user" {
@@ -113,7 +114,27 @@ func splitACLLine(line string) (name, rules string, hashes []string) {
 		}
 		kept = append(kept, r)
 	}
-	return f[1], strings.Join(kept, " "), hashes
+	return f[1], strings.Join(sortCommandRuns(kept), " "), hashes
+}
+
+// sortCommandRuns sorts each run of consecutive single-command rules in rules.
+func sortCommandRuns(rules []string) []string {
+	isCommand := func(r string) bool {
+		return (strings.HasPrefix(r, "+") || strings.HasPrefix(r, "-")) && !strings.HasPrefix(r[1:], "@")
+	}
+	for i := 0; i < len(rules); {
+		j := i
+		for j < len(rules) && isCommand(rules[j]) {
+			j++
+		}
+		if j > i {
+			slices.Sort(rules[i:j])
+			i = j
+		} else {
+			i++
+		}
+	}
+	return rules
 }
 
 func sorted(s []string) []string {
