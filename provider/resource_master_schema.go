@@ -53,8 +53,13 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"the master was seen alive, so that every lock it granted has expired on the other masters before it " +
 			"rejoins, then restarts it and runs the hooks. A clean stop needs no delay.\n\n" +
 			"Changes to the safety settings made behind Terraform's back (`CONFIG SET appendonly`, `appendfsync`, " +
-			"`no-appendfsync-on-rewrite`, `maxmemory`, `maxmemory-policy`, `REPLICAOF`) show up as a diff in the next " +
-			"plan, and apply restores them in place.\n\n" +
+			"`no-appendfsync-on-rewrite`, `maxmemory`, `maxmemory-policy`, `REPLICAOF`), and to the users, `save`, " +
+			"`protected-mode` and `maxclients` (`managed_settings`), show up as a diff in the next plan, and apply " +
+			"restores them in place.\n\n" +
+			"A change of `data_dir`, `port`, `bind`, `server_binary` or `tls` replaces the master (destroy, then create, " +
+			"the destroy waiting for the old master's locks unless `keep_data_on_destroy`); the plan's checks know the " +
+			"port and data dir of the master being replaced. A data dir is one directory whatever its spelling (a " +
+			"symlink, `..`, a bind mount): another master's is refused at plan and at create.\n\n" +
 			"Import with the data directory: `terraform import redlock_master.m1 /var/lib/redlock/m1`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
