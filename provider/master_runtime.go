@@ -175,8 +175,11 @@ func updateMaster(ctx context.Context, state, plan *masterModel, repair local.Ma
 	plan.RunID = state.RunID
 	if obs.Live != nil {
 		plan.RunID = types.StringValue(obs.Live.RunID)
-		readManaged(ctx, to.Spec, plan, &diags)
-	} else if plan.ManagedSettings.IsUnknown() {
+		if !plan.ManagedSettings.IsNull() { // null: nothing recorded yet, the next refresh reads it
+			readManaged(ctx, to.Spec, plan, &diags)
+		}
+	}
+	if plan.ManagedSettings.IsUnknown() {
 		plan.ManagedSettings = state.ManagedSettings
 	}
 	return diags

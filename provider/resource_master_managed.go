@@ -114,6 +114,9 @@ func setAppliedManaged(ctx context.Context, p privateData, m local.Managed) diag
 func readManaged(ctx context.Context, spec master.Spec, m *masterModel, diags *diag.Diagnostics) {
 	live, err := local.ReadManaged(ctx, spec)
 	if err != nil {
+		if m.ManagedSettings.IsUnknown() {
+			m.ManagedSettings = types.MapNull(types.StringType) // a create or update stores no unknown
+		}
 		diags.AddWarning("Cannot read managed_settings",
 			fmt.Sprintf("redlock_master %q at %s: %v. Its users and settings could not be checked for drift.",
 				m.Name.ValueString(), spec.Addr(), err))
@@ -123,7 +126,8 @@ func readManaged(ctx context.Context, spec master.Spec, m *masterModel, diags *d
 }
 
 // planManaged proposes managed_settings: what the last apply left, when the plan changes no
-// user; unknown when it does (the apply reads the result) or when nothing was recorded. An
+// user; unknown when it does (the apply reads the result); what the state has when nothing
+// was recorded (a state from an older provider whose master could not be read yet). An
 // admin refused by the server makes the plan replace the master (nothing can be set back
 // over a connection the server refuses).
 func planManaged(ctx context.Context, private privateData, state, plan *masterModel, resp *resource.ModifyPlanResponse) {
@@ -137,11 +141,14 @@ func planManaged(ctx context.Context, private privateData, state, plan *masterMo
 		return
 	}
 	applied := appliedManaged(ctx, private)
-	if applied == nil || usersChange(state, plan) {
+	switch {
+	case usersChange(state, plan):
 		plan.ManagedSettings = types.MapUnknown(types.StringType)
-		return
+	case applied == nil:
+		plan.ManagedSettings = state.ManagedSettings
+	default:
+		plan.ManagedSettings = managedToModel(applied)
 	}
-	plan.ManagedSettings = managedToModel(applied)
 }
 
 // usersChange reports whether the plan changes (or cannot yet say whether it changes) a user
