@@ -23,7 +23,8 @@ import (
 func TestAccMaster_managedSettingsDrift(t *testing.T) {
 	m := newTestMaster(t)
 	port := closedPort(t)
-	config := masterConfig(m, fmt.Sprintf("  port = %d\n", port))
+	// With a monitoring user too: a repair redefines every user the master has.
+	config := masterConfig(m, fmt.Sprintf("  port = %d\n  monitor_password = \"monitor-password-0123456\"\n", port))
 	var lockUserRules string
 	settingPlanned := func(key string, want knownvalue.Check) resource.ConfigPlanChecks {
 		return resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
