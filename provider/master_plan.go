@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
+	"github.com/redlock-kit/redlock-kit/internal/master/local/dirid"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
 )
@@ -144,7 +146,12 @@ func (r *masterResource) ValidateConfig(ctx context.Context, req resource.Valida
 	}
 }
 
-// checkBind refuses a non-loopback address unless the operator allowed it, and warns then.
+// checkBind refuses an address the master should not or cannot listen on. A loopback
+// address is always fine. Any other address needs allow_non_loopback_bind = true (the
+// operator accepts that the master answers on the network), and must be an address of this
+// machine, or the wildcard: redis-server could not listen anywhere else. An address the
+// machine does not have passes only when the kernel was told to allow such binds (the sysctl
+// ip_nonlocal_bind = 1: set on purpose, for an address that arrives later), with a warning.
 func checkBind(bind string, allow, tlsOn types.Bool, diags *diag.Diagnostics) {
 	if isLoopback(bind) {
 		return
@@ -162,6 +169,17 @@ func checkBind(bind string, allow, tlsOn types.Bool, diags *diag.Diagnostics) {
 			fmt.Sprintf("bind = %q is reachable from the network, and the master speaks plain (unencrypted) Redis "+
 				"protocol. Use a loopback address (127.0.0.0/8), or set %s = true if you must.", bind, bindAllowAttribute))
 		return
+	}
+	nonlocal, err := local.BindAddress(bind)
+	switch {
+	case err != nil:
+		diags.AddAttributeError(path.Root("bind"), "Bind address not on this machine", fmt.Sprintf("bind = %q: %s.", bind, err))
+		return
+	case nonlocal:
+		diags.AddAttributeWarning(path.Root("bind"), "Bind address not on this machine",
+			fmt.Sprintf("bind = %q is not an address of this machine; the kernel allows listening on it "+
+				"(ip_nonlocal_bind = 1), so the master starts, but clients reach it only once the address is here. "+
+				"Such an address must never move to another master while locks this one granted are valid.", bind))
 	}
 	if tlsOn.ValueBool() {
 		return // passwords and locks cross the network encrypted
@@ -324,9 +342,21 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("status"))
 		}
 		warnLowerDelays(state, &plan, &resp.Diagnostics)
+		planManaged(ctx, req.Private, state, &plan, resp)
+		if replaces(state, &plan, resp.RequiresReplace) && known(plan.Name) && known(plan.DataDir) {
+			r.defaults.replacing.remember(plan.Name.ValueString(), plan.DataDir.ValueString(),
+				replacedMaster{Address: state.Address.ValueString(), DataDir: state.ID.ValueString()})
+			warnEmptyAtSameAddress(state, &plan, &resp.Diagnostics)
+		}
 	}
 	warnLongHold(ctx, state, &plan, &resp.Diagnostics)
-	checkFreeAtPlan(state, &plan, &resp.Diagnostics)
+	var replaced *replacedMaster
+	if state == nil && known(plan.Name) && known(plan.DataDir) {
+		if old, ok := r.defaults.replacing.replaced(plan.Name.ValueString(), plan.DataDir.ValueString()); ok {
+			replaced = &old
+		}
+	}
+	checkFreeAtPlan(state, replaced, &plan, &resp.Diagnostics)
 	var keyWO types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(tlsKeyPEMWOAttribute), &keyWO)...)
 	checkTLSPlan(&plan, keyWO, &resp.Diagnostics)
@@ -381,24 +411,66 @@ func warnLongHold(ctx context.Context, state, plan *masterModel, diags *diag.Dia
 }
 
 // checkFreeAtPlan refuses at plan what the create would fail on: a port something already
-// listens on, and a data dir another master's supervisor runs. Only for a new master, or
-// when the port, bind or data_dir changes (a replacement): on later plans the master's own
-// server holds its port and its own supervisor its dir. Two masters of one configuration
-// that share a data_dir cannot be seen here (each resource is planned on its own, and
-// neither runs yet): the create refuses the second one (see local.Start).
-func checkFreeAtPlan(state, plan *masterModel, diags *diag.Diagnostics) {
-	if known(plan.DataDir) && (state == nil || plan.DataDir.ValueString() != state.ID.ValueString()) {
-		addErrors(diags, local.CheckDataDirFree(plan.DataDir.ValueString()))
+// listens on, and a data dir another master's supervisor runs (by any spelling: dirid). What
+// the master itself holds is not refused: on a later plan (state) its own server holds its
+// port and its own supervisor its dir, and in the create half of its replacement (replaced)
+// the destroy frees them before the create runs. Two masters of one configuration that share
+// a data_dir are refused by the plan's claims (dataDirClaims), and again at create
+// (local.Start).
+func checkFreeAtPlan(state *masterModel, replaced *replacedMaster, plan *masterModel, diags *diag.Diagnostics) {
+	if known(plan.DataDir) {
+		dir := plan.DataDir.ValueString()
+		own := state != nil && dirid.Same(dir, state.ID.ValueString()) ||
+			replaced != nil && dirid.Same(dir, replaced.DataDir)
+		if !own {
+			addErrors(diags, local.CheckDataDirFree(dir))
+			addErrors(diags, local.CheckOrphanOwner(dir, plan.Name.ValueString()))
+		}
 	}
 	if !known(plan.Port) || !known(plan.Bind) || plan.Port.ValueInt64() == 0 {
 		return
 	}
 	bind, port := plan.Bind.ValueString(), plan.Port.ValueInt64()
-	if state != nil && (state.Address.ValueString() == hostPort(bind, port) ||
-		plan.Port.Equal(state.Port) && plan.Bind.Equal(state.Bind)) {
+	addr := hostPort(bind, port)
+	if state != nil && (state.Address.ValueString() == addr || plan.Port.Equal(state.Port) && plan.Bind.Equal(state.Bind)) {
 		return // where this master listens already
 	}
+	if replaced != nil && replaced.Address == addr {
+		return // where the master it replaces listens: the destroy frees it first
+	}
 	addErrors(diags, local.CheckPortFree(bind, int(port)))
+}
+
+// warnEmptyAtSameAddress warns when a replacement keeps the old data (keep_data_on_destroy,
+// so the destroy does not wait for the old master's locks) but starts the new master in
+// another data dir, empty, at the same address: locks the old one granted may then still be
+// valid on the other masters.
+func warnEmptyAtSameAddress(state, plan *masterModel, diags *diag.Diagnostics) {
+	if !state.KeepDataOnDestroy.ValueBool() || !known(plan.DataDir) || dirid.Same(plan.DataDir.ValueString(), state.ID.ValueString()) {
+		return
+	}
+	if known(plan.Address) && plan.Address.ValueString() != state.Address.ValueString() {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("data_dir"), "Replacement starts empty at the same address",
+		fmt.Sprintf("redlock_master %q is replaced with keep_data_on_destroy = true, so the destroy keeps %s and does not "+
+			"wait for the locks the old master granted; the new master starts in %s without them, at the same address. "+
+			"Locks granted up to restart_delay (%s) before the apply may still be valid on the other masters: set "+
+			"keep_data_on_destroy = false for this apply (the destroy then waits for them), or keep clients off the "+
+			"address for that long.", plan.Name.ValueString(), state.ID.ValueString(), plan.DataDir.ValueString(),
+			state.RestartDelay.ValueString()))
+}
+
+// replaces reports whether the plan replaces the master in state: a RequiresReplace that
+// ModifyPlan asked for (requested), or a change of an attribute whose schema requires one.
+func replaces(state, plan *masterModel, requested path.Paths) bool {
+	if len(requested) > 0 {
+		return true
+	}
+	changed := func(planned, prior attr.Value) bool {
+		return !planned.IsUnknown() && !planned.Equal(prior)
+	}
+	return changed(plan.DataDir, state.DataDir) || changed(plan.Port, state.Port) || changed(plan.TLS, state.TLS)
 }
 
 // randomSecret returns 32 bytes from the operating system's CSPRNG, hex-encoded.

@@ -97,6 +97,8 @@ func startMaster(ctx context.Context, m *masterModel) (diags diag.Diagnostics) {
 	m.Address = types.StringValue(hostPort(m.Bind.ValueString(), int64(started.Port)))
 	m.SupervisorPID = types.Int64Value(int64(started.SupervisorPID))
 	setLive(m, started.Live)
+	lm.Spec.Port = started.Port
+	readManaged(ctx, lm.Spec, m, &diags)
 	return diags
 }
 
@@ -120,6 +122,9 @@ func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.D
 		setLive(m, *obs.Live)
 	}
 	m.Status = types.StringValue(obs.Status)
+	if obs.Status == local.StatusRunning {
+		readManaged(ctx, lm.Spec, m, &diags)
+	}
 	m.PID = types.Int64Value(int64(obs.Processes.Redis))
 	m.SupervisorPID = types.Int64Value(int64(obs.Processes.Supervisor))
 	if delay, err := validate.ParseDuration(m.RestartDelay.ValueString()); err == nil {
@@ -148,13 +153,15 @@ func setLive(m *masterModel, live local.Live) {
 	}
 }
 
-// updateMaster applies the plan to the master in state in place (see local.Update).
-func updateMaster(ctx context.Context, state, plan *masterModel) diag.Diagnostics {
+// updateMaster applies the plan to the master in state in place (see local.Update), and
+// sets back the managed_settings that drifted from repair (nil: none did).
+func updateMaster(ctx context.Context, state, plan *masterModel, repair local.Managed) diag.Diagnostics {
 	from, diags := localMaster(ctx, state, listenPort(state))
 	to, d := localMaster(ctx, plan, listenPort(state))
 	if diags.Append(d...); diags.HasError() {
 		return diags
 	}
+	to.RepairManaged = repair
 	plan.Address = state.Address
 	obs, warnings, err := local.Update(ctx, from, to)
 	addWarnings(&diags, warnings)
@@ -168,6 +175,12 @@ func updateMaster(ctx context.Context, state, plan *masterModel) diag.Diagnostic
 	plan.RunID = state.RunID
 	if obs.Live != nil {
 		plan.RunID = types.StringValue(obs.Live.RunID)
+		if !plan.ManagedSettings.IsNull() { // null: nothing recorded yet, the next refresh reads it
+			readManaged(ctx, to.Spec, plan, &diags)
+		}
+	}
+	if plan.ManagedSettings.IsUnknown() {
+		plan.ManagedSettings = state.ManagedSettings
 	}
 	return diags
 }
@@ -216,10 +229,11 @@ func loadMasterModel(dir string) (masterModel, error) {
 		MonitorPasswordWO: types.StringNull(), TLSKeyPEMWO: types.StringNull(), LockUserPasswordsWO: types.MapNull(types.StringType),
 		KeepDataOnDestroy: types.BoolValue(l.Master.KeepDataOnDestroy),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
-			"create": types.StringType, "delete": types.StringType})},
+			"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
 		Address: types.StringValue(l.Addr), ConfigFile: types.StringValue(filepath.Join(dir, local.RedisConfFileName)),
 		PID: types.Int64Value(0), SupervisorPID: types.Int64Value(0), RunID: types.StringValue(""),
 		RestartDelayMS: types.Int64Value(delay.Milliseconds()), MaxLockTTLMS: types.Int64Value(ttl.Milliseconds()), Status: types.StringValue(""),
+		ManagedSettings: types.MapNull(types.StringType),
 	}
 	setTLSModel(&m, s.TLS)
 	return m, nil

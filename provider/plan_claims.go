@@ -1,8 +1,9 @@
 package provider
 
 import (
-	"path/filepath"
 	"sync"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/local/dirid"
 )
 
 // dataDirClaims remembers, for one provider process, which master each data_dir was
@@ -11,18 +12,18 @@ import (
 // before either touches the disk.
 type dataDirClaims struct {
 	mu    sync.Mutex
-	byDir map[string]string // absolute data_dir -> master name
+	byDir map[string]string // dirid.Key of the data_dir -> master name
 }
 
 // claim records dir for the master called name and returns the name of another master
 // already planned with it ("" when none). Planning the same master again is no conflict.
+// The claim is on the directory, not its spelling: a symlink to another master's dir, or a
+// path under a symlink to its parent, is that dir (dirid.Key).
 func (c *dataDirClaims) claim(dir, name string) string {
 	if c == nil {
 		return ""
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
+	dir = dirid.Key(dir)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byDir == nil {

@@ -38,8 +38,9 @@ func New(version string) func() provider.Provider {
 }
 
 type redlockProvider struct {
-	version string
-	claims  dataDirClaims // data dirs planned in this provider process
+	version   string
+	claims    dataDirClaims   // data dirs planned in this provider process
+	replacing replacedMasters // masters the plans of this provider process replace
 	// bind replaces DefaultBind when set: the tests give each test process a loopback
 	// address of its own, so that processes running side by side never share ports.
 	bind string
@@ -55,7 +56,8 @@ type providerModel struct {
 type providerDefaults struct {
 	ServerBinary string
 	Bind         string
-	claims       *dataDirClaims // shared by every resource of this provider process
+	claims       *dataDirClaims   // shared by every resource of this provider process
+	replacing    *replacedMasters // likewise
 }
 
 func builtinDefaults() providerDefaults {
@@ -97,7 +99,7 @@ func (p *redlockProvider) Configure(ctx context.Context, req provider.ConfigureR
 		return
 	}
 	d := builtinDefaults()
-	d.claims = &p.claims
+	d.claims, d.replacing = &p.claims, &p.replacing
 	if p.bind != "" {
 		d.Bind = p.bind
 	}

@@ -35,6 +35,7 @@ var (
 // Defaults of redlock_master. The restart delay and drift margin derive from max_lock_ttl.
 const (
 	defaultCreateTimeout  = 5 * time.Minute
+	defaultUpdateTimeout  = 5 * time.Minute
 	defaultDeleteTimeout  = 10 * time.Minute
 	bindAllowAttribute    = "allow_non_loopback_bind"
 	fsyncAllowAttribute   = "allow_unsafe_appendfsync"
@@ -93,6 +94,7 @@ type masterModel struct {
 	RestartDelayMS         types.Int64          `tfsdk:"restart_delay_ms"`
 	MaxLockTTLMS           types.Int64          `tfsdk:"max_lock_ttl_ms"`
 	Status                 types.String         `tfsdk:"status"`
+	ManagedSettings        types.Map            `tfsdk:"managed_settings"` // resource_master_managed.go
 	// TLS (resource_master_tls.go).
 	TLS          types.Bool   `tfsdk:"tls"`
 	TLSCertPEM   types.String `tfsdk:"tls_cert_pem"`
@@ -159,6 +161,9 @@ func (r *masterResource) Create(ctx context.Context, req resource.CreateRequest,
 	}
 	applyMaster(ctx, "create", "starting the master", "master running", &m, wo,
 		func() diag.Diagnostics { return startMaster(ctx, &m) }, &resp.State, &resp.Diagnostics)
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(setAppliedManaged(ctx, resp.Private, managedFromModel(m.ManagedSettings))...)
+	}
 }
 
 // applyMaster ends a Create or an Update the one way both end: change starts or updates the
@@ -194,6 +199,10 @@ func (r *masterResource) Read(ctx context.Context, req resource.ReadRequest, res
 		return
 	}
 	tflog.Info(ctx, "redlock_master read", masterLogFields(&m))
+	if appliedManaged(ctx, req.Private) == nil {
+		// A state from an older provider, or an import: what runs now is what was applied.
+		resp.Diagnostics.Append(setAppliedManaged(ctx, resp.Private, managedFromModel(m.ManagedSettings))...)
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -206,6 +215,12 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, d := plan.Timeouts.Update(ctx, defaultUpdateTimeout)
+	if resp.Diagnostics.Append(d...); resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	r.fillDefaults(&plan)
 	if plan.LockPassword.IsUnknown() {
 		plan.LockPassword = types.StringValue(randomSecret()) // back from lock_users to one lock user
@@ -218,8 +233,12 @@ func (r *masterResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	updateWriteOnly(wo, &state, &plan)
+	repair := managedRepair(ctx, req.Private, &state)
 	applyMaster(ctx, "update", "applying changes in place", "done", &plan, wo,
-		func() diag.Diagnostics { return updateMaster(ctx, &state, &plan) }, &resp.State, &resp.Diagnostics)
+		func() diag.Diagnostics { return updateMaster(ctx, &state, &plan, repair) }, &resp.State, &resp.Diagnostics)
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(setAppliedManaged(ctx, resp.Private, managedFromModel(plan.ManagedSettings))...)
+	}
 }
 
 // Delete stops the master cleanly and leaves nothing running.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -54,8 +53,13 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"the master was seen alive, so that every lock it granted has expired on the other masters before it " +
 			"rejoins, then restarts it and runs the hooks. A clean stop needs no delay.\n\n" +
 			"Changes to the safety settings made behind Terraform's back (`CONFIG SET appendonly`, `appendfsync`, " +
-			"`no-appendfsync-on-rewrite`, `maxmemory`, `maxmemory-policy`, `REPLICAOF`) show up as a diff in the next " +
-			"plan, and apply restores them in place.\n\n" +
+			"`no-appendfsync-on-rewrite`, `maxmemory`, `maxmemory-policy`, `REPLICAOF`), and to the users, `save`, " +
+			"`protected-mode` and `maxclients` (`managed_settings`), show up as a diff in the next plan, and apply " +
+			"restores them in place.\n\n" +
+			"A change of `data_dir`, `port`, `bind`, `server_binary` or `tls` replaces the master (destroy, then create, " +
+			"the destroy waiting for the old master's locks unless `keep_data_on_destroy`); the plan's checks know the " +
+			"port and data dir of the master being replaced. A data dir is one directory whatever its spelling (a " +
+			"symlink, `..`, a bind mount): another master's is refused at plan and at create.\n\n" +
 			"Import with the data directory: `terraform import redlock_master.m1 /var/lib/redlock/m1`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -70,12 +74,18 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"bind": schema.StringAttribute{
 				Optional: true, Computed: true,
 				MarkdownDescription: "IP address the master listens on. Default: the provider's `bind`, else `127.0.0.1`. " +
-					"Non-loopback addresses are refused unless `allow_non_loopback_bind = true`. Changing it replaces the master.",
+					"Non-loopback addresses are refused unless `allow_non_loopback_bind = true`, and must be addresses of " +
+					"this machine (or `0.0.0.0`/`::`): plan refuses any other, naming the machine's addresses. Changing it " +
+					"replaces the master.",
 			},
 			"allow_non_loopback_bind": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-				MarkdownDescription: "Allow `bind` outside 127.0.0.0/8 and ::1. The master then answers on the network " +
-					"(password-protected, but without TLS): plan shows a warning. Default `false`.",
+				MarkdownDescription: "Allow `bind` outside 127.0.0.0/8 and ::1: you accept that the master answers on the " +
+					"network (password-protected; without `tls` plan warns that passwords cross it in clear text). The " +
+					"address must still be one of this machine's, or the wildcard: plan refuses an address the machine does " +
+					"not have, since the master could not listen there. An address that comes to this machine later on " +
+					"purpose passes, with a warning, only when the kernel allows listening on it (sysctl " +
+					"`net.ipv4.ip_nonlocal_bind = 1`, or `net.ipv6.ip_nonlocal_bind`). Default `false`.",
 			},
 			"port": schema.Int64Attribute{
 				Optional: true, Computed: true,
@@ -248,10 +258,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"timeout, terraform killed) the directory stays with that file, and a warning says until when. " +
 					"With `true` a replacement on the same `data_dir` replays the AOF and needs no wait.",
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true,
-				CreateDescription: "How long create may take (default `5m`), including waiting out `restart_delay` when the data dir shows an unclean stop.",
-				DeleteDescription: "How long destroy may take (default `10m`), including the clean stop and the wait for the master's locks to expire (see `keep_data_on_destroy`).",
-			}),
+			"timeouts": masterTimeoutsAttribute(ctx),
 			"address": schema.StringAttribute{
 				Computed: true, PlanModifiers: keepString,
 				MarkdownDescription: "`host:port` clients connect to.",
@@ -297,6 +304,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 		},
 	}
 	resp.Schema.Attributes[lockUserPasswordsWOAttribute] = lockUserPasswordsWOSchema()
+	resp.Schema.Attributes[managedAttribute] = managedSettingsAttribute()
 	for name, a := range writeOnlyAttributes(passwordValidators) {
 		resp.Schema.Attributes[name] = a
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/local/dirid"
 	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
 )
 
@@ -19,20 +20,21 @@ import (
 
 var claims = struct {
 	sync.Mutex
-	byDir map[string]string // clean data dir -> name of the master being created there
+	byDir map[string]string // dirid.Key of the data dir -> name of the master being created there
 }{byDir: map[string]string{}}
 
 // claimDataDir reserves dir for the master name while it is created by this process. The
-// error names the master that holds the claim; release ends the claim.
+// error names the master that holds the claim; release ends the claim. The claim is on the
+// directory, not its spelling (dirid.Key): a symlink to a dir being created is that dir.
 func claimDataDir(dir, name string) (release func(), err error) {
-	key := filepath.Clean(dir)
+	key := dirid.Key(dir)
 	claims.Lock()
 	defer claims.Unlock()
 	if other, ok := claims.byDir[key]; ok {
 		return nil, fieldError("data_dir", "Two masters share a data_dir",
-			fmt.Sprintf("data_dir %s is also the data_dir of master %q, created in the same apply: two masters cannot "+
-				"share a data dir (they would overwrite each other's redis.conf and AOF). Give master %q its own "+
-				"data_dir.", key, other, name))
+			fmt.Sprintf("data_dir %s is also the data_dir of master %q (by this or another spelling), created in the "+
+				"same apply: two masters cannot share a data dir (they would overwrite each other's redis.conf and AOF). "+
+				"Give master %q its own data_dir.", filepath.Clean(dir), other, name))
 	}
 	claims.byDir[key] = name
 	return func() {
@@ -65,6 +67,30 @@ func CheckDataDirFree(dir string) error {
 		fmt.Sprintf("data_dir %s is run by the supervisor (pid %d) of %s: two masters cannot share a data dir. Choose "+
 			"another data_dir, or bring that master under Terraform with `terraform import <address> %s`.",
 			dir, st.SupervisorPID, who, dir))
+}
+
+// CheckOrphanOwner refuses, for the master name, a data dir where another master's
+// redis-server still serves without its supervisor (its record names that master): Start
+// would stop it and take the dir over, though that master's own state still plans to replace
+// it there (and its destroy would remove the dir). A dir of the same master, or one whose
+// record names none, passes: a master created again where its supervisor died takes its own
+// dir back. name "" (not known yet) passes.
+func CheckOrphanOwner(dir, name string) error {
+	if name == "" {
+		return nil
+	}
+	st, err := supervisor.Inspect(dir)
+	if err != nil || st.SupervisorAlive || !st.RedisAlive {
+		return nil
+	}
+	r, err := readRecord(dir)
+	if err != nil || r.Name == "" || r.Name == name {
+		return nil
+	}
+	return fieldError("data_dir", "data_dir is in use",
+		fmt.Sprintf("data_dir %s: redis-server (pid %d) of master %q still serves there without its supervisor. Two masters "+
+			"cannot share a data dir: choose another data_dir for master %q, or apply master %q's configuration first (its "+
+			"plan replaces the unsupervised server) or destroy it.", dir, st.RedisPID, r.Name, name, r.Name))
 }
 
 // CheckPortFree refuses a port something already listens on at bind (it tries to listen

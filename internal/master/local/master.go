@@ -39,6 +39,10 @@ type Master struct {
 	Written Written
 	// KeepDataOnDestroy keeps the data dir (and so the AOF) when Destroy stops the master.
 	KeepDataOnDestroy bool
+	// RepairManaged, when set, is the Managed the last apply left: Update sets the running
+	// master back to it (users from scratch, users it does not define removed, the settings).
+	// Nil: Update changes only what differs between its two Masters.
+	RepairManaged Managed
 }
 
 // Written is the timing settings as the configuration wrote them.

@@ -42,6 +42,9 @@ func Start(ctx context.Context, m Master, supervisorExe string) (started Started
 		return started, nil, err
 	}
 	defer release()
+	if err := CheckOrphanOwner(dir, s.Name); err != nil {
+		return started, nil, err
+	}
 	if err := takeOverDataDir(ctx, dir); err != nil {
 		return started, nil, err
 	}

@@ -134,7 +134,13 @@ func applyRuntime(ctx context.Context, from, to Master, trust *tls.Config) error
 	if err := updateLockUsers(ctx, c, from.Spec.Users(), to.Spec.Users()); err != nil {
 		return err
 	}
-	return updateMonitorUser(ctx, c, from.Spec, to.Spec)
+	if err := updateMonitorUser(ctx, c, from.Spec, to.Spec); err != nil {
+		return err
+	}
+	if to.RepairManaged != nil {
+		return repairManaged(ctx, c, to.Spec, from.Spec.AdminPassword, to.RepairManaged)
+	}
+	return nil
 }
 
 // updateMonitorUser defines the monitoring user from scratch when it is new or changed, and

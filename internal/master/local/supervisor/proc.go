@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/local/dirid"
 )
 
 // Pids recorded in files can be recycled by the kernel for unrelated processes. Before this
@@ -51,16 +53,16 @@ func procState(pid int) byte {
 }
 
 // isSupervisorProcess reports whether pid is a live supervisor for dataDir: its command line
-// is "<exe> supervise <dataDir>".
+// is "<exe> supervise <dir>" where dir is dataDir by any spelling (a symlink, a bind mount:
+// dirid.Same), so that a second spelling never hides a running master.
 func isSupervisorProcess(pid int, dataDir string) bool {
 	if !processAlive(pid) {
 		return false
 	}
 	raw := readCmdline(pid)
 	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-	want := filepath.Clean(dataDir)
 	for i := 1; i+1 < len(args); i++ {
-		if args[i] == "supervise" && filepath.Clean(args[i+1]) == want {
+		if args[i] == "supervise" && dirid.Same(args[i+1], dataDir) {
 			return true
 		}
 	}
@@ -111,15 +113,7 @@ func isRedisProcess(pid int, c Config) bool {
 	return strings.TrimSpace(string(comm)) == name
 }
 
-func samePath(a, b string) bool {
-	if ra, err := filepath.EvalSymlinks(a); err == nil {
-		a = ra
-	}
-	if rb, err := filepath.EvalSymlinks(b); err == nil {
-		b = rb
-	}
-	return filepath.Clean(a) == filepath.Clean(b)
-}
+func samePath(a, b string) bool { return dirid.Same(a, b) }
 
 // Live is the recorded State of a data dir together with what /proc says actually runs:
 // recorded pids go stale when a process dies without its supervisor noticing (the
