@@ -17,4 +17,6 @@ module "cluster" {
   server_binary  = var.server_binary
   lock_users     = var.lock_users
   tls            = var.tls
+
+  catalogue_spare = var.catalogue_spare
 }

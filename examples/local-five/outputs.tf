@@ -52,3 +52,5 @@ output "monitor_password" {
   value     = module.cluster.monitor_password
   sensitive = true
 }
+
+output "catalogue_spare" { value = module.cluster.catalogue_spare }

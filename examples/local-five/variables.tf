@@ -57,3 +57,9 @@ variable "tls" {
   type        = bool
   default     = false
 }
+
+variable "catalogue_spare" {
+  description = "Also start one spare server outside the deployment, for the unsafe-deployment catalogue's balancer case (output catalogue_spare feeds validation.CatalogueOptions.Spare). For a test deployment of its own only: the catalogue changes users and settings."
+  type        = bool
+  default     = false
+}
