@@ -164,8 +164,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("supervisor config: data_dir %q is relative: use an absolute path", c.DataDir)
 	case c.AdminPassword == "":
 		return errors.New("supervisor config: admin_password is empty: the health check needs the admin password")
-	case c.RestartDelay < 0:
-		return fmt.Errorf("supervisor config: %s %d is negative: use max lock TTL + drift margin", hold.SettingRestartDelayMS, c.RestartDelay.Milliseconds())
+	case c.RestartDelay <= 0 || c.RestartDelay > hold.MaxRestartDelay:
+		return fmt.Errorf("supervisor config: %s %d is missing or not in 1..%d: use max lock TTL + drift margin in whole milliseconds, e.g. 31000",
+			hold.SettingRestartDelayMS, c.RestartDelay.Milliseconds(), hold.MaxRestartDelay.Milliseconds())
 	}
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		return fmt.Errorf("supervisor config: addr %q is not host:port: set it to the address redis-server listens on", c.Addr)

@@ -134,7 +134,13 @@ type supervisor struct {
 func (s *supervisor) run() int {
 	prev, err := ReadState(s.dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.log.Warn("previous state unreadable", "err", err)
+		// The state is the hold record and the floor (the delay earlier runs granted locks
+		// under): unreadable, no hold can be computed. It is left as it is (replaced, it would
+		// forget that delay), and the master stays down.
+		s.log.Error("supervisor exiting: the master stays down", "err", fmt.Sprintf("%v: the delay earlier runs granted "+
+			"locks under is unknown; once the largest restart delay this master ever ran with has passed since it last "+
+			"served, remove %s", err, filepath.Join(s.dir, StateFileName)))
+		return ExitFailed
 	}
 	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts,
 		HoldFloor: prev.HoldFloor, Crashes: prev.Crashes, LastExit: prev.LastExit}
