@@ -97,12 +97,6 @@ hold_from_now() {
 # in_bounds UNTIL NOW: no later than NOW + the largest delay (read_floor first).
 in_bounds() { le "$1" $(($2 + $(largest_delay))); }
 
-# effective_delay_ms: the delay a hold that starts now uses (after the floor).
-effective_delay_ms() {
-	now=$(now_ms) || return 1
-	echo $(($(hold_from_now "$now" "$(boot_id)" || bad_floor) - now))
-}
-
 hook_env() {
 	export REDLOCK_EVENT="$1" REDLOCK_MASTER_NAME="$NAME" REDLOCK_MASTER_ADDR="$ADDR" \
 		REDLOCK_DATA_DIR="$DATA_DIR" REDLOCK_RESTART_DELAY_MS="$RESTART_DELAY_MS" \
@@ -350,9 +344,11 @@ seed_mark() {
 	fi
 }
 
-# publish: the deployment record a validator reads: the delay the hold uses, this runtime.
+# publish: the deployment record a validator reads: the delay a lock granted from now on is
+# held for, and this runtime. A floor still in effect (a lowered delay) holds longer, but it
+# lapses with nothing here to republish then: the record never says more than is held.
 publish() {
-	delay_ms=$(effective_delay_ms) || return 1
+	delay_ms=$RESTART_DELAY_MS
 	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"

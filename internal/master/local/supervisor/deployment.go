@@ -9,13 +9,15 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
-// effectiveDelay is the hold a crash at this moment would get: the configured delay, or
-// more while the floor (locks granted under a larger delay) still reaches further.
-func effectiveDelay(st State, configured time.Duration) time.Duration {
-	if st.LastAlive.IsZero() {
-		return configured
-	}
-	return max(configured, st.HoldFloor.Sub(st.LastAlive))
+// heldFromNow is the hold a crash from now until the next health-check tick would at least
+// get: the configured delay, or while the floor (locks granted under a larger delay) still
+// reaches further, what is left of it, in whole seconds rounded down. The supervisor
+// republishes it at every tick where it changed: the record never claims more than a crash
+// would be held, changes at most once a second while a floor lapses, and says the
+// configured delay as soon as the floor has lapsed.
+func heldFromNow(st State, configured time.Duration, now time.Time) time.Duration {
+	left := st.HoldFloor.Sub(now.Add(pingInterval)).Truncate(time.Second)
+	return max(configured, left)
 }
 
 // publishDeployment writes the deployment record (hold.DeploymentKey) as the admin: the

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,4 +63,16 @@ func TestDeploymentRecordPublished(t *testing.T) {
 	if err != nil || got == "500" {
 		t.Fatalf("after lowering the delay to 500ms: %s=%q (%v), want the floor (about 2000), not 500", hold.FieldRestartDelayMS, got, err)
 	}
+	// The floor lapses about 2s after the reload: from then a crash is held 500ms, and the
+	// record says so at once (not at the next start). Until then it never says more than a
+	// crash would be held.
+	waitFor(t, "the lapsed floor republished as the configured delay", func() bool {
+		st := m.state()
+		got, err := m.admin().HGet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS).Result()
+		ms, _ := strconv.ParseInt(got, 10, 64)
+		if held := time.Until(st.HoldFloor); err == nil && ms > 500 && time.Duration(ms)*time.Millisecond > held+stateInterval+pingInterval {
+			t.Fatalf("%s=%s while a crash now would be held about %v", hold.FieldRestartDelayMS, got, max(held, 500*time.Millisecond))
+		}
+		return err == nil && got == "500"
+	})
 }

@@ -415,6 +415,18 @@ func (s *supervisor) serve(restart bool) serveResult {
 	var killTimer <-chan time.Time
 	stopping, killed, unresponsive := false, false, false
 	lastWrite := time.Now()
+	var published time.Duration // the restart delay last published (0: not yet)
+	publish := func() {
+		d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
+		if d == published {
+			return
+		}
+		if err := publishDeployment(s.cfg, d); err != nil {
+			s.log.Error("cannot publish the restart delay", "redis_pid", pid, "err", err)
+			return
+		}
+		published = d
+	}
 	for {
 		select {
 		case ex := <-exited:
@@ -500,11 +512,10 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 			s.writeState()
 			lastWrite = time.Now()
-			if s.st.Status == StatusRunning && s.cfg.RestartDelay != old.RestartDelay {
+			if s.st.Status == StatusRunning {
 				// A validator must see the delay now in force, not the one of the start.
-				if err := publishDeployment(s.cfg, effectiveDelay(s.st, s.cfg.RestartDelay)); err != nil {
-					s.log.Error("cannot publish the reloaded restart delay", "redis_pid", pid, "err", err)
-				}
+				published = 0
+				publish()
 			}
 		case <-ticker.C:
 			// Alive is what /proc says, not what PING says: a master that answers slower than
@@ -531,7 +542,10 @@ func (s *supervisor) serve(restart bool) serveResult {
 				// create fails with it at its timeout).
 				err := loadFunctions(s.cfg)
 				if err == nil {
-					err = publishDeployment(s.cfg, effectiveDelay(s.st, s.cfg.RestartDelay))
+					d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
+					if err = publishDeployment(s.cfg, d); err == nil {
+						published = d
+					}
 				}
 				if err != nil {
 					if msg := err.Error(); msg != s.st.LastError {
@@ -557,6 +571,10 @@ func (s *supervisor) serve(restart bool) serveResult {
 					go func() { defer hookWG.Done(); run(hookCtx) }()
 				}
 				continue
+			}
+			if s.st.Status == StatusRunning {
+				// While a floor lapses, and at once when it has: what a crash is held now.
+				publish()
 			}
 			if time.Since(lastWrite) >= stateInterval {
 				s.writeState()
