@@ -81,6 +81,10 @@ func TestFunctionsStep(t *testing.T) {
 		t.Fatalf("after the step: %s = %v (%v), want %s=1000 %s=%s", hold.DeploymentKey, got, err,
 			hold.FieldRestartDelayMS, hold.FieldRuntime, hold.RuntimeHost)
 	}
+	info, _ := m.Admin().InfoMap(ctx, "server").Result()
+	if runID := info["Server"]["run_id"]; runID == "" || got[hold.FieldRunID] != runID {
+		t.Fatalf("after the step: %s=%q, want this server's run_id %q", hold.FieldRunID, got[hold.FieldRunID], runID)
+	}
 	// A floor still in effect (locks granted under a larger delay before a restart) is not
 	// published: the gate cannot republish when it lapses, so the record says what a lock
 	// granted from now on is held for, never more (a stale 60000 let clients keep a 59 s TTL).

@@ -349,7 +349,9 @@ seed_mark() {
 # lapses with nothing here to republish then: the record never says more than is held.
 publish() {
 	delay_ms=$RESTART_DELAY_MS
-	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
+	# The run_id of the server the unit started: the record vouches for that run only.
+	id=$(cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p')
+	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate run_id "${id:-?}" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1

@@ -283,6 +283,14 @@ func UnsafeCatalogue() []UnsafeCase {
 				}
 				return undo, env.each(ctx, "HSET", audit.DeploymentKey, audit.DeploymentRestartDelayField, strconv.FormatInt(env.Config.MaxLockTTL.Milliseconds(), 10))
 			}},
+		{Name: "the deployment record vouches for another run of the server (started outside its runtime)", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				undo, err := saveDeployment(ctx, env)
+				if err != nil {
+					return nil, err
+				}
+				return undo, env.each(ctx, "HSET", audit.DeploymentKey, audit.DeploymentRunIDField, strings.Repeat("0", 40))
+			}},
 		{Name: "agent.json's restart_delay disagrees with the masters'", Want: VerdictUnsafe,
 			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
 				env.Config.RestartDelay.Duration = 3 * env.Config.MaxLockTTL.Duration

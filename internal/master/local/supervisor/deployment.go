@@ -21,15 +21,24 @@ func heldFromNow(st State, configured time.Duration, now time.Time) time.Duratio
 }
 
 // publishDeployment writes the deployment record (hold.DeploymentKey) as the admin: the
-// restart delay the hold uses, in whole milliseconds rounded up, and this runtime's name.
-func publishDeployment(c Config, delay time.Duration) error {
+// restart delay the hold uses, in whole milliseconds rounded up, this runtime's name, and the
+// run_id of the server it runs (read through the same connection).
+func publishDeployment(c Config, delay time.Duration, drift string) error {
 	client := adminClient(c)
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
 	defer cancel()
 	ms := (delay + time.Millisecond - 1) / time.Millisecond
-	err := client.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
-		hold.FieldRuntime, hold.RuntimeLocal).Err()
+	info, err := client.InfoMap(ctx, "server").Result()
+	runID := info["Server"]["run_id"]
+	if err == nil && runID == "" {
+		err = fmt.Errorf("INFO server has no run_id")
+	}
+	if err != nil {
+		return fmt.Errorf("INFO server (the run_id %s vouches for): %w", hold.DeploymentKey, err)
+	}
+	err = client.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
+		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, runID, hold.FieldConfigDrift, drift).Err()
 	if err != nil {
 		return fmt.Errorf("HSET %s (the restart delay a validator reads): %w", hold.DeploymentKey, err)
 	}

@@ -49,7 +49,10 @@
 //   - A record that cannot be written before a start or a hold, or a clean marker that
 //     cannot be removed, ends the supervisor with the master down (ExitFailed, last_error).
 //   - After every start it writes, as the admin, the hash redlock-kit:deployment
-//     (restart_delay_ms after the floor, runtime local-supervisor) for validators.
+//     (restart_delay_ms: what a crash would be held, republished as a floor lapses;
+//     runtime local-supervisor; run_id: the server run it started; config_drift: how
+//     redis.conf on disk differs from Config.ConfigSHA256, checked every second) for
+//     validators.
 //   - A paused master (SIGSTOP) is "not seen alive" (its LastAlive freezes) but is not a
 //     crash: nothing happens until the process actually exits.
 //   - The supervisor, redis-server and the hooks run with a minimal environment (PATH, HOME,

@@ -416,16 +416,22 @@ func (s *supervisor) serve(restart bool) serveResult {
 	stopping, killed, unresponsive := false, false, false
 	lastWrite := time.Now()
 	var published time.Duration // the restart delay last published (0: not yet)
+	// The config file as it was when it matched the rendered one, and its drift since.
+	drift, rendered := configDrift(s.cfg, nil)
+	publishedDrift := drift
 	publish := func() {
 		d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
-		if d == published {
+		if d == published && drift == publishedDrift {
 			return
 		}
-		if err := publishDeployment(s.cfg, d); err != nil {
+		if err := publishDeployment(s.cfg, d, drift); err != nil {
 			s.log.Error("cannot publish the restart delay", "redis_pid", pid, "err", err)
 			return
 		}
-		published = d
+		if drift != publishedDrift && drift != "" {
+			s.log.Error("the config file on disk is not the one rendered: published in the deployment record", "drift", drift)
+		}
+		published, publishedDrift = d, drift
 	}
 	for {
 		select {
@@ -512,6 +518,10 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 			s.writeState()
 			lastWrite = time.Now()
+			var now []byte
+			if drift, now = configDrift(s.cfg, rendered); drift == "" && now != nil {
+				rendered = now
+			}
 			if s.st.Status == StatusRunning {
 				// A validator must see the delay now in force, not the one of the start.
 				published = 0
@@ -543,8 +553,8 @@ func (s *supervisor) serve(restart bool) serveResult {
 				err := loadFunctions(s.cfg)
 				if err == nil {
 					d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
-					if err = publishDeployment(s.cfg, d); err == nil {
-						published = d
+					if err = publishDeployment(s.cfg, d, drift); err == nil {
+						published, publishedDrift = d, drift
 					}
 				}
 				if err != nil {
@@ -577,6 +587,11 @@ func (s *supervisor) serve(restart bool) serveResult {
 				publish()
 			}
 			if time.Since(lastWrite) >= stateInterval {
+				// The config on disk, once a second: a hand edit is published at once.
+				var now []byte
+				if drift, now = configDrift(s.cfg, rendered); drift == "" && now != nil {
+					rendered = now
+				}
 				s.writeState()
 				lastWrite = time.Now()
 			}
