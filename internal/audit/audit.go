@@ -147,6 +147,9 @@ type Master struct {
 	PublishedRestartDelay time.Duration `json:"-"`
 	Runtime               string        `json:"runtime,omitempty"`
 	DeploymentError       string        `json:"deployment_error,omitempty"`
+	// DatasetReplaced says why the master's dataset may have been replaced since it
+	// started (continuity.go): replication, a restore, a flush.
+	DatasetReplaced []string `json:"dataset_replaced,omitempty"`
 	// FenceSeed is the master's record of whether its fence registers are seeded
 	// (FenceSeedKey); its zero value: no record.
 	FenceSeed FenceSeed `json:"fence_seed"`
@@ -172,6 +175,7 @@ type Master struct {
 	infoRead, configRead, clockRead bool
 	busyRead, usersRead             bool
 	deploymentRead                  bool
+	continuityRead                  bool
 	// commands is the server's command table (read by checkUsers); stateCalls counts how
 	// often each state-changing command has run since the server started (INFO
 	// commandstats), so that two audits can tell a change made and undone in between.
@@ -469,6 +473,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	m.checkAnonymous(ctx, t, c)
 	m.checkIdentity(ctx, t)
 	m.readDeployment(ctx, c, t)
+	m.readContinuity(ctx, c, t)
 	m.readFenceSeed(ctx, c, t)
 	m.checkUsers(ctx, c, t)
 	m.checkTenants(ctx, c, t)

@@ -2,8 +2,10 @@ package audit_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
@@ -47,6 +49,60 @@ func TestDeploymentRecordBinding(t *testing.T) {
 				if !strings.Contains(all, w) {
 					t.Errorf("problems %q lack %q", all, w)
 				}
+			}
+		})
+	}
+}
+
+// TestDatasetReplacedWhileServing: a master whose dataset was replaced while it served (it
+// replicated another master and was promoted back; a FLUSHALL) is UNSAFE, naming how; a
+// fresh cluster is the negative control (TestDeploymentRecordBinding's first audit).
+func TestDatasetReplacedWhileServing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replace func(t *testing.T, c *redistest.Cluster)
+		want    string
+	}{
+		{"replicated another master, then REPLICAOF NO ONE", func(t *testing.T, c *redistest.Cluster) {
+			r, p := c.Masters[1].Admin(), c.Masters[0]
+			if err := r.ConfigSet(t.Context(), "masterauth", redistest.AdminPassword).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.ReplicaOf(t.Context(), p.Host, fmt.Sprint(p.Port)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the sync: the dataset is the other master's once the link is up.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				info, _ := r.Info(t.Context(), "replication").Result()
+				if strings.Contains(info, "master_link_status:up") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the replica never synced:\n%s", info)
+				}
+			}
+			if err := r.ReplicaOf(t.Context(), "NO", "ONE").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "was a replica since it started"},
+		{"FLUSHALL", func(t *testing.T, c *redistest.Cluster) {
+			if err := c.Masters[1].Admin().FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "FLUSHALL ran 1 time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := startKit(t, redistest.Options{Masters: 3})
+			tc.replace(t, c)
+			// What the runtime published stays (a replica's dataset lost it: written back).
+			if err := c.PublishDeployment(testRestartDelay); err != nil {
+				t.Fatal(err)
+			}
+			rep := run(t, target(c))
+			all := strings.Join(rep.Problems, "\n")
+			if rep.Safe || !strings.Contains(all, tc.want) || !strings.Contains(all, c.Masters[1].Addr) {
+				t.Fatalf("safe %v, problems %q; want one naming %s and %q", rep.Safe, all, c.Masters[1].Addr, tc.want)
 			}
 		})
 	}

@@ -208,6 +208,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 				warn("Master %s's runtime (%s) holds it down for %v after a crash, more than the configuration's %v: a lowered restart_delay whose earlier locks have not expired yet (it drops to %v when they have), or a stale agent.json.", ep, m.Runtime, m.PublishedRestartDelay, t.RestartDelay, t.RestartDelay)
 			}
 		}
+		if len(m.DatasetReplaced) > 0 {
+			add("Master %s's dataset may have been replaced since it started (%s): the lock keys and fence registers it held may be gone while it served on, with no hold, so a lock it granted can be granted again and fences can go back. Fix: take it down so that its runtime holds it (kill it, or stop it and remove its data: restart_delay, and with seed_fences a new seeding), which also starts these counts afresh.", ep, strings.Join(m.DatasetReplaced, "; "))
+		}
 		seedProblems, seedWarnings := m.fenceSeedFindings()
 		ps, ws = append(ps, seedProblems...), append(ws, seedWarnings...)
 		if m.LockUserChecked {
@@ -243,6 +246,9 @@ func (m Master) unestablished() []string {
 	}
 	if !m.usersRead {
 		out = append(out, "the users were not read")
+	}
+	if !m.continuityRead {
+		out = append(out, "whether the dataset was replaced since the start was not read")
 	}
 	for _, u := range m.LockUsers {
 		if u.Enabled && !u.DangerousChecked {
