@@ -19,8 +19,11 @@ import (
 //
 // CONFIG RESETSTAT (the admin) clears the counts: this shows what the admin did not hide.
 
-// datasetCommands replace some or all of a master's dataset.
-var datasetCommands = []string{"flushall", "flushdb", "swapdb", "restore", "restore-asking", "debug", "replicaof", "slaveof", "failover", "sync", "psync"}
+// datasetCommands replace some or all of a master's dataset. REPLICAOF is not counted: the
+// provider's update runs REPLICAOF NO ONE on every master (a no-op on a master), and one
+// that did become a replica shows in master_replid2. SYNC and PSYNC are replicas of this
+// master syncing from it (the audit flags connected replicas on its own).
+var datasetCommands = []string{"flushall", "flushdb", "swapdb", "restore", "restore-asking", "debug"}
 
 // readContinuity fills DatasetReplaced, or marks the check unchecked.
 func (m *Master) readContinuity(ctx context.Context, c *redis.Client, t Target) {

@@ -107,3 +107,15 @@ func TestDatasetReplacedWhileServing(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaOfNoOneOnAMasterIsNotAReplacement: REPLICAOF NO ONE on a master (the
+// provider's update runs it on every master) leaves its dataset as it was: still SAFE.
+func TestReplicaOfNoOneOnAMasterIsNotAReplacement(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3})
+	if err := c.Masters[1].Admin().ReplicaOf(t.Context(), "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rep := run(t, target(c)); !rep.Safe {
+		t.Fatalf("REPLICAOF NO ONE on a master made it unsafe: %q", rep.Problems)
+	}
+}
