@@ -186,9 +186,11 @@ type Master struct {
 	uncheckedTransient []bool // per Unchecked entry: no answer (may pass on a new audit)
 }
 
-// PublishedRestartDelayMS is PublishedRestartDelay in milliseconds, -1 when it was not read.
+// PublishedRestartDelayMS is PublishedRestartDelay in milliseconds, -1 when it was not read
+// or the record does not vouch for this server (DeploymentError: another run, config
+// drift): such a record counts as absent, and no hold is shown for it.
 func (m Master) PublishedRestartDelayMS() int64 {
-	if !m.deploymentRead {
+	if !m.deploymentRead || m.DeploymentError != "" {
 		return -1
 	}
 	return m.PublishedRestartDelay.Milliseconds()

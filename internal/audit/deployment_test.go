@@ -45,6 +45,11 @@ func TestDeploymentRecordBinding(t *testing.T) {
 			if rep.Safe {
 				t.Fatalf("SAFE with %s = %q", tc.field, tc.to)
 			}
+			// A record that does not vouch for the server shows no hold (validate's summary
+			// line, redlock_audit's published_restart_delay_ms).
+			if ms := rep.Masters[1].PublishedRestartDelayMS(); ms != -1 {
+				t.Errorf("PublishedRestartDelayMS = %d for a record that does not vouch for the server, want -1", ms)
+			}
 			for _, w := range append(tc.wantFinding, c.Masters[1].Addr) {
 				if !strings.Contains(all, w) {
 					t.Errorf("problems %q lack %q", all, w)
