@@ -234,7 +234,8 @@ func (d *auditDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 						"prints this kit's)."),
 					"published_restart_delay_ms": schema.Int64Attribute{Computed: true,
 						MarkdownDescription: "The restart delay the master's runtime publishes (`redlock-kit:deployment`), in " +
-							"milliseconds; -1 when it could not be read."},
+							"milliseconds; -1 when it could not be read, or when the record does not vouch for this server (written " +
+							"for another run of it, or its config file changed on disk)."},
 					"anonymous": computed("`refused` when a client without credentials is refused (NOAUTH), `allowed` when it is " +
 						"let in (a problem), empty when it could not be told."),
 				}},

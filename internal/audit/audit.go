@@ -153,6 +153,9 @@ type Master struct {
 	PublishedRestartDelay time.Duration `json:"-"`
 	Runtime               string        `json:"runtime,omitempty"`
 	DeploymentError       string        `json:"deployment_error,omitempty"`
+	// DatasetReplaced says why the master's dataset may have been replaced since it
+	// started (continuity.go): replication, a restore, a flush.
+	DatasetReplaced []string `json:"dataset_replaced,omitempty"`
 	// FenceSeed is the master's record of whether its fence registers are seeded
 	// (FenceSeedKey); its zero value: no record.
 	FenceSeed FenceSeed `json:"fence_seed"`
@@ -178,6 +181,7 @@ type Master struct {
 	infoRead, configRead, clockRead bool
 	busyRead, usersRead             bool
 	deploymentRead                  bool
+	continuityRead                  bool
 	// commands is the server's command table (read by checkUsers); stateCalls counts how
 	// often each state-changing command has run since the server started (INFO
 	// commandstats), so that two audits can tell a change made and undone in between.
@@ -188,9 +192,11 @@ type Master struct {
 	uncheckedTransient []bool // per Unchecked entry: no answer (may pass on a new audit)
 }
 
-// PublishedRestartDelayMS is PublishedRestartDelay in milliseconds, -1 when it was not read.
+// PublishedRestartDelayMS is PublishedRestartDelay in milliseconds, -1 when it was not read
+// or the record does not vouch for this server (DeploymentError: another run, config
+// drift): such a record counts as absent, and no hold is shown for it.
 func (m Master) PublishedRestartDelayMS() int64 {
-	if !m.deploymentRead {
+	if !m.deploymentRead || m.DeploymentError != "" {
 		return -1
 	}
 	return m.PublishedRestartDelay.Milliseconds()
@@ -475,6 +481,7 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	m.checkAnonymous(ctx, t, c)
 	m.checkIdentity(ctx, t)
 	m.readDeployment(ctx, c, t)
+	m.readContinuity(ctx, c, t)
 	m.readFenceSeed(ctx, c, t)
 	m.checkUsers(ctx, c, t)
 	m.checkTenants(ctx, c, t)

@@ -22,6 +22,12 @@ const (
 	DeploymentRestartDelayField = "restart_delay_ms"
 	// DeploymentRuntimeField names the runtime that enforces it.
 	DeploymentRuntimeField = "runtime"
+	// DeploymentRunIDField is the run_id (INFO server) of the server the runtime started:
+	// the record vouches for that run only.
+	DeploymentRunIDField = "run_id"
+	// DeploymentConfigDriftField says how the server's config file on disk differs from the
+	// one the runtime rendered ("": it does not); the next start loads the file on disk.
+	DeploymentConfigDriftField = "config_drift"
 	// Runtimes that hold a crashed master down.
 	RuntimeLocalSupervisor = "local-supervisor"
 	RuntimeHostGate        = "host-gate"
@@ -31,13 +37,25 @@ const (
 type Deployment struct {
 	RestartDelay time.Duration
 	Runtime      string
+	// RunID is the run_id of the server the runtime started ("": read it through the
+	// connection PublishDeployment writes on, which must then be that server's).
+	RunID string
 }
 
 // PublishDeployment writes d under DeploymentKey through c (the admin connection): what a
 // runtime does after every start of the master.
 func PublishDeployment(ctx context.Context, c redis.Cmdable, d Deployment) error {
+	if d.RunID == "" {
+		info, err := c.InfoMap(ctx, "server").Result()
+		if err != nil {
+			return fmt.Errorf("INFO server (the run_id the record vouches for): %w", err)
+		}
+		if d.RunID = info["Server"]["run_id"]; d.RunID == "" {
+			return fmt.Errorf("INFO server has no run_id: the record could not name the server it vouches for")
+		}
+	}
 	return c.HSet(ctx, DeploymentKey, DeploymentRestartDelayField, strconv.FormatInt(d.RestartDelay.Milliseconds(), 10),
-		DeploymentRuntimeField, d.Runtime).Err()
+		DeploymentRuntimeField, d.Runtime, DeploymentRunIDField, d.RunID).Err()
 }
 
 // readDeployment reads what the master's runtime published. A missing key or field is a
@@ -64,6 +82,22 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		return
 	}
 	m.PublishedRestartDelay, m.deploymentRead = time.Duration(ms)*time.Millisecond, true
+	// The record vouches for the run of the server its runtime started: a server started
+	// by hand from the same data (its runtime stopped or killed) has another run_id, and
+	// nothing holds it down after its next crash.
+	switch runID := fields[DeploymentRunIDField]; {
+	case runID == "":
+		m.DeploymentError = fmt.Sprintf("%s has no %s: it names no server run, so it may be left over from a server its runtime no longer runs (restart the master under this version's runtime)", DeploymentKey, DeploymentRunIDField)
+		return
+	case m.RunID != "" && runID != m.RunID:
+		m.DeploymentError = fmt.Sprintf("%s was written for the server run %s, but this server is run %s: it was started outside its runtime (by hand, or its runtime died), and nothing holds it down after a crash", DeploymentKey, runID, m.RunID)
+		return
+	case m.RunID == "":
+		m.uncheck(fmt.Sprintf("whether %s was written for this server (its run_id was not read)", DeploymentKey), nil)
+	}
+	if drift := fields[DeploymentConfigDriftField]; drift != "" {
+		m.DeploymentError = fmt.Sprintf("the config on disk is not what the runtime rendered: %s; the server runs on what it loaded, but its next start (after a crash too) loads the file", drift)
+	}
 	if m.Runtime != RuntimeLocalSupervisor && m.Runtime != RuntimeHostGate {
 		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a runtime that holds a crashed master down (%s or %s)",
 			DeploymentKey, DeploymentRuntimeField, m.Runtime, RuntimeLocalSupervisor, RuntimeHostGate)

@@ -203,9 +203,17 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			if m.PublishedRestartDelay < need {
 				add("Master %s's runtime (%s) holds it down for %v after a crash, less than the max lock TTL %v plus the drift margin %v: it can rejoin while a lock it forgot is still held elsewhere, and hand it out again. Fix: set restart_delay to at least %v on the master (and in agent.json).", ep, m.Runtime, m.PublishedRestartDelay, t.MaxLockTTL, r.Drift, need)
 			}
-			if t.RestartDelay > 0 && m.PublishedRestartDelay != t.RestartDelay {
+			switch {
+			case t.RestartDelay > 0 && m.PublishedRestartDelay < t.RestartDelay:
 				add("Master %s's runtime (%s) publishes a restart delay of %v but the configuration says %v: one of them is stale. Fix: make agent.json's restart_delay match the deployment (the module's agent_config output does).", ep, m.Runtime, m.PublishedRestartDelay, t.RestartDelay)
+			case t.RestartDelay > 0 && m.PublishedRestartDelay > t.RestartDelay:
+				// Held longer than configured: a lowered delay whose floor (locks granted
+				// under the larger one) has not lapsed yet; the runtime republishes as it does.
+				warn("Master %s's runtime (%s) holds it down for %v after a crash, more than the configuration's %v: a lowered restart_delay whose earlier locks have not expired yet (it drops to %v when they have), or a stale agent.json.", ep, m.Runtime, m.PublishedRestartDelay, t.RestartDelay, t.RestartDelay)
 			}
+		}
+		if len(m.DatasetReplaced) > 0 {
+			add("Master %s's dataset may have been replaced since it started (%s): the lock keys and fence registers it held may be gone while it served on, with no hold, so a lock it granted can be granted again and fences can go back. Fix: take it down so that its runtime holds it (kill it, or stop it and remove its data: restart_delay, and with seed_fences a new seeding), which also starts these counts afresh.", ep, strings.Join(m.DatasetReplaced, "; "))
 		}
 		seedProblems, seedWarnings := m.fenceSeedFindings()
 		ps, ws = append(ps, seedProblems...), append(ws, seedWarnings...)
@@ -242,6 +250,9 @@ func (m Master) unestablished() []string {
 	}
 	if !m.usersRead {
 		out = append(out, "the users were not read")
+	}
+	if !m.continuityRead {
+		out = append(out, "whether the dataset was replaced since the start was not read")
 	}
 	for _, u := range m.LockUsers {
 		if u.Enabled && !u.DangerousChecked {

@@ -18,7 +18,7 @@ func TestFindingsFromMeasurements(t *testing.T) {
 			RTT: 100 * time.Microsecond, audited: true,
 			// The checks that must be established, established.
 			Anonymous: AnonymousRefused, ConnectionRunIDs: []string{"run-" + ep}, usersRead: true,
-			PublishedRestartDelay: 11 * time.Second, Runtime: RuntimeLocalSupervisor, deploymentRead: true}
+			PublishedRestartDelay: 11 * time.Second, Runtime: RuntimeLocalSupervisor, deploymentRead: true, continuityRead: true}
 	}
 	tgt := Target{Endpoints: []string{"a:1", "b:1", "c:1"}, MaxLockTTL: 10 * time.Second}.withDefaults()
 	tests := []struct {
@@ -75,5 +75,36 @@ func TestFindingsFromMeasurements(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPublishedDelayAgainstAgentJSON: agent.json's restart_delay is a cross-check of the
+// delay the runtime publishes. Published lower, one is stale and the verdict is UNSAFE;
+// published higher (a lowered delay whose floor has not lapsed: held longer), a warning.
+func TestPublishedDelayAgainstAgentJSON(t *testing.T) {
+	tgt := Target{Endpoints: []string{"a:1", "b:1", "c:1"}, MaxLockTTL: 10 * time.Second, RestartDelay: 12 * time.Second}.withDefaults()
+	for _, tc := range []struct {
+		published time.Duration
+		safe      bool
+		want      string
+	}{
+		{published: 12 * time.Second, safe: true},
+		{published: 11 * time.Second, safe: false, want: "one of them is stale"},
+		{published: 20 * time.Second, safe: true, want: "more than the configuration's 12s"},
+	} {
+		var masters []Master
+		for _, ep := range tgt.Endpoints {
+			masters = append(masters, Master{Endpoint: ep, Reachable: true, Role: "master", RunID: "run-" + ep, AOFEnabled: true,
+				AppendFsync: "always", NoAppendfsyncOnRewrite: "no", MaxMemory: 64 << 20, MaxMemoryPolicy: "noeviction",
+				AOFLastWriteStatus: "ok", AOFLastBgrewriteStatus: "ok", ClockRate: 1, ClockRateError: 0.0001,
+				RTT: 100 * time.Microsecond, audited: true, Anonymous: AnonymousRefused, ConnectionRunIDs: []string{"run-" + ep},
+				usersRead: true, PublishedRestartDelay: 12 * time.Second, Runtime: RuntimeLocalSupervisor, deploymentRead: true, continuityRead: true})
+		}
+		masters[1].PublishedRestartDelay = tc.published
+		r := newReport(context.Background(), tgt, masters)
+		all := strings.Join(append(append([]string(nil), r.Problems...), r.Warnings...), "\n")
+		if r.Safe != tc.safe || !strings.Contains(all, tc.want) {
+			t.Errorf("published %v, agent.json 12s: safe %v, findings %q; want safe %v and %q", tc.published, r.Safe, all, tc.safe, tc.want)
+		}
 	}
 }

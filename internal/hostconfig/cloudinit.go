@@ -29,10 +29,11 @@ type cloudInitFile struct {
 }
 
 // gzipFilesOver is the size above which a file goes into write_files gzipped and
-// base64-encoded (cloud-init's encoding gz+b64): the function library and the host script.
-// Smaller files (the configs, the ACL file) stay readable in the user-data, and gzipping them
+// base64-encoded (cloud-init's encoding gz+b64): the function library, the host script and
+// the settings files (master.conf, the server config: each about a KiB with hooks). Smaller
+// files (the ACL file, the drop-ins) stay readable in the user-data, where gzipping them
 // would save little; the files on the host are the same either way.
-const gzipFilesOver = 4096
+const gzipFilesOver = 1024
 
 // contentOf returns the file as written in write_files: its content, or for a large file
 // its gzip+base64 form and the encoding that tells cloud-init so.

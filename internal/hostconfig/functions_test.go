@@ -81,6 +81,31 @@ func TestFunctionsStep(t *testing.T) {
 		t.Fatalf("after the step: %s = %v (%v), want %s=1000 %s=%s", hold.DeploymentKey, got, err,
 			hold.FieldRestartDelayMS, hold.FieldRuntime, hold.RuntimeHost)
 	}
+	info, _ := m.Admin().InfoMap(ctx, "server").Result()
+	if runID := info["Server"]["run_id"]; runID == "" || got[hold.FieldRunID] != runID {
+		t.Fatalf("after the step: %s=%q, want this server's run_id %q", hold.FieldRunID, got[hold.FieldRunID], runID)
+	}
+	// A floor still in effect (locks granted under a larger delay before a restart) is not
+	// published: the gate cannot republish when it lapses, so the record says what a lock
+	// granted from now on is held for, never more (a stale 60000 let clients keep a 59 s TTL).
+	bootID, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	var upSecs float64
+	if up, err := os.ReadFile("/proc/uptime"); err != nil || func() error { _, err := fmt.Sscan(string(up), &upSecs); return err }() != nil {
+		t.Fatalf("read /proc/uptime: %v", err)
+	}
+	floorRecord := fmt.Sprintf("%s %d 60000 1000\n", strings.TrimSpace(string(bootID)), int64(upSecs*1000)+60_000)
+	if err := os.WriteFile(filepath.Join(p.dataDir, hold.HostFloorRecord), []byte(floorRecord), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err != nil {
+		t.Fatalf("functions step with a floor: %v\n%s", err, out)
+	}
+	if got, err := m.Admin().HGet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS).Result(); err != nil || got != "1000" {
+		t.Fatalf("with a floor 60 s ahead: %s = %q (%v), want 1000 (what locks granted from now on are held for)", hold.FieldRestartDelayMS, got, err)
+	}
+	if err := os.Remove(filepath.Join(p.dataDir, hold.HostFloorRecord)); err != nil {
+		t.Fatal(err)
+	}
 	// A record that cannot be written fails the start, saying why.
 	if err := m.Admin().Set(ctx, hold.DeploymentKey, "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,14 @@ fail() {
 	log "$*: the master stays down"
 	exit 1
 }
-is_count() { case "$1" in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
+# is_count: a number the shell computes with as written: digits, no leading 0 (octal), at
+# most 18 of them (64-bit arithmetic).
+is_count() { case "$1" in 0) ;; '' | *[!0-9]* | 0* | ???????????????????*) return 1 ;; esac; }
+# Values read from disk are checked before any arithmetic: unreadable keeps the master down.
+# le N MAX: N is whole ms, at most MAX (a MAX that is no number fails too).
+le() { is_count "$1" && [ "$1" -le "$2" ]; }
+le "${RESTART_DELAY_MS:-}" "${MAX_RESTART_DELAY_MS:-}" && [ "$RESTART_DELAY_MS" -gt 0 ] ||
+	{ echo "redlock-master: bad RESTART_DELAY_MS in $conf" >&2 && exit 1; }
 
 # now_ms: CLOCK_BOOTTIME in ms by 64-bit shell arithmetic (mawk's %d stops at 2^31-1).
 now_ms() {
@@ -63,19 +70,22 @@ forget() {
 
 # The floor: "boot until delay run_delay": locks of earlier runs live until <until> (this
 # boot), granted under up to <delay>; the last run grants under <run_delay> (0: stopped).
+# read_floor NOW BOOT fails when the record is unreadable: not whole ms, a delay above the
+# max, or (this boot) an until beyond NOW + the largest delay: callers keep the master down.
 read_floor() {
 	f_boot= f_until=0 f_delay=0 f_run=0
 	[ -e "$floor" ] || return 0
-	if ! read -r f_boot f_until f_delay f_run <"$floor" || ! is_count "$f_until" || ! is_count "$f_delay" || ! is_count "$f_run"; then
-		log "the floor record $floor is unreadable: ignored"
-		f_boot= f_until=0 f_delay=0 f_run=0
-	fi
+	read -r f_boot f_until f_delay f_run <"$floor" && is_count "$f_until" && le "$f_delay" "$MAX_RESTART_DELAY_MS" &&
+		le "$f_run" "$MAX_RESTART_DELAY_MS" && { [ "$f_boot" != "$2" ] || in_bounds "$f_until" "$1"; }
 }
+bad_floor() { fail "$floor is unreadable: remove it once the largest delay ever set has passed"; }
 max() { if [ "$1" -gt "$2" ]; then echo "$1"; else echo "$2"; fi; }
+# largest_delay: the largest delay ever configured, as the floor read last says.
+largest_delay() { max "$RESTART_DELAY_MS" "$(max "$f_delay" "$f_run")"; }
 
 # hold_from_now NOW BOOT: until when a master that stops (or is found stopped) now is held.
 hold_from_now() {
-	read_floor
+	read_floor "$1" "$2" || return 1
 	d=$(max "$RESTART_DELAY_MS" "$f_run")
 	if [ "$f_boot" = "$2" ]; then
 		max $(($1 + d)) "$f_until"
@@ -84,11 +94,8 @@ hold_from_now() {
 	fi
 }
 
-# effective_delay_ms: the delay a hold that starts now uses (after the floor).
-effective_delay_ms() {
-	now=$(now_ms) || return 1
-	echo $(($(hold_from_now "$now" "$(boot_id)") - now))
-}
+# in_bounds UNTIL NOW: no later than NOW + the largest delay (read_floor first).
+in_bounds() { le "$1" $(($2 + $(largest_delay))); }
 
 hook_env() {
 	export REDLOCK_EVENT="$1" REDLOCK_MASTER_NAME="$NAME" REDLOCK_MASTER_ADDR="$ADDR" \
@@ -152,14 +159,17 @@ wait_out_server() {
 	server_seen || return 1
 	forget_clean
 	prior=0
-	read -r rec_boot rec_until _ 2>/dev/null <"$hold" && [ "$rec_boot" = "$1" ] && is_count "$rec_until" && prior=$rec_until
+	now=$(now_ms) || fail "cannot read the clock $uptime_file"
+	read_floor "$now" "$1" || bad_floor
+	read -r rec_boot rec_until _ 2>/dev/null <"$hold" && [ "$rec_boot" = "$1" ] && in_bounds "$rec_until" "$now" && prior=$rec_until
 	# Should the wait be cut short (the unit stopped), the server may serve on unseen: the
 	# next start holds restart_delay from then (the record reads as no time).
 	record_hold "$1 unnamed-server $prior"
 	log "$seen, unrecorded: waiting until it stops"
 	while server_seen; do sleep 1; done
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
-	gone_until=$(max "$(hold_from_now "$now" "$1")" "$prior")
+	gone_until=$(hold_from_now "$now" "$1") || bad_floor
+	gone_until=$(max "$gone_until" "$prior")
 	record_hold "$1 $gone_until"
 	log "the server is gone"
 }
@@ -192,15 +202,15 @@ gate() {
 		state
 		return 0
 	fi
-	read_floor
-	until=$(hold_from_now "$now" "$boot")
+	read_floor "$now" "$boot" || bad_floor
+	until=$(hold_from_now "$now" "$boot") || bad_floor
 	why="no record of a clean stop (first start, reboot, power loss, new host)"
 	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
 		why="the clean-stop marker was written on another machine, data dir or boot, or over other AOF files"
 	fi
 	if [ -e "$hold" ]; then
 		why="unreadable hold record, or an unnamed server's"
-		if read -r rec_boot rec_until <"$hold" && is_count "$rec_until"; then
+		if read -r rec_boot rec_until <"$hold" && { [ "$rec_boot" != "$boot" ] || in_bounds "$rec_until" "$now"; } && is_count "$rec_until"; then
 			if [ "$rec_boot" = "$boot" ]; then
 				until=$(max "$rec_until" "$f_until")
 				why="the last run did not stop cleanly"
@@ -241,7 +251,7 @@ gate() {
 
 # open_floor NOW BOOT: the run about to start grants under RESTART_DELAY_MS.
 open_floor() {
-	read_floor
+	read_floor "$1" "$2" || bad_floor
 	keep_until=0 keep_delay=0
 	if [ "$f_boot" = "$2" ] && [ "$f_until" -gt "$1" ]; then
 		keep_until=$f_until keep_delay=$f_delay
@@ -251,7 +261,7 @@ open_floor() {
 
 # close_floor NOW BOOT: the last run stopped: its locks live until NOW + its delay.
 close_floor() {
-	until=$(hold_from_now "$1" "$2")
+	until=$(hold_from_now "$1" "$2") || return 1
 	d=$(max "$RESTART_DELAY_MS" "$f_run")
 	if [ "$f_boot" != "$2" ] || [ "$f_until" -gt "$1" ]; then d=$(max "$d" "$f_delay"); fi
 	durable "$floor" "$2 $until $d 0"
@@ -334,10 +344,14 @@ seed_mark() {
 	fi
 }
 
-# publish: the deployment record a validator reads: the delay the hold uses, this runtime.
+# publish: the deployment record a validator reads: the delay a lock granted from now on is
+# held for, and this runtime. A floor still in effect (a lowered delay) holds longer, but it
+# lapses with nothing here to republish then: the record never says more than is held.
 publish() {
-	delay_ms=$(effective_delay_ms) || return 1
-	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate 2>&1)
+	delay_ms=$RESTART_DELAY_MS
+	# The run_id of the server the unit started: the record vouches for that run only.
+	id=$(cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p')
+	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate run_id "${id:-?}" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1
@@ -404,7 +418,9 @@ stopped() {
 		return 0
 	fi
 	exited "$(date +%s) 0"
-	read_floor
+	# An unreadable floor is kept as it is (the gate refuses on it): replaced, it would
+	# forget the delay earlier runs granted under.
+	read_floor "$now" "$boot" || bad_floor
 	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; exit 1; }
 	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
 		durable "$clean" "v3 $(machine_id) $boot $now $(aof_digest) $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
@@ -415,7 +431,7 @@ stopped() {
 	why="result $result, ${EXIT_CODE:-?} ${EXIT_STATUS:-?}"
 	[ "$result" = success ] && why="$why, no durable shutdown proven"
 	forget "$clean" || log "cannot remove the clean-stop marker $clean"
-	until=$(hold_from_now "$now" "$boot")
+	until=$(hold_from_now "$now" "$boot") || bad_floor
 	if ! durable "$hold" "$boot $until"; then
 		log "cannot record the hold in $hold ($why)"
 		run_hook crash hook_on_crash "$pid" ""

@@ -81,6 +81,10 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		p.write(hold.HostHoldRecord, fmt.Sprintf("boot-0 %d\n", clock+10_000))
 	case hold.HoldUnreadable:
 		p.write(hold.HostHoldRecord, "garbage\n")
+	case hold.HoldNotANumber:
+		p.write(hold.HostHoldRecord, "boot-1 99999999999999999999\n")
+	case hold.HoldFarAhead:
+		p.write(hold.HostHoldRecord, fmt.Sprintf("boot-1 %d\n", clock+10*365*24*3600*1000))
 	}
 	if sc.RecordsStuck {
 		p.makeStuck(hold.HostHoldRecord, hold.HostCleanMarker)
@@ -97,10 +101,19 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		}
 		p.setDelay(delayMS)
 	}
+	switch sc.Floor {
+	case hold.FloorUnreadable:
+		p.write(hold.HostFloorRecord, "boot-1 garbage\n")
+	case hold.FloorFarAhead:
+		p.write(hold.HostFloorRecord, fmt.Sprintf("boot-1 %d %d %d\n", clock+10*365*24*3600*1000, delayMS, delayMS))
+	}
+	if sc.DelayOnDisk != "" {
+		p.setDelayText(sc.DelayOnDisk)
+	}
 
 	switch sc.Exit {
 	case hold.ExitKilled:
-		p.run("started", "MAINPID=4242")
+		p.try("started", "MAINPID=4242") // with a delay on disk that is not a number, it fails
 		p.try("stopped", "SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=KILL")
 	case hold.ExitAdminShutdownAOFOff:
 		// The server exited 0 on its own (the stop step never ran): systemd reports success.
@@ -161,7 +174,7 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		p.setClock(clock)
 	}
 	if !g.waitFor("holding the start for") {
-		return g.outcome(0)
+		return refusalNamesFile(sc, g.outcome(0), g.output(), p.dir)
 	}
 	if sc.ServerDuringHold {
 		// A server run by hand on the address while the gate holds, killed before the
@@ -207,6 +220,25 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		return string(hold.HoldRecorded)
 	}
 	return string(sc.Want)
+}
+
+// refusalNamesFile checks that a refusal over a value read from disk names the file it
+// read (master.conf, or the floor record): the operator must know what to fix.
+func refusalNamesFile(sc hold.Scenario, got, log, dir string) string {
+	if got != string(hold.Refuse) {
+		return got
+	}
+	file := ""
+	switch {
+	case sc.DelayOnDisk != "":
+		file = filepath.Join(dir, "master.conf")
+	case sc.Floor != hold.FloorAsWritten:
+		file = hold.HostFloorRecord
+	}
+	if file != "" && !strings.Contains(log, file) {
+		return fmt.Sprintf("refused without naming %s:\n%s", file, log)
+	}
+	return got
 }
 
 // aofDigest is what the script's aof_digest says of the data dir's AOF files now: sha256 of
@@ -261,6 +293,20 @@ func (p *policy) setDelay(ms int64) {
 		p.t.Fatal(err)
 	}
 	out := regexp.MustCompile(`(?m)^RESTART_DELAY_MS=.*$`).ReplaceAll(conf, []byte(fmt.Sprintf("RESTART_DELAY_MS='%d'", ms)))
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// setDelayText writes RESTART_DELAY_MS as a hand edit would, unquoted text as given.
+func (p *policy) setDelayText(text string) {
+	p.t.Helper()
+	path := filepath.Join(p.dir, "master.conf")
+	conf, err := os.ReadFile(path)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	out := regexp.MustCompile(`(?m)^RESTART_DELAY_MS=.*$`).ReplaceAll(conf, []byte("RESTART_DELAY_MS="+text))
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		p.t.Fatal(err)
 	}

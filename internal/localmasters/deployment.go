@@ -16,14 +16,24 @@ const KitRestartDelay = 11 * time.Second
 // (audit.DeploymentKey: the restart delay it enforces, and which runtime it is), so that the
 // audit finds a kit-like deployment. The harness itself does not hold crashed masters down:
 // tests that need the hold use the kit's supervisor.
+// The record names the run_id of the server it was written on; Restart writes it again.
 func (c *Cluster) PublishDeployment(delay time.Duration) error {
 	for _, m := range c.Masters {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := audit.PublishDeployment(ctx, m.Admin(), audit.Deployment{RestartDelay: delay, Runtime: audit.RuntimeLocalSupervisor})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("publish the restart delay on %s: %w", m.Addr, err)
+		if err := m.publishDeployment(delay); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+func (m *Master) publishDeployment(delay time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := audit.PublishDeployment(ctx, m.Admin(), audit.Deployment{RestartDelay: delay, Runtime: audit.RuntimeLocalSupervisor}); err != nil {
+		return fmt.Errorf("publish the restart delay on %s: %w", m.Addr, err)
+	}
+	m.mu.Lock()
+	m.published = delay
+	m.mu.Unlock()
 	return nil
 }

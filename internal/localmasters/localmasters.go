@@ -95,6 +95,9 @@ type Master struct {
 	binary    string
 	clock     *ClockSkew
 	seed      *seedGate // Options.SeedFences; nil without
+	// published is the restart delay PublishDeployment claimed for this master (0: none):
+	// Restart publishes it again for the new run, as every runtime of the kit does.
+	published time.Duration
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -373,8 +376,15 @@ func (m *Master) Restart() error {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	m.cmd, m.done = cmd, done
+	published := m.published
 	m.mu.Unlock()
-	return m.waitReady(done)
+	if err := m.waitReady(done); err != nil {
+		return err
+	}
+	if published > 0 {
+		return m.publishDeployment(published)
+	}
+	return nil
 }
 
 func (m *Master) waitReady(done chan struct{}) error {

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
@@ -201,6 +202,12 @@ func (s Spec) CheckTiming() error {
 			Detail: fmt.Sprintf("clock_drift_margin = %s is less than %s (1%% of max_lock_ttl %s + 2ms drift + 100ms "+
 				"health-check interval): a restarted master could rejoin while a lock it granted is still valid "+
 				"elsewhere. Set at least %q, or leave it out.", margin, minimum, s.MaxLockTTL, minimum.String())}
+	}
+	if delay := max(s.RestartDelay, s.MaxLockTTL+margin); delay > hold.MaxRestartDelay {
+		return &FieldError{Field: "restart_delay", Summary: "restart_delay longer than a week",
+			Detail: fmt.Sprintf("restart_delay (max_lock_ttl + clock_drift_margin, or as set) = %s is longer than %s, the "+
+				"longest hold either runtime accepts (a longer one on disk reads as corrupt): lower max_lock_ttl or restart_delay.",
+				delay, hold.MaxRestartDelay)}
 	}
 	if s.RestartDelay == 0 {
 		return nil

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,25 @@ func TestCheckMonitorUser(t *testing.T) {
 				t.Error("WithDefaults left the monitoring user unnamed")
 			}
 		})
+	}
+}
+
+// TestCheckTimingBoundsTheDelay: a restart delay longer than either runtime reads from disk
+// (hold.MaxRestartDelay) is refused at plan time, naming restart_delay; a week is accepted.
+func TestCheckTimingBoundsTheDelay(t *testing.T) {
+	week := 7 * 24 * time.Hour
+	for _, tc := range []struct {
+		spec Spec
+		bad  bool
+	}{
+		{spec: Spec{MaxLockTTL: 30 * time.Second, RestartDelay: week}},
+		{spec: Spec{MaxLockTTL: 30 * time.Second, RestartDelay: week + time.Millisecond}, bad: true},
+		{spec: Spec{MaxLockTTL: week}, bad: true}, // the default delay adds the margin
+	} {
+		err := tc.spec.CheckTiming()
+		var fe *FieldError
+		if bad := err != nil; bad != tc.bad || bad && (!errors.As(err, &fe) || fe.Field != "restart_delay") {
+			t.Errorf("CheckTiming(%+v) = %v; want refused: %v (field restart_delay)", tc.spec, err, tc.bad)
+		}
 	}
 }

@@ -285,6 +285,16 @@ func UnsafeCatalogue() []UnsafeCase {
 				}
 				return undo, env.each(ctx, "HSET", audit.DeploymentKey, audit.DeploymentRestartDelayField, strconv.FormatInt(env.Config.MaxLockTTL.Milliseconds(), 10))
 			}},
+		{Name: "the deployment record vouches for another run of the server (started outside its runtime)", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				undo, err := saveDeployment(ctx, env)
+				if err != nil {
+					return nil, err
+				}
+				return undo, env.each(ctx, "HSET", audit.DeploymentKey, audit.DeploymentRunIDField, strings.Repeat("0", 40))
+			}},
+		{Name: "a key restored (RESTORE) on a master while it serves: its dataset no longer only its own", Want: VerdictUnsafe,
+			Apply: restoreOneKey},
 		{Name: "agent.json's restart_delay disagrees with the masters'", Want: VerdictUnsafe,
 			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
 				env.Config.RestartDelay.Duration = 3 * env.Config.MaxLockTTL.Duration
@@ -437,4 +447,26 @@ func foreignLongLock(ctx context.Context, env *CaseEnv) (func(context.Context) e
 		}
 	}
 	return undo, nil
+}
+
+// restoreOneKey plays a backup restored into a serving master, one key of it: DUMP a key,
+// then RESTORE it under another name, on master 1. Undone by deleting both and CONFIG
+// RESETSTAT (the command counts the audit reads start again from zero).
+func restoreOneKey(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+	c := env.admins[min(1, len(env.admins)-1)]
+	const from, to = "redlock-kit-catalogue:dumped", "redlock-kit-catalogue:restored"
+	undo := func(ctx context.Context) error {
+		if err := c.Del(ctx, from, to).Err(); err != nil {
+			return err
+		}
+		return c.ConfigResetStat(ctx).Err()
+	}
+	if err := c.Set(ctx, from, "x", 0).Err(); err != nil {
+		return nil, err
+	}
+	payload, err := c.Dump(ctx, from).Result()
+	if err != nil {
+		return undo, err
+	}
+	return undo, c.Restore(ctx, to, 0, payload).Err()
 }

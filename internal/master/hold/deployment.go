@@ -12,6 +12,12 @@ const (
 	// FieldRestartDelayMS is a decimal integer of milliseconds.
 	FieldRestartDelayMS = audit.DeploymentRestartDelayField
 	FieldRuntime        = audit.DeploymentRuntimeField
+	// FieldRunID is the run_id of the server the runtime started: the record vouches for
+	// that run only.
+	FieldRunID = audit.DeploymentRunIDField
+	// FieldConfigDrift says how the config file on disk differs from the one the runtime
+	// rendered ("": it does not).
+	FieldConfigDrift = audit.DeploymentConfigDriftField
 )
 
 // The runtimes that enforce a hold (FieldRuntime).

@@ -44,6 +44,21 @@ const (
 	HoldThisBoot   HoldRecord = "an unclean stop in this boot, HoldLeftMS still to wait"
 	HoldOtherBoot  HoldRecord = "an unclean stop before a reboot"
 	HoldUnreadable HoldRecord = "unreadable"
+	// HoldNotANumber: an until of 20 digits (past 64-bit arithmetic).
+	HoldNotANumber HoldRecord = "an until that is not a number the runtime can compute with (20 digits)"
+	// HoldFarAhead: an until ten years ahead, beyond now + the largest delay ever configured.
+	HoldFarAhead HoldRecord = "an until ten years ahead (beyond now + the largest delay ever configured)"
+)
+
+// Floor is the record of the delays earlier runs granted locks under, as found.
+type Floor string
+
+const (
+	FloorAsWritten Floor = ""
+	// FloorUnreadable: not numbers (a hand edit, a torn copy).
+	FloorUnreadable Floor = "unreadable"
+	// FloorFarAhead: a floor ten years ahead (beyond now + the largest delay ever configured).
+	FloorFarAhead Floor = "ten years ahead"
 )
 
 // Exit is how the last run ended, right before the start; ExitNone: the records are as
@@ -95,7 +110,8 @@ const (
 // is not durable, 7 a lowered delay (the floor); found later: 8 a server no record names
 // that serves during a hold and stops before it ends, 9 the AOF turned off after the host's
 // stop step read the settings, 10 a stop while a server no record names is waited for, 11
-// an AOF replaced under a clean marker, 12 a server no record names that answers nothing.
+// an AOF replaced under a clean marker, 12 a server no record names that answers nothing,
+// 13 values read from disk not validated or bounded, or timed by the wall clock.
 type Scenario struct {
 	Name     string
 	Issue    int
@@ -124,13 +140,24 @@ type Scenario struct {
 	// LastRunDelayMS: the last run ran under this delay, larger than the one configured
 	// now (0: the same).
 	LastRunDelayMS int64
-	Exit           Exit
+	// DelayOnDisk: the restart delay as written by hand in the runtime's settings file
+	// (host: RESTART_DELAY_MS in master.conf; local: restart_delay_ms in supervisor.json),
+	// replacing the rendered one ("": as rendered; "''": empty).
+	DelayOnDisk string
+	// Floor: the record of the delays earlier runs granted under, as found (host:
+	// redlock.floor; local: the state it is part of).
+	Floor Floor
+	// WallClockStepMS: the wall clock stepped by this much (negative: back) after the hold
+	// record was written, before the start.
+	WallClockStepMS int64
+	Exit            Exit
 
 	Want Outcome
 }
 
 // Scenarios is the table. Delays are the adapters' own (a scenario never depends on how
-// long a step takes); HoldLeftMS and UptimeMS are exact.
+// long a step takes, and is at least 2 s); HoldLeftMS and UptimeMS are exact. A hold
+// left longer than the delay is a record out of bounds (HoldFarAhead).
 var Scenarios = []Scenario{
 	{Name: "clean stop starts at once", Runtimes: Both, Ran: true, Marker: MarkerHere, Want: StartNow},
 	{Name: "durable stop by the runtime starts at once", Runtimes: Both, Ran: true, Exit: ExitDurableStop, Want: StartNow},
@@ -140,13 +167,13 @@ var Scenarios = []Scenario{
 	{Name: "a hold already over starts after clearing it", Runtimes: Host, Ran: true, Hold: HoldThisBoot, HoldLeftMS: -5_000, Want: HoldRecorded},
 	{Name: "unclean stop before a reboot holds from now", Runtimes: Host, Ran: true, Hold: HoldOtherBoot, Want: HoldFromNow},
 	{Name: "reboot or power loss with no record holds from now", Runtimes: Both, Ran: true, Want: HoldFromNow},
-	{Name: "unreadable hold record holds from now", Runtimes: Both, Ran: true, Hold: HoldUnreadable, Want: HoldFromNow},
+	{Name: "unreadable hold record holds from now", Runtimes: Host, Ran: true, Hold: HoldUnreadable, Want: HoldFromNow},
 	{Name: "killed server holds from its exit", Runtimes: Both, Ran: true, Exit: ExitKilled, Want: HoldFromExit},
 
 	{Name: "uptime past 2^31 ms: holds until the recorded time and opens", Issue: 1, Runtimes: Host, Ran: true,
-		Hold: HoldThisBoot, HoldLeftMS: 3_000, UptimeMS: 2_200_000_000, Want: HoldRecorded},
+		Hold: HoldThisBoot, HoldLeftMS: 1_800, UptimeMS: 2_200_000_000, Want: HoldRecorded},
 	{Name: "uptime past 2^32 ms: holds until the recorded time and opens", Issue: 1, Runtimes: Host, Ran: true,
-		Hold: HoldThisBoot, HoldLeftMS: 3_000, UptimeMS: 4_294_967_300 + 1_234_560, Want: HoldRecorded},
+		Hold: HoldThisBoot, HoldLeftMS: 1_800, UptimeMS: 4_294_967_300 + 1_234_560, Want: HoldRecorded},
 	{Name: "clean marker from another machine (image, snapshot) holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherMachine, Want: HoldFromNow},
 	{Name: "clean marker from another data dir holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherDir, Want: HoldFromNow},
 	{Name: "clean marker from an earlier boot holds", Issue: 2, Runtimes: Both, Ran: true, Marker: MarkerOtherBoot, Want: HoldFromNow},
@@ -173,6 +200,23 @@ var Scenarios = []Scenario{
 		Exit: ExitAOFOffAfterStopCheck, Want: HoldFromExit},
 	{Name: "a lowered delay holds for the delay the last run granted under", Issue: 7, Runtimes: Both, Ran: true,
 		LastRunDelayMS: 3_600_000, Exit: ExitKilled, Want: HoldFromExit},
+	{Name: "a restart delay on disk that is not a whole number refuses, naming the file", Issue: 13, Runtimes: Both, Ran: true,
+		DelayOnDisk: "30s", Exit: ExitKilled, Want: Refuse},
+	{Name: "an empty restart delay on disk refuses, naming the file", Issue: 13, Runtimes: Both, Ran: true,
+		DelayOnDisk: "''", Exit: ExitKilled, Want: Refuse},
+	{Name: "a hold record whose until has 20 digits holds from now", Issue: 13, Runtimes: Host, Ran: true,
+		Hold: HoldNotANumber, Want: HoldFromNow},
+	{Name: "a hold record ten years ahead holds from now", Issue: 13, Runtimes: Host, Ran: true,
+		Hold: HoldFarAhead, Want: HoldFromNow},
+	// Local: the floor is part of the state, the one hold record: unreadable, it refuses.
+	{Name: "an unreadable floor after a lowered delay refuses, naming the file", Issue: 13, Runtimes: Both, Ran: true,
+		LastRunDelayMS: 3_600_000, Floor: FloorUnreadable, Exit: ExitKilled, Want: Refuse},
+	{Name: "a floor ten years ahead refuses, naming the file", Issue: 13, Runtimes: Both, Ran: true,
+		Floor: FloorFarAhead, Exit: ExitKilled, Want: Refuse},
+	{Name: "a wall-clock step forward after the hold was recorded does not shorten it", Issue: 13, Runtimes: Local, Ran: true,
+		Hold: HoldThisBoot, HoldLeftMS: 3_000, WallClockStepMS: 2_000, Want: HoldRecorded},
+	{Name: "a hold recorded while the wall clock ran ahead does not lengthen it", Issue: 13, Runtimes: Local, Ran: true,
+		Hold: HoldThisBoot, HoldLeftMS: 3_000, WallClockStepMS: -20_000, Want: HoldRecorded},
 }
 
 // For reports whether the scenario applies to rt.

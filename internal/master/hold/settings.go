@@ -1,6 +1,9 @@
 package hold
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // The names of the settings both runtimes keep on disk: a setting the local supervisor's
 // supervisor.json and the host's master.conf both hold has one name and one unit, a JSON key
@@ -10,7 +13,17 @@ const (
 	// SettingRestartDelayMS is the restart delay, a whole number of milliseconds: the
 	// name the deployment record publishes it under too.
 	SettingRestartDelayMS = FieldRestartDelayMS
+	// SettingMaxRestartDelayMS is MaxRestartDelay in whole milliseconds, for the host
+	// script, which reads it beside the delay.
+	SettingMaxRestartDelayMS = "max_restart_delay_ms"
 )
+
+// MaxRestartDelay bounds every restart delay a master may be configured with, and so every
+// value either runtime reads from disk: a delay above it, or a hold or floor that ends later
+// than now + the largest delay ever configured, is unreadable, and unreadable fails closed
+// (the hold counts the configured delay from now, or the master stays down with a message
+// naming the file). A week: a master held longer is a master gone.
+const MaxRestartDelay = 7 * 24 * time.Hour
 
 // ShellName is setting's name as a variable in the host's shell files and hooks'
 // environment ("restart_delay_ms" -> "RESTART_DELAY_MS").

@@ -1,6 +1,8 @@
 package local
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -124,7 +126,7 @@ func writeFiles(m Master) error {
 	err = supervisor.WriteConfig(dir, supervisor.Config{
 		Name: s.Name, ServerBinary: bin, ConfigFile: filepath.Join(dir, RedisConfFileName), DataDir: dir,
 		Addr: s.Addr(), AdminPassword: s.AdminPassword, RestartDelay: s.RestartDelay, Hooks: s.Hooks,
-		TLSCACertFile: tlsCAFile(s),
+		TLSCACertFile: tlsCAFile(s), ConfigSHA256: sha256Hex(text),
 	})
 	if err != nil {
 		return &Error{Summary: "Cannot write supervisor.json", Detail: err.Error()}
@@ -217,4 +219,10 @@ func readTLS(dir string) (*master.TLS, error) {
 		return nil, err
 	}
 	return &t, nil
+}
+
+// sha256Hex is the hex sha256 of text: what the supervisor compares redis.conf on disk with.
+func sha256Hex(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:])
 }

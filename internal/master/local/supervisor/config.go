@@ -46,6 +46,10 @@ type Config struct {
 	// TLSCACertFile, when set, is the CA file of a master that serves TLS only: the health
 	// check, SHUTDOWN and the AOF compaction connect with TLS trusting it.
 	TLSCACertFile string
+	// ConfigSHA256 is the hex sha256 of ConfigFile as the provider rendered it ("": not
+	// checked). The supervisor compares the file on disk with it and publishes any drift in
+	// the deployment record: the next start of the server would load the file on disk.
+	ConfigSHA256 string
 }
 
 // configJSON is the file format. The restart delay is hold.SettingRestartDelayMS, whole
@@ -60,6 +64,7 @@ type configJSON struct {
 	Addr           string          `json:"addr"`
 	AdminPassword  string          `json:"admin_password"`
 	RestartDelayMS json.RawMessage `json:"restart_delay_ms,omitempty"`
+	ConfigSHA256   string          `json:"config_sha256,omitempty"`
 	// LegacyRestartDelay is restart_delay as earlier versions wrote and read it.
 	LegacyRestartDelay json.RawMessage `json:"restart_delay,omitempty"`
 	Hooks              Hooks           `json:"hooks"`
@@ -78,7 +83,7 @@ func encodeConfig(c Config, withLegacyDelay bool) ([]byte, error) {
 	raw := configJSON{Name: c.Name, ServerBinary: c.ServerBinary, ConfigFile: c.ConfigFile,
 		DataDir: c.DataDir, Addr: c.Addr, AdminPassword: c.AdminPassword,
 		RestartDelayMS: json.RawMessage(strconv.FormatInt(delayMS(c.RestartDelay), 10)), Hooks: c.Hooks,
-		TLSCACertFile: c.TLSCACertFile}
+		TLSCACertFile: c.TLSCACertFile, ConfigSHA256: c.ConfigSHA256}
 	if withLegacyDelay {
 		legacy, err := json.Marshal(c.RestartDelay.String())
 		if err != nil {
@@ -110,7 +115,7 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	}
 	*c = Config{Name: raw.Name, ServerBinary: raw.ServerBinary, ConfigFile: raw.ConfigFile, DataDir: raw.DataDir,
 		Addr: raw.Addr, AdminPassword: raw.AdminPassword, RestartDelay: delay, Hooks: raw.Hooks,
-		TLSCACertFile: raw.TLSCACertFile}
+		TLSCACertFile: raw.TLSCACertFile, ConfigSHA256: raw.ConfigSHA256}
 	return nil
 }
 
@@ -164,8 +169,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("supervisor config: data_dir %q is relative: use an absolute path", c.DataDir)
 	case c.AdminPassword == "":
 		return errors.New("supervisor config: admin_password is empty: the health check needs the admin password")
-	case c.RestartDelay < 0:
-		return fmt.Errorf("supervisor config: %s %d is negative: use max lock TTL + drift margin", hold.SettingRestartDelayMS, c.RestartDelay.Milliseconds())
+	case c.RestartDelay <= 0 || c.RestartDelay > hold.MaxRestartDelay:
+		return fmt.Errorf("supervisor config: %s %d is missing or not in 1..%d: use max lock TTL + drift margin in whole milliseconds, e.g. 31000",
+			hold.SettingRestartDelayMS, c.RestartDelay.Milliseconds(), hold.MaxRestartDelay.Milliseconds())
 	}
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		return fmt.Errorf("supervisor config: addr %q is not host:port: set it to the address redis-server listens on", c.Addr)

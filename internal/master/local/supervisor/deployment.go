@@ -9,25 +9,36 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
-// effectiveDelay is the hold a crash at this moment would get: the configured delay, or
-// more while the floor (locks granted under a larger delay) still reaches further.
-func effectiveDelay(st State, configured time.Duration) time.Duration {
-	if st.LastAlive.IsZero() {
-		return configured
-	}
-	return max(configured, st.HoldFloor.Sub(st.LastAlive))
+// heldFromNow is the hold a crash from now until the next health-check tick would at least
+// get: the configured delay, or while the floor (locks granted under a larger delay) still
+// reaches further, what is left of it, in whole seconds rounded down. The supervisor
+// republishes it at every tick where it changed: the record never claims more than a crash
+// would be held, changes at most once a second while a floor lapses, and says the
+// configured delay as soon as the floor has lapsed.
+func heldFromNow(st State, configured time.Duration, now time.Time) time.Duration {
+	left := st.HoldFloor.Sub(now.Add(pingInterval)).Truncate(time.Second)
+	return max(configured, left)
 }
 
 // publishDeployment writes the deployment record (hold.DeploymentKey) as the admin: the
-// restart delay the hold uses, in whole milliseconds rounded up, and this runtime's name.
-func publishDeployment(c Config, delay time.Duration) error {
+// restart delay the hold uses, in whole milliseconds rounded up, this runtime's name, and the
+// run_id of the server it runs (read through the same connection).
+func publishDeployment(c Config, delay time.Duration, drift string) error {
 	client := adminClient(c)
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
 	defer cancel()
 	ms := (delay + time.Millisecond - 1) / time.Millisecond
-	err := client.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
-		hold.FieldRuntime, hold.RuntimeLocal).Err()
+	info, err := client.InfoMap(ctx, "server").Result()
+	runID := info["Server"]["run_id"]
+	if err == nil && runID == "" {
+		err = fmt.Errorf("INFO server has no run_id")
+	}
+	if err != nil {
+		return fmt.Errorf("INFO server (the run_id %s vouches for): %w", hold.DeploymentKey, err)
+	}
+	err = client.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
+		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, runID, hold.FieldConfigDrift, drift).Err()
 	if err != nil {
 		return fmt.Errorf("HSET %s (the restart delay a validator reads): %w", hold.DeploymentKey, err)
 	}

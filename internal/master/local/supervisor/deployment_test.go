@@ -2,6 +2,10 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +26,10 @@ func TestDeploymentRecordPublished(t *testing.T) {
 	want := func(when, delayMS string) {
 		t.Helper()
 		got, err := m.admin().HGetAll(ctx, hold.DeploymentKey).Result()
+		info, _ := m.admin().InfoMap(ctx, "server").Result()
+		if runID := info["Server"]["run_id"]; got[hold.FieldRunID] != runID || runID == "" {
+			t.Fatalf("%s: %s=%q, want this server's run_id %q", when, hold.FieldRunID, got[hold.FieldRunID], runID)
+		}
 		if err != nil || got[hold.FieldRestartDelayMS] != delayMS || got[hold.FieldRuntime] != hold.RuntimeLocal {
 			t.Fatalf("%s: %s = %v (%v), want %s=%s %s=%s", when, hold.DeploymentKey, got, err,
 				hold.FieldRestartDelayMS, delayMS, hold.FieldRuntime, hold.RuntimeLocal)
@@ -62,4 +70,56 @@ func TestDeploymentRecordPublished(t *testing.T) {
 	if err != nil || got == "500" {
 		t.Fatalf("after lowering the delay to 500ms: %s=%q (%v), want the floor (about 2000), not 500", hold.FieldRestartDelayMS, got, err)
 	}
+	// The floor lapses about 2s after the reload: from then a crash is held 500ms, and the
+	// record says so at once (not at the next start). Until then it never says more than a
+	// crash would be held.
+	waitFor(t, "the lapsed floor republished as the configured delay", func() bool {
+		st := m.state()
+		got, err := m.admin().HGet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS).Result()
+		ms, _ := strconv.ParseInt(got, 10, 64)
+		if held := time.Until(st.HoldFloor); err == nil && ms > 500 && time.Duration(ms)*time.Millisecond > held+stateInterval+pingInterval {
+			t.Fatalf("%s=%s while a crash now would be held about %v", hold.FieldRestartDelayMS, got, max(held, 500*time.Millisecond))
+		}
+		return err == nil && got == "500"
+	})
+}
+
+// TestConfigDriftPublished: redis.conf changed on disk while the server runs on safe values
+// (its next start would load the change) is published in the deployment record, naming the
+// file and the setting, within a second or so; put back, the drift is cleared.
+func TestConfigDriftPublished(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, 2*time.Second)
+	text, err := os.ReadFile(m.cfg.ConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(text)
+	m.cfg.ConfigSHA256 = hex.EncodeToString(sum[:])
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	m.waitReady(m.spawn())
+	ctx := context.Background()
+	drift := func() string {
+		got, err := m.admin().HGetAll(ctx, hold.DeploymentKey).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got[hold.FieldConfigDrift]
+	}
+	if d := drift(); d != "" {
+		t.Fatalf("%s = %q with the rendered file on disk", hold.FieldConfigDrift, d)
+	}
+	if err := os.WriteFile(m.cfg.ConfigFile, append(append([]byte(nil), text...), "appendfsync no\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the drift published", func() bool {
+		d := drift()
+		return strings.Contains(d, m.cfg.ConfigFile) && strings.Contains(d, "appendfsync")
+	})
+	if err := os.WriteFile(m.cfg.ConfigFile, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the drift cleared", func() bool { return drift() == "" })
 }

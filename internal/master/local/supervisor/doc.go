@@ -32,9 +32,13 @@
 //     previous supervisor died while its master ran, the moment the master died is
 //     unknown, and the delay (the larger of the configured one and the one the master ran
 //     under) counts from the new supervisor's start. Holds rebuilt from disk (a new
-//     supervisor, HoldUntil) use the wall-clock times in the state, so a forward wall-clock
-//     step between the crash and the restart shortens them (the safety model forbids
-//     stepping a master's clock).
+//     supervisor, HoldUntil) are timed by CLOCK_BOOTTIME and the boot id the state records
+//     beside its wall-clock times (statejson.go): a wall-clock step does not move them.
+//   - Values read from disk are checked: a restart delay that is not a whole number of
+//     milliseconds in 1..hold.MaxRestartDelay (ExitConfig), or a state that cannot be read
+//     or is out of bounds (an instant after now, a floor more than that delay after the
+//     last-alive moment), keeps the master down, naming the file; the state is left as it
+//     is, since it holds the delay earlier runs granted locks under.
 //   - A redis-server still running from a supervisor that was killed is shut down cleanly by
 //     the next supervisor (or by Stop), so it needs no hold, when its log proves the shutdown
 //     durable; gone without that proof (killed meanwhile), it is held for.
@@ -45,7 +49,10 @@
 //   - A record that cannot be written before a start or a hold, or a clean marker that
 //     cannot be removed, ends the supervisor with the master down (ExitFailed, last_error).
 //   - After every start it writes, as the admin, the hash redlock-kit:deployment
-//     (restart_delay_ms after the floor, runtime local-supervisor) for validators.
+//     (restart_delay_ms: what a crash would be held, republished as a floor lapses;
+//     runtime local-supervisor; run_id: the server run it started; config_drift: how
+//     redis.conf on disk differs from Config.ConfigSHA256, checked every second) for
+//     validators.
 //   - A paused master (SIGSTOP) is "not seen alive" (its LastAlive freezes) but is not a
 //     crash: nothing happens until the process actually exits.
 //   - The supervisor, redis-server and the hooks run with a minimal environment (PATH, HOME,

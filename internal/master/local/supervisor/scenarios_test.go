@@ -74,6 +74,13 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		if exitBefore.IsZero() {
 			exitBefore = time.Now()
 		}
+		if sc.DelayOnDisk != "" || sc.Floor != hold.FloorAsWritten {
+			// What a new supervisor reads from disk: both processes die (a reboot, an OOM
+			// kill of both), the files are changed, and a new supervisor starts.
+			m.killSupervisor(pid)
+			m.killRedis(st.RedisPID)
+			break
+		}
 		if sc.RecordsStuck {
 			// The supervisor sees the crash with records it cannot replace.
 			m.makeStuck(StateFileName)
@@ -194,6 +201,31 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		prev.Status, prev.SupervisorPID, prev.RedisPID = StatusRunning, 0, 0
 		m.writeRecord(prev)
 	}
+	if sc.Floor != hold.FloorAsWritten || sc.DelayOnDisk != "" {
+		// Runs before the master's cleanup: Stop reads these files, and needs them readable.
+		t.Cleanup(func() {
+			_ = os.Remove(filepath.Join(m.dir, StateFileName))
+			if err := WriteConfig(m.dir, m.cfg); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	switch sc.Floor {
+	case hold.FloorUnreadable:
+		if err := os.WriteFile(filepath.Join(m.dir, StateFileName), []byte("garbage\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	case hold.FloorFarAhead:
+		prev := m.state()
+		prev.HoldFloor = time.Now().Add(10 * 365 * 24 * time.Hour)
+		m.writeRecord(prev)
+	}
+	if sc.WallClockStepMS != 0 {
+		m.stepWallClock(time.Duration(sc.WallClockStepMS) * time.Millisecond)
+	}
+	if sc.DelayOnDisk != "" {
+		m.setDelayText(sc.DelayOnDisk)
+	}
 	if sc.RecordsStuck {
 		m.makeStuck(CleanMarkerName, StateFileName)
 	}
@@ -257,6 +289,19 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		return m.outcome(sc, pid2, exitBefore, want)
 	}
 	switch sc.Want {
+	case hold.Refuse:
+		got := m.outcome(sc, pid2, exitBefore, want)
+		file := ""
+		switch {
+		case sc.DelayOnDisk != "":
+			file = ConfigFileName
+		case sc.Floor != hold.FloorAsWritten:
+			file = StateFileName
+		}
+		if log := logTail(m.dir, 3000); got == string(hold.Refuse) && file != "" && !strings.Contains(log, file) {
+			return "refused without naming " + file + ":\n" + log
+		}
+		return got
 	case hold.HoldFromNow:
 		return m.outcome(sc, pid2, spawnedAt, want)
 	case hold.HoldRecorded:
@@ -294,7 +339,9 @@ func (m *testMaster) outcomeUntil(pid int, recorded time.Time) string {
 		return string(hold.Refuse)
 	case st.Status == StatusRunning:
 		return string(hold.StartNow)
-	case st.RestartAt.Sub(recorded).Abs() > time.Millisecond:
+	// The record is whole ms of the boot clock, rounded up, and rebuilding an instant from it
+	// reads two clocks: within 2 ms.
+	case st.RestartAt.Sub(recorded).Abs() > 2*time.Millisecond:
 		return fmt.Sprintf("hold until %s, not the recorded %s", st.RestartAt.Format(time.RFC3339Nano), recorded.Format(time.RFC3339Nano))
 	}
 	return string(hold.HoldRecorded)
@@ -371,4 +418,61 @@ func readMachineIDForTest() string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// stepWallClock plays a wall-clock step of d after the state was written: every wall time
+// in it moves by -d (as seen from the stepped clock, the record is that much older).
+func (m *testMaster) stepWallClock(d time.Duration) {
+	m.t.Helper()
+	path := filepath.Join(m.dir, StateFileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		m.t.Fatal(err)
+	}
+	for _, key := range []string{"last_alive", "restart_at", "hold_floor", "last_exit", "updated_at"} {
+		text, ok := fields[key].(string)
+		if !ok {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, text)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		fields[key] = at.Add(-d).Format(time.RFC3339Nano)
+	}
+	if data, err = json.Marshal(fields); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// setDelayText writes restart_delay_ms in supervisor.json as a hand edit would: "”" is
+// null (JSON's empty), anything else a string.
+func (m *testMaster) setDelayText(text string) {
+	m.t.Helper()
+	path := filepath.Join(m.dir, ConfigFileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		m.t.Fatal(err)
+	}
+	fields[hold.SettingRestartDelayMS] = text
+	if text == "''" {
+		fields[hold.SettingRestartDelayMS] = nil
+	}
+	if data, err = json.Marshal(fields); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		m.t.Fatal(err)
+	}
 }

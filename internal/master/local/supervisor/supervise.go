@@ -134,7 +134,13 @@ type supervisor struct {
 func (s *supervisor) run() int {
 	prev, err := ReadState(s.dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.log.Warn("previous state unreadable", "err", err)
+		// The state is the hold record and the floor (the delay earlier runs granted locks
+		// under): unreadable, no hold can be computed. It is left as it is (replaced, it would
+		// forget that delay), and the master stays down.
+		s.log.Error("supervisor exiting: the master stays down", "err", fmt.Sprintf("%v: the delay earlier runs granted "+
+			"locks under is unknown; once the largest restart delay this master ever ran with has passed since it last "+
+			"served, remove %s", err, filepath.Join(s.dir, StateFileName)))
+		return ExitFailed
 	}
 	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts,
 		HoldFloor: prev.HoldFloor, Crashes: prev.Crashes, LastExit: prev.LastExit}
@@ -409,6 +415,24 @@ func (s *supervisor) serve(restart bool) serveResult {
 	var killTimer <-chan time.Time
 	stopping, killed, unresponsive := false, false, false
 	lastWrite := time.Now()
+	var published time.Duration // the restart delay last published (0: not yet)
+	// The config file as it was when it matched the rendered one, and its drift since.
+	drift, rendered := configDrift(s.cfg, nil)
+	publishedDrift := drift
+	publish := func() {
+		d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
+		if d == published && drift == publishedDrift {
+			return
+		}
+		if err := publishDeployment(s.cfg, d, drift); err != nil {
+			s.log.Error("cannot publish the restart delay", "redis_pid", pid, "err", err)
+			return
+		}
+		if drift != publishedDrift && drift != "" {
+			s.log.Error("the config file on disk is not the one rendered: published in the deployment record", "drift", drift)
+		}
+		published, publishedDrift = d, drift
+	}
 	for {
 		select {
 		case ex := <-exited:
@@ -494,11 +518,14 @@ func (s *supervisor) serve(restart bool) serveResult {
 			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
 			s.writeState()
 			lastWrite = time.Now()
-			if s.st.Status == StatusRunning && s.cfg.RestartDelay != old.RestartDelay {
+			var now []byte
+			if drift, now = configDrift(s.cfg, rendered); drift == "" && now != nil {
+				rendered = now
+			}
+			if s.st.Status == StatusRunning {
 				// A validator must see the delay now in force, not the one of the start.
-				if err := publishDeployment(s.cfg, effectiveDelay(s.st, s.cfg.RestartDelay)); err != nil {
-					s.log.Error("cannot publish the reloaded restart delay", "redis_pid", pid, "err", err)
-				}
+				published = 0
+				publish()
 			}
 		case <-ticker.C:
 			// Alive is what /proc says, not what PING says: a master that answers slower than
@@ -525,7 +552,10 @@ func (s *supervisor) serve(restart bool) serveResult {
 				// create fails with it at its timeout).
 				err := loadFunctions(s.cfg)
 				if err == nil {
-					err = publishDeployment(s.cfg, effectiveDelay(s.st, s.cfg.RestartDelay))
+					d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
+					if err = publishDeployment(s.cfg, d, drift); err == nil {
+						published, publishedDrift = d, drift
+					}
 				}
 				if err != nil {
 					if msg := err.Error(); msg != s.st.LastError {
@@ -552,7 +582,16 @@ func (s *supervisor) serve(restart bool) serveResult {
 				}
 				continue
 			}
+			if s.st.Status == StatusRunning {
+				// While a floor lapses, and at once when it has: what a crash is held now.
+				publish()
+			}
 			if time.Since(lastWrite) >= stateInterval {
+				// The config on disk, once a second: a hand edit is published at once.
+				var now []byte
+				if drift, now = configDrift(s.cfg, rendered); drift == "" && now != nil {
+					rendered = now
+				}
 				s.writeState()
 				lastWrite = time.Now()
 			}

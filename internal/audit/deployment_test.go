@@ -1,0 +1,126 @@
+package audit_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// TestDeploymentRecordBinding: the deployment record vouches for the server run and the
+// config file its runtime started, nothing else. Each broken binding is UNSAFE, naming
+// what is wrong; the record as the runtime wrote it is the negative control.
+func TestDeploymentRecordBinding(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3})
+	ctx := context.Background()
+	if rep := run(t, target(c)); !rep.Safe {
+		t.Fatalf("the record as published: unsafe: %q", rep.Problems)
+	}
+	admin := c.Masters[1].Admin()
+	for _, tc := range []struct {
+		name        string
+		field, to   string
+		wantFinding []string
+	}{
+		{"a record of another server run", audit.DeploymentRunIDField, strings.Repeat("0", 40), []string{"started outside its runtime", "run 0000"}},
+		{"a record naming no run", audit.DeploymentRunIDField, "", []string{"has no run_id"}},
+		{"the config changed on disk", audit.DeploymentConfigDriftField, "/etc/redis.conf changed on disk since the runtime rendered it: appendfsync",
+			[]string{"/etc/redis.conf", "appendfsync", "next start"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			saved, err := admin.HGet(ctx, audit.DeploymentKey, tc.field).Result()
+			if err != nil && err.Error() != "redis: nil" {
+				t.Fatal(err)
+			}
+			if err := admin.HSet(ctx, audit.DeploymentKey, tc.field, tc.to).Err(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { admin.HSet(context.Background(), audit.DeploymentKey, tc.field, saved) })
+			rep := run(t, target(c))
+			all := strings.Join(rep.Problems, "\n")
+			if rep.Safe {
+				t.Fatalf("SAFE with %s = %q", tc.field, tc.to)
+			}
+			// A record that does not vouch for the server shows no hold (validate's summary
+			// line, redlock_audit's published_restart_delay_ms).
+			if ms := rep.Masters[1].PublishedRestartDelayMS(); ms != -1 {
+				t.Errorf("PublishedRestartDelayMS = %d for a record that does not vouch for the server, want -1", ms)
+			}
+			for _, w := range append(tc.wantFinding, c.Masters[1].Addr) {
+				if !strings.Contains(all, w) {
+					t.Errorf("problems %q lack %q", all, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDatasetReplacedWhileServing: a master whose dataset was replaced while it served (it
+// replicated another master and was promoted back; a FLUSHALL) is UNSAFE, naming how; a
+// fresh cluster is the negative control (TestDeploymentRecordBinding's first audit).
+func TestDatasetReplacedWhileServing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replace func(t *testing.T, c *redistest.Cluster)
+		want    string
+	}{
+		{"replicated another master, then REPLICAOF NO ONE", func(t *testing.T, c *redistest.Cluster) {
+			r, p := c.Masters[1].Admin(), c.Masters[0]
+			if err := r.ConfigSet(t.Context(), "masterauth", redistest.AdminPassword).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.ReplicaOf(t.Context(), p.Host, fmt.Sprint(p.Port)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the sync: the dataset is the other master's once the link is up.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				info, _ := r.Info(t.Context(), "replication").Result()
+				if strings.Contains(info, "master_link_status:up") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the replica never synced:\n%s", info)
+				}
+			}
+			if err := r.ReplicaOf(t.Context(), "NO", "ONE").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "was a replica since it started"},
+		{"FLUSHALL", func(t *testing.T, c *redistest.Cluster) {
+			if err := c.Masters[1].Admin().FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "FLUSHALL ran 1 time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := startKit(t, redistest.Options{Masters: 3})
+			tc.replace(t, c)
+			// What the runtime published stays (a replica's dataset lost it: written back).
+			if err := c.PublishDeployment(testRestartDelay); err != nil {
+				t.Fatal(err)
+			}
+			rep := run(t, target(c))
+			all := strings.Join(rep.Problems, "\n")
+			if rep.Safe || !strings.Contains(all, tc.want) || !strings.Contains(all, c.Masters[1].Addr) {
+				t.Fatalf("safe %v, problems %q; want one naming %s and %q", rep.Safe, all, c.Masters[1].Addr, tc.want)
+			}
+		})
+	}
+}
+
+// TestReplicaOfNoOneOnAMasterIsNotAReplacement: REPLICAOF NO ONE on a master (the
+// provider's update runs it on every master) leaves its dataset as it was: still SAFE.
+func TestReplicaOfNoOneOnAMasterIsNotAReplacement(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3})
+	if err := c.Masters[1].Admin().ReplicaOf(t.Context(), "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rep := run(t, target(c)); !rep.Safe {
+		t.Fatalf("REPLICAOF NO ONE on a master made it unsafe: %q", rep.Problems)
+	}
+}
