@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/redlock-kit/redlock-kit/internal/exportertest"
 )
 
 // grafanaVariables are replaced by values Prometheus accepts before an expression is parsed.
@@ -68,7 +70,7 @@ func checkExprs(t *testing.T, promtool string, exprs []string) error {
 // recording rule a query reads is defined in redlock.rules.yml. A query with a syntax error
 // fails the same check (the control).
 func TestDashboardQueriesParse(t *testing.T) {
-	promtool := exporterBinary(t, "promtool")
+	promtool := exportertest.Binary(t, "promtool")
 	exprs := dashboardExprs(t)
 	if err := checkExprs(t, promtool, exprs); err != nil {
 		t.Errorf("promtool refuses a dashboard query: %v", err)

@@ -3,17 +3,11 @@ package monitoring
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/exportertest"
 	"github.com/redlock-kit/redlock-kit/internal/hostconfig"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
@@ -96,73 +91,6 @@ func missing(names []string, exported map[string]bool) []string {
 	return out
 }
 
-// exporterBinary finds a Debian exporter: without it the test skips, unless
-// REDLOCK_REQUIRE_EXPORTERS=1 (scripts/monitoring-check.sh sets it after installing them).
-func exporterBinary(t *testing.T, name string) string {
-	t.Helper()
-	bin, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("REDLOCK_REQUIRE_EXPORTERS") == "1" {
-			t.Fatalf("%s not found: apt-get install %s (scripts/monitoring-check.sh does)", name, name)
-		}
-		t.Skipf("%s not installed (apt-get install %s; REDLOCK_REQUIRE_EXPORTERS=1 makes this a failure)", name, name)
-	}
-	return bin
-}
-
-// startExporter runs bin with args and env on a free loopback port (flag gives the listen
-// address) and returns its metrics URL; it is stopped by pid when the test ends.
-func startExporter(t *testing.T, bin, listenFlag string, env []string, args ...string) string {
-	t.Helper()
-	port, err := redistest.FreePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, append([]string{listenFlag + "=" + addr}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	logFile, err := os.Create(filepath.Join(t.TempDir(), filepath.Base(bin)+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		_ = logFile.Close()
-	})
-	return "http://" + addr + "/metrics"
-}
-
-// scrape GETs url until it answers and returns the parsed families.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			parser := expfmt.NewTextParser(model.LegacyValidation)
-			families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-			if err != nil {
-				t.Fatalf("%s: not the Prometheus text format: %v", url, err)
-			}
-			return families
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never answered: %v", url, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 // value is the value of the family's series whose labels include want ("" for any).
 func value(fam *dto.MetricFamily, want map[string]string) (float64, bool) {
 	if fam == nil {
@@ -199,8 +127,8 @@ next:
 // node_exporter reading the host's state file, and redlockprom's registry.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	redisExporter := exporterBinary(t, "prometheus-redis-exporter")
-	nodeExporter := exporterBinary(t, "prometheus-node-exporter")
+	redisExporter := exportertest.Binary(t, "prometheus-redis-exporter")
+	nodeExporter := exportertest.Binary(t, "prometheus-node-exporter")
 	c := redistest.Start(t, redistest.Options{Masters: 1, Monitor: true})
 	m := c.Masters[0]
 	ctx := context.Background()
@@ -227,7 +155,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 
 	env := []string{"REDIS_ADDR=redis://" + m.Addr, "REDIS_USER=" + redistest.MonitorUser, "REDIS_PASSWORD=" + redistest.MonitorPassword}
-	redisFams := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env, hostconfig.RedisExporterArgs("")...))
+	redisFams := exportertest.Scrape(t, exportertest.MetricsURL(exportertest.Start(t, redisExporter, "-web.listen-address", env, hostconfig.RedisExporterArgs("")...)))
 	if v, ok := value(redisFams["redis_up"], nil); !ok || v != 1 {
 		t.Fatalf("redis_exporter as the monitoring user: redis_up = %v (present %v), want 1", v, ok)
 	}
@@ -249,7 +177,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 	// Negative control: the exporter's default flags (CLIENT SETNAME, CONFIG GET) are refused
 	// to the monitoring user, and the check above sees it.
-	defaults := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env))
+	defaults := exportertest.Scrape(t, exportertest.MetricsURL(exportertest.Start(t, redisExporter, "-web.listen-address", env)))
 	if _, ok := value(defaults["redis_errors_total"], map[string]string{"err": "NOPERM"}); !ok {
 		t.Error("control: redis_exporter with its default flags made no NOPERM error: the check above cannot fail")
 	}
@@ -263,8 +191,8 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	writeAuditMetrics(t, c, filepath.Join(textfiles, "redlock-audit.prom"))
-	nodeFams := scrape(t, startExporter(t, nodeExporter, "--web.listen-address", nil,
-		"--collector.textfile.directory="+textfiles))
+	nodeFams := exportertest.Scrape(t, exportertest.MetricsURL(exportertest.Start(t, nodeExporter, "--web.listen-address", nil,
+		"--collector.textfile.directory="+textfiles)))
 	if _, ok := value(nodeFams["redlock_audit_foreign_locks_unbounded"], map[string]string{"endpoint": m.Addr, "user": redistest.EvalUser}); !ok {
 		t.Error("node_exporter: no redlock_audit_foreign_locks_unbounded for the EVAL user from lockagent validate's metrics file")
 	}
@@ -340,7 +268,7 @@ func TestNamedMetricsExist(t *testing.T) {
 // rediss:// and the deployment's CA (hostconfig's flags); without the CA it cannot (the
 // control: the server's certificate is verified).
 func TestRedisExporterOverTLS(t *testing.T) {
-	redisExporter := exporterBinary(t, "prometheus-redis-exporter")
+	redisExporter := exportertest.Binary(t, "prometheus-redis-exporter")
 	c := redistest.Start(t, redistest.Options{Masters: 1, Monitor: true, TLS: true})
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
 	if err := os.WriteFile(caFile, []byte(c.CACertPEM), 0o644); err != nil {
@@ -357,7 +285,7 @@ func TestRedisExporterOverTLS(t *testing.T) {
 		{"without the CA", hostconfig.RedisExporterArgs(""), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fams := scrape(t, startExporter(t, redisExporter, "-web.listen-address", env, tc.args...))
+			fams := exportertest.Scrape(t, exportertest.MetricsURL(exportertest.Start(t, redisExporter, "-web.listen-address", env, tc.args...)))
 			if v, _ := value(fams["redis_up"], nil); v != tc.up {
 				t.Errorf("redis_up = %v, want %v", v, tc.up)
 			}

@@ -90,7 +90,9 @@ case "${1:-full}" in
     config
     scripts/modules.sh check
     # The consumer check prints each user's go.mod and the library user's go list -m all.
-    go test -count=1 -v -run 'TestConsumer|TestProxy' ./internal/libdeps/
+    # make test's hang guard (-timeout 40m): on a busy machine the three consumers' builds
+    # outlasted go test's default 10 minutes.
+    go test -count=1 -timeout 40m -v -run 'TestConsumer|TestProxy' ./internal/libdeps/
     make --no-print-directory cross
     no_testing_in_lockagent
     goreleaser_snapshot

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gruntwork-io/terratest/modules/terraform"
 
+	"github.com/redlock-kit/redlock-kit/internal/exportertest"
 	"github.com/redlock-kit/redlock-kit/internal/hostlab"
 )
 
@@ -219,22 +220,5 @@ func scrapeText(ctx context.Context, t *testing.T, c *http.Client, url string) s
 // (stopped by its pid).
 func startInClient(t *testing.T, lab *hostlab.Lab, bin string, args ...string) {
 	t.Helper()
-	cmd := lab.ClientCommand(context.Background(), 0, bin, args...)
-	log, err := os.Create(filepath.Join(t.TempDir(), filepath.Base(bin)+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		_ = log.Close()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			t.Logf("%s log (tail):\n%s", filepath.Base(bin), tailOf(string(out), 2000))
-		}
-	})
+	exportertest.Run(t, filepath.Base(bin), lab.ClientCommand(context.Background(), 0, bin, args...))
 }

@@ -4,24 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gruntwork-io/terratest/modules/terraform"
 
+	"github.com/redlock-kit/redlock-kit/internal/exportertest"
 	"github.com/redlock-kit/redlock-kit/internal/hostconfig"
-	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
 // TestMonitoringAlertsFireAndClear is the monitoring runbook on the main job, with a real
@@ -35,14 +31,7 @@ func TestMonitoringAlertsFireAndClear(t *testing.T) {
 	// fired on the healthy cluster when this ran beside the other local tests and their writes.
 	bins := map[string]string{}
 	for _, name := range []string{"prometheus", "prometheus-redis-exporter", "prometheus-node-exporter"} {
-		bin, err := exec.LookPath(name)
-		if err != nil {
-			if os.Getenv("REDLOCK_REQUIRE_EXPORTERS") == "1" {
-				t.Fatalf("%s not found: apt-get install %s", name, name)
-			}
-			t.Skipf("%s not installed (apt-get install prometheus prometheus-redis-exporter prometheus-node-exporter; REDLOCK_REQUIRE_EXPORTERS=1 makes this a failure)", name)
-		}
-		bins[name] = bin
+		bins[name] = exportertest.Binary(t, name)
 	}
 	// The hold must outlast RedlockMajorityAtRisk's one minute.
 	d := deployLocalFive(t, "75s")
@@ -54,7 +43,7 @@ func TestMonitoringAlertsFireAndClear(t *testing.T) {
 	names := make([]string, len(dataDirs))
 	for i, dir := range dataDirs {
 		names[i] = filepath.Base(dir) // the master's name (name_prefix-i) is its data dir's name
-		addr := startProcess(t, bins["prometheus-redis-exporter"], "-web.listen-address",
+		addr := exportertest.Start(t, bins["prometheus-redis-exporter"], "-web.listen-address",
 			[]string{"REDIS_ADDR=redis://" + d.endpoints[i], "REDIS_USER=" + user, "REDIS_PASSWORD=" + password},
 			hostconfig.RedisExporterArgs("")...)
 		redisTargets = append(redisTargets, fmt.Sprintf("{targets: [%q], labels: {master: %q}}", addr, names[i]))
@@ -62,7 +51,7 @@ func TestMonitoringAlertsFireAndClear(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	nodeAddr := startProcess(t, bins["prometheus-node-exporter"], "--web.listen-address", nil,
+	nodeAddr := exportertest.Start(t, bins["prometheus-node-exporter"], "--web.listen-address", nil,
 		"--collector.textfile.directory="+textfiles)
 
 	rules, err := filepath.Abs("../monitoring/redlock.rules.yml")
@@ -83,7 +72,7 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	prom := promAPI{http: http.DefaultClient}
-	prom.base = "http://" + startProcess(t, bins["prometheus"], "--web.listen-address", nil,
+	prom.base = "http://" + exportertest.Start(t, bins["prometheus"], "--web.listen-address", nil,
 		"--config.file="+filepath.Join(promDir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(promDir, "data"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -135,44 +124,6 @@ scrape_configs:
 	})
 	t.Logf("kill -9 of two of five masters (restart delay %v): RedlockMasterHeld firing after %v, RedlockMajorityAtRisk after %v, all clear after %v",
 		d.restartDelay, heldAfter.Round(time.Millisecond), atRiskAfter.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
-}
-
-// startProcess runs bin on a free loopback port (listenFlag=addr) and returns the address;
-// the process is stopped by its pid when the test ends.
-func startProcess(t *testing.T, bin, listenFlag string, env []string, args ...string) string {
-	t.Helper()
-	port, err := redistest.FreePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, append([]string{listenFlag + "=" + addr}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	log, err := os.Create(filepath.Join(t.TempDir(), filepath.Base(bin)+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		_ = log.Close()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			t.Logf("%s log (tail):\n%s", filepath.Base(bin), tailOf(string(out), 2000))
-		}
-	})
-	return addr
-}
-
-func tailOf(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // promAPI talks to a Prometheus server's HTTP API (through a lab client's namespace when

@@ -6,22 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/redlock-kit/redlock-kit/internal/exportertest"
 	"github.com/redlock-kit/redlock-kit/internal/pki"
-	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
 // withStateFile points the policy's STATE_FILE at path (a later assignment in master.conf wins).
@@ -42,60 +37,9 @@ func (p *policy) withStateFile(path string) {
 // test skips, unless REDLOCK_REQUIRE_EXPORTERS=1.
 func nodeExporter(t *testing.T, dir string) string {
 	t.Helper()
-	bin, err := exec.LookPath(NodeExporterPackage)
-	if err != nil {
-		if os.Getenv("REDLOCK_REQUIRE_EXPORTERS") == "1" {
-			t.Fatalf("%s not found: apt-get install %s", NodeExporterPackage, NodeExporterPackage)
-		}
-		t.Skipf("%s not installed (apt-get install %s; REDLOCK_REQUIRE_EXPORTERS=1 makes this a failure)", NodeExporterPackage, NodeExporterPackage)
-	}
-	port, err := redistest.FreePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "--web.listen-address="+addr, "--collector.disable-defaults",
-		"--collector.textfile", "--collector.textfile.directory="+dir)
-	log, err := os.Create(filepath.Join(t.TempDir(), "node-exporter.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		_ = log.Close()
-	})
-	return "http://" + addr + "/metrics"
-}
-
-// scrapeFamilies GETs url until it answers and parses what it says.
-func scrapeFamilies(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			parser := expfmt.NewTextParser(model.LegacyValidation)
-			fams, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-			if err != nil {
-				t.Fatalf("%s: not the Prometheus text format: %v", url, err)
-			}
-			return fams
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never answered: %v", url, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	bin := exportertest.Binary(t, NodeExporterPackage)
+	return exportertest.MetricsURL(exportertest.Start(t, bin, "--web.listen-address", nil,
+		"--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory="+dir))
 }
 
 // gauge is the value of the family's series labelled master="m1" (and with want's labels).
@@ -175,7 +119,7 @@ func checkState(t *testing.T, url, path string) map[string]*dto.MetricFamily {
 			t.Errorf("%s: HELP/TYPE lines\n%s\nwant the contract's\n%s", name, strings.Join(lines, "\n"), strings.Join(want[name], "\n"))
 		}
 	}
-	fams := scrapeFamilies(t, url)
+	fams := exportertest.Scrape(t, url)
 	if v, ok := gauge2(fams, "node_textfile_scrape_error"); !ok || v != 0 {
 		content, _ := os.ReadFile(path)
 		t.Fatalf("node_exporter: node_textfile_scrape_error = %v (present %v): it refuses the state file\n%s", v, ok, content)
@@ -208,7 +152,7 @@ func TestStateFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("redlock_master_holding{master=\"m1\" 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := gauge2(scrapeFamilies(t, url), "node_textfile_scrape_error"); !ok || v != 1 {
+	if v, ok := gauge2(exportertest.Scrape(t, url), "node_textfile_scrape_error"); !ok || v != 1 {
 		t.Fatalf("control: node_exporter accepted a broken state file (scrape error %v, present %v)", v, ok)
 	}
 

@@ -24,8 +24,8 @@ output "data_dirs" {
 }
 
 output "restart_delay_ms" {
-  description = "How long a crashed master stays down before it rejoins (the largest of the masters')."
-  value       = max(redlock_master.this[*].restart_delay_ms...)
+  description = "How long a master that did not stop cleanly stays down before it rejoins, at least: the shortest of the masters' delays, as in the hosts modules and agent_config."
+  value       = local.min_restart_delay_ms
 }
 
 output "max_lock_ttl_ms" {

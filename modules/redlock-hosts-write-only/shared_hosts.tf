@@ -102,7 +102,7 @@ output "endpoints" {
 }
 
 output "restart_delay_ms" {
-  description = "How long a master that did not stop cleanly (and a new host) stays down before it grants anything."
+  description = "How long a master that did not stop cleanly (and a new host) stays down before it grants anything, at least: the shortest of the hosts' delays, as in the cluster modules and agent_config."
   value       = local.min_restart_delay_ms
 }
 
