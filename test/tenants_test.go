@@ -172,14 +172,32 @@ func TestTenantsAreIsolatedEndToEnd(t *testing.T) {
 			t.Errorf("master %d: the removed tenant logs in: %v, want WRONGPASS", i, err)
 		}
 	}
+	// After the apply, billing extends once more; masters too busy to answer in the node
+	// timeout are tried again as above, and a lock that lapsed that way is acquired anew.
+	for !lapsed {
+		err := held.Extend(ctx, 5*time.Second)
+		if err == nil {
+			break
+		}
+		if onlyNodeTimeouts(err) {
+			t.Logf("billing's extend after the apply, masters busy (tried again): %v", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if errors.Is(err, redlock.ErrExpired) {
+			t.Logf("billing's lock lapsed while masters were too busy to answer: %v", err)
+			lapsed = true
+			break
+		}
+		t.Errorf("billing extends its lock after orders was removed: %v", err)
+		break
+	}
 	if lapsed {
 		again, err := billing.Acquire(ctx, "invoice-run", 5*time.Second)
 		if err != nil {
 			t.Fatalf("billing acquires again after orders was removed: %v", err)
 		}
 		held = again
-	} else if err := held.Extend(ctx, 5*time.Second); err != nil {
-		t.Errorf("billing extends its lock after orders was removed: %v", err)
 	}
 	if got := tenantConfigs(t, d)["billing"].Password; got != cfgs["billing"].Password {
 		t.Error("billing's password changed when another tenant was removed")
