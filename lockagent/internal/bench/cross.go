@@ -25,7 +25,7 @@ import (
 var CrossImplementations = []string{Lockagent, LockagentNoQueue, Redsync}
 
 // DefaultProcesses are the worker process counts of the cross-process scenario.
-var DefaultProcesses = []int{4, 8, 16}
+var DefaultProcesses = []int{4, 8, 16, 32, 64}
 
 // CrossProcess is the cross-process scenario for one implementation and one process
 // count: Processes worker processes, each with its own client (its own connections,
@@ -53,6 +53,25 @@ type CrossProcess struct {
 	Fenced          bool
 	FenceViolations int
 	ErrorExamples   []string
+	// GapP50 and GapP99 are the hand-off gap: from a hold's end (the unlock call) to
+	// the next hold's start (the next holder's lock call returning), on CLOCK_MONOTONIC
+	// across processes. Utilisation is the time held over the wall time from the first
+	// hold's start to the last one's end.
+	GapP50, GapP99 time.Duration
+	Utilisation    float64
+	Held           time.Duration // the mean hold
+	// FloorWrite is the median (FloorWriteP99 the 99th percentile) of one fsynced
+	// majority write measured on the same masters just before the window (see
+	// floorWrites): the floor of a hand-off. Zero when not measured.
+	FloorWrite, FloorWriteP99 time.Duration
+	// MasterCalls are the commands every master together ran per acquisition during
+	// the window, by name (INFO commandstats, scripts' commands included), with the
+	// mean time of one call (MasterCall), and
+	// MasterCPU the masters' CPU time per acquisition; nil and 0 without
+	// Config.NewAdminClients.
+	MasterCalls map[string]float64
+	MasterCall  map[string]time.Duration // the mean time of one call, by name
+	MasterCPU   time.Duration
 }
 
 // workerSpec is what the bench sends a worker process on its stdin (one JSON line); the
@@ -265,7 +284,7 @@ func (w *crossWorker) stop() {
 // runCross runs one cell of the cross-process scenario. Every worker it started is
 // stopped by its pid and reaped before it returns, whatever the outcome (an error, ctx
 // cancelled by Ctrl-C).
-func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossProcess, error) {
+func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, admins []*redis.Client) (*CrossProcess, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -343,6 +362,23 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 			return nil, fmt.Errorf("bench: worker %d: %s", w.pid(), workerFailure(b))
 		}
 	}
+	// The floor, on the same masters, with every worker started and idle.
+	// A user that may not SET (a lock user confined to the kit's functions, without an
+	// EVAL user) leaves the floor unmeasured: n/a in the table.
+	floorP50, floorP99, err := floorWrites(ctx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		cfg.Log.Warn("bench: the floor write could not be measured", "err", err)
+	}
+	var before masterWork
+	if len(admins) > 0 {
+		if before, err = readMasterWork(ctx, admins); err != nil {
+			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
+			admins = nil
+		}
+	}
 	now, err := monoNow()
 	if err != nil {
 		return nil, err
@@ -381,7 +417,14 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 	for _, r := range results {
 		fenced = fenced && r.Fenced
 	}
-	return summarizeCross(results, fenced), nil
+	c := summarizeCross(results, fenced)
+	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
+	if len(admins) > 0 {
+		if after, err := readMasterWork(ctx, admins); err == nil {
+			c.MasterCalls, c.MasterCall, c.MasterCPU = after.perAcquisition(before, c.Acquisitions)
+		}
+	}
+	return c, nil
 }
 
 func workerFailure(b []byte) string {
@@ -424,7 +467,16 @@ func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
 		c.MaxWait = slices.Max(waits)
 	}
 	c.Jain, c.MinPer, c.MaxPer = fairness(per)
-	c.Overlaps, c.FenceViolations = checkHolds(holds, fenced)
+	c.Overlaps, c.FenceViolations = checkHolds(holds, fenced) // sorts holds by start
+	gaps, util := handOffs(holds)
+	c.GapP50, c.GapP99, c.Utilisation = percentile(gaps, 0.50), percentile(gaps, 0.99), util
+	if len(holds) > 0 {
+		var held int64
+		for _, h := range holds {
+			held += h.End - h.Start
+		}
+		c.Held = time.Duration(held / int64(len(holds)))
+	}
 	return c
 }
 
@@ -472,11 +524,18 @@ func crossSubjects(subjects []*subject) []*subject {
 // an order that rotates with the process count.
 func runCrossAll(ctx context.Context, cfg Config, subjects []*subject) error {
 	cross := crossSubjects(subjects)
+	floor := cfg.clientsFor(Floor)
+	defer closeAll(floor)
+	var admins []*redis.Client
+	if cfg.NewAdminClients != nil {
+		admins = cfg.NewAdminClients()
+		defer closeAll(admins)
+	}
 	for round, p := range cfg.Processes {
 		for j := range cross {
 			s := cross[(j+round)%len(cross)]
 			cfg.Log.Info("bench: cross-process contention", "impl", s.name, "processes", p, "duration", cfg.Duration)
-			c, err := runCross(ctx, cfg, s.name, p)
+			c, err := runCross(ctx, cfg, s.name, p, floor, admins)
 			if err != nil {
 				return fmt.Errorf("%w (cross-process, %s, %d processes)", err, s.name, p)
 			}
