@@ -72,6 +72,10 @@ type CrossProcess struct {
 	MasterCalls map[string]float64
 	MasterCall  map[string]time.Duration // the mean time of one call, by name
 	MasterCPU   time.Duration
+	MasterSys   time.Duration // the part of MasterCPU in the kernel
+	// FloorCPU is the masters' CPU time per floor write (all masters together), to set
+	// MasterCPU against.
+	FloorCPU time.Duration
 }
 
 // workerSpec is what the bench sends a worker process on its stdin (one JSON line); the
@@ -365,6 +369,13 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	// The floor, on the same masters, with every worker started and idle.
 	// A user that may not SET (a lock user confined to the kit's functions, without an
 	// EVAL user) leaves the floor unmeasured: n/a in the table.
+	var floorStart masterWork
+	if len(admins) > 0 {
+		if floorStart, err = readMasterWork(ctx, admins); err != nil {
+			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
+			admins = nil
+		}
+	}
 	floorP50, floorP99, err := floorWrites(ctx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -373,10 +384,14 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 		cfg.Log.Warn("bench: the floor write could not be measured", "err", err)
 	}
 	var before masterWork
+	var floorCPU time.Duration
 	if len(admins) > 0 {
 		if before, err = readMasterWork(ctx, admins); err != nil {
 			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
 			admins = nil
+		}
+		if floorP50 > 0 {
+			floorCPU = (before.cpu - floorStart.cpu) / floorWriteSamples
 		}
 	}
 	now, err := monoNow()
@@ -421,7 +436,8 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
 	if len(admins) > 0 {
 		if after, err := readMasterWork(ctx, admins); err == nil {
-			c.MasterCalls, c.MasterCall, c.MasterCPU = after.perAcquisition(before, c.Acquisitions)
+			c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(before, c.Acquisitions)
+			c.FloorCPU = floorCPU
 		}
 	}
 	return c, nil

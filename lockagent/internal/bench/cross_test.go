@@ -145,7 +145,7 @@ func TestCrossProcessWorkers(t *testing.T) {
 			}
 			// The hand-off against its floor, and the masters' work, were measured.
 			if c.FloorWrite <= 0 || c.FloorWriteP99 < c.FloorWrite || c.GapP99 < c.GapP50 || c.Held < cfg.Hold ||
-				c.Utilisation <= 0 || c.Utilisation > 1 || c.MasterCPU <= 0 {
+				c.Utilisation <= 0 || c.Utilisation > 1 || c.MasterCPU <= 0 || c.FloorCPU <= 0 {
 				t.Errorf("hand-off: floor %v/%v, gap %v/%v, hold %v, utilisation %v, master CPU %v",
 					c.FloorWrite, c.FloorWriteP99, c.GapP50, c.GapP99, c.Held, c.Utilisation, c.MasterCPU)
 			}
@@ -311,7 +311,7 @@ func TestCrossReport(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"1.30x", "0.10x", "1.00x", "0.20x", "n/a", "ok",
-		"1.25x", "0.600", "0.714", "lockagent, 8 processes: master CPU 80µs; fcall 10.00 (45µs) publish 5.00"} {
+		"1.25x", "0.600", "0.714", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cross table lacks %q:\n%s", want, out)
 		}

@@ -87,7 +87,7 @@ func handOffs(holds []crossHold) (gaps []time.Duration, utilisation float64) {
 // commands') and CPU time.
 type masterWork struct {
 	calls, usec map[string]int64
-	cpu         time.Duration
+	cpu, sys    time.Duration // sys: the part in the kernel (network, AOF writes and fsyncs)
 }
 
 // readMasterWork reads INFO commandstats and cpu on every admin client.
@@ -113,6 +113,9 @@ func readMasterWork(ctx context.Context, admins []*redis.Client) (masterWork, er
 				if v, ok := strings.CutPrefix(line, f); ok {
 					s, _ := strconv.ParseFloat(v, 64)
 					w.cpu += time.Duration(s * float64(time.Second))
+					if f == "used_cpu_sys:" {
+						w.sys += time.Duration(s * float64(time.Second))
+					}
 				}
 			}
 		}
@@ -123,9 +126,9 @@ func readMasterWork(ctx context.Context, admins []*redis.Client) (masterWork, er
 // perAcquisition is the work between two readings per acquisition: commands by name
 // (those the window ran at all), the mean time of one call of each, and CPU time. INFO
 // itself is left out.
-func (w masterWork) perAcquisition(before masterWork, acquisitions int) (calls map[string]float64, each map[string]time.Duration, cpu time.Duration) {
+func (w masterWork) perAcquisition(before masterWork, acquisitions int) (calls map[string]float64, each map[string]time.Duration, cpu, sys time.Duration) {
 	if acquisitions == 0 {
-		return nil, nil, 0
+		return nil, nil, 0, 0
 	}
 	calls, each = map[string]float64{}, map[string]time.Duration{}
 	for name, n := range w.calls {
@@ -134,7 +137,8 @@ func (w masterWork) perAcquisition(before masterWork, acquisitions int) (calls m
 			each[name] = time.Duration(w.usec[name]-before.usec[name]) * time.Microsecond / time.Duration(d)
 		}
 	}
-	return calls, each, (w.cpu - before.cpu) / time.Duration(acquisitions)
+	n := time.Duration(acquisitions)
+	return calls, each, (w.cpu - before.cpu) / n, (w.sys - before.sys) / n
 }
 
 // fmtCalls prints commands per acquisition, the most frequent first, each with the mean

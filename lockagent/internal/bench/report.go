@@ -291,7 +291,8 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 				fmtDuration(c.GapP50), over(c.GapP50, c.FloorWrite), fmtDuration(c.GapP99), over(c.GapP99, c.FloorWriteP99),
 				fmtDuration(c.Held), c.Utilisation, utilAtFloor(c))
 			if c.MasterCalls != nil {
-				work = append(work, fmt.Sprintf("  %s, %d processes: master CPU %s; %s", res.Name, c.Processes, fmtDuration(c.MasterCPU), fmtCalls(c.MasterCalls, c.MasterCall)))
+				work = append(work, fmt.Sprintf("  %s, %d processes: master CPU %s (kernel %s; a floor write: %s); %s", res.Name, c.Processes,
+					fmtDuration(c.MasterCPU), fmtDuration(c.MasterSys), orNA(c.FloorCPU), fmtCalls(c.MasterCalls, c.MasterCall)))
 			}
 		}
 	}
