@@ -64,6 +64,11 @@ type CrossProcess struct {
 	// majority write measured on the same masters just before the window (see
 	// floorWrites): the floor of a hand-off. Zero when not measured.
 	FloorWrite, FloorWriteP99 time.Duration
+	// FloorLoaded is the median of the floor writes made during the window, one every
+	// floorDuringEvery (FloorLoadedN of them): the floor under the window's load. Their
+	// SETs are left out of MasterCalls, and their CPU (at FloorCPU each) of MasterCPU.
+	FloorLoaded  time.Duration
+	FloorLoadedN int
 	// MasterCalls are the commands every master together ran per acquisition during
 	// the window, by name (INFO commandstats, scripts' commands included), with the
 	// mean time of one call (MasterCall), and
@@ -405,6 +410,21 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, w.stderr.String())
 		}
 	}
+	type loaded struct {
+		p50 time.Duration
+		n   int
+	}
+	during := make(chan loaded, 1)
+	duringCtx, stopDuring := context.WithCancel(ctx)
+	defer stopDuring()
+	go func() {
+		if floorP50 <= 0 {
+			during <- loaded{}
+			return
+		}
+		p50, n := floorDuring(duringCtx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, startAt, startAt+int64(cfg.Duration))
+		during <- loaded{p50, n}
+	}()
 	results := make([]workerResult, len(workers))
 	// A lock call that started in the window may wait up to the implementation's own
 	// limit (redsync: 32 tries) or, for the library, until it gets the lock.
@@ -432,10 +452,16 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	for _, r := range results {
 		fenced = fenced && r.Fenced
 	}
+	stopDuring()
+	fl := <-during
 	c := summarizeCross(results, fenced)
 	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
+	c.FloorLoaded, c.FloorLoadedN = fl.p50, fl.n
 	if len(admins) > 0 {
 		if after, err := readMasterWork(ctx, admins); err == nil {
+			// The floor writes during the window are not the hand-offs' work.
+			after.calls["set"] -= int64(fl.n * len(floor))
+			after.cpu -= time.Duration(fl.n) * floorCPU
 			c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(before, c.Acquisitions)
 			c.FloorCPU = floorCPU
 		}

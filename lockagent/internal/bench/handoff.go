@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,42 +23,75 @@ import (
 // floorWriteSamples is how many fsynced majority writes a cell's floor is the median of.
 const floorWriteSamples = 200
 
-// floorWrites measures n fsynced majority writes on clients (the floor's): a SET PX of
-// the same key to every master at once, timed to the majority's reply. It is the
-// floor's SET NX PX without NX, so that every one is a write (and so fsynced with
-// appendfsync always). It returns the median and the 99th percentile.
+// floorWrites measures n fsynced majority writes on clients (the floor's), one after
+// another, and returns the median and the 99th percentile.
 func floorWrites(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, n int) (p50, p99 time.Duration, err error) {
-	quorum := len(clients)/2 + 1
 	lat := make([]time.Duration, 0, n)
 	for range n {
-		if err := ctx.Err(); err != nil {
+		d, err := floorWrite(ctx, clients, key, ttl)
+		if err != nil {
 			return 0, 0, err
 		}
-		start := time.Now()
-		replies := make(chan error, len(clients))
-		var wg sync.WaitGroup
-		for _, c := range clients {
-			wg.Go(func() { replies <- c.Set(ctx, key, "floor", ttl).Err() })
-		}
-		ok, failed := 0, 0
-		var at time.Duration
-		var last error
-		for range clients {
-			if e := <-replies; e != nil {
-				failed++
-				last = e
-			} else if ok++; ok == quorum {
-				at = time.Since(start)
-			}
-		}
-		wg.Wait() // every master's reply is in before the next write
-		if ok < quorum {
-			return 0, 0, fmt.Errorf("bench: floor write: %d of %d masters failed: %w", failed, len(clients), last)
-		}
-		lat = append(lat, at)
+		lat = append(lat, d)
 	}
 	return percentile(lat, 0.50), percentile(lat, 0.99), nil
 }
+
+// floorWrite is one fsynced majority write: a SET PX of key to every master at once,
+// timed to the majority's reply. It is the floor's SET NX PX without NX, so that every
+// one is a write (and so fsynced with appendfsync always). It returns once every master
+// answered.
+func floorWrite(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration) (time.Duration, error) {
+	quorum := len(clients)/2 + 1
+	start := time.Now()
+	replies := make(chan error, len(clients))
+	for _, c := range clients {
+		go func() { replies <- c.Set(ctx, key, "floor", ttl).Err() }()
+	}
+	ok, failed := 0, 0
+	var at time.Duration
+	var last error
+	for range clients {
+		if e := <-replies; e != nil {
+			failed++
+			last = e
+		} else if ok++; ok == quorum {
+			at = time.Since(start)
+		}
+	}
+	if ok < quorum {
+		return 0, fmt.Errorf("bench: floor write: %d of %d masters failed: %w", failed, len(clients), last)
+	}
+	return at, nil
+}
+
+// floorDuring measures a floor write every floorDuringEvery from the shared clock's
+// startAt to end (ns), while the workers run: the floor under the window's load. It
+// returns the median and how many writes it made; errors end it early.
+func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, startAt, end int64) (time.Duration, int) {
+	now, err := monoNow()
+	if err != nil {
+		return 0, 0
+	}
+	time.Sleep(time.Duration(startAt - now))
+	var lat []time.Duration
+	for ctx.Err() == nil {
+		if now, _ = monoNow(); now >= end {
+			break
+		}
+		d, err := floorWrite(ctx, clients, key, ttl)
+		if err != nil {
+			break
+		}
+		lat = append(lat, d)
+		time.Sleep(floorDuringEvery)
+	}
+	return percentile(lat, 0.50), len(lat)
+}
+
+// floorDuringEvery spaces the floor writes during a window: few enough that their
+// fsyncs rarely share a master's event loop turn with a hand-off.
+const floorDuringEvery = 50 * time.Millisecond
 
 // handOffs returns the hand-off gaps of holds sorted by start: each hold's start minus
 // the end of the hold before it (its unlock call), and the utilisation: time held over

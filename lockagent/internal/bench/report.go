@@ -283,13 +283,13 @@ func (r *Report) writeCross(w io.Writer) error {
 func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	fmt.Fprintln(w, "\nhand-off against the floor: gap = a holder's unlock call to the next holder's acquisition (across processes, CLOCK_MONOTONIC); floor = one fsynced majority write on the same masters, measured just before each window:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "impl\tprocesses\tfloor write p50\tgap p50\tgap p50/floor\tgap p99\tgap p99/floor p99\thold mean\tutilisation\tutilisation at floor\t")
+	fmt.Fprintln(tw, "impl\tprocesses\tfloor write p50\tgap p50\tgap p50/floor\tgap p99\tgap p99/floor p99\tfloor under load p50\tgap p50/floor under load\thold mean\tutilisation\tutilisation at floor\t")
 	var work []string
 	for _, res := range rows {
 		for _, c := range res.Cross {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t\n", res.Name, c.Processes, orNA(c.FloorWrite),
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t\n", res.Name, c.Processes, orNA(c.FloorWrite),
 				fmtDuration(c.GapP50), over(c.GapP50, c.FloorWrite), fmtDuration(c.GapP99), over(c.GapP99, c.FloorWriteP99),
-				fmtDuration(c.Held), c.Utilisation, utilAtFloor(c))
+				orNA(c.FloorLoaded), over(c.GapP50, c.FloorLoaded), fmtDuration(c.Held), c.Utilisation, utilAtFloor(c))
 			if c.MasterCalls != nil {
 				work = append(work, fmt.Sprintf("  %s, %d processes: master CPU %s (kernel %s; a floor write: %s); %s", res.Name, c.Processes,
 					fmtDuration(c.MasterCPU), fmtDuration(c.MasterSys), orNA(c.FloorCPU), fmtCalls(c.MasterCalls, c.MasterCall)))
@@ -299,6 +299,7 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "floor under load: floor writes during the window, one every %v; hold mean above the hold (%v): how late nanosleep(2) woke the holder, this machine's wake-up latency under the window's load.\n", floorDuringEvery, r.Config.Hold)
 	fmt.Fprintln(w, "utilisation = time held / wall time; utilisation at floor = hold mean / (hold mean + floor write p50), what a gap of one fsynced majority write would give.")
 	if len(work) > 0 {
 		fmt.Fprintln(w, "masters' work per acquisition, all masters together (INFO cpu and commandstats over the window; scripts' commands included, and counted in the script's time too; in parentheses the mean time of one call):")
