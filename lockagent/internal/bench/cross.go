@@ -69,6 +69,17 @@ type CrossProcess struct {
 	// SETs are left out of MasterCalls, and their CPU (at FloorCPU each) of MasterCPU.
 	FloorLoaded  time.Duration
 	FloorLoadedN int
+	// WorkerCPU and WorkerWakeups are the worker processes' CPU time and voluntary
+	// context switches (each a sleep, so a wake-up) per acquisition, all workers together.
+	WorkerCPU     time.Duration
+	WorkerWakeups float64
+	// Chained counts the hand-offs whose fence is the previous hold's plus one: chained
+	// hand-offs, written without a log write (see lua/release.lua); the others were
+	// logged (an fsync before the notice), a fence round, or an acquisition by attempt
+	// (after a window or an expiry). ChainedGapP50 is the gap p50 of the chained ones
+	// alone. Fenced implementations only.
+	Chained       int
+	ChainedGapP50 time.Duration
 	// MasterCalls are the commands every master together ran per acquisition during
 	// the window, by name (INFO commandstats, scripts' commands included), with the
 	// mean time of one call (MasterCall), and
@@ -107,11 +118,15 @@ type crossHold struct {
 // workerResult is a worker's report. Each hold is four numbers, kept compact: the start
 // as ns after the common start time, the hold's length, the fence and the wait (ns).
 type workerResult struct {
-	Holds  [][4]int64 `json:"holds"`
-	Fenced bool       `json:"fenced,omitempty"`
-	Failed int        `json:"failed,omitempty"`
-	Errors []string   `json:"errors,omitempty"`
-	Err    string     `json:"err,omitempty"`
+	Holds [][4]int64 `json:"holds"`
+	// CPU (ns) and Wakeups (voluntary context switches) of the worker process over its
+	// window.
+	CPU     int64    `json:"cpu,omitempty"`
+	Wakeups int64    `json:"wakeups,omitempty"`
+	Fenced  bool     `json:"fenced,omitempty"`
+	Failed  int      `json:"failed,omitempty"`
+	Errors  []string `json:"errors,omitempty"`
+	Err     string   `json:"err,omitempty"`
 }
 
 // ServeWorker is the worker side of the cross-process scenario (the hidden
@@ -191,6 +206,7 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 		time.Sleep(d)
 	}
 	end := startAt + int64(spec.Duration)
+	cpu0, wake0 := processUsage()
 	var errs errorSamples
 	for {
 		t0, _ := monoNow()
@@ -215,6 +231,8 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 		}
 		cancel()
 	}
+	cpu1, wake1 := processUsage()
+	res.CPU, res.Wakeups = int64(cpu1-cpu0), wake1-wake0
 	res.Errors = errs.examples
 	return res, nil
 }
@@ -486,8 +504,11 @@ func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
 	var waits []time.Duration
 	var errs errorSamples
 	var lastEnd int64
+	var workerCPU, wakeups int64
 	for i, r := range results {
 		per[i] = len(r.Holds)
+		workerCPU += r.CPU
+		wakeups += r.Wakeups
 		c.Failed += r.Failed
 		for _, e := range r.Errors {
 			errs.add(errors.New(e))
@@ -511,7 +532,20 @@ func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
 	c.Jain, c.MinPer, c.MaxPer = fairness(per)
 	c.Overlaps, c.FenceViolations = checkHolds(holds, fenced) // sorts holds by start
 	gaps, util := handOffs(holds)
+	if fenced {
+		var chained []time.Duration
+		for i := 1; i < len(holds); i++ {
+			if holds[i].Fence == holds[i-1].Fence+1 {
+				chained = append(chained, gaps[i-1])
+			}
+		}
+		c.Chained, c.ChainedGapP50 = len(chained), percentile(chained, 0.50)
+	}
 	c.GapP50, c.GapP99, c.Utilisation = percentile(gaps, 0.50), percentile(gaps, 0.99), util
+	if n := len(holds); n > 0 {
+		c.WorkerCPU = time.Duration(workerCPU / int64(n))
+		c.WorkerWakeups = float64(wakeups) / float64(n)
+	}
 	if len(holds) > 0 {
 		var held int64
 		for _, h := range holds {

@@ -145,7 +145,8 @@ func TestCrossProcessWorkers(t *testing.T) {
 			}
 			// The hand-off against its floor, and the masters' work, were measured.
 			if c.FloorWrite <= 0 || c.FloorWriteP99 < c.FloorWrite || c.GapP99 < c.GapP50 || c.Held < cfg.Hold ||
-				c.Utilisation <= 0 || c.Utilisation > 1 || c.MasterCPU <= 0 || c.FloorCPU <= 0 || c.FloorLoaded <= 0 || c.FloorLoadedN == 0 {
+				c.Utilisation <= 0 || c.Utilisation > 1 || c.MasterCPU <= 0 || c.FloorCPU <= 0 || c.FloorLoaded <= 0 || c.FloorLoadedN == 0 ||
+				c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 {
 				t.Errorf("hand-off: floor %v/%v, gap %v/%v, hold %v, utilisation %v, master CPU %v",
 					c.FloorWrite, c.FloorWriteP99, c.GapP50, c.GapP99, c.Held, c.Utilisation, c.MasterCPU)
 			}
@@ -278,6 +279,10 @@ func TestSummarizeCross(t *testing.T) {
 	// Holds 0-1, 2-3 (the other process) and 4-5 ms: two gaps of 1ms, held 3 of 5ms.
 	if c.GapP50 != time.Millisecond || c.GapP99 != time.Millisecond || c.Held != time.Millisecond || c.Utilisation != 0.6 {
 		t.Errorf("gap %v/%v, hold %v, utilisation %v; want 1ms/1ms, 1ms, 0.6", c.GapP50, c.GapP99, c.Held, c.Utilisation)
+	}
+	// Fences 1, 2, 3 in start order: both hand-offs chained (fence + 1).
+	if c.Chained != 2 || c.ChainedGapP50 != time.Millisecond {
+		t.Errorf("chained %d (gap %v), want 2 (1ms)", c.Chained, c.ChainedGapP50)
 	}
 
 	// The second process starts while the first still holds (0..3ms), with a lower fence.

@@ -287,6 +287,12 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	var work []string
 	for _, res := range rows {
 		for _, c := range res.Cross {
+			chained := "n/a"
+			if c.Fenced && c.Acquisitions > 1 {
+				chained = fmt.Sprintf("%.1f%%, gap p50 %s", 100*float64(c.Chained)/float64(c.Acquisitions-1), fmtDuration(c.ChainedGapP50))
+			}
+			work = append(work, fmt.Sprintf("  %s, %d processes: workers: CPU %s, %.1f wake-ups; chained hand-offs %s", res.Name, c.Processes,
+				fmtDuration(c.WorkerCPU), c.WorkerWakeups, chained))
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t\n", res.Name, c.Processes, orNA(c.FloorWrite),
 				fmtDuration(c.GapP50), over(c.GapP50, c.FloorWrite), fmtDuration(c.GapP99), over(c.GapP99, c.FloorWriteP99),
 				orNA(c.FloorLoaded), over(c.GapP50, c.FloorLoaded), fmtDuration(c.Held), c.Utilisation, utilAtFloor(c))
@@ -302,7 +308,7 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	fmt.Fprintf(w, "floor under load: floor writes during the window, one every %v; hold mean above the hold (%v): how late nanosleep(2) woke the holder, this machine's wake-up latency under the window's load.\n", floorDuringEvery, r.Config.Hold)
 	fmt.Fprintln(w, "utilisation = time held / wall time; utilisation at floor = hold mean / (hold mean + floor write p50), what a gap of one fsynced majority write would give.")
 	if len(work) > 0 {
-		fmt.Fprintln(w, "masters' work per acquisition, all masters together (INFO cpu and commandstats over the window; scripts' commands included, and counted in the script's time too; in parentheses the mean time of one call):")
+		fmt.Fprintln(w, "work per acquisition: workers (all together: CPU time, voluntary context switches = wake-ups; chained = fence is the previous hold's + 1, a hand-off without a log write); masters (all together: INFO cpu and commandstats over the window; scripts' commands included, and counted in the script's time too; in parentheses the mean time of one call):")
 		for _, l := range work {
 			fmt.Fprintln(w, l)
 		}
