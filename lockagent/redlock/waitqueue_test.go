@@ -13,6 +13,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/overlap"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
@@ -556,5 +557,55 @@ func TestWaitQueueStaleReleaseFence(t *testing.T) {
 			}
 			_ = lw.lock.Release(ctx)
 		})
+	}
+}
+
+// TestWaitQueueTicketOrder: the queue stays in ticket order whichever way a waiter's line
+// goes in: a newcomer with the latest ticket at the end (without walking the queue), one
+// with an earlier ticket in its place, a renewal where it was, and after a last line that
+// is not a waiter's, in its place by the walk.
+func TestWaitQueueTicketOrder(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 1})
+	m := cl.Masters[0]
+	const key = "queue-order"
+	ctx := adminCtx(t)
+	if err := m.Admin().Set(ctx, key, "holder", 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	script := redis.NewScript(redlock.AcquireQueuedScript())
+	keys := []string{key, key + redlock.FenceSuffix, key + redlock.QueueSuffix}
+	attempt := func(ticket int, attempt int) {
+		t.Helper()
+		id := fmt.Sprintf("client/%d", ticket)
+		if err := script.Run(ctx, m.Admin(), keys, fmt.Sprintf("token-%d", ticket), 10000, "0", id, ticket, 30000, attempt).Err(); err != nil {
+			t.Fatalf("attempt of ticket %d: %v", ticket, err)
+		}
+	}
+	tickets := func() string {
+		t.Helper()
+		var out []string
+		for _, l := range queueLines(t, m, key) {
+			out = append(out, strings.Fields(l)[1])
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tk := range []int{10, 30, 40, 20, 50, 5} {
+		attempt(tk, 1)
+	}
+	if got, want := tickets(), "5 10 20 30 40 50"; got != want {
+		t.Errorf("tickets in line %q, want %q", got, want)
+	}
+	attempt(30, 2) // a renewal keeps its place
+	if got, want := tickets(), "5 10 20 30 40 50"; got != want {
+		t.Errorf("after a renewal: tickets in line %q, want %q", got, want)
+	}
+	// A last line that is not a waiter's: the walk places the line, before it.
+	q := valueOn(t, m, key+redlock.QueueSuffix)
+	if err := m.Admin().Set(ctx, key+redlock.QueueSuffix, q+"not a waiter\n", 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	attempt(60, 1)
+	if got, want := tickets(), "5 10 20 30 40 50 60 a"; got != want {
+		t.Errorf("after an unreadable last line: %q, want %q", got, want)
 	}
 }

@@ -65,7 +65,13 @@ Scenarios:
                processes, min/max per process; every hold is checked against every
                other on CLOCK_MONOTONIC (one clock for all processes; Linux only) and
                fences must strictly increase in acquisition order. redsync's workers
-               use the EVAL user with --spawn, as redsync does in-process
+               use the EVAL user with --spawn, as redsync does in-process. Then the
+               hand-off against its floor: the gap from a holder's unlock call to the
+               next holder's acquisition (p50/p99) and the utilisation (time held /
+               wall time), beside one fsynced majority write (SET PX to every master,
+               timed to the majority's reply) measured on the same masters just before
+               each window; with --spawn (or an admin user in agent.json) also the
+               masters' CPU time and commands per acquisition (INFO)
 Then the ratios of FCALL vs EVALSHA, of the library vs redsync and vs the floor, and
 the issue's targets.
 Numbers depend on the machine and its disk (appendfsync always fsyncs every write).
@@ -92,7 +98,7 @@ Benchmark:
   --goroutines N       throughput goroutines (default 64)
   --contenders N       in-process contention goroutines (default 16)
   --processes L        comma-separated worker process counts of the cross-process
-                       scenario (default 4,8,16; 0 skips it)
+                       scenario (default 4,8,16,32,64; 0 skips it)
   --hold D             how long a contender holds the lock (default 1ms), slept with
                        nanosleep(2): Go's timers would round it up to the next
                        millisecond in a process whose sockets are busy
@@ -134,7 +140,7 @@ func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
 	fs.IntVar(&o.cfg.Rounds, "rounds", 5, "interleaved rounds")
 	fs.IntVar(&o.cfg.Goroutines, "goroutines", 64, "throughput goroutines")
 	fs.IntVar(&o.cfg.Contenders, "contenders", 16, "contention goroutines")
-	fs.StringVar(&o.processes, "processes", "4,8,16", "cross-process worker counts")
+	fs.StringVar(&o.processes, "processes", "4,8,16,32,64", "cross-process worker counts")
 	fs.DurationVar(&o.cfg.Hold, "hold", time.Millisecond, "hold time under contention")
 	fs.DurationVar(&o.cfg.TTL, "ttl", 10*time.Second, "lock TTL")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "CPU profile file")
@@ -213,6 +219,17 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	cfg.NewClients = func() []*redis.Client { return lockClients(deployment) }
+	// INFO (the masters' work per acquisition in the cross-process scenario) needs the
+	// admin user: the spawned masters' or the deployment's, when it names one.
+	admin := *deployment
+	if spawn > 0 {
+		admin.Username, admin.Password = "", localmasters.AdminPassword
+	} else {
+		admin.Username, admin.Password = deployment.AdminUsername, deployment.AdminPassword
+	}
+	if admin.Password != "" {
+		cfg.NewAdminClients = func() []*redis.Client { return lockClients(&admin) }
+	}
 	if evalDeployment != nil {
 		cfg.NewEvalClients = func() []*redis.Client { return lockClients(evalDeployment) }
 	}

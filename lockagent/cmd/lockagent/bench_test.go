@@ -130,11 +130,33 @@ func TestBenchCrossProcess(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
+	// The cross-process table, then the hand-off table (rows of the same names).
+	_, cross, _ := strings.Cut(stdout, "cross-process contention: P worker processes")
+	cross, handOff, _ := strings.Cut(cross, "hand-off against the floor")
 	rows := map[string][]string{}
-	for _, l := range strings.Split(stdout, "\n") {
+	for _, l := range strings.Split(cross, "\n") {
 		f := strings.Fields(l)
 		if len(f) >= 11 && (f[0] == "lockagent" || f[0] == "redsync") && f[1] == "3" {
 			rows[f[0]] = f
+		}
+	}
+	// The hand-off against the floor: the floor was measured (on the EVAL user), and the
+	// masters' work counted (--spawn's admin user).
+	for _, impl := range []string{"lockagent", "redsync"} {
+		found := false
+		for _, l := range strings.Split(handOff, "\n") {
+			if f := strings.Fields(l); len(f) >= 12 && f[0] == impl && f[1] == "3" {
+				found = true
+				if f[2] == "n/a" || f[7] == "n/a" {
+					t.Errorf("%s: floor write %s, under load %s, want both measured:\n%s", impl, f[2], f[7], stdout)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no hand-off row for %s:\n%s", impl, stdout)
+		}
+		if !strings.Contains(handOff, impl+", 3 processes: master CPU") {
+			t.Errorf("no masters' work for %s:\n%s", impl, stdout)
 		}
 	}
 	for _, impl := range []string{"lockagent", "redsync"} {

@@ -105,6 +105,10 @@ type Config struct {
 	// WorkerEvalDeployment, when set, is the one for the implementations that send their
 	// own Lua (redsync), as NewEvalClients is.
 	WorkerDeployment, WorkerEvalDeployment json.RawMessage
+	// NewAdminClients, when set, returns clients, one per master, that may run INFO: the
+	// cross-process scenario then counts the commands and CPU time the masters spend per
+	// acquisition.
+	NewAdminClients func() []*redis.Client
 	// Processes are the worker process counts of the cross-process scenario
 	// (DefaultProcesses: 4, 8, 16).
 	Processes []int

@@ -25,7 +25,7 @@ import (
 var CrossImplementations = []string{Lockagent, LockagentNoQueue, Redsync}
 
 // DefaultProcesses are the worker process counts of the cross-process scenario.
-var DefaultProcesses = []int{4, 8, 16}
+var DefaultProcesses = []int{4, 8, 16, 32, 64}
 
 // CrossProcess is the cross-process scenario for one implementation and one process
 // count: Processes worker processes, each with its own client (its own connections,
@@ -53,6 +53,45 @@ type CrossProcess struct {
 	Fenced          bool
 	FenceViolations int
 	ErrorExamples   []string
+	// GapP50 and GapP99 are the hand-off gap: from a hold's end (the unlock call) to
+	// the next hold's start (the next holder's lock call returning), on CLOCK_MONOTONIC
+	// across processes. Utilisation is the time held over the wall time from the first
+	// hold's start to the last one's end.
+	GapP50, GapP99 time.Duration
+	Utilisation    float64
+	Held           time.Duration // the mean hold
+	// FloorWrite is the median (FloorWriteP99 the 99th percentile) of one fsynced
+	// majority write measured on the same masters just before the window (see
+	// floorWrites): the floor of a hand-off. Zero when not measured.
+	FloorWrite, FloorWriteP99 time.Duration
+	// FloorLoaded is the median of the floor writes made during the window, one every
+	// floorDuringEvery (FloorLoadedN of them): the floor under the window's load. Their
+	// SETs are left out of MasterCalls, and their CPU (at FloorCPU each) of MasterCPU.
+	FloorLoaded  time.Duration
+	FloorLoadedN int
+	// WorkerCPU and WorkerWakeups are the worker processes' CPU time and voluntary
+	// context switches (each a sleep, so a wake-up) per acquisition, all workers together.
+	WorkerCPU     time.Duration
+	WorkerWakeups float64
+	// Chained counts the hand-offs whose fence is the previous hold's plus one: chained
+	// hand-offs, written without a log write (see lua/release.lua); the others were
+	// logged (an fsync before the notice), a fence round, or an acquisition by attempt
+	// (after a window or an expiry). ChainedGapP50 is the gap p50 of the chained ones
+	// alone. Fenced implementations only.
+	Chained       int
+	ChainedGapP50 time.Duration
+	// MasterCalls are the commands every master together ran per acquisition during
+	// the window, by name (INFO commandstats, scripts' commands included), with the
+	// mean time of one call (MasterCall), and
+	// MasterCPU the masters' CPU time per acquisition; nil and 0 without
+	// Config.NewAdminClients.
+	MasterCalls map[string]float64
+	MasterCall  map[string]time.Duration // the mean time of one call, by name
+	MasterCPU   time.Duration
+	MasterSys   time.Duration // the part of MasterCPU in the kernel
+	// FloorCPU is the masters' CPU time per floor write (all masters together), to set
+	// MasterCPU against.
+	FloorCPU time.Duration
 }
 
 // workerSpec is what the bench sends a worker process on its stdin (one JSON line); the
@@ -79,11 +118,15 @@ type crossHold struct {
 // workerResult is a worker's report. Each hold is four numbers, kept compact: the start
 // as ns after the common start time, the hold's length, the fence and the wait (ns).
 type workerResult struct {
-	Holds  [][4]int64 `json:"holds"`
-	Fenced bool       `json:"fenced,omitempty"`
-	Failed int        `json:"failed,omitempty"`
-	Errors []string   `json:"errors,omitempty"`
-	Err    string     `json:"err,omitempty"`
+	Holds [][4]int64 `json:"holds"`
+	// CPU (ns) and Wakeups (voluntary context switches) of the worker process over its
+	// window.
+	CPU     int64    `json:"cpu,omitempty"`
+	Wakeups int64    `json:"wakeups,omitempty"`
+	Fenced  bool     `json:"fenced,omitempty"`
+	Failed  int      `json:"failed,omitempty"`
+	Errors  []string `json:"errors,omitempty"`
+	Err     string   `json:"err,omitempty"`
 }
 
 // ServeWorker is the worker side of the cross-process scenario (the hidden
@@ -163,6 +206,7 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 		time.Sleep(d)
 	}
 	end := startAt + int64(spec.Duration)
+	cpu0, wake0 := processUsage()
 	var errs errorSamples
 	for {
 		t0, _ := monoNow()
@@ -187,6 +231,8 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 		}
 		cancel()
 	}
+	cpu1, wake1 := processUsage()
+	res.CPU, res.Wakeups = int64(cpu1-cpu0), wake1-wake0
 	res.Errors = errs.examples
 	return res, nil
 }
@@ -265,7 +311,7 @@ func (w *crossWorker) stop() {
 // runCross runs one cell of the cross-process scenario. Every worker it started is
 // stopped by its pid and reaped before it returns, whatever the outcome (an error, ctx
 // cancelled by Ctrl-C).
-func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossProcess, error) {
+func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, admins []*redis.Client) (*CrossProcess, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -343,6 +389,34 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 			return nil, fmt.Errorf("bench: worker %d: %s", w.pid(), workerFailure(b))
 		}
 	}
+	// The floor, on the same masters, with every worker started and idle.
+	// A user that may not SET (a lock user confined to the kit's functions, without an
+	// EVAL user) leaves the floor unmeasured: n/a in the table.
+	var floorStart masterWork
+	if len(admins) > 0 {
+		if floorStart, err = readMasterWork(ctx, admins); err != nil {
+			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
+			admins = nil
+		}
+	}
+	floorP50, floorP99, err := floorWrites(ctx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		cfg.Log.Warn("bench: the floor write could not be measured", "err", err)
+	}
+	var before masterWork
+	var floorCPU time.Duration
+	if len(admins) > 0 {
+		if before, err = readMasterWork(ctx, admins); err != nil {
+			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
+			admins = nil
+		}
+		if floorP50 > 0 {
+			floorCPU = (before.cpu - floorStart.cpu) / floorWriteSamples
+		}
+	}
 	now, err := monoNow()
 	if err != nil {
 		return nil, err
@@ -354,6 +428,21 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, w.stderr.String())
 		}
 	}
+	type loaded struct {
+		p50 time.Duration
+		n   int
+	}
+	during := make(chan loaded, 1)
+	duringCtx, stopDuring := context.WithCancel(ctx)
+	defer stopDuring()
+	go func() {
+		if floorP50 <= 0 {
+			during <- loaded{}
+			return
+		}
+		p50, n := floorDuring(duringCtx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, startAt, startAt+int64(cfg.Duration))
+		during <- loaded{p50, n}
+	}()
 	results := make([]workerResult, len(workers))
 	// A lock call that started in the window may wait up to the implementation's own
 	// limit (redsync: 32 tries) or, for the library, until it gets the lock.
@@ -381,7 +470,21 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int) (*CrossPr
 	for _, r := range results {
 		fenced = fenced && r.Fenced
 	}
-	return summarizeCross(results, fenced), nil
+	stopDuring()
+	fl := <-during
+	c := summarizeCross(results, fenced)
+	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
+	c.FloorLoaded, c.FloorLoadedN = fl.p50, fl.n
+	if len(admins) > 0 {
+		if after, err := readMasterWork(ctx, admins); err == nil {
+			// The floor writes during the window are not the hand-offs' work.
+			after.calls["set"] -= int64(fl.n * len(floor))
+			after.cpu -= time.Duration(fl.n) * floorCPU
+			c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(before, c.Acquisitions)
+			c.FloorCPU = floorCPU
+		}
+	}
+	return c, nil
 }
 
 func workerFailure(b []byte) string {
@@ -401,8 +504,11 @@ func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
 	var waits []time.Duration
 	var errs errorSamples
 	var lastEnd int64
+	var workerCPU, wakeups int64
 	for i, r := range results {
 		per[i] = len(r.Holds)
+		workerCPU += r.CPU
+		wakeups += r.Wakeups
 		c.Failed += r.Failed
 		for _, e := range r.Errors {
 			errs.add(errors.New(e))
@@ -424,7 +530,29 @@ func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
 		c.MaxWait = slices.Max(waits)
 	}
 	c.Jain, c.MinPer, c.MaxPer = fairness(per)
-	c.Overlaps, c.FenceViolations = checkHolds(holds, fenced)
+	c.Overlaps, c.FenceViolations = checkHolds(holds, fenced) // sorts holds by start
+	gaps, util := handOffs(holds)
+	if fenced {
+		var chained []time.Duration
+		for i := 1; i < len(holds); i++ {
+			if holds[i].Fence == holds[i-1].Fence+1 {
+				chained = append(chained, gaps[i-1])
+			}
+		}
+		c.Chained, c.ChainedGapP50 = len(chained), percentile(chained, 0.50)
+	}
+	c.GapP50, c.GapP99, c.Utilisation = percentile(gaps, 0.50), percentile(gaps, 0.99), util
+	if n := len(holds); n > 0 {
+		c.WorkerCPU = time.Duration(workerCPU / int64(n))
+		c.WorkerWakeups = float64(wakeups) / float64(n)
+	}
+	if len(holds) > 0 {
+		var held int64
+		for _, h := range holds {
+			held += h.End - h.Start
+		}
+		c.Held = time.Duration(held / int64(len(holds)))
+	}
 	return c
 }
 
@@ -472,11 +600,18 @@ func crossSubjects(subjects []*subject) []*subject {
 // an order that rotates with the process count.
 func runCrossAll(ctx context.Context, cfg Config, subjects []*subject) error {
 	cross := crossSubjects(subjects)
+	floor := cfg.clientsFor(Floor)
+	defer closeAll(floor)
+	var admins []*redis.Client
+	if cfg.NewAdminClients != nil {
+		admins = cfg.NewAdminClients()
+		defer closeAll(admins)
+	}
 	for round, p := range cfg.Processes {
 		for j := range cross {
 			s := cross[(j+round)%len(cross)]
 			cfg.Log.Info("bench: cross-process contention", "impl", s.name, "processes", p, "duration", cfg.Duration)
-			c, err := runCross(ctx, cfg, s.name, p)
+			c, err := runCross(ctx, cfg, s.name, p, floor, admins)
 			if err != nil {
 				return fmt.Errorf("%w (cross-process, %s, %d processes)", err, s.name, p)
 			}

@@ -84,8 +84,25 @@ func crossConfig(t *testing.T, cluster *redistest.Cluster, started *[]*exec.Cmd)
 			return cmd, nil
 		},
 	}
+	cfg.NewAdminClients = func() []*redis.Client {
+		admins := make([]*redis.Client, len(cluster.Masters))
+		for i, m := range cluster.Masters {
+			admins[i] = m.ClientAs("default", redistest.AdminPassword)
+		}
+		return admins
+	}
 	cfg.defaults()
 	return cfg
+}
+
+// runCrossCell is runCross with the floor's and the admin clients of cfg, as runCrossAll
+// passes them.
+func runCrossCell(ctx context.Context, t *testing.T, cfg Config, impl string, procs int) (*CrossProcess, error) {
+	t.Helper()
+	floor, admins := cfg.clientsFor(Floor), cfg.NewAdminClients()
+	defer closeAll(floor)
+	defer closeAll(admins)
+	return runCross(ctx, cfg, impl, procs, floor, admins)
 }
 
 // assertReaped: every worker process started was waited for (so none is left running).
@@ -110,7 +127,7 @@ func TestCrossProcessWorkers(t *testing.T) {
 	const procs = 3
 	for _, impl := range CrossImplementations {
 		t.Run(impl, func(t *testing.T) {
-			c, err := runCross(context.Background(), cfg, impl, procs)
+			c, err := runCrossCell(context.Background(), t, cfg, impl, procs)
 			if err != nil {
 				t.Fatalf("runCross: %v", err)
 			}
@@ -125,6 +142,20 @@ func TestCrossProcessWorkers(t *testing.T) {
 			}
 			if c.Failed != 0 {
 				t.Errorf("%d lock calls gave up: %v", c.Failed, c.ErrorExamples)
+			}
+			// The hand-off against its floor, and the masters' work, were measured.
+			if c.FloorWrite <= 0 || c.FloorWriteP99 < c.FloorWrite || c.GapP99 < c.GapP50 || c.Held < cfg.Hold ||
+				c.Utilisation <= 0 || c.Utilisation > 1 || c.MasterCPU <= 0 || c.FloorCPU <= 0 || c.FloorLoaded <= 0 || c.FloorLoadedN == 0 ||
+				c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 {
+				t.Errorf("hand-off: floor %v/%v, gap %v/%v, hold %v, utilisation %v, master CPU %v",
+					c.FloorWrite, c.FloorWriteP99, c.GapP50, c.GapP99, c.Held, c.Utilisation, c.MasterCPU)
+			}
+			script := "fcall"
+			if impl == Redsync {
+				script = "evalsha"
+			}
+			if c.MasterCalls[script] < 1 || c.MasterCalls["info"] != 0 {
+				t.Errorf("master calls per acquisition %v, want %s at least once per acquisition and no INFO", c.MasterCalls, script)
 			}
 			keys := []string{cfg.KeyPrefix + impl + ":cross", cfg.KeyPrefix + impl + ":cross:warm"}
 			for _, m := range cluster.Masters {
@@ -149,7 +180,7 @@ func TestCrossProcessRedsyncNeedsEvalUser(t *testing.T) {
 	var started []*exec.Cmd
 	cfg := crossConfig(t, cluster, &started)
 	cfg.WorkerEvalDeployment = nil // redsync gets the lock user
-	_, err := runCross(context.Background(), cfg, Redsync, 2)
+	_, err := runCrossCell(context.Background(), t, cfg, Redsync, 2)
 	if err == nil || !strings.Contains(err.Error(), "warm-up") {
 		t.Errorf("runCross with redsync on the lock user: %v, want a worker's warm-up to fail", err)
 	}
@@ -166,7 +197,7 @@ func TestCrossProcessStopsWorkers(t *testing.T) {
 		cfg.Duration = time.Minute
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(2*time.Second, cancel)
-		_, err := runCross(ctx, cfg, Lockagent, 3)
+		_, err := runCrossCell(ctx, t, cfg, Lockagent, 3)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("runCross: %v, want context.Canceled", err)
 		}
@@ -185,7 +216,7 @@ func TestCrossProcessStopsWorkers(t *testing.T) {
 			}
 			return spawn()
 		}
-		if _, err := runCross(context.Background(), cfg, Lockagent, 3); err == nil || !strings.Contains(err.Error(), "no more processes") {
+		if _, err := runCrossCell(context.Background(), t, cfg, Lockagent, 3); err == nil || !strings.Contains(err.Error(), "no more processes") {
 			t.Errorf("runCross: %v, want the spawn error", err)
 		}
 		if len(started) != 2 {
@@ -245,6 +276,14 @@ func TestSummarizeCross(t *testing.T) {
 	if c.MaxWait.Milliseconds() != 5 || c.ErrorExamples[0] != "gave up" {
 		t.Errorf("MaxWait %v, errors %v", c.MaxWait, c.ErrorExamples)
 	}
+	// Holds 0-1, 2-3 (the other process) and 4-5 ms: two gaps of 1ms, held 3 of 5ms.
+	if c.GapP50 != time.Millisecond || c.GapP99 != time.Millisecond || c.Held != time.Millisecond || c.Utilisation != 0.6 {
+		t.Errorf("gap %v/%v, hold %v, utilisation %v; want 1ms/1ms, 1ms, 0.6", c.GapP50, c.GapP99, c.Held, c.Utilisation)
+	}
+	// Fences 1, 2, 3 in start order: both hand-offs chained (fence + 1).
+	if c.Chained != 2 || c.ChainedGapP50 != time.Millisecond {
+		t.Errorf("chained %d (gap %v), want 2 (1ms)", c.Chained, c.ChainedGapP50)
+	}
 
 	// The second process starts while the first still holds (0..3ms), with a lower fence.
 	bad := []workerResult{
@@ -267,12 +306,17 @@ func TestCrossReport(t *testing.T) {
 		{Name: Lockagent, Cross: []*CrossProcess{cell(8, 260, 10*time.Millisecond, 0), cell(16, 200, 20*time.Millisecond, 0)}},
 		{Name: Redsync, Cross: []*CrossProcess{{Processes: 8, PerSecond: 200, P99Wait: 100 * time.Millisecond, Jain: 0.8}, {Processes: 16, PerSecond: 200, P99Wait: 100 * time.Millisecond, Overlaps: 1}}},
 	}}
+	rep.Results[0].Cross[0].FloorWrite, rep.Results[0].Cross[0].GapP50 = 400*time.Microsecond, 500*time.Microsecond
+	rep.Results[0].Cross[0].Held, rep.Results[0].Cross[0].Utilisation = time.Millisecond, 0.6
+	rep.Results[0].Cross[0].MasterCalls, rep.Results[0].Cross[0].MasterCPU = map[string]float64{"fcall": 10, "publish": 5}, 80*time.Microsecond
+	rep.Results[0].Cross[0].MasterCall = map[string]time.Duration{"fcall": 45 * time.Microsecond}
 	var b strings.Builder
 	if err := rep.writeCross(&b); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"1.30x", "0.10x", "1.00x", "0.20x", "n/a", "ok"} {
+	for _, want := range []string{"1.30x", "0.10x", "1.00x", "0.20x", "n/a", "ok",
+		"1.25x", "0.600", "0.714", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cross table lacks %q:\n%s", want, out)
 		}
@@ -282,13 +326,15 @@ func TestCrossReport(t *testing.T) {
 		met[tg.Name] = tg.Met()
 	}
 	want := map[string]bool{
-		"cross-process, 8 processes: acq/s >= 1.3x redsync":    true,
-		"cross-process, 16 processes: acq/s >= 1.3x redsync":   false,
-		"cross-process, 8 processes: p99 wait <= 0.5x redsync": true,
-		"cross-process, 16 processes: Jain >= 0.95":            true,
-		"cross-process: acq/s at 16 >= 0.9x acq/s at 8":        false, // 200/260
-		"cross-process: overlapping holds == 0":                false, // redsync's
-		"cross-process: fence order violations == 0":           true,
+		"cross-process, 8 processes: acq/s >= 1.3x redsync":                               true,
+		"cross-process, 16 processes: acq/s >= 1.3x redsync":                              false,
+		"cross-process, 8 processes: p99 wait <= 0.5x redsync":                            true,
+		"cross-process, 16 processes: Jain >= 0.95":                                       true,
+		"cross-process: acq/s at 16 >= 0.9x acq/s at 8":                                   false, // 200/260
+		"cross-process: overlapping holds == 0":                                           false, // redsync's
+		"cross-process: fence order violations == 0":                                      true,
+		"cross-process, 8 processes: hand-off gap p50 <= 1.1x one fsynced majority write": false, // 1.25x
+		"cross-process, 8 processes: Jain >= 0.99":                                        true,
 	}
 	for name, w := range want {
 		if got, ok := met[name]; !ok || got != w {

@@ -102,6 +102,9 @@ local function bytag(s, now, tag)
     p = e.to
   end
 end
+-- put places a waiter's line by ticket (a renewal keeps its place). A newcomer's ticket is
+-- usually the latest: when the last line's ticket is not later, the line goes at the end
+-- without walking the queue (the walk would end there too: lines are in ticket order).
 local function put(s, id, tk, tok, lease, ttl, n)
   local line = id .. " " .. tk .. " " .. tok .. " " .. lease .. " " .. ttl .. " " .. n .. "\n"
   local old = find(s, id)
@@ -109,6 +112,9 @@ local function put(s, id, tk, tok, lease, ttl, n)
     return string.sub(s, 1, old.from - 1) .. line .. string.sub(s, old.to)
   end
   if old then s = cut(s, old) end
+  local r = string.find(string.reverse(s), "\n", 2, true)
+  local last = r and string.match(s, "^%S+ (%d+) %S+ %d+ %d+ %d+\n$", #s - r + 2)
+  if last and not later(last, tk) then return s .. line end
   local p = body(s)
   while true do
     local t = string.match(s, "^%S+ (%d+) ", p)

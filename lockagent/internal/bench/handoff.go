@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The hand-off in the cross-process scenario, against its floor.
+//
+// A hand-off is the time from a holder's unlock call to the next holder's acquisition
+// (the return of its lock call), across processes, on CLOCK_MONOTONIC. Its floor is one
+// fsynced majority write: the least any Redlock needs to move a lock from one process
+// to another is one write that a majority of masters fsync before they answer. The
+// bench measures that write in the same run, on the same masters, just before each
+// cell's window (floorWrites), so both numbers see the same machine.
+
+// floorWriteSamples is how many fsynced majority writes a cell's floor is the median of.
+const floorWriteSamples = 200
+
+// floorWrites measures n fsynced majority writes on clients (the floor's), one after
+// another, and returns the median and the 99th percentile.
+func floorWrites(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, n int) (p50, p99 time.Duration, err error) {
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		d, err := floorWrite(ctx, clients, key, ttl)
+		if err != nil {
+			return 0, 0, err
+		}
+		lat = append(lat, d)
+	}
+	return percentile(lat, 0.50), percentile(lat, 0.99), nil
+}
+
+// floorWrite is one fsynced majority write: a SET PX of key to every master at once,
+// timed to the majority's reply. It is the floor's SET NX PX without NX, so that every
+// one is a write (and so fsynced with appendfsync always). It returns once every master
+// answered.
+func floorWrite(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration) (time.Duration, error) {
+	quorum := len(clients)/2 + 1
+	start := time.Now()
+	replies := make(chan error, len(clients))
+	for _, c := range clients {
+		go func() { replies <- c.Set(ctx, key, "floor", ttl).Err() }()
+	}
+	ok, failed := 0, 0
+	var at time.Duration
+	var last error
+	for range clients {
+		if e := <-replies; e != nil {
+			failed++
+			last = e
+		} else if ok++; ok == quorum {
+			at = time.Since(start)
+		}
+	}
+	if ok < quorum {
+		return 0, fmt.Errorf("bench: floor write: %d of %d masters failed: %w", failed, len(clients), last)
+	}
+	return at, nil
+}
+
+// floorDuring measures a floor write every floorDuringEvery from the shared clock's
+// startAt to end (ns), while the workers run: the floor under the window's load. It
+// returns the median and how many writes it made; errors end it early.
+func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, startAt, end int64) (time.Duration, int) {
+	now, err := monoNow()
+	if err != nil {
+		return 0, 0
+	}
+	time.Sleep(time.Duration(startAt - now))
+	var lat []time.Duration
+	for ctx.Err() == nil {
+		if now, _ = monoNow(); now >= end {
+			break
+		}
+		d, err := floorWrite(ctx, clients, key, ttl)
+		if err != nil {
+			break
+		}
+		lat = append(lat, d)
+		time.Sleep(floorDuringEvery)
+	}
+	return percentile(lat, 0.50), len(lat)
+}
+
+// floorDuringEvery spaces the floor writes during a window: few enough that their
+// fsyncs rarely share a master's event loop turn with a hand-off.
+const floorDuringEvery = 50 * time.Millisecond
+
+// handOffs returns the hand-off gaps of holds sorted by start: each hold's start minus
+// the end of the hold before it (its unlock call), and the utilisation: time held over
+// the wall time from the first start to the last end.
+func handOffs(holds []crossHold) (gaps []time.Duration, utilisation float64) {
+	if len(holds) == 0 {
+		return nil, 0
+	}
+	var held, lastEnd int64
+	for i, h := range holds {
+		held += h.End - h.Start
+		lastEnd = max(lastEnd, h.End)
+		if i > 0 {
+			gaps = append(gaps, time.Duration(h.Start-holds[i-1].End))
+		}
+	}
+	if wall := lastEnd - holds[0].Start; wall > 0 {
+		utilisation = float64(held) / float64(wall)
+	}
+	return gaps, utilisation
+}
+
+// masterWork is what the masters did, summed over all of them, from INFO: commands run
+// by name (scripts' commands included), the time they took (µs; a script's includes its
+// commands') and CPU time.
+type masterWork struct {
+	calls, usec map[string]int64
+	cpu, sys    time.Duration // sys: the part in the kernel (network, AOF writes and fsyncs)
+}
+
+// readMasterWork reads INFO commandstats and cpu on every admin client.
+func readMasterWork(ctx context.Context, admins []*redis.Client) (masterWork, error) {
+	w := masterWork{calls: map[string]int64{}, usec: map[string]int64{}}
+	for _, c := range admins {
+		info, err := c.Info(ctx, "commandstats", "cpu").Result()
+		if err != nil {
+			return w, fmt.Errorf("bench: INFO on %s: %w", c.Options().Addr, err)
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			line = strings.TrimSpace(line)
+			if name, rest, ok := strings.Cut(line, ":calls="); ok {
+				name = strings.TrimPrefix(name, "cmdstat_")
+				n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+				w.calls[name] += n
+				if _, u, ok := strings.Cut(rest, ",usec="); ok {
+					us, _ := strconv.ParseInt(strings.SplitN(u, ",", 2)[0], 10, 64)
+					w.usec[name] += us
+				}
+			}
+			for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+				if v, ok := strings.CutPrefix(line, f); ok {
+					s, _ := strconv.ParseFloat(v, 64)
+					w.cpu += time.Duration(s * float64(time.Second))
+					if f == "used_cpu_sys:" {
+						w.sys += time.Duration(s * float64(time.Second))
+					}
+				}
+			}
+		}
+	}
+	return w, nil
+}
+
+// perAcquisition is the work between two readings per acquisition: commands by name
+// (those the window ran at all), the mean time of one call of each, and CPU time. INFO
+// itself is left out.
+func (w masterWork) perAcquisition(before masterWork, acquisitions int) (calls map[string]float64, each map[string]time.Duration, cpu, sys time.Duration) {
+	if acquisitions == 0 {
+		return nil, nil, 0, 0
+	}
+	calls, each = map[string]float64{}, map[string]time.Duration{}
+	for name, n := range w.calls {
+		if d := n - before.calls[name]; d > 0 && name != "info" {
+			calls[name] = float64(d) / float64(acquisitions)
+			each[name] = time.Duration(w.usec[name]-before.usec[name]) * time.Microsecond / time.Duration(d)
+		}
+	}
+	n := time.Duration(acquisitions)
+	return calls, each, (w.cpu - before.cpu) / n, (w.sys - before.sys) / n
+}
+
+// fmtCalls prints commands per acquisition, the most frequent first, each with the mean
+// time of one call when known: "fcall 10.00 (45µs) publish 5.00 (2µs)".
+func fmtCalls(calls map[string]float64, each map[string]time.Duration) string {
+	names := make([]string, 0, len(calls))
+	for n := range calls {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if calls[a] != calls[b] {
+			if calls[a] > calls[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s %.2f", n, calls[n])
+		if d, ok := each[n]; ok {
+			fmt.Fprintf(&b, " (%s)", fmtDuration(d))
+		}
+	}
+	return b.String()
+}
