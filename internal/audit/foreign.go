@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -13,17 +15,23 @@ import (
 )
 
 // Foreign locks. The kit's own clients refuse a TTL above max_lock_ttl, and the restart
-// hold is computed from it. A user that may run its own Lua (an allow_eval user: other
-// Redlock clients, such as node-redlock or redsync) sets whatever TTL its client asks for:
-// a lock that outlives max_lock_ttl is not covered by the hold, and a master that crashes
-// and rejoins after the hold grants it again while the rest still hold it. The audit
-// samples those users' keys (SCAN of their own patterns, bounded) and reports each key
-// whose PTTL is above ForeignLockLimit, or that has no TTL at all (a lock that never
-// expires). The sample is what the kit can see at one moment: a long lock taken after
-// the audit is found by the next one (the monitoring rule RedlockForeignLockUnbounded
-// reads the same sample, taken by the supervisor).
+// hold is computed from it. But a lock user's client is not the only thing that can write
+// its keys: a user that may run SET sets whatever TTL it is given (any client holding the
+// password: SET NX PX, PEXPIRE), and one that may run its own Lua (EVAL, or EVALSHA of a
+// script it loaded: other Redlock clients, such as node-redlock or redsync) too. A lock
+// that outlives the hold is not covered by it: a master that crashes and rejoins after the
+// hold grants it again while the rest still hold it. The audit samples the keys of every
+// enabled non-admin user that may run SET, EVAL or EVALSHA (or another command that sets a
+// TTL: MayWriteTTL) on its own keys (SCAN of its patterns, bounded) and reports each key whose PTTL is above the limit
+// (foreignLockLimit), or that has no TTL at all (a lock that never expires). The kit's own
+// keys pass: its locks have a TTL of at most max_lock_ttl plus the hand-off slack, its
+// fence registers (key + lua.FenceSuffix, a decimal) have none, and its wait queues (key +
+// queueSuffix, a value in the queue's format) are not locks. The sample is what the kit
+// can see at one moment: a long lock taken after the audit is found by the next one (the
+// monitoring rule RedlockForeignLockUnbounded reads the same sample, taken by the
+// supervisor). A sample the bound cut short vouches for nothing: the check is unmade.
 
-// ForeignLock is a key of an allow_eval user that the restart hold does not cover.
+// ForeignLock is a lock user's key that the restart hold does not cover.
 type ForeignLock struct {
 	User string `json:"user"`
 	Key  string `json:"key"`
@@ -50,52 +58,101 @@ func (f ForeignLock) String() string {
 	return fmt.Sprintf("%q (user %s, %s)", f.Key, f.User, ttl)
 }
 
-// Bounds of the sample: SCAN calls of ForeignScanCount keys, at most ForeignScanCalls per
-// key pattern, so that a user with many keys costs the master a bounded amount of work.
+// Bounds of the sample: SCAN MATCH walks the whole keyspace, whoever's keys they are, so
+// the bound is in keys walked: at most ForeignScanCalls SCAN calls of COUNT
+// ForeignScanCount per key pattern (about 100,000 keys of the keyspace), so that a large
+// keyspace costs the master a bounded amount of work. A pattern whose SCAN has not ended
+// by then leaves the sample cut short.
 const (
-	ForeignScanCount = 100
-	ForeignScanCalls = 10
+	ForeignScanCount = 1000
+	ForeignScanCalls = 100
 )
 
-// ForeignLockLimit is the largest PTTL an allow_eval user's key may have: maxLockTTL,
-// plus the slack the kit's own wait queue gives a key it hands over (a quarter of the TTL,
-// at most a second: lockagent/redlock/lua/queue.lua), since the kit's clients may share
-// the user with the foreign ones.
+// ForeignLockLimit is the largest PTTL a lock user's key may have for a given
+// max_lock_ttl: maxLockTTL, plus the slack the kit's own wait queue gives a key it hands
+// over (a quarter of the TTL, at most a second: lockagent/redlock/lua/queue.lua). The
+// audit's limit is also at most the restart hold less the drift margin (foreignLockLimit).
 func ForeignLockLimit(maxLockTTL time.Duration) time.Duration {
 	return maxLockTTL + min(maxLockTTL/4, time.Second)
 }
 
-// SampleForeignLocks scans patterns (a user's key patterns) on c, as the admin, and
-// returns the keys whose PTTL is above limit or that have no TTL, and how many keys it
-// looked at. Fence registers (key + lua.FenceSuffix) have no TTL by design, and the kit's
-// own records (redisconf.KitKeyPrefix) are no lock: both are skipped. Each SCAN and PTTL
-// batch is bounded by timeout.
-func SampleForeignLocks(ctx context.Context, c *redis.Client, timeout time.Duration, user string, patterns []string, limit time.Duration) (over []ForeignLock, sampled int, err error) {
+// foreignLockLimit is the limit on master m: ForeignLockHoldLimit under the restart hold
+// it is judged by.
+func (m Master) foreignLockLimit(t Target) time.Duration {
+	return ForeignLockHoldLimit(t.MaxLockTTL, m.restartHold(t), t.DriftFactor)
+}
+
+// ForeignLockHoldLimit is ForeignLockLimit(maxLockTTL), and no more than the restart hold
+// (0: unknown) less the drift margin, so that a lock's holder (which counts the drift off
+// its validity) never believes it valid after a master that forgot it has rejoined. Under
+// a hold of less than maxLockTTL plus the slack plus the drift, a key the kit's wait queue
+// has just handed over is above it until its waiter's attempt sets it anew (at most the
+// slack later).
+func ForeignLockHoldLimit(maxLockTTL, hold time.Duration, driftFactor float64) time.Duration {
+	limit := ForeignLockLimit(maxLockTTL)
+	if hold > 0 {
+		limit = max(min(limit, hold-Drift(maxLockTTL, driftFactor)), 0)
+	}
+	return limit
+}
+
+// restartHold is the restart delay the findings judge master m by: the configured one,
+// else the one its runtime publishes (0: neither is known).
+func (m Master) restartHold(t Target) time.Duration {
+	return cmp.Or(t.RestartDelay, m.PublishedRestartDelay)
+}
+
+// ForeignSample is what SampleForeignLocks saw.
+type ForeignSample struct {
+	// Over are the keys above the limit or without a TTL.
+	Over []ForeignLock
+	// Sampled counts the keys whose TTL was read (the kit's records left out).
+	Sampled int
+	// CutShort names the patterns whose SCAN the bound stopped before it ended: keys
+	// matching them may not have been seen.
+	CutShort []string
+}
+
+// SampleForeignLocks scans patterns (a user's key patterns) on c, as the admin, at most
+// maxCalls SCAN calls of ForeignScanCount per pattern, and returns the keys whose PTTL is
+// above limit or that have no TTL. The kit's fence registers and wait queues, and its
+// records (redisconf.KitKeyPrefix), are skipped: a key named like a register or a queue
+// that does not hold one is checked like any other. Each SCAN and PTTL batch is bounded by
+// timeout.
+func SampleForeignLocks(ctx context.Context, c *redis.Client, timeout time.Duration, user string, patterns []string, limit time.Duration, maxCalls int) (ForeignSample, error) {
+	var s ForeignSample
 	for _, pat := range patterns {
 		var cursor uint64
-		for call := 0; call < ForeignScanCalls; call++ {
+		for call := 0; ; call++ {
+			if call == maxCalls {
+				s.CutShort = append(s.CutShort, pat)
+				break
+			}
 			scan, err := nodeCall(ctx, timeout, func(ctx context.Context) (*redis.ScanCmd, error) {
 				cmd := c.Scan(ctx, cursor, pat, ForeignScanCount)
 				return cmd, cmd.Err()
 			})
 			if err != nil {
-				return nil, sampled, fmt.Errorf("SCAN %s: %w", pat, err)
+				return s, fmt.Errorf("SCAN %s: %w", pat, err)
 			}
 			var keys []string
 			keys, cursor = scan.Val()
 			keys = lockKeys(keys)
-			ttls, err := pttls(ctx, c, timeout, keys)
+			ttls, values, err := pttls(ctx, c, timeout, keys)
 			if err != nil {
-				return nil, sampled, err
+				return s, err
 			}
-			sampled += len(keys)
 			for i, k := range keys {
-				switch d := ttls[i]; {
-				case d == -2: // gone between SCAN and PTTL
+				d := ttls[i]
+				if d == -2 || kitRecord(k, d, values[i]) { // gone between SCAN and PTTL, or the kit's
+					continue
+				}
+				s.Sampled++
+				switch {
 				case d == -1:
-					over = append(over, ForeignLock{User: user, Key: k, PTTLMS: NoTTL})
+					s.Over = append(s.Over, ForeignLock{User: user, Key: k, PTTLMS: NoTTL})
 				case time.Duration(d)*time.Millisecond > limit:
-					over = append(over, ForeignLock{User: user, Key: k, PTTLMS: d})
+					s.Over = append(s.Over, ForeignLock{User: user, Key: k, PTTLMS: d})
 				}
 			}
 			if cursor == 0 {
@@ -103,60 +160,111 @@ func SampleForeignLocks(ctx context.Context, c *redis.Client, timeout time.Durat
 			}
 		}
 	}
-	return over, sampled, nil
+	return s, nil
 }
 
-// lockKeys keeps the keys that can be locks: not fence registers, not the kit's records.
+// lockKeys keeps the keys that can be locks: not the kit's records.
 func lockKeys(keys []string) []string {
 	out := keys[:0]
 	for _, k := range keys {
-		if !strings.HasSuffix(k, lua.FenceSuffix) && !strings.HasPrefix(k, redisconf.KitKeyPrefix) {
+		if !strings.HasPrefix(k, redisconf.KitKeyPrefix) {
 			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// pttls asks PTTL of every key in one pipeline: milliseconds, -1 without a TTL, -2 gone.
-func pttls(ctx context.Context, c *redis.Client, timeout time.Duration, keys []string) ([]int64, error) {
+// namedRecord reports whether key is named like a fence register or a wait queue, whose
+// value the sample reads to tell the kit's from a lock.
+func namedRecord(key string) bool {
+	return strings.HasSuffix(key, lua.FenceSuffix) || strings.HasSuffix(key, queueSuffix)
+}
+
+// queueSuffix names a lock's wait queue (lockagent/redlock.queueSuffix).
+const queueSuffix = ":waitq"
+
+var (
+	fenceValue = regexp.MustCompile(`^[0-9]+$`)
+	// queueHeader and queueEntry are the wait queue's lines (lockagent/redlock/lua/queue.lua):
+	// "<end of the open window>[ <note>]", then "<id> <ticket> <token> <lease end> <ttl> <attempt>".
+	queueHeader = regexp.MustCompile(`^[0-9]+ ?[0-9A-Fa-f:]*$`)
+	queueEntry  = regexp.MustCompile(`^[^ ]+ [0-9]+ [^ ]+ [0-9]+ [0-9]+ [0-9]+$`)
+)
+
+// kitRecord reports whether key, with PTTL pttl and value v ("" when not a string), is a
+// fence register (no TTL, a decimal) or a wait queue (a value in the queue's format).
+func kitRecord(key string, pttl int64, v string) bool {
+	switch {
+	case strings.HasSuffix(key, lua.FenceSuffix):
+		return pttl == -1 && fenceValue.MatchString(v)
+	case strings.HasSuffix(key, queueSuffix):
+		return isQueue(v)
+	}
+	return false
+}
+
+// isQueue reports whether v is a wait queue: its header line, then entries, each line
+// ended by a newline.
+func isQueue(v string) bool {
+	if !strings.HasSuffix(v, "\n") {
+		return false
+	}
+	lines := strings.Split(strings.TrimSuffix(v, "\n"), "\n")
+	if !queueHeader.MatchString(lines[0]) {
+		return false
+	}
+	for _, l := range lines[1:] {
+		if !queueEntry.MatchString(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// pttls asks PTTL of every key in one pipeline (milliseconds, -1 without a TTL, -2 gone),
+// and GET of those named like the kit's records ("" for another type or none).
+func pttls(ctx context.Context, c *redis.Client, timeout time.Duration, keys []string) ([]int64, []string, error) {
 	if len(keys) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	cmds, err := nodeCall(ctx, timeout, func(ctx context.Context) ([]redis.Cmder, error) {
+	var ttlCmds, getCmds []*redis.Cmd
+	_, _ = nodeCall(ctx, timeout, func(ctx context.Context) ([]redis.Cmder, error) {
 		pipe := c.Pipeline()
+		ttlCmds, getCmds = ttlCmds[:0], getCmds[:0]
 		for _, k := range keys {
-			pipe.Do(ctx, "PTTL", k)
+			ttlCmds = append(ttlCmds, pipe.Do(ctx, "PTTL", k))
+			if namedRecord(k) {
+				getCmds = append(getCmds, pipe.Do(ctx, "GET", k))
+			} else {
+				getCmds = append(getCmds, nil)
+			}
 		}
-		return pipe.Exec(ctx)
+		return pipe.Exec(ctx) // a GET of another type fails alone: read per command below
 	})
-	if err != nil {
-		return nil, fmt.Errorf("PTTL: %w", err)
-	}
-	out := make([]int64, len(cmds))
-	for i, cmd := range cmds {
-		n, err := cmd.(*redis.Cmd).Int64()
+	ttls, values := make([]int64, len(keys)), make([]string, len(keys))
+	for i, cmd := range ttlCmds {
+		n, err := cmd.Int64()
 		if err != nil {
-			return nil, fmt.Errorf("PTTL %s: %w", keys[i], err)
+			return nil, nil, fmt.Errorf("PTTL %s: %w", keys[i], err)
 		}
-		out[i] = n
+		ttls[i] = n
+		if g := getCmds[i]; g != nil {
+			values[i], _ = g.Text() // WRONGTYPE or gone: not a record
+		}
 	}
-	return out, nil
+	return ttls, values, nil
 }
 
-// MayEval reports whether user may run EVAL on key (ACL DRYRUN, which runs nothing).
-func MayEval(ctx context.Context, c *redis.Client, timeout time.Duration, user, key string) (bool, error) {
-	return mayRun(ctx, c, timeout, user, "EVAL", "return 1", "1", key)
-}
-
-// checkForeignLocks samples the keys of every enabled user with keys that may run EVAL:
-// an allow_eval tenant's prefix, or every key for a user that reaches them all (an EVAL
-// user beside a single lock user). What cannot be asked or scanned leaves the check
-// unmade (m.Unchecked).
+// checkForeignLocks samples the keys of every enabled non-admin user that may write its
+// keys with a TTL of its choosing (MayWriteTTL): SET (every lock user of the kit, whose
+// clients refuse a TTL above max_lock_ttl, but whose password lets any client do
+// otherwise), or its own Lua (EVAL, or EVALSHA of a script it loaded). What cannot be asked or scanned, and a sample
+// the bound cut short, leaves the check unmade (m.Unchecked).
 func (m *Master) checkForeignLocks(ctx context.Context, c *redis.Client, t Target) {
 	if !m.usersRead {
 		return // checkUsers said why
 	}
-	limit := ForeignLockLimit(t.MaxLockTTL)
+	limit := m.foreignLockLimit(t)
 	for _, u := range m.LockUsers {
 		if !u.Enabled || u.Keyless() {
 			continue
@@ -165,22 +273,58 @@ func (m *Master) checkForeignLocks(ctx context.Context, c *redis.Client, t Targe
 		if len(keys) == 0 {
 			continue
 		}
-		eval, err := MayEval(ctx, c, t.NodeTimeout, u.Name, keys[0])
+		writes, err := MayWriteTTL(ctx, c, t.NodeTimeout, u.Name, keys[0])
 		if err != nil {
-			m.uncheck("whether user "+u.Name+" may run its own Lua (EVAL) could not be asked, so its locks' TTLs were not sampled", err)
+			m.uncheck("whether user "+u.Name+" may set a key's TTL (SET, PEXPIRE, EVAL, EVALSHA and their kin) could not be asked, so its locks' TTLs were not sampled", err)
 			continue
 		}
-		if !eval {
-			continue // the kit's clients only: they refuse a TTL above max_lock_ttl
+		if !writes {
+			continue // it cannot write a lock
 		}
-		over, sampled, err := SampleForeignLocks(ctx, c, t.NodeTimeout, u.Name, u.keyPatterns(), limit)
+		s, err := SampleForeignLocks(ctx, c, t.NodeTimeout, u.Name, u.keyPatterns(), limit, ForeignScanCalls)
 		if err != nil {
 			m.uncheck("the TTLs of user "+u.Name+"'s keys could not be sampled", err)
 			continue
 		}
+		if len(s.CutShort) > 0 {
+			m.uncheck(fmt.Sprintf("the sample of user %s's keys (%s) was cut short after %d keys of the keyspace (%d SCAN calls of COUNT %d, %d of its keys read): a long lock among the rest would not have been seen. Fix: audit a master with fewer keys, or delete the keys nothing uses", u.Name, strings.Join(s.CutShort, ", "), ForeignScanCalls*ForeignScanCount, ForeignScanCalls, ForeignScanCount, s.Sampled), nil)
+		}
 		m.ForeignUsers = append(m.ForeignUsers, u.Name)
-		m.ForeignKeysSampled += sampled
-		m.ForeignLocks = append(m.ForeignLocks, over...)
+		m.ForeignKeysSampled += s.Sampled
+		m.ForeignLocks = append(m.ForeignLocks, s.Over...)
+	}
+}
+
+// MayWriteTTL reports whether user may run, on key, one of the commands that leave a key
+// with a TTL of the caller's choosing or none (ttlWriters; ACL DRYRUN, which runs
+// nothing): SET and its kin, the EXPIRE family, RESTORE, and Lua (EVAL, EVALSHA of a
+// script it loaded, FCALL of the kit's functions, which take the TTL from the caller).
+func MayWriteTTL(ctx context.Context, c *redis.Client, timeout time.Duration, user, key string) (bool, error) {
+	for _, cmd := range ttlWriters(key) {
+		ok, err := mayRun(ctx, c, timeout, user, cmd...)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// ttlWriters are the commands MayWriteTTL asks about, with their arguments for key.
+func ttlWriters(key string) [][]any {
+	return [][]any{
+		{"SET", key, "x", "PX", "1"},
+		{"PSETEX", key, "1", "x"},
+		{"SETEX", key, "1", "x"},
+		{"GETEX", key, "PX", "1"},
+		{"PEXPIRE", key, "1"},
+		{"EXPIRE", key, "1"},
+		{"PEXPIREAT", key, "1"},
+		{"EXPIREAT", key, "1"},
+		{"PERSIST", key},
+		{"RESTORE", key, "0", "x"},
+		{"EVAL", "return 1", "1", key},
+		{"EVALSHA", "0000000000000000000000000000000000000000", "1", key},
+		{"FCALL", "f", "1", key},
 	}
 }
 
@@ -202,8 +346,8 @@ func (m Master) foreignLockProblem(t Target, restartDelay time.Duration) string 
 	if restartDelay > 0 {
 		hold = fmt.Sprintf("the restart hold (%v)", restartDelay)
 	}
-	return fmt.Sprintf("Master %s holds keys of users that run their own Lua (allow_eval) with a TTL above max_lock_ttl %v (%v with the wait queue's hand-off slack) or none: %s. %s does not cover them: a master that crashes and rejoins after it has forgotten such a lock hands it to a second client while the others still hold it. Fix: make those clients use a TTL of at most max_lock_ttl (node-redlock's duration, redsync's WithExpiry), delete the keys as the admin once their holders are done, or raise max_lock_ttl (and with it the restart delay) above the longest TTL they need.",
-		m.Endpoint, t.MaxLockTTL, ForeignLockLimit(t.MaxLockTTL), strings.Join(names, ", "), capitalize(hold))
+	return fmt.Sprintf("Master %s holds keys of lock users with a TTL above %v (max_lock_ttl %v with the wait queue's hand-off slack, and no more than the restart hold less the drift margin) or none: %s. %s does not cover them: a master that crashes and rejoins after it has forgotten such a lock hands it to a second client while the others still hold it. Fix: make those clients use a TTL of at most max_lock_ttl (the kit's clients refuse more; node-redlock's duration, redsync's WithExpiry; a client that sets its own keys with SET or PEXPIRE), delete the keys as the admin once their holders are done, or raise max_lock_ttl (and with it the restart delay) above the longest TTL they need.",
+		m.Endpoint, m.foreignLockLimit(t), t.MaxLockTTL, strings.Join(names, ", "), capitalize(hold))
 }
 
 func capitalize(s string) string {

@@ -15,7 +15,8 @@ import (
 //
 //	redlock_audit_foreign_locks_unbounded{endpoint,user}  keys over the limit in the sample
 //	redlock_audit_foreign_keys_sampled{endpoint}          keys sampled on the master
-//	redlock_audit_foreign_lock_limit_seconds              the limit (max_lock_ttl + slack)
+//	redlock_audit_foreign_lock_limit_seconds              the limit (max_lock_ttl + slack,
+//	                                                      at most the hold less the drift)
 //
 // A sampled user with no such key gets 0, so an alert resolves once its keys are bounded
 // again. Only masters whose users were read appear. The label is endpoint, not master:
@@ -27,7 +28,7 @@ func (r *Report) WriteForeignLockMetrics(w io.Writer) error {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
 	}
 	family("redlock_audit_foreign_locks_unbounded",
-		"Keys of a user that may run its own Lua (allow_eval: other Redlock clients) whose TTL is above max_lock_ttl (plus the wait queue's hand-off slack) or absent, in the audit's bounded sample: the restart hold does not cover them.")
+		"Keys of a lock user (one that may run SET, EVAL or EVALSHA on its keys) whose TTL is above the limit or absent, in the audit's bounded sample: the restart hold does not cover them.")
 	for _, m := range r.Masters {
 		counts := map[string]int{}
 		for _, u := range m.ForeignUsers {
@@ -45,14 +46,19 @@ func (r *Report) WriteForeignLockMetrics(w io.Writer) error {
 			fmt.Fprintf(&b, "redlock_audit_foreign_locks_unbounded{endpoint=%s,user=%s} %d\n", labelValue(m.Endpoint), labelValue(u), counts[u])
 		}
 	}
-	family("redlock_audit_foreign_keys_sampled", "Keys of users that may run their own Lua that the audit looked at on the master (SCAN of their patterns, bounded).")
+	family("redlock_audit_foreign_keys_sampled", "Keys of lock users that the audit looked at on the master (SCAN of their patterns, bounded).")
 	for _, m := range r.Masters {
 		if m.usersRead {
 			fmt.Fprintf(&b, "redlock_audit_foreign_keys_sampled{endpoint=%s} %d\n", labelValue(m.Endpoint), m.ForeignKeysSampled)
 		}
 	}
-	family("redlock_audit_foreign_lock_limit_seconds", "The largest TTL the audit accepts for such a key: max_lock_ttl plus the wait queue's hand-off slack.")
-	fmt.Fprintf(&b, "redlock_audit_foreign_lock_limit_seconds %s\n", strconv.FormatFloat(ForeignLockLimit(r.MaxLockTTL).Seconds(), 'f', -1, 64))
+	family("redlock_audit_foreign_lock_limit_seconds", "The largest TTL the audit accepts for such a key: max_lock_ttl plus the wait queue's hand-off slack, at most the restart hold less the drift margin (the smallest over the masters).")
+	t := Target{MaxLockTTL: r.MaxLockTTL, RestartDelay: r.RestartDelay, DriftFactor: r.DriftFactor}
+	limit := ForeignLockLimit(r.MaxLockTTL)
+	for _, m := range r.Masters {
+		limit = min(limit, m.foreignLockLimit(t))
+	}
+	fmt.Fprintf(&b, "redlock_audit_foreign_lock_limit_seconds %s\n", strconv.FormatFloat(limit.Seconds(), 'f', -1, 64))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -16,8 +16,8 @@ import (
 // its client asks for. Its locks within max_lock_ttl, kit locks handed over with the wait
 // queue's slack and fence registers (no TTL by design) pass; a lock above max_lock_ttl and
 // a key without a TTL, each set by that user itself, make the audit unsafe, naming the
-// key and the user. The same long key under a user without EVAL (the kit's clients, which
-// refuse such a TTL) is not sampled.
+// key and the user. The user without EVAL (the kit's clients) is sampled too, and has
+// nothing over the limit.
 func TestAuditBoundsForeignLocks(t *testing.T) {
 	users := []redisconf.LockUser{
 		{Name: "billing", Password: "billing-secret-0123456789", KeyPrefix: "billing:"},
@@ -28,7 +28,7 @@ func TestAuditBoundsForeignLocks(t *testing.T) {
 	defer cancel()
 	tgt := target(c)
 	tgt.LockUsername, tgt.LockPassword = users[0].Name, users[0].Password
-	limit := audit.ForeignLockLimit(tgt.MaxLockTTL)
+	limit := audit.ForeignLockHoldLimit(tgt.MaxLockTTL, tgt.RestartDelay, audit.DefaultDriftFactor)
 
 	// setAs runs SET as the allow_eval user on every master, as its client would.
 	setAs := func(args ...any) {
@@ -43,14 +43,8 @@ func TestAuditBoundsForeignLocks(t *testing.T) {
 		}
 	}
 	setAs("orders:within", "tok", "PX", tgt.MaxLockTTL.Milliseconds())
-	setAs("orders:handed-over", "tok", "PX", limit.Milliseconds()) // the queue's slack at most
+	setAs("orders:handed-over", "tok", "PX", limit.Milliseconds()) // the queue's slack, within the hold
 	setAs("orders:job"+":fence", "41")                             // a register: no TTL by design
-	for _, m := range c.Masters {
-		// The kit's own user cannot set such a TTL through its client; the admin can.
-		if err := m.Admin().Set(ctx, "billing:long", "tok", time.Hour).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	rep := run(t, tgt)
 	for _, m := range rep.Masters {
 		if len(m.ForeignLocks) != 0 || m.ForeignKeysSampled != 2 {
@@ -93,7 +87,7 @@ func TestAuditBoundsForeignLocks(t *testing.T) {
 }
 
 // requireForeignMetric checks the metrics file's line for user orders on every master:
-// want keys over the limit.
+// want keys over the limit; billing (no EVAL, nothing long) is sampled with none.
 func requireForeignMetric(t *testing.T, rep *audit.Report, want int) {
 	t.Helper()
 	var b strings.Builder
@@ -106,19 +100,24 @@ func requireForeignMetric(t *testing.T, rep *audit.Report, want int) {
 			t.Errorf("metrics lack %q:\n%s", line, b.String())
 		}
 	}
-	if strings.Contains(b.String(), `user="billing"`) {
-		t.Errorf("metrics name billing, a user without EVAL:\n%s", b.String())
+	for _, m := range rep.Masters {
+		line := fmt.Sprintf("redlock_audit_foreign_locks_unbounded{endpoint=%q,user=\"billing\"} 0\n", m.Endpoint)
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("metrics lack %q (a lock user without EVAL is sampled too):\n%s", line, b.String())
+		}
 	}
 }
 
 // TestSampleForeignLocksIsBounded: a user with more keys than the sample's bound costs
-// the master ForeignScanCalls SCAN calls per pattern, not a walk of every key.
+// the master the bound's SCAN calls per pattern, not a walk of every key, and the sample
+// says it was cut short.
 func TestSampleForeignLocksIsBounded(t *testing.T) {
 	c := startKit(t, redistest.Options{Masters: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin := c.Masters[0].Admin()
-	const keys = 3 * audit.ForeignScanCount * audit.ForeignScanCalls
+	const calls = 2
+	const keys = 3 * audit.ForeignScanCount * calls
 	pipe := admin.Pipeline()
 	for i := range keys {
 		pipe.Set(ctx, fmt.Sprintf("many:%d", i), "x", 0)
@@ -126,11 +125,11 @@ func TestSampleForeignLocksIsBounded(t *testing.T) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	over, sampled, err := audit.SampleForeignLocks(ctx, admin, time.Second, "many", []string{"many:*"}, time.Minute)
+	s, err := audit.SampleForeignLocks(ctx, admin, time.Second, "many", []string{"many:*"}, time.Minute, calls)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sampled == 0 || sampled >= keys || len(over) != sampled {
-		t.Errorf("sampled %d of %d keys without TTL, %d reported; want a bounded sample, each reported", sampled, keys, len(over))
+	if s.Sampled == 0 || s.Sampled >= keys || len(s.Over) != s.Sampled || len(s.CutShort) != 1 {
+		t.Errorf("sampled %d of %d keys without TTL, %d reported, cut short %q; want a bounded sample, each reported, many:* cut short", s.Sampled, keys, len(s.Over), s.CutShort)
 	}
 }

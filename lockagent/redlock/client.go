@@ -65,7 +65,10 @@ type Client struct {
 // replayed release can undo an unlogged hand-off after the master restarts: see the
 // package doc). New refuses a client that may resend a command with a
 // *RetryingClientError; past New, every command the Client sends tells go-redis not to
-// send it again (Cmder.NoRetry), whatever the client's options become.
+// send it again (Cmder.NoRetry), whatever the client's options become. That gates
+// go-redis's retries, not hooks: a hook on these clients must not call next twice for a
+// command whose NoRetry() is true (New cannot see hooks; Open's clients have none of
+// yours).
 func New(masters []redis.UniversalClient, opts Options) (*Client, error) {
 	for i, m := range masters {
 		if m == nil {

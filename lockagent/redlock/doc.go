@@ -290,8 +290,13 @@
 // command the Client sends says so (go-redis v9's Cmder.NoRetry; a pipeline holding one is
 // not retried either), whatever the client's options are when it is sent: rdb.Options() is
 // the live struct go-redis reads per command, so a MaxRetries raised after New would
-// otherwise resend. (A go-redis hook of yours that sends a command again must honour
-// Cmder.NoRetry too.) New also refuses a client that may resend (*RetryingClientError, which
+// otherwise resend. NoRetry gates go-redis's own retry loop only, not hooks: a go-redis
+// hook (redis.Hook, added with AddHook) on a client given to New must not call next twice
+// for a command whose NoRetry() is true, nor for a pipeline holding one; a hook that resends
+// on a connection error without asking replays a release
+// (TestReplayedReleaseThroughHook: two holders). The library cannot check this (go-redis
+// lists no hooks): prefer Open (or NewFromConfig), whose clients it builds itself, with no
+// hook of yours. New also refuses a client that may resend (*RetryingClientError, which
 // matches ErrInvalid: a *redis.Client without MaxRetries -1, a Sentinel failover, Cluster
 // or Ring client, or a client of a type it cannot inspect). The release is why:
 // a release that ran, lost its reply to a crash of its master and ran again after an

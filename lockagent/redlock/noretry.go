@@ -7,8 +7,11 @@ import "github.com/redis/go-redis/v9"
 // retries it alone, and a pipeline holding one such command is not retried at all. New
 // refuses clients built to retry (RetryingClientError), but their Options are live
 // (rdb.Options().MaxRetries = 3 after New changes what go-redis does for the next
-// command), and a hook or a later go-redis default could retry too: the commands say so
-// themselves. The embedded *redis.Cmd reads the reply; the library reads it from there.
+// command), and a later go-redis default could retry too: the commands say so
+// themselves. This gates go-redis's own retry loop only: a hook (redis.Hook) calls next
+// as often as it likes, so a hook on a Client's go-redis clients must not call next twice
+// for a command whose NoRetry() is true (the package doc; TestReplayedReleaseThroughHook).
+// go-redis lists no hooks, so New cannot check; Open's clients carry none of the caller's. The embedded *redis.Cmd reads the reply; the library reads it from there.
 type noRetryCmd struct{ *redis.Cmd }
 
 // NoRetry is true: a script that ran and whose reply was lost must not run again (see

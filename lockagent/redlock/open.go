@@ -31,7 +31,8 @@ func Open(path string, opts Options) (*Client, error) {
 // NewFromConfig returns a Client over cfg's endpoints, one go-redis client per master with
 // MasterOptionsFor (the lock user, TLS with the deployment's CA), after checking cfg: an odd
 // number of endpoints >= 3 that makes cfg's quorum, a user and a password. The deployment
-// sets two options, which opts may only narrow: Options.KeyPrefix (empty: cfg's
+// sets two options, which opts may only narrow (a file for the admin user, "default" or
+// cfg's admin_username, is refused): Options.KeyPrefix (empty: cfg's
 // key_prefix; else it must start with it, the only keys the user's ACL allows) and
 // Options.MaxTTL (zero: cfg's max_lock_ttl; never above it, the longest lock the restart
 // delay covers). Close closes the go-redis clients it made. Errors match ErrInvalid and
@@ -76,6 +77,10 @@ func optionsFromConfig(cfg *agentconfig.Config, opts Options) (Options, error) {
 	case cfg.Username == "":
 		return opts, fmt.Errorf("%w: username: empty: give the lock user the module created (its client_config has it); "+
 			"without one go-redis logs in as the default user, the admin, which lock clients must never use", ErrInvalid)
+	case cfg.Username == "default" || (cfg.AdminUsername != "" && cfg.Username == cfg.AdminUsername):
+		return opts, fmt.Errorf("%w: username: %q is the deployment's admin user, which may touch every key (the kit's own "+
+			"records too) and run every command: lock clients must never use it. Fix: use the lock user's file, the module's "+
+			"client_config (or client_configs[\"<user>\"] with several lock users)", ErrInvalid, cfg.Username)
 	case cfg.Password == "":
 		return opts, fmt.Errorf("%w: password: empty for user %q: give the lock user's password (the module's client_config "+
 			"has it; the write-only module's client_settings do not: add it from credentials_files)", ErrInvalid, cfg.Username)

@@ -204,11 +204,15 @@ type replayCase struct {
 	newX          func([]redis.UniversalClient, redlock.Options) (*redlock.Client, error)
 	raiseTo       int
 	retryable     bool
+	// hook is added to X's go-redis clients (an application's hook: hooks_noretry_test.go).
+	hook *resendingHook
 }
 
 // resends reports whether go-redis may send X's release again: its options allow retries
-// and the commands do not say no.
-func (rc replayCase) resends() bool { return rc.retryable && (rc.clientRetries >= 0 || rc.raiseTo > 0) }
+// and the commands do not say no, or a hook sends it again without asking them.
+func (rc replayCase) resends() bool {
+	return rc.retryable && (rc.clientRetries >= 0 || rc.raiseTo > 0) || rc.hook != nil && !rc.hook.honoursNoRetry
+}
 
 // replayedReleaseThroughGoRedis reports whether Z acquired before the deadline of Y's
 // lock (two holders). It checks that the release was sent twice to every master when
@@ -237,6 +241,9 @@ func replayedReleaseThroughGoRedis(t *testing.T, rcase replayCase) (twoHolders b
 		rc := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String(), Username: redistest.LockUser,
 			Password: redistest.LockPassword, DialTimeout: time.Second, MaxRetries: rcase.clientRetries}) // go-redis defaults otherwise
 		t.Cleanup(func() { _ = rc.Close() })
+		if rcase.hook != nil {
+			rc.AddHook(rcase.hook)
+		}
 		xClients = append(xClients, rc)
 	}
 	x, err := rcase.newX(xClients, redlock.Options{NodeTimeout: testNodeTimeout, CleanupTimeout: 10 * time.Second})
