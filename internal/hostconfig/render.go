@@ -214,7 +214,7 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string, 
 	b.WriteString("# redlock-kit: the restart policy's settings, read by " + ScriptPath + ".\n")
 	for _, kv := range [][2]string{
 		{"NAME", spec.Name}, {"HOST", spec.Bind}, {"PORT", fmt.Sprint(spec.Port)}, {"ADDR", spec.Addr()},
-		{"DATA_DIR", spec.DataDir}, {hold.ShellName(hold.SettingRestartDelayMS), fmt.Sprint(spec.RestartDelay.Milliseconds())},
+		{"DATA_DIR", spec.DataDir}, {hold.ShellName(hold.FieldRestartDelayMS), fmt.Sprint(spec.RestartDelay.Milliseconds())},
 		{hold.ShellName(hold.SettingMaxRestartDelayMS), fmt.Sprint(hold.MaxRestartDelay.Milliseconds())},
 		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"CONFIG_FILE", serverConfPath}, {"CLI", srv.CLI},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
