@@ -149,7 +149,7 @@ type Master struct {
 	// endpoint: more than one means it is not one server (a balancer or NAT over several).
 	ConnectionRunIDs []string `json:"connection_run_ids,omitempty"`
 	// PublishedRestartDelay and Runtime are what the runtime that holds the master down after
-	// a crash publishes on it (DeploymentKey); DeploymentError says what is wrong with it.
+	// a crash publishes on it (hold.DeploymentKey); DeploymentError says what is wrong with it.
 	PublishedRestartDelay time.Duration `json:"-"`
 	Runtime               string        `json:"runtime,omitempty"`
 	DeploymentError       string        `json:"deployment_error,omitempty"`

@@ -141,7 +141,7 @@ func dangerousCommands(table []ServerCommand) []ServerCommand {
 }
 
 // hashWriteCommands keeps the commands of table that write a hash (HSET, HINCRBY, ...):
-// what could rewrite the restart delay a runtime publishes (DeploymentKey).
+// what could rewrite the restart delay a runtime publishes (hold.DeploymentKey).
 func hashWriteCommands(table []ServerCommand) []ServerCommand {
 	var out []ServerCommand
 	for _, c := range table {

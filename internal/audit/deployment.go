@@ -8,32 +8,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-kit/redlock-kit/internal/redisconf"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 // The restart delay is read from the deployment, not trusted from the caller: the runtime
 // that holds a crashed master down (the kit's local supervisor, or the gate on a host)
-// publishes it on the master, in a hash the admin can read. The caller's value (agent.json's
-// restart_delay) is only a cross-check.
-const (
-	// DeploymentKey is the hash a runtime publishes on every master it runs.
-	DeploymentKey = redisconf.KitKeyPrefix + "deployment"
-	// DeploymentRestartDelayField is the restart delay, integer milliseconds.
-	DeploymentRestartDelayField = "restart_delay_ms"
-	// DeploymentRuntimeField names the runtime that enforces it.
-	DeploymentRuntimeField = "runtime"
-	// DeploymentRunIDField is the run_id (INFO server) of the server the runtime started:
-	// the record vouches for that run only.
-	DeploymentRunIDField = "run_id"
-	// DeploymentConfigDriftField says how the server's config file on disk differs from the
-	// one the runtime rendered ("": it does not); the next start loads the file on disk.
-	DeploymentConfigDriftField = "config_drift"
-	// Runtimes that hold a crashed master down.
-	RuntimeLocalSupervisor = "local-supervisor"
-	RuntimeHostGate        = "host-gate"
-)
+// publishes it on the master, in a hash the admin can read (hold.DeploymentKey; the record's
+// names are hold's, one definition for its writers and this reader). The caller's value
+// (agent.json's restart_delay) is only a cross-check.
 
-// Deployment is what a runtime publishes under DeploymentKey.
+// Deployment is what a runtime publishes under hold.DeploymentKey.
 type Deployment struct {
 	RestartDelay time.Duration
 	Runtime      string
@@ -42,7 +26,7 @@ type Deployment struct {
 	RunID string
 }
 
-// PublishDeployment writes d under DeploymentKey through c (the admin connection): what a
+// PublishDeployment writes d under hold.DeploymentKey through c (the admin connection): what a
 // runtime does after every start of the master.
 func PublishDeployment(ctx context.Context, c redis.Cmdable, d Deployment) error {
 	if d.RunID == "" {
@@ -54,53 +38,53 @@ func PublishDeployment(ctx context.Context, c redis.Cmdable, d Deployment) error
 			return fmt.Errorf("INFO server has no run_id: the record could not name the server it vouches for")
 		}
 	}
-	return c.HSet(ctx, DeploymentKey, DeploymentRestartDelayField, strconv.FormatInt(d.RestartDelay.Milliseconds(), 10),
-		DeploymentRuntimeField, d.Runtime, DeploymentRunIDField, d.RunID).Err()
+	return c.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(d.RestartDelay.Milliseconds(), 10),
+		hold.FieldRuntime, d.Runtime, hold.FieldRunID, d.RunID).Err()
 }
 
 // readDeployment reads what the master's runtime published. A missing key or field is a
 // finding (Master.DeploymentError); a question the server did not answer is unchecked.
 func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) {
 	fields, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
-		return c.HGetAll(ctx, DeploymentKey).Result()
+		return c.HGetAll(ctx, hold.DeploymentKey).Result()
 	})
 	switch {
 	case err != nil && isWrongType(err):
-		m.DeploymentError = fmt.Sprintf("%s holds something other than a hash", DeploymentKey)
+		m.DeploymentError = fmt.Sprintf("%s holds something other than a hash", hold.DeploymentKey)
 		return
 	case err != nil:
-		m.uncheck(fmt.Sprintf("the restart delay the master's runtime publishes (%s) could not be read", DeploymentKey), err)
+		m.uncheck(fmt.Sprintf("the restart delay the master's runtime publishes (%s) could not be read", hold.DeploymentKey), err)
 		return
 	case len(fields) == 0:
-		m.DeploymentError = fmt.Sprintf("%s is missing: no runtime publishes a restart delay for it", DeploymentKey)
+		m.DeploymentError = fmt.Sprintf("%s is missing: no runtime publishes a restart delay for it", hold.DeploymentKey)
 		return
 	}
-	m.Runtime = fields[DeploymentRuntimeField]
-	ms, err := strconv.ParseInt(fields[DeploymentRestartDelayField], 10, 64)
+	m.Runtime = fields[hold.FieldRuntime]
+	ms, err := strconv.ParseInt(fields[hold.FieldRestartDelayMS], 10, 64)
 	if err != nil || ms < 0 {
-		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a number of milliseconds", DeploymentKey, DeploymentRestartDelayField, fields[DeploymentRestartDelayField])
+		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a number of milliseconds", hold.DeploymentKey, hold.FieldRestartDelayMS, fields[hold.FieldRestartDelayMS])
 		return
 	}
 	m.PublishedRestartDelay, m.deploymentRead = time.Duration(ms)*time.Millisecond, true
 	// The record vouches for the run of the server its runtime started: a server started
 	// by hand from the same data (its runtime stopped or killed) has another run_id, and
 	// nothing holds it down after its next crash.
-	switch runID := fields[DeploymentRunIDField]; {
+	switch runID := fields[hold.FieldRunID]; {
 	case runID == "":
-		m.DeploymentError = fmt.Sprintf("%s has no %s: it names no server run, so it may be left over from a server its runtime no longer runs (restart the master under this version's runtime)", DeploymentKey, DeploymentRunIDField)
+		m.DeploymentError = fmt.Sprintf("%s has no %s: it names no server run, so it may be left over from a server its runtime no longer runs (restart the master under this version's runtime)", hold.DeploymentKey, hold.FieldRunID)
 		return
 	case m.RunID != "" && runID != m.RunID:
-		m.DeploymentError = fmt.Sprintf("%s was written for the server run %s, but this server is run %s: it was started outside its runtime (by hand, or its runtime died), and nothing holds it down after a crash", DeploymentKey, runID, m.RunID)
+		m.DeploymentError = fmt.Sprintf("%s was written for the server run %s, but this server is run %s: it was started outside its runtime (by hand, or its runtime died), and nothing holds it down after a crash", hold.DeploymentKey, runID, m.RunID)
 		return
 	case m.RunID == "":
-		m.uncheck(fmt.Sprintf("whether %s was written for this server (its run_id was not read)", DeploymentKey), nil)
+		m.uncheck(fmt.Sprintf("whether %s was written for this server (its run_id was not read)", hold.DeploymentKey), nil)
 	}
-	if drift := fields[DeploymentConfigDriftField]; drift != "" {
+	if drift := fields[hold.FieldConfigDrift]; drift != "" {
 		m.DeploymentError = fmt.Sprintf("the config on disk is not what the runtime rendered: %s; the server runs on what it loaded, but its next start (after a crash too) loads the file", drift)
 	}
-	if m.Runtime != RuntimeLocalSupervisor && m.Runtime != RuntimeHostGate {
+	if m.Runtime != hold.RuntimeLocal && m.Runtime != hold.RuntimeHost {
 		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a runtime that holds a crashed master down (%s or %s)",
-			DeploymentKey, DeploymentRuntimeField, m.Runtime, RuntimeLocalSupervisor, RuntimeHostGate)
+			hold.DeploymentKey, hold.FieldRuntime, m.Runtime, hold.RuntimeLocal, hold.RuntimeHost)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
@@ -26,20 +26,20 @@ func TestDeploymentRecordBinding(t *testing.T) {
 		field, to   string
 		wantFinding []string
 	}{
-		{"a record of another server run", audit.DeploymentRunIDField, strings.Repeat("0", 40), []string{"started outside its runtime", "run 0000"}},
-		{"a record naming no run", audit.DeploymentRunIDField, "", []string{"has no run_id"}},
-		{"the config changed on disk", audit.DeploymentConfigDriftField, "/etc/redis.conf changed on disk since the runtime rendered it: appendfsync",
+		{"a record of another server run", hold.FieldRunID, strings.Repeat("0", 40), []string{"started outside its runtime", "run 0000"}},
+		{"a record naming no run", hold.FieldRunID, "", []string{"has no run_id"}},
+		{"the config changed on disk", hold.FieldConfigDrift, "/etc/redis.conf changed on disk since the runtime rendered it: appendfsync",
 			[]string{"/etc/redis.conf", "appendfsync", "next start"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			saved, err := admin.HGet(ctx, audit.DeploymentKey, tc.field).Result()
+			saved, err := admin.HGet(ctx, hold.DeploymentKey, tc.field).Result()
 			if err != nil && err.Error() != "redis: nil" {
 				t.Fatal(err)
 			}
-			if err := admin.HSet(ctx, audit.DeploymentKey, tc.field, tc.to).Err(); err != nil {
+			if err := admin.HSet(ctx, hold.DeploymentKey, tc.field, tc.to).Err(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { admin.HSet(context.Background(), audit.DeploymentKey, tc.field, saved) })
+			t.Cleanup(func() { admin.HSet(context.Background(), hold.DeploymentKey, tc.field, saved) })
 			rep := run(t, target(c))
 			all := strings.Join(rep.Problems, "\n")
 			if rep.Safe {

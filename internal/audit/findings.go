@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 )
 
@@ -158,7 +159,7 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			warn("Master %s has another version (%s) of the kit's function library than this kit's (%s): clients of this version cannot FCALL their functions there. Fix: restart the master with this kit version, or as the admin FUNCTION LOAD REPLACE the output of `lockagent functions`.", ep, m.FunctionLibraryVersion, funclib.CurrentVersion())
 		}
 		for i, why := range append(slices.Clone(m.Unchecked), m.unestablished()...) {
-			p := fmt.Sprintf("Master %s: a check could not be made: %s. The audit vouches only for what it saw. Fix: give the admin user the rights the audit needs (CONFIG GET, INFO, ACL, COMMAND, HGETALL of %s) and keep those commands under their names (no rename-command), then audit again.", ep, why, DeploymentKey)
+			p := fmt.Sprintf("Master %s: a check could not be made: %s. The audit vouches only for what it saw. Fix: give the admin user the rights the audit needs (CONFIG GET, INFO, ACL, COMMAND, HGETALL of %s) and keep those commands under their names (no rename-command), then audit again.", ep, why, hold.DeploymentKey)
 			if i < len(m.uncheckedTransient) && m.uncheckedTransient[i] {
 				addAs(ClassUnavailable, "%s", p) // no answer: a new audit may make it
 				continue
@@ -191,14 +192,14 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 		}
 		for _, u := range m.LockUsers {
 			if u.Enabled && len(u.WritesDeployment) > 0 {
-				add("Master %s lets user %s run %s on %s: any client with %s's password can rewrite the restart delay the master's runtime publishes, and make a master that rejoins at once look held down. Fix: ACL SETUSER %s -@hash (a lock user needs no hash command), or confine its keys to its own prefix.", ep, u.Name, strings.Join(u.WritesDeployment, ", "), DeploymentKey, u.Name, u.Name)
+				add("Master %s lets user %s run %s on %s: any client with %s's password can rewrite the restart delay the master's runtime publishes, and make a master that rejoins at once look held down. Fix: ACL SETUSER %s -@hash (a lock user needs no hash command), or confine its keys to its own prefix.", ep, u.Name, strings.Join(u.WritesDeployment, ", "), hold.DeploymentKey, u.Name, u.Name)
 			}
 		}
 		if p := m.foreignLockProblem(t, cmp.Or(t.RestartDelay, m.PublishedRestartDelay)); p != "" {
 			add("%s", p)
 		}
 		if m.DeploymentError != "" {
-			add("Master %s: %s, so nothing shows that it stays down after a crash for the max lock TTL plus the drift margin (%v) before it rejoins. Fix: run it under the kit's runtime (redlock_master's supervisor, or the host gate of redlock_host_config), which publishes %s.%s at every start.", ep, m.DeploymentError, need, DeploymentKey, DeploymentRestartDelayField)
+			add("Master %s: %s, so nothing shows that it stays down after a crash for the max lock TTL plus the drift margin (%v) before it rejoins. Fix: run it under the kit's runtime (redlock_master's supervisor, or the host gate of redlock_host_config), which publishes %s.%s at every start.", ep, m.DeploymentError, need, hold.DeploymentKey, hold.FieldRestartDelayMS)
 		} else if m.deploymentRead {
 			if m.PublishedRestartDelay < need {
 				add("Master %s's runtime (%s) holds it down for %v after a crash, less than the max lock TTL %v plus the drift margin %v: it can rejoin while a lock it forgot is still held elsewhere, and hand it out again. Fix: set restart_delay to at least %v on the master (and in agent.json).", ep, m.Runtime, m.PublishedRestartDelay, t.MaxLockTTL, r.Drift, need)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 // TestFindingsFromMeasurements covers findings that a healthy test machine cannot produce
@@ -18,7 +20,7 @@ func TestFindingsFromMeasurements(t *testing.T) {
 			RTT: 100 * time.Microsecond, audited: true,
 			// The checks that must be established, established.
 			Anonymous: AnonymousRefused, ConnectionRunIDs: []string{"run-" + ep}, usersRead: true,
-			PublishedRestartDelay: 11 * time.Second, Runtime: RuntimeLocalSupervisor, deploymentRead: true, continuityRead: true}
+			PublishedRestartDelay: 11 * time.Second, Runtime: hold.RuntimeLocal, deploymentRead: true, continuityRead: true}
 	}
 	tgt := Target{Endpoints: []string{"a:1", "b:1", "c:1"}, MaxLockTTL: 10 * time.Second}.withDefaults()
 	tests := []struct {
@@ -98,7 +100,7 @@ func TestPublishedDelayAgainstAgentJSON(t *testing.T) {
 				AppendFsync: "always", NoAppendfsyncOnRewrite: "no", MaxMemory: 64 << 20, MaxMemoryPolicy: "noeviction",
 				AOFLastWriteStatus: "ok", AOFLastBgrewriteStatus: "ok", ClockRate: 1, ClockRateError: 0.0001,
 				RTT: 100 * time.Microsecond, audited: true, Anonymous: AnonymousRefused, ConnectionRunIDs: []string{"run-" + ep},
-				usersRead: true, PublishedRestartDelay: 12 * time.Second, Runtime: RuntimeLocalSupervisor, deploymentRead: true, continuityRead: true})
+				usersRead: true, PublishedRestartDelay: 12 * time.Second, Runtime: hold.RuntimeLocal, deploymentRead: true, continuityRead: true})
 		}
 		masters[1].PublishedRestartDelay = tc.published
 		r := newReport(context.Background(), tgt, masters)

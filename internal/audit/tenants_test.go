@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
@@ -289,12 +290,12 @@ func TestCopyOntoTheDeploymentRecordIsAProblem(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, m := range c.Masters {
-		if err := m.Admin().ACLSetUser(ctx, "orders", "+hset", "(~orders:* %W~"+audit.DeploymentKey+" +copy +rename)").Err(); err != nil {
+		if err := m.Admin().ACLSetUser(ctx, "orders", "+hset", "(~orders:* %W~"+hold.DeploymentKey+" +copy +rename)").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rep := run(t, tgt)
-	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"lets user orders run copy (from orders:redlock-audit-probe), rename (from orders:redlock-audit-probe) on " + audit.DeploymentKey}) {
+	if !hasProblem(rep.Problems, c.Masters[0].Addr, []string{"lets user orders run copy (from orders:redlock-audit-probe), rename (from orders:redlock-audit-probe) on " + hold.DeploymentKey}) {
 		t.Fatalf("no problem about orders copying onto the deployment record:\n%s", strings.Join(rep.Problems, "\n"))
 	}
 }

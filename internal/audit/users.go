@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 // Users. Every ACL user but the admin is checked, not only the one validating: each must
@@ -35,7 +37,7 @@ type LockUserACL struct {
 	selectorKeys []string
 	// hashes are its password hashes (SHA-256, hex) as ACL GETUSER reports them.
 	hashes []string
-	// WritesDeployment are the hash writes it may run on DeploymentKey: with them a client
+	// WritesDeployment are the hash writes it may run on hold.DeploymentKey: with them a client
 	// can forge the restart delay the master's runtime publishes.
 	WritesDeployment []string `json:"writes_deployment,omitempty"`
 }
@@ -279,7 +281,7 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 		}
 		allowed, err := mayRunAll(ctx, c, t.NodeTimeout, *u, dangerous, keys)
 		if err == nil {
-			u.WritesDeployment, err = mayRunAll(ctx, c, t.NodeTimeout, *u, hashWrites, []string{DeploymentKey})
+			u.WritesDeployment, err = mayRunAll(ctx, c, t.NodeTimeout, *u, hashWrites, []string{hold.DeploymentKey})
 		}
 		if err == nil {
 			var moves []string
@@ -299,16 +301,16 @@ func (m *Master) checkUsers(ctx context.Context, c *redis.Client, t Target) {
 
 // keyMoves are the commands that put a key a user made elsewhere (a hash under its own
 // prefix, written with its own HSET) at another name: with one whose destination may be
-// DeploymentKey, a user forges the published restart delay without any hash write there.
+// hold.DeploymentKey, a user forges the published restart delay without any hash write there.
 var keyMoves = []string{"copy", "rename", "renamenx"}
 
 // movesOntoDeployment asks which of keyMoves user may run from one of its own keys onto
-// DeploymentKey.
+// hold.DeploymentKey.
 func movesOntoDeployment(ctx context.Context, c *redis.Client, t Target, user string, own []string) ([]string, error) {
 	var out []string
 	for _, cmd := range keyMoves {
 		for _, k := range own {
-			ok, err := mayRun(ctx, c, t.NodeTimeout, user, cmd, k, DeploymentKey)
+			ok, err := mayRun(ctx, c, t.NodeTimeout, user, cmd, k, hold.DeploymentKey)
 			if err != nil {
 				return nil, err
 			}

@@ -53,8 +53,8 @@ func TestFunctionsStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(conf), "FUNCTIONS_LIBRARY='"+lua.LibraryName+"'") {
-		t.Fatalf("master.conf lacks FUNCTIONS_LIBRARY:\n%s", conf)
+	if !strings.Contains(hostScript, "\nFUNCTIONS_LIBRARY='"+lua.LibraryName+"'\n") {
+		t.Fatalf("the script's generated head lacks FUNCTIONS_LIBRARY:\n%s", kitNames())
 	}
 	if err := os.WriteFile(filepath.Join(p.dir, "master.conf"), append(conf, extra...), 0o644); err != nil {
 		t.Fatal(err)

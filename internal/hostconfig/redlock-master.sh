@@ -13,6 +13,10 @@
 #
 # The policy and its records: docs/guides/restart-hold.md (fail-closed).
 set -u
+# The names the kit defines once in Go (the deployment record's key, fields and runtime name,
+# MAX_RESTART_DELAY_MS) are not written here: the rendering puts them right after the
+# interpreter line (hostconfig's kitNames). The master's own settings, RESTART_DELAY_MS
+# (hold.ShellName of the record's restart_delay_ms) among them, come from master.conf.
 
 conf=${REDLOCK_MASTER_CONF:-/etc/redlock/master.conf}
 # shellcheck disable=SC1090
@@ -351,7 +355,7 @@ publish() {
 	delay_ms=$RESTART_DELAY_MS
 	# The run_id of the server the unit started: the record vouches for that run only.
 	id=$(cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p')
-	out=$(cli HSET "$DEPLOYMENT_KEY" restart_delay_ms "$delay_ms" runtime host-gate run_id "${id:-?}" 2>&1)
+	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1
@@ -477,6 +481,8 @@ write_state() {
 	{
 		g master_holding "1 while the gate holds the master's start after an unclean stop, else 0." $held
 		g master_hold_until_seconds "Unix time at which the current hold ends; 0 when not holding." $((held * (wall + (left + 999) / 1000)))
+		# In seconds although the delay is kept in ms everywhere else: seconds are Prometheus's
+		# base unit for time, and the local supervisor's metric of the same name agrees.
 		g master_restart_delay_seconds "How long a master that did not stop cleanly is held down." "$((RESTART_DELAY_MS / 1000)).$(printf %03d $((RESTART_DELAY_MS % 1000)))"
 		g master_last_exit_seconds "Unix time of the server's last exit; 0 when none is recorded." "$ex"
 		g master_last_exit_clean "1 when the last exit left a valid clean-stop marker, else 0." "$ok"

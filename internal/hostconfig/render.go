@@ -54,8 +54,33 @@ var script string
 // under 16 KiB; the commented source is redlock-master.sh. The script has no here-documents
 // and no line continued by a backslash right after a word, and its multi-line quoted strings
 // are awk programs: so a line whose first non-blank character is '#' is always a comment,
-// and leading blanks never matter. The tests run this form.
-var hostScript = stripCommentLines(script)
+// and leading blanks never matter. Right after the interpreter line comes kitNames. The tests
+// run this form.
+var hostScript = withKitNames(stripCommentLines(script))
+
+// kitNames is the head of the host script, generated from Go: the names, bounds and paths
+// the kit defines once (the deployment record's key and fields in internal/master/hold), the
+// same on every host, so that the script spells no field of the record of its own. The
+// master's own settings come after, from master.conf (whose later assignments win).
+func kitNames() string {
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"DELAY_FIELD", hold.FieldRestartDelayMS},
+		{"RUNTIME_FIELD", hold.FieldRuntime}, {"RUN_ID_FIELD", hold.FieldRunID}, {"RUNTIME", hold.RuntimeHost},
+		{hold.ShellName(hold.SettingMaxRestartDelayMS), fmt.Sprint(hold.MaxRestartDelay.Milliseconds())},
+		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
+		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", lua.LibraryName}, {"ACL_SEED", ACLSeedPath},
+	} {
+		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	return b.String()
+}
+
+// withKitNames puts kitNames right after the script's interpreter line.
+func withKitNames(script string) string {
+	first, rest, _ := strings.Cut(script, "\n")
+	return first + "\n" + kitNames() + rest
+}
 
 func stripCommentLines(src string) string {
 	lines := strings.SplitAfter(src, "\n")
@@ -214,14 +239,11 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string, 
 	b.WriteString("# redlock-kit: the restart policy's settings, read by " + ScriptPath + ".\n")
 	for _, kv := range [][2]string{
 		{"NAME", spec.Name}, {"HOST", spec.Bind}, {"PORT", fmt.Sprint(spec.Port)}, {"ADDR", spec.Addr()},
-		{"DATA_DIR", spec.DataDir}, {hold.ShellName(hold.SettingRestartDelayMS), fmt.Sprint(spec.RestartDelay.Milliseconds())},
-		{hold.ShellName(hold.SettingMaxRestartDelayMS), fmt.Sprint(hold.MaxRestartDelay.Milliseconds())},
+		{"DATA_DIR", spec.DataDir}, {hold.ShellName(hold.FieldRestartDelayMS), fmt.Sprint(spec.RestartDelay.Milliseconds())},
 		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"CONFIG_FILE", serverConfPath}, {"CLI", srv.CLI},
-		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")}, {"TLS_CERT_FILE", tlsFile(spec, "cert")},
-		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", lua.LibraryName},
-		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"SERVER_BINARY", srv.Binary},
-		{"ACL_SEED", ACLSeedPath}, {"ACL_FILE", ACLFilePath(srv)}, {"STATE_FILE", stateFile},
+		{"SERVER_BINARY", srv.Binary},
+		{"ACL_FILE", ACLFilePath(srv)}, {"STATE_FILE", stateFile},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}

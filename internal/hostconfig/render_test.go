@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 func testHost() Host {
@@ -188,5 +189,30 @@ func TestRenderRefusesUnsafeSpecs(t *testing.T) {
 				t.Fatalf("err = %v (fields %v), want a field error on %s", err, fields, tc.field)
 			}
 		})
+	}
+}
+
+// TestScriptSpellsNoRecordName: the host script takes the deployment record's key, fields and
+// runtime name from its generated head (Go's hold constants), and the restart delay under
+// hold.ShellName of the record's field: renaming one in Go renames it on the host. The
+// rendered script (the negative control) does carry them.
+func TestScriptSpellsNoRecordName(t *testing.T) {
+	// The script's code, its comments left out (they may name the record's fields). run_id
+	// is left out of the first check: the script reads the server's run_id from INFO
+	// server, Redis's name, not the record's.
+	code := stripCommentLines(script)
+	for _, name := range []string{hold.DeploymentKey, hold.FieldRestartDelayMS, hold.FieldRuntime, hold.FieldRunID, hold.RuntimeHost} {
+		if name != hold.FieldRunID && strings.Contains(code, name) {
+			t.Errorf("redlock-master.sh spells %q itself: take it from the generated head", name)
+		}
+		if !strings.Contains(hostScript, "='"+name+"'\n") {
+			t.Errorf("the rendered script's head lacks %q", name)
+		}
+	}
+	if v := "$" + hold.ShellName(hold.FieldRestartDelayMS); !strings.Contains(code, v) || !strings.Contains(code, "REDLOCK_"+hold.ShellName(hold.FieldRestartDelayMS)+"=") {
+		t.Errorf("redlock-master.sh does not read the delay as %s or give it to hooks as REDLOCK_%s", v, v[1:])
+	}
+	if mc := masterConf(testHost().Spec, Servers["redis-server"], "/x", "", false); !strings.Contains(mc, "\n"+hold.ShellName(hold.FieldRestartDelayMS)+"=") {
+		t.Errorf("master.conf lacks %s:\n%s", hold.ShellName(hold.FieldRestartDelayMS), mc)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 // KitRestartDelay is the restart delay PublishDeployment claims by default: above a 10s max
@@ -13,7 +14,7 @@ import (
 const KitRestartDelay = 11 * time.Second
 
 // PublishDeployment writes on every master what the kit's runtime publishes at each start
-// (audit.DeploymentKey: the restart delay it enforces, and which runtime it is), so that the
+// (hold.DeploymentKey: the restart delay it enforces, and which runtime it is), so that the
 // audit finds a kit-like deployment. The harness itself does not hold crashed masters down:
 // tests that need the hold use the kit's supervisor.
 // The record names the run_id of the server it was written on; Restart writes it again.
@@ -29,7 +30,7 @@ func (c *Cluster) PublishDeployment(delay time.Duration) error {
 func (m *Master) publishDeployment(delay time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := audit.PublishDeployment(ctx, m.Admin(), audit.Deployment{RestartDelay: delay, Runtime: audit.RuntimeLocalSupervisor}); err != nil {
+	if err := audit.PublishDeployment(ctx, m.Admin(), audit.Deployment{RestartDelay: delay, Runtime: hold.RuntimeLocal}); err != nil {
 		return fmt.Errorf("publish the restart delay on %s: %w", m.Addr, err)
 	}
 	m.mu.Lock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/lockagent/agentconfig"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
@@ -275,7 +276,7 @@ func UnsafeCatalogue() []UnsafeCase {
 				if err != nil {
 					return nil, err
 				}
-				return undo, env.each(ctx, "DEL", audit.DeploymentKey)
+				return undo, env.each(ctx, "DEL", hold.DeploymentKey)
 			}},
 		{Name: "restart delay published below max lock TTL + drift", Want: VerdictUnsafe,
 			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
@@ -283,7 +284,7 @@ func UnsafeCatalogue() []UnsafeCase {
 				if err != nil {
 					return nil, err
 				}
-				return undo, env.each(ctx, "HSET", audit.DeploymentKey, audit.DeploymentRestartDelayField, strconv.FormatInt(env.Config.MaxLockTTL.Milliseconds(), 10))
+				return undo, env.each(ctx, "HSET", hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(env.Config.MaxLockTTL.Milliseconds(), 10))
 			}},
 		{Name: "the deployment record vouches for another run of the server (started outside its runtime)", Want: VerdictUnsafe,
 			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
@@ -291,7 +292,7 @@ func UnsafeCatalogue() []UnsafeCase {
 				if err != nil {
 					return nil, err
 				}
-				return undo, env.each(ctx, "HSET", audit.DeploymentKey, audit.DeploymentRunIDField, strings.Repeat("0", 40))
+				return undo, env.each(ctx, "HSET", hold.DeploymentKey, hold.FieldRunID, strings.Repeat("0", 40))
 			}},
 		{Name: "a key restored (RESTORE) on a master while it serves: its dataset no longer only its own", Want: VerdictUnsafe,
 			Apply: restoreOneKey},
@@ -401,11 +402,11 @@ func nilSafe(f func(context.Context) error) func(context.Context) error {
 	return f
 }
 
-// saveDeployment saves what every master publishes under audit.DeploymentKey.
+// saveDeployment saves what every master publishes under hold.DeploymentKey.
 func saveDeployment(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
 	saved := make([]map[string]string, len(env.admins))
 	for i, c := range env.admins {
-		v, err := c.HGetAll(ctx, audit.DeploymentKey).Result()
+		v, err := c.HGetAll(ctx, hold.DeploymentKey).Result()
 		if err != nil {
 			return nil, err
 		}
@@ -413,11 +414,11 @@ func saveDeployment(ctx context.Context, env *CaseEnv) (func(context.Context) er
 	}
 	return func(ctx context.Context) error {
 		for i, c := range env.admins {
-			if err := c.Del(ctx, audit.DeploymentKey).Err(); err != nil {
+			if err := c.Del(ctx, hold.DeploymentKey).Err(); err != nil {
 				return err
 			}
 			if len(saved[i]) > 0 {
-				if err := c.HSet(ctx, audit.DeploymentKey, saved[i]).Err(); err != nil {
+				if err := c.HSet(ctx, hold.DeploymentKey, saved[i]).Err(); err != nil {
 					return err
 				}
 			}

@@ -1,27 +1,32 @@
 package hold
 
-import "github.com/redlock-kit/redlock-kit/internal/audit"
+import "github.com/redlock-kit/redlock-kit/internal/redisconf"
 
 // The deployment record: after every start of a master, the runtime that enforces its
 // restart hold writes, as the admin, the hash DeploymentKey with the delay the hold actually
-// uses (after any floor) and its own name, so that a validator can read what is enforced
-// rather than what was configured. The names are the audit's, which reads the record: one
-// definition for writer and reader.
+// uses (after any floor) and its own name, so that a validator (internal/audit) can read what
+// is enforced rather than what was configured. These are the record's only names: the
+// runtimes that write it, the audit that reads it and the host script (given them in
+// master.conf) all use them.
 const (
-	DeploymentKey = audit.DeploymentKey
-	// FieldRestartDelayMS is a decimal integer of milliseconds.
-	FieldRestartDelayMS = audit.DeploymentRestartDelayField
-	FieldRuntime        = audit.DeploymentRuntimeField
-	// FieldRunID is the run_id of the server the runtime started: the record vouches for
-	// that run only.
-	FieldRunID = audit.DeploymentRunIDField
-	// FieldConfigDrift says how the config file on disk differs from the one the runtime
-	// rendered ("": it does not).
-	FieldConfigDrift = audit.DeploymentConfigDriftField
+	// DeploymentKey is the hash a runtime publishes on every master it runs.
+	DeploymentKey = redisconf.KitKeyPrefix + "deployment"
+	// FieldRestartDelayMS is the restart delay, a decimal integer of milliseconds. The same
+	// name is the setting's key in supervisor.json and, upper-cased (ShellName), its
+	// variable in master.conf and (with REDLOCK_) in a hook's environment.
+	FieldRestartDelayMS = "restart_delay_ms"
+	// FieldRuntime names the runtime that enforces the hold (RuntimeLocal, RuntimeHost).
+	FieldRuntime = "runtime"
+	// FieldRunID is the run_id (INFO server) of the server the runtime started: the record
+	// vouches for that run only.
+	FieldRunID = "run_id"
+	// FieldConfigDrift says how the server's config file on disk differs from the one the
+	// runtime rendered ("": it does not); the next start loads the file on disk.
+	FieldConfigDrift = "config_drift"
 )
 
 // The runtimes that enforce a hold (FieldRuntime).
 const (
-	RuntimeLocal = audit.RuntimeLocalSupervisor // the kit's supervisor (redlock_master)
-	RuntimeHost  = audit.RuntimeHostGate        // the host's systemd unit and its gate script
+	RuntimeLocal = "local-supervisor" // the kit's supervisor (redlock_master)
+	RuntimeHost  = "host-gate"        // the host's systemd unit and its gate script
 )

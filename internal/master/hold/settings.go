@@ -8,11 +8,10 @@ import (
 // The names of the settings both runtimes keep on disk: a setting the local supervisor's
 // supervisor.json and the host's master.conf both hold has one name and one unit, a JSON key
 // in the one and, upper-cased (ShellName), a shell variable in the other. Hooks get it as
-// REDLOCK_ + ShellName in their environment.
+// REDLOCK_ + ShellName in their environment. The restart delay is FieldRestartDelayMS, the
+// name the deployment record publishes it under (deployment.go): one name, whole
+// milliseconds, in every file, record and environment.
 const (
-	// SettingRestartDelayMS is the restart delay, a whole number of milliseconds: the
-	// name the deployment record publishes it under too.
-	SettingRestartDelayMS = FieldRestartDelayMS
 	// SettingMaxRestartDelayMS is MaxRestartDelay in whole milliseconds, for the host
 	// script, which reads it beside the delay.
 	SettingMaxRestartDelayMS = "max_restart_delay_ms"

@@ -17,14 +17,18 @@ import (
 // keep, as the configuration wrote it, so that Load rebuilds the configuration exactly. The
 // format is the one the provider always wrote: existing data dirs must stay importable.
 type record struct {
-	Name                   string       `json:"name"`
-	Bind                   string       `json:"bind"`
-	AllowNonLoopbackBind   bool         `json:"allow_non_loopback_bind"`
-	Port                   int64        `json:"port"` // as configured: 0 when the configuration asked for any free port
-	DataDir                string       `json:"data_dir"`
-	ServerBinary           string       `json:"server_binary"` // as configured (not resolved), so import plans no change
-	MaxLockTTL             string       `json:"max_lock_ttl"`
-	ClockDriftMargin       string       `json:"clock_drift_margin"`
+	Name                 string `json:"name"`
+	Bind                 string `json:"bind"`
+	AllowNonLoopbackBind bool   `json:"allow_non_loopback_bind"`
+	Port                 int64  `json:"port"` // as configured: 0 when the configuration asked for any free port
+	DataDir              string `json:"data_dir"`
+	ServerBinary         string `json:"server_binary"` // as configured (not resolved), so import plans no change
+	MaxLockTTL           string `json:"max_lock_ttl"`
+	ClockDriftMargin     string `json:"clock_drift_margin"`
+	// RestartDelay stays the duration string as written: this record is the Terraform
+	// layer's (import returns it as the attribute, and a plan after import compares it with
+	// the configuration as a string). The runtime's copy, in supervisor.json, is
+	// hold.FieldRestartDelayMS in whole milliseconds.
 	RestartDelay           string       `json:"restart_delay"`
 	MaxMemory              string       `json:"maxmemory"`
 	AppendFsync            string       `json:"appendfsync"`

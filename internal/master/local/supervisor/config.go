@@ -52,7 +52,7 @@ type Config struct {
 	ConfigSHA256 string
 }
 
-// configJSON is the file format. The restart delay is hold.SettingRestartDelayMS, whole
+// configJSON is the file format. The restart delay is hold.FieldRestartDelayMS, whole
 // milliseconds, the name and unit the host's master.conf and the deployment record use.
 // Earlier versions wrote it as restart_delay, a duration string ("31s"): a file with only
 // that key still loads, and keeps it while a supervisor runs (see keepLegacyDelay).
@@ -126,7 +126,7 @@ func parseDelayMS(raw json.RawMessage) (time.Duration, error) {
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s %s: want a whole number of milliseconds, e.g. 31000", hold.SettingRestartDelayMS, raw)
+		return 0, fmt.Errorf("%s %s: want a whole number of milliseconds, e.g. 31000", hold.FieldRestartDelayMS, raw)
 	}
 	return time.Duration(n) * time.Millisecond, nil
 }
@@ -140,13 +140,13 @@ func parseLegacyDelay(raw json.RawMessage) (time.Duration, error) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return 0, fmt.Errorf("restart_delay %q: %w (use %s, a whole number of milliseconds)", s, err, hold.SettingRestartDelayMS)
+			return 0, fmt.Errorf("restart_delay %q: %w (use %s, a whole number of milliseconds)", s, err, hold.FieldRestartDelayMS)
 		}
 		return d, nil
 	}
 	var ms json.Number
 	if err := json.Unmarshal(raw, &ms); err != nil {
-		return 0, fmt.Errorf("restart_delay %s: want a duration string like \"31s\" (or use %s, a whole number of milliseconds)", raw, hold.SettingRestartDelayMS)
+		return 0, fmt.Errorf("restart_delay %s: want a duration string like \"31s\" (or use %s, a whole number of milliseconds)", raw, hold.FieldRestartDelayMS)
 	}
 	n, err := strconv.ParseInt(ms.String(), 10, 64)
 	if err != nil {
@@ -171,7 +171,7 @@ func (c Config) Validate() error {
 		return errors.New("supervisor config: admin_password is empty: the health check needs the admin password")
 	case c.RestartDelay <= 0 || c.RestartDelay > hold.MaxRestartDelay:
 		return fmt.Errorf("supervisor config: %s %d is missing or not in 1..%d: use max lock TTL + drift margin in whole milliseconds, e.g. 31000",
-			hold.SettingRestartDelayMS, c.RestartDelay.Milliseconds(), hold.MaxRestartDelay.Milliseconds())
+			hold.FieldRestartDelayMS, c.RestartDelay.Milliseconds(), hold.MaxRestartDelay.Milliseconds())
 	}
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		return fmt.Errorf("supervisor config: addr %q is not host:port: set it to the address redis-server listens on", c.Addr)

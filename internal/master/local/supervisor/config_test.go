@@ -26,10 +26,10 @@ func TestConfigRestartDelayJSON(t *testing.T) {
 		want            time.Duration
 		wantErr         string
 	}{
-		{name: "milliseconds", key: hold.SettingRestartDelayMS, json: `31000`, want: 31 * time.Second},
-		{name: "absent means zero", key: hold.SettingRestartDelayMS, json: `null`, want: 0},
-		{name: "fractional milliseconds refused", key: hold.SettingRestartDelayMS, json: `1.5`, wantErr: "restart_delay_ms 1.5: want a whole number"},
-		{name: "duration string refused", key: hold.SettingRestartDelayMS, json: `"31s"`, wantErr: "restart_delay_ms"},
+		{name: "milliseconds", key: hold.FieldRestartDelayMS, json: `31000`, want: 31 * time.Second},
+		{name: "absent means zero", key: hold.FieldRestartDelayMS, json: `null`, want: 0},
+		{name: "fractional milliseconds refused", key: hold.FieldRestartDelayMS, json: `1.5`, wantErr: "restart_delay_ms 1.5: want a whole number"},
+		{name: "duration string refused", key: hold.FieldRestartDelayMS, json: `"31s"`, wantErr: "restart_delay_ms"},
 		// The key earlier versions wrote.
 		{name: "earlier key: duration string", key: "restart_delay", json: `"31s"`, want: 31 * time.Second},
 		{name: "earlier key: fractional duration string", key: "restart_delay", json: `"1.5s"`, want: 1500 * time.Millisecond},
@@ -90,8 +90,8 @@ func TestWriteConfigSpellsTheDelayAsTheHostDoes(t *testing.T) {
 	}
 	keys := supervisorJSONKeys(t, dir)
 	// Rounded up: written to disk, a delay never gets shorter.
-	if got := string(keys[hold.SettingRestartDelayMS]); got != "31001" {
-		t.Fatalf("%s = %q, want 31001 (whole milliseconds, rounded up)", hold.SettingRestartDelayMS, got)
+	if got := string(keys[hold.FieldRestartDelayMS]); got != "31001" {
+		t.Fatalf("%s = %q, want 31001 (whole milliseconds, rounded up)", hold.FieldRestartDelayMS, got)
 	}
 	if _, ok := keys["restart_delay"]; ok {
 		t.Fatal("a new supervisor.json has the earlier key restart_delay too: one spelling per setting")

@@ -29,7 +29,7 @@ func (s *supervisor) hook(event string, argv []string, redisPID int) func(ctx co
 		"REDLOCK_MASTER_ADDR="+s.cfg.Addr,
 		"REDLOCK_DATA_DIR="+s.dir,
 		"REDLOCK_REDIS_PID="+strconv.Itoa(redisPID),
-		"REDLOCK_"+hold.ShellName(hold.SettingRestartDelayMS)+"="+strconv.FormatInt(s.cfg.RestartDelay.Milliseconds(), 10),
+		"REDLOCK_"+hold.ShellName(hold.FieldRestartDelayMS)+"="+strconv.FormatInt(s.cfg.RestartDelay.Milliseconds(), 10),
 		"REDLOCK_RESTART_AT="+formatTime(s.st.RestartAt),
 	)
 	dir, logFile, log := s.dir, s.logFile, s.log

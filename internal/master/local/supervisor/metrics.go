@@ -56,6 +56,8 @@ func metricsText(name string, st State, cfg Config) string {
 			"Restarts of the master after a crash or an unclean stop (counted once the restarted master answers), over the data dir's life.", float64(st.Restarts)},
 		{"redlock_master_last_exit_seconds", "gauge",
 			"Unix time of the last exit of the master's redis-server seen by its supervisor (the last moment it was seen alive for an unclean stop found at start); 0 when none yet.", unix(st.LastExit)},
+		// Seconds, although the delay is whole milliseconds on disk, on the wire and in hooks:
+		// seconds are Prometheus's base unit for time (the host script's metric agrees).
 		{"redlock_master_restart_delay_seconds", "gauge",
 			"How long a crashed master is held down (the configured restart delay).", cfg.RestartDelay.Seconds()},
 		{"redlock_master_supervised", "gauge",

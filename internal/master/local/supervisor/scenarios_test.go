@@ -465,9 +465,9 @@ func (m *testMaster) setDelayText(text string) {
 	if err := json.Unmarshal(data, &fields); err != nil {
 		m.t.Fatal(err)
 	}
-	fields[hold.SettingRestartDelayMS] = text
+	fields[hold.FieldRestartDelayMS] = text
 	if text == "''" {
-		fields[hold.SettingRestartDelayMS] = nil
+		fields[hold.FieldRestartDelayMS] = nil
 	}
 	if data, err = json.Marshal(fields); err != nil {
 		m.t.Fatal(err)
