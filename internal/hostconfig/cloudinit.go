@@ -28,17 +28,36 @@ type cloudInitFile struct {
 	Content     string `yaml:"content"`
 }
 
-// gzipFilesOver is the size above which a file goes into write_files gzipped and
-// base64-encoded (cloud-init's encoding gz+b64): the function library, the host script and
-// the settings files (master.conf, the server config: each about a KiB with hooks). Smaller
-// files (the ACL file, the drop-ins) stay readable in the user-data, where gzipping them
-// would save little; the files on the host are the same either way.
-const gzipFilesOver = 1024
+// The sizes above which a file goes into write_files gzipped and base64-encoded (cloud-init's
+// encoding gz+b64). readableFilesUpTo keeps every settings file readable in the user-data
+// (master.conf, the server config, the ACL file, the drop-ins) and gzips only the function
+// library and the host script. compactFilesOver also gzips the settings files of about a KiB
+// (master.conf, the server config), which brings the plain form under MaxUserDataBytes with
+// the exporters on. The files on the host are the same either way.
+const (
+	readableFilesUpTo = 4096
+	compactFilesOver  = 1024
+)
 
-// contentOf returns the file as written in write_files: its content, or for a large file
-// its gzip+base64 form and the encoding that tells cloud-init so.
-func contentOf(f File) (content, encoding string, err error) {
-	if len(f.Content) <= gzipFilesOver {
+// userData renders the bundle's user-data: readable when that fits in MaxUserDataBytes;
+// else compact when that fits; else readable again, as its gzip form (what the cloud is then
+// given) is the smaller one: gzipping a file inside it leaves the outer gzip less to do.
+func userData(b *Bundle, installPackages bool) (string, error) {
+	readable, err := cloudConfig(b, installPackages, readableFilesUpTo)
+	if err != nil || len(readable) <= MaxUserDataBytes {
+		return readable, err
+	}
+	compact, err := cloudConfig(b, installPackages, compactFilesOver)
+	if err != nil || len(compact) <= MaxUserDataBytes {
+		return compact, err
+	}
+	return readable, nil
+}
+
+// contentOf returns the file as written in write_files: its content, or for a file above
+// gzipOver its gzip+base64 form and the encoding that tells cloud-init so.
+func contentOf(f File, gzipOver int) (content, encoding string, err error) {
+	if len(f.Content) <= gzipOver {
 		return f.Content, "", nil
 	}
 	var buf bytes.Buffer
@@ -54,14 +73,14 @@ func contentOf(f File) (content, encoding string, err error) {
 
 // cloudConfig renders the bundle as #cloud-config: write_files, then runcmd runs the
 // commands (cloud-init's final stage, after any package install).
-func cloudConfig(b *Bundle, installPackages bool) (string, error) {
+func cloudConfig(b *Bundle, installPackages bool, gzipOver int) (string, error) {
 	doc := cloudConfigDoc{RunCmd: b.Commands}
 	if installPackages {
 		doc.PackageUpdate = true
 		doc.Packages = b.Packages
 	}
 	for _, f := range b.Files {
-		content, encoding, err := contentOf(f)
+		content, encoding, err := contentOf(f, gzipOver)
 		if err != nil {
 			return "", fmt.Errorf("hostconfig: render cloud-config: %s: %w", f.Path, err)
 		}

@@ -212,7 +212,7 @@ func Render(h Host) (*Bundle, error) {
 		b.Commands = append(b.Commands, exporterCommands()...)
 		b.Packages = append(b.Packages, RedisExporterPackage, NodeExporterPackage)
 	}
-	if b.UserData, err = cloudConfig(b, h.InstallPackages); err != nil {
+	if b.UserData, err = userData(b, h.InstallPackages); err != nil {
 		return nil, err
 	}
 	if b.UserDataGzipBase64, err = gzipBase64(b.UserData); err != nil {
