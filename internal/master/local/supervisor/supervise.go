@@ -18,6 +18,7 @@ import (
 
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 // Exit codes of Main.
@@ -143,7 +144,8 @@ func (s *supervisor) run() int {
 		return ExitFailed
 	}
 	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts,
-		HoldFloor: prev.HoldFloor, Crashes: prev.Crashes, LastExit: prev.LastExit}
+		HoldFloor: prev.HoldFloor, Crashes: prev.Crashes, LastExit: prev.LastExit,
+		LargestDelay: largestDelay(prev, s.cfg.RestartDelay)}
 	s.log.Info("supervisor started", "master", s.cfg.Name, "addr", s.cfg.Addr, "restart_delay", s.cfg.RestartDelay.String())
 
 	// A redis-server left behind by a supervisor that was killed still serves: stop it
@@ -343,6 +345,7 @@ func (s *supervisor) reloadConfig() {
 		return
 	}
 	s.cfg = c
+	s.st.LargestDelay = largestDelay(s.st, c.RestartDelay)
 	s.log.Info("config reloaded", "restart_delay", c.RestartDelay.String())
 }
 
@@ -796,4 +799,14 @@ func loadFunctions(c Config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
 	defer cancel()
 	return funclib.Load(ctx, client)
+}
+
+// largestDelay is the largest restart delay ever configured for the dir: the state's record
+// of it, the delay the state was written under and the one configured now.
+func largestDelay(st State, configured time.Duration) time.Duration {
+	d := max(st.LargestDelay, configured)
+	if !st.LastAlive.IsZero() {
+		d = max(d, st.HoldFloor.Sub(st.LastAlive))
+	}
+	return min(d, hold.MaxRestartDelay)
 }
