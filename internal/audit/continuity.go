@@ -22,8 +22,10 @@ import (
 // datasetCommands replace some or all of a master's dataset. REPLICAOF is not counted: the
 // provider's update runs REPLICAOF NO ONE on every master (a no-op on a master), and one
 // that did become a replica shows in master_replid2. SYNC and PSYNC are replicas of this
-// master syncing from it (the audit flags connected replicas on its own).
-var datasetCommands = []string{"flushall", "flushdb", "swapdb", "restore", "restore-asking", "debug"}
+// master syncing from it (the audit flags connected replicas on its own). MOVE and MIGRATE
+// take keys out of the dataset the lock users see (db 0): a lock key moved or migrated away
+// is a lock forgotten while the master serves on.
+var datasetCommands = []string{"flushall", "flushdb", "swapdb", "restore", "restore-asking", "debug", "move", "migrate"}
 
 // readContinuity fills DatasetReplaced, or marks the check unchecked.
 func (m *Master) readContinuity(ctx context.Context, c *redis.Client, t Target) {

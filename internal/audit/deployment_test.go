@@ -95,6 +95,25 @@ func TestDatasetReplacedWhileServing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "FLUSHALL ran 1 time"},
+		{"a lock key moved out of db 0 (MOVE)", func(t *testing.T, c *redistest.Cluster) {
+			a := c.Masters[1].Admin()
+			if err := a.Set(t.Context(), "lock:moved", "tok", 5*time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Move(t.Context(), "lock:moved", 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "MOVE ran 1 time"},
+		{"a lock key migrated to another server (MIGRATE)", func(t *testing.T, c *redistest.Cluster) {
+			a, to := c.Masters[1].Admin(), c.Masters[0]
+			if err := a.Set(t.Context(), "lock:migrated", "tok", 5*time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Do(t.Context(), "MIGRATE", to.Host, fmt.Sprint(to.Port), "lock:migrated", 0, 5000,
+				"AUTH", redistest.AdminPassword).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "MIGRATE ran 1 time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
