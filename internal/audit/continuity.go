@@ -42,6 +42,13 @@ func (m *Master) readContinuity(ctx context.Context, c *redis.Client, t Target) 
 		return
 	}
 	m.DatasetReplaced = datasetReplaced(info)
+	if id := info["master_replid"]; m.deploymentReplID != "" && id != m.deploymentReplID {
+		// An independent master keeps its replid for its whole run; only replicating
+		// (REPLICAOF, then promoted back) changes it, and master_replid2 forgets that once
+		// repl-backlog-ttl frees the backlog.
+		m.DatasetReplaced = append(m.DatasetReplaced, fmt.Sprintf("its replication id is %.8s, not %.8s as when its runtime started it: it replicated another server since (REPLICAOF replaced its dataset)",
+			id, m.deploymentReplID))
+	}
 	m.continuityRead = true
 }
 

@@ -28,6 +28,11 @@ const (
 	// DeploymentConfigDriftField says how the server's config file on disk differs from the
 	// one the runtime rendered ("": it does not); the next start loads the file on disk.
 	DeploymentConfigDriftField = "config_drift"
+	// DeploymentReplIDField is the server's master_replid (INFO replication) when the
+	// runtime started it. A master that never replicated keeps it for its whole run; one
+	// that replicated another server (REPLICAOF, even undone) has another one, long after
+	// repl-backlog-ttl has cleared master_replid2.
+	DeploymentReplIDField = "replid"
 	// Runtimes that hold a crashed master down.
 	RuntimeLocalSupervisor = "local-supervisor"
 	RuntimeHostGate        = "host-gate"
@@ -40,6 +45,8 @@ type Deployment struct {
 	// RunID is the run_id of the server the runtime started ("": read it through the
 	// connection PublishDeployment writes on, which must then be that server's).
 	RunID string
+	// ReplID is its master_replid at the start ("": read it through that connection).
+	ReplID string
 }
 
 // PublishDeployment writes d under DeploymentKey through c (the admin connection): what a
@@ -54,8 +61,28 @@ func PublishDeployment(ctx context.Context, c redis.Cmdable, d Deployment) error
 			return fmt.Errorf("INFO server has no run_id: the record could not name the server it vouches for")
 		}
 	}
+	if d.ReplID == "" {
+		id, err := ReplID(ctx, c)
+		if err != nil {
+			return err
+		}
+		d.ReplID = id
+	}
 	return c.HSet(ctx, DeploymentKey, DeploymentRestartDelayField, strconv.FormatInt(d.RestartDelay.Milliseconds(), 10),
-		DeploymentRuntimeField, d.Runtime, DeploymentRunIDField, d.RunID).Err()
+		DeploymentRuntimeField, d.Runtime, DeploymentRunIDField, d.RunID, DeploymentReplIDField, d.ReplID).Err()
+}
+
+// ReplID is the server's master_replid (INFO replication).
+func ReplID(ctx context.Context, c redis.Cmdable) (string, error) {
+	info, err := c.InfoMap(ctx, "replication").Result()
+	if err != nil {
+		return "", fmt.Errorf("INFO replication (the replication id the record vouches for): %w", err)
+	}
+	id := info["Replication"]["master_replid"]
+	if id == "" {
+		return "", fmt.Errorf("INFO replication has no master_replid: the record could not name the dataset it vouches for")
+	}
+	return id, nil
 }
 
 // readDeployment reads what the master's runtime published. A missing key or field is a
@@ -94,6 +121,11 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		return
 	case m.RunID == "":
 		m.uncheck(fmt.Sprintf("whether %s was written for this server (its run_id was not read)", DeploymentKey), nil)
+	}
+	// The replication id the runtime saw at the start; readContinuity compares it with now.
+	if m.deploymentReplID = fields[DeploymentReplIDField]; m.deploymentReplID == "" {
+		m.DeploymentError = fmt.Sprintf("%s has no %s: it does not say which dataset it vouches for (restart the master under this version's runtime)", DeploymentKey, DeploymentReplIDField)
+		return
 	}
 	if drift := fields[DeploymentConfigDriftField]; drift != "" {
 		m.DeploymentError = fmt.Sprintf("the config on disk is not what the runtime rendered: %s; the server runs on what it loaded, but its next start (after a crash too) loads the file", drift)

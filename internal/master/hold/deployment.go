@@ -15,6 +15,9 @@ const (
 	// FieldRunID is the run_id of the server the runtime started: the record vouches for
 	// that run only.
 	FieldRunID = audit.DeploymentRunIDField
+	// FieldReplID is the server's master_replid at the start: a master that replicated
+	// another server since has another one.
+	FieldReplID = audit.DeploymentReplIDField
 	// FieldConfigDrift says how the config file on disk differs from the one the runtime
 	// rendered ("": it does not).
 	FieldConfigDrift = audit.DeploymentConfigDriftField

@@ -419,6 +419,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 	stopping, killed, unresponsive := false, false, false
 	lastWrite := time.Now()
 	var published time.Duration // the restart delay last published (0: not yet)
+	startReplID := ""           // the server's master_replid published at its start
 	// The config file as it was when it matched the rendered one, and its drift since.
 	drift, rendered := configDrift(s.cfg, nil)
 	publishedDrift := drift
@@ -427,7 +428,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 		if d == published && drift == publishedDrift {
 			return
 		}
-		if err := publishDeployment(s.cfg, d, drift); err != nil {
+		if _, err := publishDeployment(s.cfg, d, drift, startReplID); err != nil {
 			s.log.Error("cannot publish the restart delay", "redis_pid", pid, "err", err)
 			return
 		}
@@ -556,7 +557,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 				err := loadFunctions(s.cfg)
 				if err == nil {
 					d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
-					if err = publishDeployment(s.cfg, d, drift); err == nil {
+					if startReplID, err = publishDeployment(s.cfg, d, drift, ""); err == nil {
 						published, publishedDrift = d, drift
 					}
 				}
