@@ -33,9 +33,23 @@ const (
 	// that replicated another server (REPLICAOF, even undone) has another one, long after
 	// repl-backlog-ttl has cleared master_replid2.
 	DeploymentReplIDField = "replid"
+	// DeploymentHeartbeatField is the server's own TIME, in whole ms, when the runtime last
+	// vouched for it: the local supervisor rewrites it every DeploymentHeartbeatInterval
+	// while it runs the master. The host gate has no process left running to keep one (its
+	// heartbeat is systemd's own supervision: the unit restarts the gate), and writes none.
+	DeploymentHeartbeatField = "heartbeat_ms"
 	// Runtimes that hold a crashed master down.
 	RuntimeLocalSupervisor = "local-supervisor"
 	RuntimeHostGate        = "host-gate"
+)
+
+// DeploymentHeartbeatInterval is how often the local supervisor rewrites
+// DeploymentHeartbeatField; a heartbeat older than DeploymentHeartbeatMissed of them (plus
+// the round trip that read it) says the runtime is gone (SIGKILLed): nothing holds the
+// master down after its next crash.
+const (
+	DeploymentHeartbeatInterval = time.Second
+	DeploymentHeartbeatMissed   = 3
 )
 
 // Deployment is what a runtime publishes under DeploymentKey.
@@ -127,6 +141,14 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		m.DeploymentError = fmt.Sprintf("%s has no %s: it does not say which dataset it vouches for (restart the master under this version's runtime)", DeploymentKey, DeploymentReplIDField)
 		return
 	}
+	// A record the supervisor wrote (it always writes config_drift) must carry a recent
+	// heartbeat; so must any record that carries one.
+	_, bySupervisor := fields[DeploymentConfigDriftField]
+	if hb, ok := fields[DeploymentHeartbeatField]; ok || bySupervisor && m.Runtime == RuntimeLocalSupervisor {
+		if !m.checkHeartbeat(ctx, c, t, hb) {
+			return
+		}
+	}
 	if drift := fields[DeploymentConfigDriftField]; drift != "" {
 		m.DeploymentError = fmt.Sprintf("the config on disk is not what the runtime rendered: %s; the server runs on what it loaded, but its next start (after a crash too) loads the file", drift)
 	}
@@ -138,4 +160,30 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 
 func isWrongType(err error) bool {
 	return err != nil && len(err.Error()) >= 9 && err.Error()[:9] == "WRONGTYPE"
+}
+
+// checkHeartbeat requires the runtime's heartbeat recent on the server's own clock: at most
+// DeploymentHeartbeatMissed intervals plus the round trip of the TIME that reads now. It
+// reports whether the record may still vouch (false: a finding or unchecked).
+func (m *Master) checkHeartbeat(ctx context.Context, c *redis.Client, t Target, field string) bool {
+	beat, err := strconv.ParseInt(field, 10, 64)
+	if err != nil || beat < 0 {
+		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a time in milliseconds", DeploymentKey, DeploymentHeartbeatField, field)
+		return false
+	}
+	sent := time.Now()
+	now, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() })
+	if err != nil {
+		m.uncheck(fmt.Sprintf("whether the runtime still vouches for the master (%s: TIME)", DeploymentHeartbeatField), err)
+		return false
+	}
+	rtt := time.Since(sent)
+	bound := DeploymentHeartbeatMissed*DeploymentHeartbeatInterval + rtt
+	age := time.Duration(now.UnixMilli()-beat) * time.Millisecond
+	if age > bound || -age > bound {
+		m.DeploymentError = fmt.Sprintf("its runtime last vouched for it %s ago (%s %d, the server's TIME %d), more than %d heartbeats of %s: the runtime is gone (killed?), and nothing holds the master down after its next crash. Fix: restart the master under its runtime",
+			age.Round(time.Millisecond), DeploymentHeartbeatField, beat, now.UnixMilli(), DeploymentHeartbeatMissed, DeploymentHeartbeatInterval)
+		return false
+	}
+	return true
 }

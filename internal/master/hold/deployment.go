@@ -18,6 +18,8 @@ const (
 	// FieldReplID is the server's master_replid at the start: a master that replicated
 	// another server since has another one.
 	FieldReplID = audit.DeploymentReplIDField
+	// FieldHeartbeatMS is the server's TIME (ms) when the local supervisor last vouched.
+	FieldHeartbeatMS = audit.DeploymentHeartbeatField
 	// FieldConfigDrift says how the config file on disk differs from the one the runtime
 	// rendered ("": it does not).
 	FieldConfigDrift = audit.DeploymentConfigDriftField

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
@@ -51,10 +53,36 @@ func publishDeployment(c Config, delay time.Duration, drift, startReplID string)
 			"(REPLICAOF), its dataset is not the one the hold covers; %s is not republished for it (restart the master)",
 			replID, startReplID, hold.DeploymentKey)
 	}
+	now, err := client.Time(ctx).Result()
+	if err != nil {
+		return "", fmt.Errorf("TIME (the heartbeat of %s): %w", hold.DeploymentKey, err)
+	}
 	err = client.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
-		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, runID, hold.FieldReplID, replID, hold.FieldConfigDrift, drift).Err()
+		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, runID, hold.FieldReplID, replID, hold.FieldConfigDrift, drift,
+		hold.FieldHeartbeatMS, now.UnixMilli()).Err()
 	if err != nil {
 		return "", fmt.Errorf("HSET %s (the restart delay a validator reads): %w", hold.DeploymentKey, err)
 	}
 	return replID, nil
+}
+
+// heartbeatScript stamps the record with the server's own TIME, only while the record
+// exists (a deleted or replaced record is not recreated by a heartbeat).
+var heartbeatScript = redis.NewScript(`if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], ARGV[1], t[1] * 1000 + math.floor(t[2] / 1000))
+return 1`)
+
+// heartbeat rewrites the record's heartbeat (hold.FieldHeartbeatMS), every
+// audit.DeploymentHeartbeatInterval while the supervisor runs the master: a validator
+// reading an old one knows the supervisor is gone.
+func heartbeat(c Config) error {
+	client := adminClient(c)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+	defer cancel()
+	if err := heartbeatScript.Run(ctx, client, []string{hold.DeploymentKey}, hold.FieldHeartbeatMS).Err(); err != nil {
+		return fmt.Errorf("the heartbeat of %s: %w", hold.DeploymentKey, err)
+	}
+	return nil
 }

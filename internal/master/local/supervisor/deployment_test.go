@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
@@ -170,4 +171,34 @@ func TestNoRevouchAfterReplicaOf(t *testing.T) {
 	if runID := info["Server"]["run_id"]; got[hold.FieldRunID] == runID {
 		t.Fatalf("the record was republished for the server that replicated another: %v", got)
 	}
+}
+
+// TestDeploymentRecordStopsVouchingWhenTheSupervisorIsKilled: the supervisor SIGKILLed, its
+// redis-server serves on with nothing to hold it down after its next crash. The record's
+// heartbeat stops, and the audit's finding on it appears (before: the record vouched on).
+func TestDeploymentRecordStopsVouchingWhenTheSupervisorIsKilled(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, 2*time.Second)
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	deploymentError := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rep, err := audit.Run(ctx, audit.Target{Endpoints: []string{m.cfg.Addr}, Username: "default",
+			Password: redistest.AdminPassword, MaxLockTTL: time.Second, ClockInterval: 100 * time.Millisecond})
+		if err != nil || len(rep.Masters) != 1 {
+			t.Fatalf("audit: %v", err)
+		}
+		return rep.Masters[0].DeploymentError
+	}
+	// Negative control: while the supervisor runs, the record vouches.
+	waitFor(t, "the record to vouch under a running supervisor", func() bool { return deploymentError() == "" })
+	m.killSupervisor(pid)
+	if !processAlive(st.RedisPID) {
+		t.Fatal("redis-server died with its supervisor")
+	}
+	waitFor(t, "the audit to see the supervisor gone", func() bool {
+		return strings.Contains(deploymentError(), "the runtime is gone")
+	})
+	t.Logf("after the kill: %s", deploymentError())
 }

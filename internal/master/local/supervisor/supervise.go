@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/master"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
@@ -420,6 +421,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 	lastWrite := time.Now()
 	var published time.Duration // the restart delay last published (0: not yet)
 	startReplID := ""           // the server's master_replid published at its start
+	var lastBeat time.Time      // the last heartbeat (audit.DeploymentHeartbeatField)
 	// The config file as it was when it matched the rendered one, and its drift since.
 	drift, rendered := configDrift(s.cfg, nil)
 	publishedDrift := drift
@@ -589,6 +591,12 @@ func (s *supervisor) serve(restart bool) serveResult {
 			if s.st.Status == StatusRunning {
 				// While a floor lapses, and at once when it has: what a crash is held now.
 				publish()
+			}
+			if s.st.Status == StatusRunning && time.Since(lastBeat) >= audit.DeploymentHeartbeatInterval {
+				lastBeat = time.Now()
+				if err := heartbeat(s.cfg); err != nil {
+					s.log.Error("cannot rewrite the heartbeat", "redis_pid", pid, "err", err)
+				}
 			}
 			if time.Since(lastWrite) >= stateInterval {
 				// The config on disk, once a second: a hand edit is published at once.
