@@ -141,20 +141,21 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		m.DeploymentError = fmt.Sprintf("%s has no %s: it does not say which dataset it vouches for (restart the master under this version's runtime)", DeploymentKey, DeploymentReplIDField)
 		return
 	}
-	// A record the supervisor wrote (it always writes config_drift) must carry a recent
-	// heartbeat; so must any record that carries one.
-	_, bySupervisor := fields[DeploymentConfigDriftField]
-	if hb, ok := fields[DeploymentHeartbeatField]; ok || bySupervisor && m.Runtime == RuntimeLocalSupervisor {
-		if !m.checkHeartbeat(ctx, c, t, hb) {
-			return
-		}
-	}
 	if drift := fields[DeploymentConfigDriftField]; drift != "" {
 		m.DeploymentError = fmt.Sprintf("the config on disk is not what the runtime rendered: %s; the server runs on what it loaded, but its next start (after a crash too) loads the file", drift)
 	}
 	if m.Runtime != RuntimeLocalSupervisor && m.Runtime != RuntimeHostGate {
 		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a runtime that holds a crashed master down (%s or %s)",
 			DeploymentKey, DeploymentRuntimeField, m.Runtime, RuntimeLocalSupervisor, RuntimeHostGate)
+	}
+	if m.DeploymentError != "" {
+		return
+	}
+	// A record the supervisor wrote (it always writes config_drift) must carry a recent
+	// heartbeat; so must any record that carries one.
+	_, bySupervisor := fields[DeploymentConfigDriftField]
+	if hb, ok := fields[DeploymentHeartbeatField]; ok || bySupervisor && m.Runtime == RuntimeLocalSupervisor {
+		m.checkHeartbeat(ctx, c, t, hb)
 	}
 }
 
