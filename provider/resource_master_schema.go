@@ -256,7 +256,8 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"no lock it held is still valid when its address is reused. Until then `data_dir` holds only a " +
 					"`supervisor.state` that makes a master created there wait: if the wait is cut short (delete " +
 					"timeout, terraform killed) the directory stays with that file, and a warning says until when. " +
-					"With `true` a replacement on the same `data_dir` replays the AOF and needs no wait.",
+					"With `true` the directory is kept and destroy waits all the same (a replacement at the same " +
+					"address from another `data_dir` starts empty); a master started on the same `data_dir` replays the AOF.",
 			},
 			"timeouts": masterTimeoutsAttribute(ctx),
 			"address": schema.StringAttribute{

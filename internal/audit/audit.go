@@ -181,6 +181,7 @@ type Master struct {
 	infoRead, configRead, clockRead bool
 	busyRead, usersRead             bool
 	deploymentRead                  bool
+	deploymentReplID                string // the replid the deployment record vouches for ("": none)
 	continuityRead                  bool
 	// commands is the server's command table (read by checkUsers); stateCalls counts how
 	// often each state-changing command has run since the server started (INFO

@@ -22,8 +22,10 @@ import (
 // datasetCommands replace some or all of a master's dataset. REPLICAOF is not counted: the
 // provider's update runs REPLICAOF NO ONE on every master (a no-op on a master), and one
 // that did become a replica shows in master_replid2. SYNC and PSYNC are replicas of this
-// master syncing from it (the audit flags connected replicas on its own).
-var datasetCommands = []string{"flushall", "flushdb", "swapdb", "restore", "restore-asking", "debug"}
+// master syncing from it (the audit flags connected replicas on its own). MOVE and MIGRATE
+// take keys out of the dataset the lock users see (db 0): a lock key moved or migrated away
+// is a lock forgotten while the master serves on.
+var datasetCommands = []string{"flushall", "flushdb", "swapdb", "restore", "restore-asking", "debug", "move", "migrate"}
 
 // readContinuity fills DatasetReplaced, or marks the check unchecked.
 func (m *Master) readContinuity(ctx context.Context, c *redis.Client, t Target) {
@@ -40,6 +42,13 @@ func (m *Master) readContinuity(ctx context.Context, c *redis.Client, t Target) 
 		return
 	}
 	m.DatasetReplaced = datasetReplaced(info)
+	if id := info["master_replid"]; m.deploymentReplID != "" && id != m.deploymentReplID {
+		// An independent master keeps its replid for its whole run; only replicating
+		// (REPLICAOF, then promoted back) changes it, and master_replid2 forgets that once
+		// repl-backlog-ttl frees the backlog.
+		m.DatasetReplaced = append(m.DatasetReplaced, fmt.Sprintf("its replication id is %.8s, not %.8s as when its runtime started it: it replicated another server since (REPLICAOF replaced its dataset)",
+			id, m.deploymentReplID))
+	}
 	m.continuityRead = true
 }
 

@@ -18,12 +18,24 @@ import (
 // (agent.json's restart_delay) is only a cross-check.
 
 // Deployment is what a runtime publishes under hold.DeploymentKey.
+
+// DeploymentHeartbeatInterval is how often the local supervisor rewrites
+// hold.FieldHeartbeatMS; a heartbeat older than DeploymentHeartbeatMissed of them (plus the
+// round trip that read it) says the runtime is gone (SIGKILLed): nothing holds the master
+// down after its next crash.
+const (
+	DeploymentHeartbeatInterval = time.Second
+	DeploymentHeartbeatMissed   = 3
+)
+
 type Deployment struct {
 	RestartDelay time.Duration
 	Runtime      string
 	// RunID is the run_id of the server the runtime started ("": read it through the
 	// connection PublishDeployment writes on, which must then be that server's).
 	RunID string
+	// ReplID is its master_replid at the start ("": read it through that connection).
+	ReplID string
 }
 
 // PublishDeployment writes d under hold.DeploymentKey through c (the admin connection): what a
@@ -38,8 +50,28 @@ func PublishDeployment(ctx context.Context, c redis.Cmdable, d Deployment) error
 			return fmt.Errorf("INFO server has no run_id: the record could not name the server it vouches for")
 		}
 	}
+	if d.ReplID == "" {
+		id, err := ReplID(ctx, c)
+		if err != nil {
+			return err
+		}
+		d.ReplID = id
+	}
 	return c.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(d.RestartDelay.Milliseconds(), 10),
-		hold.FieldRuntime, d.Runtime, hold.FieldRunID, d.RunID).Err()
+		hold.FieldRuntime, d.Runtime, hold.FieldRunID, d.RunID, hold.FieldReplID, d.ReplID).Err()
+}
+
+// ReplID is the server's master_replid (INFO replication).
+func ReplID(ctx context.Context, c redis.Cmdable) (string, error) {
+	info, err := c.InfoMap(ctx, "replication").Result()
+	if err != nil {
+		return "", fmt.Errorf("INFO replication (the replication id the record vouches for): %w", err)
+	}
+	id := info["Replication"]["master_replid"]
+	if id == "" {
+		return "", fmt.Errorf("INFO replication has no master_replid: the record could not name the dataset it vouches for")
+	}
+	return id, nil
 }
 
 // readDeployment reads what the master's runtime published. A missing key or field is a
@@ -79,6 +111,11 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 	case m.RunID == "":
 		m.uncheck(fmt.Sprintf("whether %s was written for this server (its run_id was not read)", hold.DeploymentKey), nil)
 	}
+	// The replication id the runtime saw at the start; readContinuity compares it with now.
+	if m.deploymentReplID = fields[hold.FieldReplID]; m.deploymentReplID == "" {
+		m.DeploymentError = fmt.Sprintf("%s has no %s: it does not say which dataset it vouches for (restart the master under this version's runtime)", hold.DeploymentKey, hold.FieldReplID)
+		return
+	}
 	if drift := fields[hold.FieldConfigDrift]; drift != "" {
 		m.DeploymentError = fmt.Sprintf("the config on disk is not what the runtime rendered: %s; the server runs on what it loaded, but its next start (after a crash too) loads the file", drift)
 	}
@@ -86,8 +123,43 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a runtime that holds a crashed master down (%s or %s)",
 			hold.DeploymentKey, hold.FieldRuntime, m.Runtime, hold.RuntimeLocal, hold.RuntimeHost)
 	}
+	if m.DeploymentError != "" {
+		return
+	}
+	// A record the supervisor wrote (it always writes config_drift) must carry a recent
+	// heartbeat; so must any record that carries one.
+	_, bySupervisor := fields[hold.FieldConfigDrift]
+	if hb, ok := fields[hold.FieldHeartbeatMS]; ok || bySupervisor && m.Runtime == hold.RuntimeLocal {
+		m.checkHeartbeat(ctx, c, t, hb)
+	}
 }
 
 func isWrongType(err error) bool {
 	return err != nil && len(err.Error()) >= 9 && err.Error()[:9] == "WRONGTYPE"
+}
+
+// checkHeartbeat requires the runtime's heartbeat recent on the server's own clock: at most
+// DeploymentHeartbeatMissed intervals plus the round trip of the TIME that reads now. It
+// reports whether the record may still vouch (false: a finding or unchecked).
+func (m *Master) checkHeartbeat(ctx context.Context, c *redis.Client, t Target, field string) bool {
+	beat, err := strconv.ParseInt(field, 10, 64)
+	if err != nil || beat < 0 {
+		m.DeploymentError = fmt.Sprintf("%s field %s is %q, not a time in milliseconds", hold.DeploymentKey, hold.FieldHeartbeatMS, field)
+		return false
+	}
+	sent := time.Now()
+	now, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() })
+	if err != nil {
+		m.uncheck(fmt.Sprintf("whether the runtime still vouches for the master (%s: TIME)", hold.FieldHeartbeatMS), err)
+		return false
+	}
+	rtt := time.Since(sent)
+	bound := DeploymentHeartbeatMissed*DeploymentHeartbeatInterval + rtt
+	age := time.Duration(now.UnixMilli()-beat) * time.Millisecond
+	if age > bound || -age > bound {
+		m.DeploymentError = fmt.Sprintf("its runtime last vouched for it %s ago (%s %d, the server's TIME %d), more than %d heartbeats of %s: the runtime is gone (killed?), and nothing holds the master down after its next crash. Fix: restart the master under its runtime",
+			age.Round(time.Millisecond), hold.FieldHeartbeatMS, beat, now.UnixMilli(), DeploymentHeartbeatMissed, DeploymentHeartbeatInterval)
+		return false
+	}
+	return true
 }

@@ -95,6 +95,25 @@ func TestDatasetReplacedWhileServing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "FLUSHALL ran 1 time"},
+		{"a lock key moved out of db 0 (MOVE)", func(t *testing.T, c *redistest.Cluster) {
+			a := c.Masters[1].Admin()
+			if err := a.Set(t.Context(), "lock:moved", "tok", 5*time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Move(t.Context(), "lock:moved", 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "MOVE ran 1 time"},
+		{"a lock key migrated to another server (MIGRATE)", func(t *testing.T, c *redistest.Cluster) {
+			a, to := c.Masters[1].Admin(), c.Masters[0]
+			if err := a.Set(t.Context(), "lock:migrated", "tok", 5*time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Do(t.Context(), "MIGRATE", to.Host, fmt.Sprint(to.Port), "lock:migrated", 0, 5000,
+				"AUTH", redistest.AdminPassword).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "MIGRATE ran 1 time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -122,5 +141,57 @@ func TestReplicaOfNoOneOnAMasterIsNotAReplacement(t *testing.T) {
 	}
 	if rep := run(t, target(c)); !rep.Safe {
 		t.Fatalf("REPLICAOF NO ONE on a master made it unsafe: %q", rep.Problems)
+	}
+}
+
+// TestReplicaOfSeenAfterTheBacklogIsFreed: a master that replicated another server and was
+// promoted back keeps master_replid2 only until repl-backlog-ttl frees its backlog; with the
+// record written again for this run (as a runtime that republishes would), the replication
+// id it vouches for still tells: UNSAFE. The same master before REPLICAOF is the negative
+// control.
+func TestReplicaOfSeenAfterTheBacklogIsFreed(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3})
+	ctx := t.Context()
+	if rep := run(t, target(c)); !rep.Safe {
+		t.Fatalf("negative control: %q", rep.Problems)
+	}
+	startReplID, _ := c.Masters[1].Admin().InfoMap(ctx, "replication").Result()
+	r, p := c.Masters[1].Admin(), c.Masters[0]
+	if err := r.ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ReplicaOf(ctx, p.Host, fmt.Sprint(p.Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitInfo := func(what, want string) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			info, _ := r.Info(ctx, "replication").Result()
+			if strings.Contains(info, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no %q in\n%s", what, want, info)
+			}
+		}
+	}
+	waitInfo("the sync", "master_link_status:up")
+	if err := r.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ConfigSet(ctx, "repl-backlog-ttl", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitInfo("the backlog freed", "master_replid2:"+strings.Repeat("0", 40))
+	// The record as the runtime published it at the start, rebound to this run.
+	info, _ := r.InfoMap(ctx, "server").Result()
+	if err := r.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, redistest.KitRestartDelay.Milliseconds(),
+		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, info["Server"]["run_id"],
+		hold.FieldReplID, startReplID["Replication"]["master_replid"]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, target(c))
+	all := strings.Join(rep.Problems, "\n")
+	if rep.Safe || !strings.Contains(all, "replication id") || !strings.Contains(all, c.Masters[1].Addr) {
+		t.Fatalf("safe %v, problems %q; want one naming %s and its replication id", rep.Safe, all, c.Masters[1].Addr)
 	}
 }

@@ -85,6 +85,10 @@ func TestFunctionsStep(t *testing.T) {
 	if runID := info["Server"]["run_id"]; runID == "" || got[hold.FieldRunID] != runID {
 		t.Fatalf("after the step: %s=%q, want this server's run_id %q", hold.FieldRunID, got[hold.FieldRunID], runID)
 	}
+	repl, _ := m.Admin().InfoMap(ctx, "replication").Result()
+	if id := repl["Replication"]["master_replid"]; id == "" || got[hold.FieldReplID] != id {
+		t.Fatalf("after the step: %s=%q, want this server's master_replid %q", hold.FieldReplID, got[hold.FieldReplID], id)
+	}
 	// A floor still in effect (locks granted under a larger delay before a restart) is not
 	// published: the gate cannot republish when it lapses, so the record says what a lock
 	// granted from now on is held for, never more (a stale 60000 let clients keep a 59 s TTL).

@@ -353,9 +353,10 @@ seed_mark() {
 # lapses with nothing here to republish then: the record never says more than is held.
 publish() {
 	delay_ms=$RESTART_DELAY_MS
-	# The run_id of the server the unit started: the record vouches for that run only.
+	# The run_id and replid of the server the unit started: the record vouches for those.
 	id=$(cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p')
-	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" 2>&1)
+	rid=$(cli INFO replication | sed -n 's/^master_replid:\([0-9a-f]*\).*/\1/p')
+	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1

@@ -66,7 +66,7 @@ func kitNames() string {
 	var b strings.Builder
 	for _, kv := range [][2]string{
 		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"DELAY_FIELD", hold.FieldRestartDelayMS},
-		{"RUNTIME_FIELD", hold.FieldRuntime}, {"RUN_ID_FIELD", hold.FieldRunID}, {"RUNTIME", hold.RuntimeHost},
+		{"RUNTIME_FIELD", hold.FieldRuntime}, {"RUN_ID_FIELD", hold.FieldRunID}, {"REPL_ID_FIELD", hold.FieldReplID}, {"RUNTIME", hold.RuntimeHost},
 		{hold.ShellName(hold.SettingMaxRestartDelayMS), fmt.Sprint(hold.MaxRestartDelay.Milliseconds())},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", lua.LibraryName}, {"ACL_SEED", ACLSeedPath},

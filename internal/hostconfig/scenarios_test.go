@@ -106,6 +106,12 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		p.write(hold.HostFloorRecord, "boot-1 garbage\n")
 	case hold.FloorFarAhead:
 		p.write(hold.HostFloorRecord, fmt.Sprintf("boot-1 %d %d %d\n", clock+10*365*24*3600*1000, delayMS, delayMS))
+	case hold.FloorWeekAhead:
+		p.write(hold.HostFloorRecord, fmt.Sprintf("boot-1 %d %d %d\n", clock+7*24*3600*1000, delayMS, delayMS))
+	case hold.FloorOverflow:
+		p.write(hold.HostFloorRecord, "boot-1 9223372036854775807 9223372036854775807 9223372036854775807\n")
+	case hold.FloorNegative:
+		p.write(hold.HostFloorRecord, fmt.Sprintf("boot-1 -4999969000 %d %d\n", delayMS, delayMS))
 	}
 	if sc.DelayOnDisk != "" {
 		p.setDelayText(sc.DelayOnDisk)

@@ -23,6 +23,16 @@ const (
 	// FieldConfigDrift says how the server's config file on disk differs from the one the
 	// runtime rendered ("": it does not); the next start loads the file on disk.
 	FieldConfigDrift = "config_drift"
+	// FieldReplID is the server's master_replid (INFO replication) when the runtime started
+	// it. A master that never replicated keeps it for its whole run; one that replicated
+	// another server (REPLICAOF, even undone) has another one, long after repl-backlog-ttl
+	// has cleared master_replid2.
+	FieldReplID = "replid"
+	// FieldHeartbeatMS is the server's own TIME, in whole ms, when the local supervisor last
+	// vouched for it (rewritten every DeploymentHeartbeatInterval while it runs the master).
+	// The host gate has no process left running to keep one (its heartbeat is systemd's own
+	// supervision: the unit restarts the gate), and writes none.
+	FieldHeartbeatMS = "heartbeat_ms"
 )
 
 // The runtimes that enforce a hold (FieldRuntime).

@@ -59,6 +59,14 @@ const (
 	FloorUnreadable Floor = "unreadable"
 	// FloorFarAhead: a floor ten years ahead (beyond now + the largest delay ever configured).
 	FloorFarAhead Floor = "ten years ahead"
+	// FloorWeekAhead: a floor a week ahead (within the largest delay allowed, beyond the
+	// largest delay ever configured).
+	FloorWeekAhead Floor = "a week ahead"
+	// FloorOverflow: a last-alive moment of -(2^63-1) and a floor and restart time of 2^63-1:
+	// past 64-bit arithmetic (the difference wraps).
+	FloorOverflow Floor = "values past 64-bit arithmetic"
+	// FloorNegative: a negative last-alive moment and floor.
+	FloorNegative Floor = "negative"
 )
 
 // Exit is how the last run ended, right before the start; ExitNone: the records are as
@@ -111,7 +119,8 @@ const (
 // that serves during a hold and stops before it ends, 9 the AOF turned off after the host's
 // stop step read the settings, 10 a stop while a server no record names is waited for, 11
 // an AOF replaced under a clean marker, 12 a server no record names that answers nothing,
-// 13 values read from disk not validated or bounded, or timed by the wall clock.
+// 13 values read from disk not validated or bounded, or timed by the wall clock; 14 values
+// read from disk past 64-bit arithmetic, negative, or beyond the largest delay configured.
 type Scenario struct {
 	Name     string
 	Issue    int
@@ -213,6 +222,12 @@ var Scenarios = []Scenario{
 		LastRunDelayMS: 3_600_000, Floor: FloorUnreadable, Exit: ExitKilled, Want: Refuse},
 	{Name: "a floor ten years ahead refuses, naming the file", Issue: 13, Runtimes: Both, Ran: true,
 		Floor: FloorFarAhead, Exit: ExitKilled, Want: Refuse},
+	{Name: "a floor a week ahead, beyond the largest delay ever configured, refuses, naming the file", Issue: 14, Runtimes: Both, Ran: true,
+		Floor: FloorWeekAhead, Exit: ExitKilled, Want: Refuse},
+	{Name: "a floor past 64-bit arithmetic refuses, naming the file", Issue: 14, Runtimes: Both, Ran: true,
+		Floor: FloorOverflow, Exit: ExitKilled, Want: Refuse},
+	{Name: "a negative floor refuses, naming the file", Issue: 14, Runtimes: Both, Ran: true,
+		Floor: FloorNegative, Exit: ExitKilled, Want: Refuse},
 	{Name: "a wall-clock step forward after the hold was recorded does not shorten it", Issue: 13, Runtimes: Local, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: 3_000, WallClockStepMS: 2_000, Want: HoldRecorded},
 	{Name: "a hold recorded while the wall clock ran ahead does not lengthen it", Issue: 13, Runtimes: Local, Ran: true,

@@ -19,7 +19,8 @@ import (
 
 // Destroy stops the master cleanly (AOF fsynced), makes sure no process is left and the port
 // is free, and removes the data dir unless m.KeepDataOnDestroy. Removing the data makes the
-// master forget the locks it granted, so Destroy then waits until they have expired, with a
+// master forget the locks it granted, so Destroy then waits until they have expired (kept,
+// it waits too: a replacement at the address from another data_dir knows none), with a
 // hold recorded in the data dir for as long as the wait is not over; ctx (the delete
 // timeout) cutting the wait short is an error. pids are the processes last recorded for the
 // master, used only when its data dir is gone.
@@ -32,21 +33,23 @@ func Destroy(ctx context.Context, m Master, pids Processes) (warnings []Warning,
 	// asked (crashed, holding, paused) gets the whole hold. The supervisor's HoldFloor is
 	// read first: locks granted under a larger restart_delay than the current one (lowered
 	// by an update) may outlive the current delay.
+	// The wait is the same when the data dir is kept: the kept AOF keeps the locks for a
+	// master started in that dir, but a replacement at the same address from another
+	// data_dir (a new dir, empty) would not know them.
 	var lockWait time.Duration
 	pending := false // an earlier destroy was cut short: its hold is recorded already
-	if !m.KeepDataOnDestroy {
-		var until time.Time
-		if until, pending = destroyPending(dir); pending {
-			// An earlier destroy was cut short: nothing ran since, only its hold is left.
-			lockWait = time.Until(until)
-		} else {
-			var floor time.Time
-			if st, err := supervisor.ReadState(dir); err == nil {
-				floor = st.HoldFloor
-			}
-			ttl, err := lastLocks(ctx, addr, s.AdminPassword, s.Users(), s.ClientTLS())
-			lockWait = destroyLockWait(time.Now(), delay, floor, ttl, s.ClockDriftMargin, err == nil)
+	var until time.Time
+	if until, pending = destroyPending(dir); pending && !m.KeepDataOnDestroy {
+		// An earlier destroy was cut short: nothing ran since, only its hold is left.
+		lockWait = time.Until(until)
+	} else {
+		pending = false
+		var floor time.Time
+		if st, err := supervisor.ReadState(dir); err == nil {
+			floor = st.HoldFloor
 		}
+		ttl, err := lastLocks(ctx, addr, s.AdminPassword, s.Users(), s.ClientTLS())
+		lockWait = destroyLockWait(time.Now(), delay, floor, ttl, s.ClockDriftMargin, err == nil)
 	}
 	if exists(dir) {
 		if err := supervisor.Stop(ctx, dir); err != nil {
@@ -67,11 +70,22 @@ func Destroy(ctx context.Context, m Master, pids Processes) (warnings []Warning,
 	if err := waitPortFree(ctx, addr); err != nil {
 		return warnings, &Error{Summary: "Port still in use after stopping the master", Detail: fmt.Sprintf("%s: %v.", addr, err)}
 	}
-	if m.KeepDataOnDestroy {
-		return warnings, nil
-	}
 	stopped := time.Now()
 	validUntil := stopped.Add(lockWait)
+	if m.KeepDataOnDestroy {
+		// The data dir keeps the AOF (and the clean marker): a master started there knows
+		// the locks. Another at this address does not: wait until they have expired.
+		select {
+		case <-time.After(time.Until(validUntil)):
+			return warnings, nil
+		case <-ctx.Done():
+			return warnings, &Error{Summary: "Destroy cut short: the master's locks have not expired",
+				Detail: fmt.Sprintf("The delete timeout ended before the locks redlock_master %q granted had expired. The master is "+
+					"stopped and data_dir %s is kept; those locks may be valid until %s. Do not start any master at %s from another "+
+					"data_dir before that time. Re-run terraform apply or destroy to finish the destroy.",
+					name, dir, validUntil.Format(time.RFC3339), addr)}
+		}
+	}
 	if lockWait > 0 {
 		// The master forgets every lock it granted. Until they have expired, keep a state in
 		// data_dir that makes a master created there wait (supervisor.RecordHold), so that a

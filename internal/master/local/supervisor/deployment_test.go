@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
 // TestDeploymentRecordPublished: after every start the supervisor writes, as the admin, the
@@ -29,6 +31,10 @@ func TestDeploymentRecordPublished(t *testing.T) {
 		info, _ := m.admin().InfoMap(ctx, "server").Result()
 		if runID := info["Server"]["run_id"]; got[hold.FieldRunID] != runID || runID == "" {
 			t.Fatalf("%s: %s=%q, want this server's run_id %q", when, hold.FieldRunID, got[hold.FieldRunID], runID)
+		}
+		repl, _ := m.admin().InfoMap(ctx, "replication").Result()
+		if id := repl["Replication"]["master_replid"]; got[hold.FieldReplID] != id || id == "" {
+			t.Fatalf("%s: %s=%q, want this server's master_replid %q", when, hold.FieldReplID, got[hold.FieldReplID], id)
 		}
 		if err != nil || got[hold.FieldRestartDelayMS] != delayMS || got[hold.FieldRuntime] != hold.RuntimeLocal {
 			t.Fatalf("%s: %s = %v (%v), want %s=%s %s=%s", when, hold.DeploymentKey, got, err,
@@ -122,4 +128,77 @@ func TestConfigDriftPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the drift cleared", func() bool { return drift() == "" })
+}
+
+// TestNoRevouchAfterReplicaOf: a master that replicated another server (REPLICAOF, then NO
+// ONE) serves another dataset, with the other server's record or none. The supervisor's
+// next republish (a reload) must not write the record again for it: the audit would find a
+// record naming this run. The record stays foreign, and the log says why.
+func TestNoRevouchAfterReplicaOf(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, 2*time.Second)
+	pid := m.spawn()
+	m.waitReady(pid)
+	ctx := context.Background()
+	other := redistest.Start(t, redistest.Options{Masters: 1}).Masters[0]
+	a := m.admin()
+	if err := a.ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ReplicaOf(ctx, other.Host, strconv.Itoa(other.Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the sync", func() bool {
+		info, _ := a.Info(ctx, "replication").Result()
+		return strings.Contains(info, "master_link_status:up")
+	})
+	if err := a.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A reload with another delay republishes the record (TestDeploymentRecordPublished).
+	m.cfg.RestartDelay = 3 * time.Second
+	if err := WriteConfig(m.dir, m.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the refusal to republish in the log", func() bool {
+		return strings.Contains(logTail(m.dir, 4000), "not republished")
+	})
+	got, _ := a.HGetAll(ctx, hold.DeploymentKey).Result()
+	info, _ := a.InfoMap(ctx, "server").Result()
+	if runID := info["Server"]["run_id"]; got[hold.FieldRunID] == runID {
+		t.Fatalf("the record was republished for the server that replicated another: %v", got)
+	}
+}
+
+// TestDeploymentRecordStopsVouchingWhenTheSupervisorIsKilled: the supervisor SIGKILLed, its
+// redis-server serves on with nothing to hold it down after its next crash. The record's
+// heartbeat stops, and the audit's finding on it appears (before: the record vouched on).
+func TestDeploymentRecordStopsVouchingWhenTheSupervisorIsKilled(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, 2*time.Second)
+	pid := m.spawn()
+	st := m.waitReady(pid)
+	deploymentError := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rep, err := audit.Run(ctx, audit.Target{Endpoints: []string{m.cfg.Addr}, Username: "default",
+			Password: redistest.AdminPassword, MaxLockTTL: time.Second, ClockInterval: 100 * time.Millisecond})
+		if err != nil || len(rep.Masters) != 1 {
+			t.Fatalf("audit: %v", err)
+		}
+		return rep.Masters[0].DeploymentError
+	}
+	// Negative control: while the supervisor runs, the record vouches.
+	waitFor(t, "the record to vouch under a running supervisor", func() bool { return deploymentError() == "" })
+	m.killSupervisor(pid)
+	if !processAlive(st.RedisPID) {
+		t.Fatal("redis-server died with its supervisor")
+	}
+	waitFor(t, "the audit to see the supervisor gone", func() bool {
+		return strings.Contains(deploymentError(), "the runtime is gone")
+	})
+	t.Logf("after the kill: %s", deploymentError())
 }

@@ -219,6 +219,18 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		prev := m.state()
 		prev.HoldFloor = time.Now().Add(10 * 365 * 24 * time.Hour)
 		m.writeRecord(prev)
+	case hold.FloorWeekAhead:
+		clock, err := readClockPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := clock.nowMS()
+		m.setStateFields(map[string]any{"last_alive_boot_ms": now, "hold_floor_boot_ms": now + 7*24*3600*1000, "restart_at_boot_ms": now + 7*24*3600*1000})
+	case hold.FloorOverflow:
+		m.setStateFields(map[string]any{"last_alive_boot_ms": int64(-9223372036854775807),
+			"hold_floor_boot_ms": int64(9223372036854775807), "restart_at_boot_ms": int64(9223372036854775807)})
+	case hold.FloorNegative:
+		m.setStateFields(map[string]any{"last_alive_boot_ms": int64(-5000000000), "hold_floor_boot_ms": int64(-4999969000)})
 	}
 	if sc.WallClockStepMS != 0 {
 		m.stepWallClock(time.Duration(sc.WallClockStepMS) * time.Millisecond)
@@ -443,6 +455,31 @@ func (m *testMaster) stepWallClock(d time.Duration) {
 			m.t.Fatal(err)
 		}
 		fields[key] = at.Add(-d).Format(time.RFC3339Nano)
+	}
+	if data, err = json.Marshal(fields); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// setStateFields replaces fields of supervisor.json as a corrupt or hand-edited record
+// would, with the state's boot id (so that they are read as this boot's).
+func (m *testMaster) setStateFields(set map[string]any) {
+	m.t.Helper()
+	path := filepath.Join(m.dir, StateFileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		m.t.Fatal(err)
+	}
+	fields["boot_id"] = bootID()
+	for k, v := range set {
+		fields[k] = v
 	}
 	if data, err = json.Marshal(fields); err != nil {
 		m.t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 // Status values of State.Status.
@@ -39,8 +41,12 @@ type State struct {
 	// shortens a hold: it takes effect once the master has run under the new delay for the
 	// difference. HoldFloor - LastAlive is the delay in effect when the state was written.
 	HoldFloor time.Time `json:"hold_floor,omitzero"`
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
-	Restarts  int       `json:"restarts"` // restarts after a crash or an unclean stop, over the dir's life
+	// LargestDelay is the largest restart delay any supervisor ever ran this dir with (on
+	// disk as largest_delay_ms): a floor or restart time read back beyond now + the larger
+	// of it and the configured delay is unreadable.
+	LargestDelay time.Duration `json:"-"`
+	UpdatedAt    time.Time     `json:"updated_at,omitzero"`
+	Restarts     int           `json:"restarts"` // restarts after a crash or an unclean stop, over the dir's life
 	// Crashes counts crashes (redis-server exited uncleanly, or failed to start) and unclean
 	// stops found when a supervisor started, over the dir's life (metrics.prom).
 	Crashes int `json:"crashes,omitempty"`
@@ -66,6 +72,24 @@ func ReadState(dataDir string) (State, error) {
 	var st State
 	if err := json.Unmarshal(data, &st); err != nil {
 		return State{}, fmt.Errorf("supervisor: %s: %w", path, err)
+	}
+	// No floor or restart time lies beyond now + the largest delay ever configured (the
+	// state's record of it, or the one supervisor.json configures now); one that does is a
+	// corrupt record, not a hold to honour for a week.
+	largest := st.LargestDelay
+	var c Config
+	if cfg, err := os.ReadFile(filepath.Join(dataDir, ConfigFileName)); err == nil && json.Unmarshal(cfg, &c) == nil {
+		largest = max(largest, c.RestartDelay)
+	}
+	bound := time.Now().Add(largest + time.Millisecond) // + the ms an instant is rounded up by
+	for _, f := range []struct {
+		name string
+		at   time.Time
+	}{{"restart_at", st.RestartAt}, {"hold_floor", st.HoldFloor}} {
+		if f.at.After(bound) {
+			return State{}, fmt.Errorf("supervisor: %s: %s is %s from now, beyond the largest restart delay ever configured (%s): unreadable",
+				path, f.name, time.Until(f.at).Round(time.Millisecond), largest)
+		}
 	}
 	return st, nil
 }
@@ -187,8 +211,11 @@ func RecordHold(dataDir string, lastAlive, validUntil time.Time, why string) err
 	}
 	// An unreadable state has no floor to keep: validUntil is all that is known.
 	floor := validUntil
+	largest := max(validUntil.Sub(lastAlive), 0)
 	if prev, err := ReadState(dataDir); err == nil {
 		floor = later(floor, prev.HoldFloor)
+		largest = max(largest, prev.LargestDelay)
 	}
-	return writeState(dataDir, State{Status: StatusStopped, LastAlive: lastAlive, HoldFloor: floor, LastError: why})
+	return writeState(dataDir, State{Status: StatusStopped, LastAlive: lastAlive, HoldFloor: floor, LastError: why,
+		LargestDelay: min(largest, hold.MaxRestartDelay)})
 }

@@ -16,8 +16,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/funclib"
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 // Exit codes of Main.
@@ -143,7 +145,8 @@ func (s *supervisor) run() int {
 		return ExitFailed
 	}
 	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts,
-		HoldFloor: prev.HoldFloor, Crashes: prev.Crashes, LastExit: prev.LastExit}
+		HoldFloor: prev.HoldFloor, Crashes: prev.Crashes, LastExit: prev.LastExit,
+		LargestDelay: largestDelay(prev, s.cfg.RestartDelay)}
 	s.log.Info("supervisor started", "master", s.cfg.Name, "addr", s.cfg.Addr, "restart_delay", s.cfg.RestartDelay.String())
 
 	// A redis-server left behind by a supervisor that was killed still serves: stop it
@@ -343,6 +346,7 @@ func (s *supervisor) reloadConfig() {
 		return
 	}
 	s.cfg = c
+	s.st.LargestDelay = largestDelay(s.st, c.RestartDelay)
 	s.log.Info("config reloaded", "restart_delay", c.RestartDelay.String())
 }
 
@@ -416,6 +420,8 @@ func (s *supervisor) serve(restart bool) serveResult {
 	stopping, killed, unresponsive := false, false, false
 	lastWrite := time.Now()
 	var published time.Duration // the restart delay last published (0: not yet)
+	startReplID := ""           // the server's master_replid published at its start
+	var lastBeat time.Time      // the last heartbeat (hold.FieldHeartbeatMS)
 	// The config file as it was when it matched the rendered one, and its drift since.
 	drift, rendered := configDrift(s.cfg, nil)
 	publishedDrift := drift
@@ -424,7 +430,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 		if d == published && drift == publishedDrift {
 			return
 		}
-		if err := publishDeployment(s.cfg, d, drift); err != nil {
+		if _, err := publishDeployment(s.cfg, d, drift, startReplID); err != nil {
 			s.log.Error("cannot publish the restart delay", "redis_pid", pid, "err", err)
 			return
 		}
@@ -553,7 +559,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 				err := loadFunctions(s.cfg)
 				if err == nil {
 					d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
-					if err = publishDeployment(s.cfg, d, drift); err == nil {
+					if startReplID, err = publishDeployment(s.cfg, d, drift, ""); err == nil {
 						published, publishedDrift = d, drift
 					}
 				}
@@ -585,6 +591,12 @@ func (s *supervisor) serve(restart bool) serveResult {
 			if s.st.Status == StatusRunning {
 				// While a floor lapses, and at once when it has: what a crash is held now.
 				publish()
+			}
+			if s.st.Status == StatusRunning && time.Since(lastBeat) >= audit.DeploymentHeartbeatInterval {
+				lastBeat = time.Now()
+				if err := heartbeat(s.cfg); err != nil {
+					s.log.Error("cannot rewrite the heartbeat", "redis_pid", pid, "err", err)
+				}
 			}
 			if time.Since(lastWrite) >= stateInterval {
 				// The config on disk, once a second: a hand edit is published at once.
@@ -796,4 +808,14 @@ func loadFunctions(c Config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
 	defer cancel()
 	return funclib.Load(ctx, client)
+}
+
+// largestDelay is the largest restart delay ever configured for the dir: the state's record
+// of it, the delay the state was written under and the one configured now.
+func largestDelay(st State, configured time.Duration) time.Duration {
+	d := max(st.LargestDelay, configured)
+	if !st.LastAlive.IsZero() {
+		d = max(d, st.HoldFloor.Sub(st.LastAlive))
+	}
+	return min(d, hold.MaxRestartDelay)
 }
