@@ -34,9 +34,9 @@ func LetInGuard(seeds bool) func(ctx context.Context, c redis.Cmdable) error {
 		if s.State != "" || !seeds {
 			return nil
 		}
-		n, err := c.DBSize(ctx).Result()
+		n, err := dataKeys(ctx, c)
 		if err != nil {
-			return fmt.Errorf("DBSIZE: %w", err)
+			return err
 		}
 		if n == 0 {
 			return fmt.Errorf("%w: it holds no key and no %s (it restarted empty during the apply, and its runtime has "+

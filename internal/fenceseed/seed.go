@@ -184,16 +184,16 @@ func unmarkedEmpty(ctx context.Context, t acl.Target, endpoints []string, states
 	return out
 }
 
-// keysOf is how many keys ep holds (DBSIZE).
+// keysOf is how many keys ep holds besides its deployment record (dataKeys).
 func keysOf(ctx context.Context, t acl.Target, ep string) (int64, error) {
 	c, err := t.Connect(ctx, ep)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
-	n, err := c.DBSize(ctx).Result()
+	n, err := dataKeys(ctx, c)
 	if err != nil {
-		return 0, &acl.EndpointError{Endpoint: ep, Err: fmt.Errorf("DBSIZE: %w", err)}
+		return 0, &acl.EndpointError{Endpoint: ep, Err: err}
 	}
 	return n, nil
 }

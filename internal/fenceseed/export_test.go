@@ -1,0 +1,4 @@
+package fenceseed
+
+// DataKeys is dataKeys, for the tests of package fenceseed_test.
+var DataKeys = dataKeys
