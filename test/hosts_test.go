@@ -133,6 +133,11 @@ func TestHostsRunbook(t *testing.T) {
 		if v, err := d.admin(i).Get(ctx, "ack:kill").Result(); err != nil || v != "1" {
 			t.Fatalf("acknowledged key after kill -9: %q, %v", v, err)
 		}
+		// The marker is no lock: delete it, or the audit reports a key of the lock user's
+		// keyspace (every key) with no TTL or one above max_lock_ttl: no hold covers it.
+		if err := d.admin(i).Del(ctx, "ack:kill").Err(); err != nil {
+			t.Fatal(err)
+		}
 		crash, err := h.Exec(ctx, "cat", "/run/redlock-on-crash")
 		if err != nil || !strings.Contains(crash, "REDLOCK_EVENT=crash") || !strings.Contains(crash, "REDLOCK_MASTER_ADDR="+d.endpoints[i]) ||
 			!strings.Contains(crash, "REDLOCK_REDIS_PID="+strings.TrimSpace(innerPID)) {
@@ -194,6 +199,11 @@ func TestHostsRunbook(t *testing.T) {
 				if v, err := admin.Get(ctx, "kept").Result(); err != nil || v != "1" {
 					t.Fatalf("held key after a clean reboot: %q, %v", v, err)
 				}
+				// The marker is no lock: delete it, or the audit reports a key of the lock user's
+				// keyspace (every key) with no TTL or one above max_lock_ttl: no hold covers it.
+				if err := admin.Del(ctx, "kept").Err(); err != nil {
+					t.Fatal(err)
+				}
 			})
 		}
 
@@ -214,6 +224,11 @@ func TestHostsRunbook(t *testing.T) {
 			d.requireHeldSince(t, i, poweredOn, "power loss -> power-on")
 			if v, err := d.admin(i).Get(ctx, "ack:power").Result(); err != nil || v != "1" {
 				t.Fatalf("acknowledged key after a power loss: %q, %v", v, err)
+			}
+			// The marker is no lock: delete it, or the audit reports a key of the lock user's
+			// keyspace (every key) with no TTL or one above max_lock_ttl: no hold covers it.
+			if err := d.admin(i).Del(ctx, "ack:power").Err(); err != nil {
+				t.Fatal(err)
 			}
 		})
 
@@ -252,6 +267,11 @@ func TestHostsRunbook(t *testing.T) {
 			}
 			if v, err := d.admin(i).Get(ctx, "ack:clone").Result(); err != nil || v != "1" {
 				t.Fatalf("acknowledged key on the clone: %q, %v", v, err)
+			}
+			// The marker is no lock: delete it, or the audit reports a key of the lock user's
+			// keyspace (every key) with no TTL or one above max_lock_ttl: no hold covers it.
+			if err := d.admin(i).Del(ctx, "ack:clone").Err(); err != nil {
+				t.Fatal(err)
 			}
 		})
 	})
