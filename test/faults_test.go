@@ -11,6 +11,7 @@ import (
 	"github.com/gruntwork-io/terratest/modules/retry"
 	"github.com/gruntwork-io/terratest/modules/terraform"
 
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
 )
 
@@ -109,6 +110,7 @@ func TestFaultRunbook(t *testing.T) {
 		}
 		for i := 1; i <= 3; i++ {
 			waitAccepting(t, d.endpoints[i], d.restartDelay)
+			d.waitVouched(t, i)
 		}
 		_ = acquire(t, "e2e:majority-back", 2*time.Second).Release(ctx)
 		d.validateSafe(t) // SAFE after the recovery
@@ -146,6 +148,28 @@ func kill(t *testing.T, pid int) {
 
 // waitAccepting waits until addr accepts connections again: the restart delay plus time
 // for the supervisor to restart the master and redis to replay its AOF.
+// waitVouched waits until master i's runtime has published the deployment record for the
+// server now running (its run_id). After a crash the record comes back from the AOF naming
+// the previous run, and the audit rightly says UNSAFE until the supervisor, which starts the
+// server first, has written it again: the recovery is done when it has.
+func (d *deployment) waitVouched(t *testing.T, i int) {
+	t.Helper()
+	admin := d.admin(t, i)
+	retry.DoWithRetry(t, fmt.Sprintf("%s vouched for by its runtime", d.endpoints[i]), int((d.restartDelay+30*time.Second)/(250*time.Millisecond)),
+		250*time.Millisecond, func() (string, error) {
+			info, err := admin.InfoMap(t.Context(), "server").Result()
+			if err != nil {
+				return "", err
+			}
+			runID := info["Server"]["run_id"]
+			vouched, err := admin.HGet(t.Context(), hold.DeploymentKey, hold.FieldRunID).Result()
+			if err != nil || vouched != runID {
+				return "", fmt.Errorf("the record names run %q, the server is run %q (%v)", vouched, runID, err)
+			}
+			return "vouched", nil
+		})
+}
+
 func waitAccepting(t *testing.T, addr string, restartDelay time.Duration) {
 	t.Helper()
 	retry.DoWithRetry(t, fmt.Sprintf("%s accepts connections", addr), int((restartDelay+30*time.Second)/(250*time.Millisecond)),
