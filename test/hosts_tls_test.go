@@ -52,6 +52,32 @@ func TestHostsTLS(t *testing.T) {
 		}
 	})
 
+	t.Run("a hand-edited server config is UNSAFE until it is put back", func(t *testing.T) {
+		// The host compares the file with the rendered one at every tick of its state timer;
+		// the test starts the timer's service instead of waiting for a tick. The saved copy
+		// is written back through the same inode (owner and mode stay the service user's).
+		ctx := context.Background()
+		h := d.lab.Hosts()[0]
+		sh := func(script string) {
+			t.Helper()
+			if out, err := h.Exec(ctx, "sh", "-c", script); err != nil {
+				t.Fatalf("%s on %s: %v\n%s", script, h.Name(), err, out)
+			}
+		}
+		const conf = "f=$(ls /etc/redlock/*-server.conf)"
+		sh(conf + ` && cp -p "$f" /root/server.conf.saved && echo 'appendfsync no' >>"$f"`)
+		t.Cleanup(func() { sh(conf + ` && cat /root/server.conf.saved >"$f" && systemctl start redlock-state.service`) })
+		sh("systemctl start redlock-state.service")
+		out, err := d.lockagent(ctx, "validate", "-c", d.agentConfig)
+		if err == nil || !strings.Contains(out, "VERDICT: UNSAFE") || !strings.Contains(out, "changed on disk") {
+			t.Fatalf("validate with the server config edited on %s: %v, want UNSAFE naming the file\n%s", h.Name(), err, out)
+		}
+		sh(conf + ` && cat /root/server.conf.saved >"$f" && systemctl start redlock-state.service`)
+		if out, err := d.lockagent(ctx, "validate", "-c", d.agentConfig); err != nil || !strings.Contains(out, "VERDICT: SAFE") {
+			t.Fatalf("validate with the file put back: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("a plain-text client is refused", func(t *testing.T) {
 		for i, ep := range d.endpoints {
 			c := redis.NewClient(&redis.Options{Addr: ep, Username: d.lockUser, Password: d.lockPass,

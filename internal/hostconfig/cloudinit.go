@@ -31,12 +31,12 @@ type cloudInitFile struct {
 // The sizes above which a file goes into write_files gzipped and base64-encoded (cloud-init's
 // encoding gz+b64). readableFilesUpTo keeps every settings file readable in the user-data
 // (master.conf, the server config, the ACL file, the drop-ins) and gzips only the function
-// library and the host script. compactFilesOver also gzips the settings files of about a KiB
-// (master.conf, the server config), which brings the plain form under MaxUserDataBytes with
-// the exporters on. The files on the host are the same either way.
+// library and the host script. compactFilesOver also gzips the settings files of half a KiB
+// and more (master.conf, the server config, the ACL file, the unit's drop-in), which brings
+// the plain form under MaxUserDataBytes with the exporters on. The files on the host are the same either way.
 const (
 	readableFilesUpTo = 4096
-	compactFilesOver  = 1024
+	compactFilesOver  = 512
 )
 
 // userData renders the bundle's user-data: readable when that fits in MaxUserDataBytes;

@@ -9,7 +9,8 @@
 #   stop     ExecStop       pause writes, rewrite the AOF, SHUTDOWN (bounded)
 #   stopped  ExecStopPost   record how the run ended: a clean-stop marker or a hold
 #   setup    cloud-init     enable and start the unit (once, at provisioning)
-#   state    a timer        publish the master's state for node_exporter (STATE_FILE, below)
+#   state    a timer        publish how the server config on disk differs from the rendered
+#                           one, and the master's state for node_exporter (STATE_FILE, below)
 #
 # The policy and its records: docs/guides/restart-hold.md (fail-closed).
 set -u
@@ -354,14 +355,34 @@ seed_mark() {
 publish() {
 	delay_ms=$RESTART_DELAY_MS
 	# The run_id and replid of the server the unit started: the record vouches for those.
-	id=$(cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p')
+	id=$(run_id)
 	rid=$(cli INFO replication | sed -n 's/^master_replid:\([0-9a-f]*\).*/\1/p')
-	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" 2>&1)
+	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$(config_drift)" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1
 	fi
 	log "restart delay ${delay_ms}ms recorded in $DEPLOYMENT_KEY"
+}
+
+# config_drift: how the server config on disk differs from the one rendered for this host
+# (CONFIG_SHA256; none: nothing to compare with), or nothing. The server runs on what it
+# loaded, but its next start, after a crash too, loads the file: the deployment record says
+# so (DRIFT_FIELD) and the audit reports it.
+config_drift() {
+	[ -z "${CONFIG_SHA256:-}" ] || { s=$(sha256sum <"$CONFIG_FILE" | cut -c1-64) && [ "$s" = "$CONFIG_SHA256" ] ||
+		echo "$CONFIG_FILE changed on disk since it was rendered (sha256 ${s:-unreadable}, rendered $CONFIG_SHA256)"; } 2>/dev/null
+}
+run_id() { cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
+
+# drift_check: the state timer republishes config_drift, in the record of the server
+# running now only (a record that is gone or names another run is left as it is: the audit
+# reports those on their own).
+drift_check() {
+	d=$(config_drift) && [ -z "$d" ] || log "$d"
+	id=$(run_id 2>/dev/null </dev/null) && [ -n "$id" ] || return 0
+	cli EVAL "if redis.call('HGET',KEYS[1],ARGV[1])==ARGV[2] then redis.call('HSET',KEYS[1],ARGV[3],ARGV[4]) end" 1 \
+		"$DEPLOYMENT_KEY" "$RUN_ID_FIELD" "$id" "$DRIFT_FIELD" "$d" >/dev/null 2>&1 </dev/null || log "cannot publish the config drift"
 }
 
 stop() {
@@ -449,10 +470,12 @@ stopped() {
 # exited WALL CLEAN: the server's last exit, for the state file only (this boot's).
 exited() { echo "$1" >"$run_dir/last-exit" 2>/dev/null || :; }
 
-# state: with STATE_FILE set (exporters on), publish the master's state for node_exporter's
-# textfile collector (docs/monitoring.md has the contract). Telemetry: it runs in a subshell
-# that cannot touch the caller's variables or exit it, and a failure is logged, never more.
+# state: republish the config drift, and with STATE_FILE set (exporters on), publish the
+# master's state for node_exporter's textfile collector (docs/monitoring.md has the
+# contract). Both run in subshells that cannot touch the caller's variables or exit it, and
+# a failure is logged, never more.
 state() {
+	(drift_check)
 	[ -n "${STATE_FILE:-}" ] || return 0
 	(write_state) || log "cannot write $STATE_FILE (the policy goes on)"
 	return 0
@@ -502,7 +525,8 @@ write_state() {
 }
 fh="1 when the server's appendfsync was always at the last check, 0 when not; absent when unknown."
 
-# state_timer: a timer runs the state step every 30 s (the file must never be a minute old).
+# state_timer: a timer runs the state step every 30 s (the file must never be a minute old;
+# the config drift is republished as often).
 state_timer() {
 	u=/etc/systemd/system/redlock-state
 	printf '[Unit]\nDescription=redlock.prom\n[Service]\nType=oneshot\nExecStart=%s state\n' "$0" >$u.service &&
@@ -513,10 +537,10 @@ setup() {
 	host_admin || { log "cannot add the host's admin password to $ACL_FILE"; return 1; }
 	# The server config holds the passwords: readable by the service's user only.
 	chown "$SERVICE_USER:$SERVICE_GROUP" "$CONFIG_FILE" && chmod 0600 "$CONFIG_FILE"
-	[ -z "${STATE_FILE:-}" ] || state_timer || log "cannot write the state timer's units"
+	state_timer || log "cannot write the state timer's units"
 	systemctl daemon-reload
 	systemctl enable "$UNIT"
-	[ -z "${STATE_FILE:-}" ] || systemctl enable --now redlock-state.timer
+	systemctl enable --now redlock-state.timer
 	# --no-block: a new host holds restart_delay before its first start, and cloud-init
 	# need not wait for that.
 	systemctl start --no-block "$UNIT"

@@ -1,7 +1,9 @@
 package hostconfig
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -67,6 +69,7 @@ func kitNames() string {
 	for _, kv := range [][2]string{
 		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"DELAY_FIELD", hold.FieldRestartDelayMS},
 		{"RUNTIME_FIELD", hold.FieldRuntime}, {"RUN_ID_FIELD", hold.FieldRunID}, {"REPL_ID_FIELD", hold.FieldReplID}, {"RUNTIME", hold.RuntimeHost},
+		{"DRIFT_FIELD", hold.FieldConfigDrift},
 		{hold.ShellName(hold.SettingMaxRestartDelayMS), fmt.Sprint(hold.MaxRestartDelay.Milliseconds())},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", lua.LibraryName}, {"ACL_SEED", ACLSeedPath},
@@ -181,7 +184,7 @@ func Render(h Host) (*Bundle, error) {
 	}
 	b := &Bundle{Server: srv, Spec: spec}
 	b.Files = []File{
-		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath, stateFile, h.SeedFences), Permissions: "0644"},
+		{Path: MasterConfPath, Content: masterConf(spec, srv, serverConfPath, sha256Hex(serverConf), stateFile, h.SeedFences), Permissions: "0644"},
 		// Password hashes only; 0600 all the same.
 		{Path: ACLSeedPath, Content: aclSeed, Permissions: "0600"},
 		// 0600, and the setup step gives it to the service's user (the TLS key's path is in it).
@@ -231,16 +234,18 @@ func DropInPath(srv Server) string {
 }
 
 // masterConf is the shell fragment the policy script reads: settings and hooks, no secret.
+// serverConfSHA256 is the sha256 of the server config rendered for serverConfPath: the
+// script publishes how the file on disk differs from it ("": nothing to compare with).
 // stateFile is where the script publishes the master's state for node_exporter ("": nowhere,
 // and no exporters).
 // With seedFences, SEED_KEY names the record the script marks a new master unseeded in.
-func masterConf(spec master.Spec, srv Server, serverConfPath, stateFile string, seedFences bool) string {
+func masterConf(spec master.Spec, srv Server, serverConfPath, serverConfSHA256, stateFile string, seedFences bool) string {
 	var b strings.Builder
 	b.WriteString("# redlock-kit: the restart policy's settings, read by " + ScriptPath + ".\n")
 	for _, kv := range [][2]string{
 		{"NAME", spec.Name}, {"HOST", spec.Bind}, {"PORT", fmt.Sprint(spec.Port)}, {"ADDR", spec.Addr()},
 		{"DATA_DIR", spec.DataDir}, {hold.ShellName(hold.FieldRestartDelayMS), fmt.Sprint(spec.RestartDelay.Milliseconds())},
-		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"CONFIG_FILE", serverConfPath}, {"CLI", srv.CLI},
+		{"UNIT", srv.Unit}, {"SERVICE_USER", srv.User}, {"SERVICE_GROUP", srv.Group}, {"CONFIG_FILE", serverConfPath}, {"CONFIG_SHA256", serverConfSHA256}, {"CLI", srv.CLI},
 		{"TLS_KEY_FILE", tlsFile(spec, "key")}, {"TLS_CA_FILE", tlsFile(spec, "ca")}, {"TLS_CERT_FILE", tlsFile(spec, "cert")},
 		{"SERVER_BINARY", srv.Binary},
 		{"ACL_FILE", ACLFilePath(srv)}, {"STATE_FILE", stateFile},
@@ -293,6 +298,11 @@ TimeoutStartSec=%[6]d
 TimeoutStopSec=%[7]d
 `, spec.Name, delay, srv.Binary, serverConfPath, ScriptPath,
 		int((delay + startAllowance).Seconds()), int(stopTimeout.Seconds()))
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // shellQuote quotes s as one POSIX shell word.

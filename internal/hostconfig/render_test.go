@@ -212,7 +212,7 @@ func TestScriptSpellsNoRecordName(t *testing.T) {
 	if v := "$" + hold.ShellName(hold.FieldRestartDelayMS); !strings.Contains(code, v) || !strings.Contains(code, "REDLOCK_"+hold.ShellName(hold.FieldRestartDelayMS)+"=") {
 		t.Errorf("redlock-master.sh does not read the delay as %s or give it to hooks as REDLOCK_%s", v, v[1:])
 	}
-	if mc := masterConf(testHost().Spec, Servers["redis-server"], "/x", "", false); !strings.Contains(mc, "\n"+hold.ShellName(hold.FieldRestartDelayMS)+"=") {
+	if mc := masterConf(testHost().Spec, Servers["redis-server"], "/x", "", "", false); !strings.Contains(mc, "\n"+hold.ShellName(hold.FieldRestartDelayMS)+"=") {
 		t.Errorf("master.conf lacks %s:\n%s", hold.ShellName(hold.FieldRestartDelayMS), mc)
 	}
 }

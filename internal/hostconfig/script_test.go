@@ -75,7 +75,7 @@ func newPolicy(t *testing.T, delay time.Duration) *policy {
 	record := []string{"/bin/sh", "-c", `env | grep ^REDLOCK_ | sort >> "$0"; echo -- >> "$0"`, p.hookLog}
 	spec := master.Spec{Name: "m1", Bind: "10.0.0.11", Port: 6379, DataDir: p.dataDir, RestartDelay: delay,
 		Hooks: master.Hooks{OnCrash: record, BeforeRestart: record, AfterRestart: record}}
-	conf := masterConf(spec, Servers["redis-server"], "/nonexistent", "", false)
+	conf := masterConf(spec, Servers["redis-server"], "/nonexistent", "", "", false)
 	// Pointed at the test's address, CLI, password and server log (later assignments win).
 	conf += fmt.Sprintf("HOST=%[1]s\nPORT=%[2]d\nADDR=%[1]s:%[2]d\nCLI=%[3]s\nADMIN_PASSWORD_FILE=%[4]s\nSERVER_LOG_FILE=%[5]s\n",
 		p.host, port, shellQuote(cli), shellQuote(adminPasswordFile), shellQuote(p.serverLog))

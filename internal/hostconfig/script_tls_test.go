@@ -37,7 +37,7 @@ func TestStopOverTLS(t *testing.T) {
 			}
 			spec := master.Spec{Name: "m1", Bind: m.Host, Port: m.Port, DataDir: p.dataDir, RestartDelay: time.Second,
 				TLS: &master.TLS{CACertPEM: c.CACertPEM}}
-			conf := masterConf(spec, Servers["redis-server"], "/nonexistent", "", false)
+			conf := masterConf(spec, Servers["redis-server"], "/nonexistent", "", "", false)
 			if !strings.Contains(conf, "TLS_CA_FILE='/etc/redlock/tls-ca.crt'\n") {
 				t.Fatalf("master.conf of a TLS master does not name the CA file:\n%s", conf)
 			}

@@ -294,6 +294,15 @@ func UnsafeCatalogue() []UnsafeCase {
 				}
 				return undo, env.each(ctx, "HSET", hold.DeploymentKey, hold.FieldRunID, strings.Repeat("0", 40))
 			}},
+		{Name: "the runtime reports the server config changed on disk since it rendered it (config_drift)", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				undo, err := saveDeployment(ctx, env)
+				if err != nil {
+					return nil, err
+				}
+				return undo, env.each(ctx, "HSET", hold.DeploymentKey, hold.FieldConfigDrift,
+					"/etc/redlock/redis-server.conf changed on disk since it was rendered (sha256 0, rendered 1)")
+			}},
 		{Name: "a key restored (RESTORE) on a master while it serves: its dataset no longer only its own", Want: VerdictUnsafe,
 			Apply: restoreOneKey},
 		{Name: "agent.json's restart_delay disagrees with the masters'", Want: VerdictUnsafe,
