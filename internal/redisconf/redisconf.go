@@ -40,14 +40,15 @@ const BusyReplyThreshold = 100
 // LockUserCommands are the only commands a Redlock client needs: SET NX PX to acquire,
 // FCALL of the kit's function library (compare-and-delete, compare-and-pexpire, fencing:
 // lockagent/redlock.FunctionLibrary, loaded by the admin at every start), PTTL to learn
-// when a held key expires, pub/sub for release notifications, and the connection
+// when a held key expires (and PEXPIRETIME, with which a hand-off gives the next holder's
+// key the released key's expiry exactly), pub/sub for release notifications, and the connection
 // handshake. Functions run with the caller's permissions, so their bodies are bounded by
 // this too: DEL and PEXPIRE are listed for compare-and-delete / compare-and-pexpire.
 // There is no EVAL, EVALSHA, SCRIPT or FUNCTION: a lock user runs the kit's functions
 // and no other Lua (only the admin can load functions). Every lock user gets this list.
 var LockUserCommands = []string{
 	"+ping", "+hello", "+auth", "+client|setname",
-	"+set", "+get", "+del", "+pexpire", "+pttl", "+fcall",
+	"+set", "+get", "+del", "+pexpire", "+pttl", "+pexpiretime", "+fcall",
 	"+publish", "+subscribe", "+unsubscribe", "+time",
 }
 

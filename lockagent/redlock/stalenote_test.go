@@ -112,6 +112,11 @@ func staleNoteAfterRewrite(t *testing.T, restart string) (setUp bool) {
 		}
 		return true
 	})
+	// Step 3 cut X's handed key short by hand; a key that expires by itself is set again
+	// no earlier than its expiry, so the new one outlasts the note by a whole TTL. Here X's
+	// new key would expire when the stale note says if step 5 came exactly a slack (1 s)
+	// after step 1, as on a loaded machine it once did: a longer TTL rules that out.
+	x.ttl = xTTL + 5*time.Second
 	for _, m := range cl.Masters { // step 5
 		r := x.attempt(t, m)
 		// B's TryAcquire may have abandoned a round on a busy master (node timeout);
@@ -317,10 +322,10 @@ func outsideWindow(t interface {
 }
 
 // noteLost: a waiter's attempt found the key handed to it (flag 2) but not the note's fence.
-// The note is recognised by the key's expiry, computed in the script as TIME + PTTL, and a
-// master kept off the CPU between those two calls (a loaded machine) reads an expiry a few
-// milliseconds off: the script then falls back, safely, to fence unknown and a logged
-// hand-off. Such an attempt cannot set up a test that starts from a recognised note.
+// The note is recognised by the key's expiry, PEXPIRETIME (exact); for a user without it,
+// TIME + PTTL, which a master kept off the CPU between those two calls (a loaded machine)
+// reads a few milliseconds off: the script then falls back, safely, to fence unknown and a
+// logged hand-off. Such an attempt cannot set up a test that starts from a recognised note.
 func noteLost(r queuedReply) bool { return r.flag == 2 && r.handed == "" }
 
 // retryWhileNoteLost runs steps (each run on new masters) until a run could set itself up,

@@ -42,8 +42,20 @@ local function setwindow(s, w) return header(w, note(s)) .. string.sub(s, body(s
 local function setnote(s, n) return header(window(s), n) .. string.sub(s, body(s)) end
 -- tagof names a token as the masters report it: the first 8 hex digits of its SHA-1.
 local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
+-- expiry is when key expires (master ms), or PTTL's -2 (no key) or -1 (no TTL): the
+-- master's own PEXPIRETIME, exact. A user whose ACL predates the library's use of it (a
+-- lock user not yet migrated) gets TIME + PTTL instead, with now read by the caller before
+-- the PTTL: never later than the key's expiry, and earlier by as long as the master was
+-- kept off the CPU between the two calls.
+local function expiry(key, now)
+  local at = redis.pcall("pexpiretime", key)
+  if type(at) == "number" then return at end
+  local ttl = redis.call("pttl", key)
+  if ttl < 0 then return ttl end
+  return now + ttl
+end
 -- handed is the note a hand-off leaves: which token it set, with which fence, expiring
--- when (master ms, from TIME and PTTL: exact to a millisecond). The note is memory only,
+-- when (master ms, expiry: exact to the millisecond). The note is memory only,
 -- but an AOF rewrite copies it into the AOF's base like any key, and a restart brings it
 -- back while the writes after the rewrite that cleared it in memory (all unlogged) are
 -- lost: a note is never trusted for what it says, only for a key it still describes.
@@ -53,13 +65,13 @@ local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
 -- and a master keeps and restores expiries as absolute times (PXAT).
 local function handed(key, tok, g, now)
   if not string.match(g, "^%d+$") then return "" end
-  return tagof(tok) .. ":" .. g .. ":" .. string.format("%d", now + redis.call("pttl", key))
+  return tagof(tok) .. ":" .. g .. ":" .. string.format("%d", expiry(key, now))
 end
 local function noted(n, key, tok, now)
   local tag, f, at = string.match(n, "^(%x+):(%d+):(%d+)$")
   if tag == nil or tag ~= tagof(tok) then return nil end
-  local ttl = redis.call("pttl", key)
-  if ttl <= 0 or math.abs(tonumber(at) - (now + ttl)) > 1 then return nil end
+  local exp = expiry(key, now)
+  if exp <= 0 or math.abs(tonumber(at) - exp) > 1 then return nil end
   return f
 end
 -- proves says whether the note describes the key as the hand-off to tok with fence g.
@@ -141,18 +153,18 @@ end
 -- of it, at most a second) and raises the register CHAIN_FENCES - 1 past the new
 -- holder's fence, so that the next hand-offs can go without a log write (see releaseBody).
 -- proven is true when the release proved (by the note) that the releaser's key is the
--- one this master handed it with fence f, untouched since; left is its PTTL.
+-- one this master handed it with fence f, untouched since; at is its expiry (master ms).
 local function slack(ttl) return math.min(math.floor(tonumber(ttl) / 4), 1000) end
-local function handto(keys, s, e, f, now, keep, proven, left)
+local function handto(keys, s, e, f, now, keep, proven, at)
   local reg = redis.call("get", keys[2]) or "0"
   local g = "r" .. reg
   local numeric = string.match(reg, "^%d+$") and tonumber(reg) < 9007199254740992 - CHAIN_FENCES
-  if proven and numeric and tonumber(reg) > f and left >= tonumber(e.ttl) then
-    -- Unlogged (see releaseBody): the key keeps the released key's expiry, the fence is
-    -- the releaser's plus one, at or below the register.
+  if proven and numeric and tonumber(reg) > f and at - now >= tonumber(e.ttl) then
+    -- Unlogged (see releaseBody): the key keeps the released key's expiry to the
+    -- millisecond (PXAT), the fence is the releaser's plus one, at or below the register.
     quiet()
     g = string.format("%d", f + 1)
-    redis.call("set", keys[1], e.tok, "PX", left)
+    redis.call("set", keys[1], e.tok, "PXAT", string.format("%d", at))
   else
     loud()
     redis.call("set", keys[1], e.tok, "PX", tonumber(e.ttl) + slack(e.ttl))

@@ -27,8 +27,9 @@
 -- be the one this master handed it with the fence it names, untouched since (same expiry
 -- to the millisecond), that still has at least the next waiter's TTL left and a register
 -- above that fence, hands over without a log write. The waiter's key keeps the released
--- key's expiry (PX of its PTTL, so never later), its fence is the releaser's + 1, at or
--- below the register already logged, and a new note describes it. So a chain of
+-- key's expiry (PXAT of its PEXPIRETIME: the same millisecond; never later with the PTTL
+-- fallback, see expiry), its fence is the releaser's + 1, at or below the register
+-- already logged, and a new note describes it. So a chain of
 -- hand-offs pays one fsync per slack or per CHAIN_FENCES hand-offs, whichever ends first,
 -- instead of one each.
 --
@@ -88,9 +89,9 @@ if v and not ours then
   end
   return 0
 end
-local left, proven = 0, false
+local at, proven = 0, false
 if ours then
-  left = redis.call("pttl", KEYS[1])
+  at = expiry(KEYS[1], nowms())
   -- The key is the one this master's last hand-off set, with the fence the releaser
   -- names, untouched since (any other SET of it, even of the same token by an extension
   -- after it expired, gives it another expiry time).
@@ -123,7 +124,7 @@ if s and not empty(s) then
     -- register above it and above the register as read).
     local f = 0
     if ours and not leaving then f = tonumber(ARGV[4]) or 0 end
-    handto(KEYS, s, head, f, now, 0, proven and not leaving, left)
+    handto(KEYS, s, head, f, now, 0, proven and not leaving, at)
     if ours then return 2 end
     return 0
   end
