@@ -153,6 +153,10 @@ type Master struct {
 	PublishedRestartDelay time.Duration `json:"-"`
 	Runtime               string        `json:"runtime,omitempty"`
 	DeploymentError       string        `json:"deployment_error,omitempty"`
+	// ConfigUncompared: the record has no hold.FieldConfigDrift, so its runtime does not
+	// compare the config file on disk with the rendered one (a host provisioned before the
+	// check): a hand edit of the file would go unseen until the next start loads it.
+	ConfigUncompared bool `json:"config_uncompared,omitempty"`
 	// DatasetReplaced says why the master's dataset may have been replaced since it
 	// started (continuity.go): replication, a restore, a flush.
 	DatasetReplaced []string `json:"dataset_replaced,omitempty"`

@@ -116,7 +116,9 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		m.DeploymentError = fmt.Sprintf("%s has no %s: it does not say which dataset it vouches for (restart the master under this version's runtime)", hold.DeploymentKey, hold.FieldReplID)
 		return
 	}
-	if drift := fields[hold.FieldConfigDrift]; drift != "" {
+	drift, compared := fields[hold.FieldConfigDrift]
+	m.ConfigUncompared = !compared && m.Runtime == hold.RuntimeHost // a supervisor always writes it
+	if drift != "" {
 		m.DeploymentError = fmt.Sprintf("the config on disk is not what the runtime rendered: %s; the server runs on what it loaded, but its next start (after a crash too) loads the file", drift)
 	}
 	if m.Runtime != hold.RuntimeLocal && m.Runtime != hold.RuntimeHost {

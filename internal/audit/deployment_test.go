@@ -195,3 +195,38 @@ func TestReplicaOfSeenAfterTheBacklogIsFreed(t *testing.T) {
 		t.Fatalf("safe %v, problems %q; want one naming %s and its replication id", rep.Safe, all, c.Masters[1].Addr)
 	}
 }
+
+// TestHostRecordWithoutConfigDrift: a host record without config_drift (a host provisioned
+// before hosts compared their config file) is SAFE with a warning that a hand edit of the
+// file goes unseen; the same record with config_drift (empty) has no such warning (the
+// control), and a local record without it none either (the test harness's records: a
+// supervisor always writes it, and its absence is the heartbeat rule's business).
+func TestHostRecordWithoutConfigDrift(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3})
+	ctx := context.Background()
+	const warning = "does not compare the server's config file on disk"
+	warned := func() bool {
+		t.Helper()
+		rep := run(t, target(c))
+		if !rep.Safe {
+			t.Fatalf("unsafe: %q", rep.Problems)
+		}
+		return strings.Contains(strings.Join(rep.Warnings, "\n"), warning)
+	}
+	if warned() {
+		t.Fatal("a local record without config_drift is warned about")
+	}
+	admin := c.Masters[2].Admin()
+	if err := admin.HSet(ctx, hold.DeploymentKey, hold.FieldRuntime, hold.RuntimeHost).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !warned() {
+		t.Error("a host record without config_drift: no warning")
+	}
+	if err := admin.HSet(ctx, hold.DeploymentKey, hold.FieldConfigDrift, "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if warned() {
+		t.Error("a host record with config_drift: warned all the same")
+	}
+}

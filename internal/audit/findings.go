@@ -201,6 +201,9 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 		if m.DeploymentError != "" {
 			add("Master %s: %s, so nothing shows that it stays down after a crash for the max lock TTL plus the drift margin (%v) before it rejoins. Fix: run it under the kit's runtime (redlock_master's supervisor, or the host gate of redlock_host_config), which publishes %s.%s at every start.", ep, m.DeploymentError, need, hold.DeploymentKey, hold.FieldRestartDelayMS)
 		} else if m.deploymentRead {
+			if m.ConfigUncompared {
+				warn("Master %s's runtime (%s) does not compare the server's config file on disk with the one it rendered (%s has no %s: a host provisioned by an earlier version): a hand edit of the file (appendfsync, the data dir) goes unseen until a start loads it. Fix: replace the host with this version's user-data.", ep, m.Runtime, hold.DeploymentKey, hold.FieldConfigDrift)
+			}
 			if m.PublishedRestartDelay < need {
 				add("Master %s's runtime (%s) holds it down for %v after a crash, less than the max lock TTL %v plus the drift margin %v: it can rejoin while a lock it forgot is still held elsewhere, and hand it out again. Fix: set restart_delay to at least %v on the master (and in agent.json).", ep, m.Runtime, m.PublishedRestartDelay, t.MaxLockTTL, r.Drift, need)
 			}

@@ -18,9 +18,10 @@ import (
 // TestConfigDriftPublished: the server config on disk is compared with the one rendered for
 // the host (CONFIG_SHA256 in master.conf). The start's record (the functions step) and the
 // state timer's step publish the difference in the deployment record, which the audit
-// reports; the file as rendered publishes nothing (the negative control), and putting it
-// back clears the finding at the next tick. A record that names another server run is left
-// alone.
+// reports; the file as rendered publishes nothing (the negative control). An edit put back
+// before any start is cleared at the next tick; a start on the edited file stays in the
+// record for that server's run, until a start on the rendered file. A refused write is
+// logged; a record that names another server run, or is gone, is left alone.
 func TestConfigDriftPublished(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 1, ACLFile: true})
 	m := cl.Masters[0]
@@ -67,6 +68,17 @@ func TestConfigDriftPublished(t *testing.T) {
 		return d, ok
 	}
 
+	if err := os.MkdirAll(filepath.Join(p.dir, "run"), 0o755); err != nil { // the gate makes it
+		t.Fatal(err)
+	}
+	edit := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(confFile, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const loaded = "the server runs on a config that was not the rendered one"
+
 	p.run("functions")
 	if d, ok := drift(); !ok || d != "" {
 		t.Fatalf("the file as rendered: %s = %q (present %v), want present and empty", hold.FieldConfigDrift, d, ok)
@@ -76,10 +88,8 @@ func TestConfigDriftPublished(t *testing.T) {
 		t.Fatalf("the file as rendered, after the state step: %s = %q, want empty", hold.FieldConfigDrift, d)
 	}
 
-	// A hand edit: the running server keeps its values, its next start would not.
-	if err := os.WriteFile(confFile, []byte(rendered+"appendfsync no\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// A hand edit while the server runs: it keeps its values, its next start would not.
+	edit(rendered + "appendfsync no\n")
 	out, _ := p.run("state")
 	d, _ := drift()
 	for _, want := range []string{confFile, "changed on disk", sha256Hex(rendered)} {
@@ -90,9 +100,11 @@ func TestConfigDriftPublished(t *testing.T) {
 	if !strings.Contains(out, "changed on disk") {
 		t.Errorf("the state step does not log the drift:\n%s", out)
 	}
-	p.run("functions") // a start publishes it too
-	if d2, _ := drift(); d2 != d {
-		t.Errorf("the start's record: %s = %q, want %q", hold.FieldConfigDrift, d2, d)
+	// Put back before any start: the server never loaded the edit, and the next tick clears it.
+	edit(rendered)
+	p.run("state")
+	if d, _ := drift(); d != "" {
+		t.Errorf("the file put back: %s = %q, want empty", hold.FieldConfigDrift, d)
 	}
 
 	// A file that cannot be read is drift too.
@@ -103,24 +115,48 @@ func TestConfigDriftPublished(t *testing.T) {
 	if d, _ := drift(); !strings.Contains(d, "unreadable") {
 		t.Errorf("the file removed: %s = %q, want it to say unreadable", hold.FieldConfigDrift, d)
 	}
+	edit(rendered)
 
-	// Put back: the next tick clears it.
-	if err := os.WriteFile(confFile, []byte(rendered), 0o600); err != nil {
-		t.Fatal(err)
+	// A start on the edited file (the functions step of that start): the drift stays for the
+	// whole run, the file put back or not, until a start on the rendered file.
+	edit(rendered + "appendfsync no\n")
+	p.run("functions")
+	if d, _ := drift(); !strings.Contains(d, "changed on disk") {
+		t.Errorf("a start on the edited file: %s = %q, want the drift", hold.FieldConfigDrift, d)
 	}
+	edit(rendered)
+	p.run("state")
+	if d, _ := drift(); !strings.Contains(d, loaded) || !strings.Contains(d, confFile) {
+		t.Errorf("the file put back after a start on the edit: %s = %q, want %q naming the file", hold.FieldConfigDrift, d, loaded)
+	}
+	p.run("functions") // a start on the rendered file
 	p.run("state")
 	if d, _ := drift(); d != "" {
-		t.Errorf("the file put back: %s = %q, want empty", hold.FieldConfigDrift, d)
+		t.Errorf("after a start on the rendered file: %s = %q, want empty", hold.FieldConfigDrift, d)
 	}
+
+	// The tick's write is checked: an error reply (a master over maxmemory) is logged, not
+	// taken for done (redis-cli exits 0 on error replies).
+	if err := m.Admin().ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	edit(rendered + "appendfsync no\n")
+	out, _ = p.run("state")
+	if err := m.Admin().ConfigSet(ctx, "maxmemory", "64mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "cannot publish the config drift") || !strings.Contains(out, "OOM") {
+		t.Errorf("the tick's write refused (OOM): the step logged\n%s", out)
+	}
+	edit(rendered)
+	p.run("state")
 
 	// The tick writes only into the record of the server running now: a record naming
 	// another run is not made to look current.
 	if err := m.Admin().HSet(ctx, hold.DeploymentKey, hold.FieldRunID, strings.Repeat("0", 40)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(confFile, []byte(rendered+"appendfsync no\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	edit(rendered + "appendfsync no\n")
 	p.run("state")
 	if d, _ := drift(); d != "" {
 		t.Errorf("a record of another run: the tick wrote %s = %q into it", hold.FieldConfigDrift, d)

@@ -357,7 +357,10 @@ publish() {
 	# The run_id and replid of the server the unit started: the record vouches for those.
 	id=$(run_id)
 	rid=$(cli INFO replication | sed -n 's/^master_replid:\([0-9a-f]*\).*/\1/p')
-	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$(config_drift)" 2>&1)
+	# The drift of the file the server was started on counts for its whole run (drift_check).
+	d=$(config_drift)
+	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift"
+	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1
@@ -375,14 +378,20 @@ config_drift() {
 }
 run_id() { cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
 
-# drift_check: the state timer republishes config_drift, in the record of the server
-# running now only (a record that is gone or names another run is left as it is: the audit
-# reports those on their own).
+# drift_check: the state timer republishes the drift: the file's now, or, with the file as
+# rendered, that this server was started on one that was not (start-drift): putting the
+# file back does not change what the server loaded, and the audit reads only some settings
+# live. Only into the record of the server running
+# now (a record that is gone or names another run is left as it is: the audit reports those
+# on their own); the script's reply is checked (redis-cli exits 0 on error replies).
 drift_check() {
-	d=$(config_drift) && [ -z "$d" ] || log "$d"
+	d=$(config_drift) s=$(cat "$run_dir/start-drift" 2>/dev/null)
+	[ -n "$d" ] || [ -z "$s" ] || d="the server runs on a config that was not the rendered one ($s): restart it"
+	[ -z "$d" ] || log "$d"
 	id=$(run_id 2>/dev/null </dev/null) && [ -n "$id" ] || return 0
-	cli EVAL "if redis.call('HGET',KEYS[1],ARGV[1])==ARGV[2] then redis.call('HSET',KEYS[1],ARGV[3],ARGV[4]) end" 1 \
-		"$DEPLOYMENT_KEY" "$RUN_ID_FIELD" "$id" "$DRIFT_FIELD" "$d" >/dev/null 2>&1 </dev/null || log "cannot publish the config drift"
+	out=$(cli EVAL "if redis.call('HGET',KEYS[1],ARGV[1])==ARGV[2] then return redis.call('HSET',KEYS[1],ARGV[3],ARGV[4]) end return 0" 1 \
+		"$DEPLOYMENT_KEY" "$RUN_ID_FIELD" "$id" "$DRIFT_FIELD" "$d" 2>&1 </dev/null)
+	is_count "$out" || log "cannot publish the config drift: $out"
 }
 
 stop() {

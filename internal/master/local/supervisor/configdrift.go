@@ -35,6 +35,18 @@ func configDrift(c Config, rendered []byte) (drift string, now []byte) {
 	return drift, now
 }
 
+// loadedDrift is the drift to publish: the file's now, or when the file is as rendered but
+// the server was started on one that was not (atStart), that, for the server's whole run.
+// Putting the file back does not change what the server loaded, and the audit reads only
+// some settings live (not dir, the AOF's names, modules or renamed commands).
+func loadedDrift(now, atStart string) string {
+	if now != "" || atStart == "" {
+		return now
+	}
+	return "the server was started on a config file that was not the rendered one (" + atStart +
+		"); the file is as rendered now, but the server runs on what it loaded: restart it"
+}
+
 // changedSettings names the directives whose lines differ between two config texts.
 func changedSettings(a, b []byte) []string {
 	lines := func(text []byte) map[string]bool {

@@ -128,6 +128,36 @@ func TestConfigDriftPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the drift cleared", func() bool { return drift() == "" })
+
+	// A server started on the edited file keeps it for its run: putting the file back
+	// does not clear the drift, a start on the rendered file does.
+	if err := os.WriteFile(m.cfg.ConfigFile, append(append([]byte(nil), text...), "appendfsync no\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the drift published again", func() bool { return strings.Contains(drift(), "appendfsync") })
+	edited := m.state().RedisPID
+	m.killRedis(edited)
+	waitFor(t, "the server restarted on the edited file", func() bool {
+		st := m.state()
+		return st.Status == StatusRunning && st.RedisPID != 0 && st.RedisPID != edited && m.accepts()
+	})
+	if err := os.WriteFile(m.cfg.ConfigFile, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the drift to name the start on the edited file", func() bool {
+		return strings.Contains(drift(), "was started on a config file that was not the rendered one")
+	})
+	// Ticks go by (the file is checked once a second): it stays.
+	time.Sleep(1500 * time.Millisecond)
+	if d := drift(); !strings.Contains(d, "was started on a config file that was not the rendered one") {
+		t.Fatalf("after the file was put back, %s = %q: the run on the edited file is forgotten", hold.FieldConfigDrift, d)
+	}
+	restarted := m.state().RedisPID
+	m.killRedis(restarted)
+	waitFor(t, "a start on the rendered file clears it", func() bool {
+		st := m.state()
+		return st.Status == StatusRunning && st.RedisPID != restarted && m.accepts() && drift() == ""
+	})
 }
 
 // TestNoRevouchAfterReplicaOf: a master that replicated another server (REPLICAOF, then NO

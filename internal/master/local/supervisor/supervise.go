@@ -422,8 +422,10 @@ func (s *supervisor) serve(restart bool) serveResult {
 	var published time.Duration // the restart delay last published (0: not yet)
 	startReplID := ""           // the server's master_replid published at its start
 	var lastBeat time.Time      // the last heartbeat (hold.FieldHeartbeatMS)
-	// The config file as it was when it matched the rendered one, and its drift since.
+	// The config file as it was when it matched the rendered one, and its drift since;
+	// startDrift is the drift of the file this server was started on, for its whole run.
 	drift, rendered := configDrift(s.cfg, nil)
+	startDrift := drift
 	publishedDrift := drift
 	publish := func() {
 		d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
@@ -528,6 +530,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 			if drift, now = configDrift(s.cfg, rendered); drift == "" && now != nil {
 				rendered = now
 			}
+			drift = loadedDrift(drift, startDrift)
 			if s.st.Status == StatusRunning {
 				// A validator must see the delay now in force, not the one of the start.
 				published = 0
@@ -604,6 +607,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 				if drift, now = configDrift(s.cfg, rendered); drift == "" && now != nil {
 					rendered = now
 				}
+				drift = loadedDrift(drift, startDrift)
 				s.writeState()
 				lastWrite = time.Now()
 			}
