@@ -265,8 +265,17 @@ func TestHostsRunbook(t *testing.T) {
 				t.Fatal(err)
 			}
 			journal := d.requireHeldSince(t, i, cloned, "clean stop -> clone")
-			if !strings.Contains(journal, "written on another machine, data dir or boot") {
-				t.Fatalf("the clone was not held for a marker of another boot:\n%s", journal)
+			// The marker names the source's machine and boot. On a loaded machine the source's
+			// stop step may not see the server's exit logged within its bound (durable_exit)
+			// and count the stop unclean: the clone is then held for the hold record that
+			// stop left (from another boot), held all the same. The scenario table covers
+			// each reason on its own.
+			switch {
+			case strings.Contains(journal, "written on another machine, data dir or boot"):
+			case strings.Contains(journal, "did not stop cleanly before a reboot"):
+				t.Logf("the source's stop was counted unclean (busy machine): the clone was held for its hold record")
+			default:
+				t.Fatalf("the clone was held for neither the source's marker nor its hold record:\n%s", journal)
 			}
 			if v, err := d.admin(i).Get(ctx, "ack:clone").Result(); err != nil || v != "1" {
 				t.Fatalf("acknowledged key on the clone: %q, %v", v, err)

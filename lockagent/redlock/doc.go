@@ -460,9 +460,8 @@
 // writes not yet replicated, held keys and raised fence registers among them. Each client
 // is authenticated as a user allowed SET, GET, DEL, PEXPIRE, PTTL, PEXPIRETIME, FCALL,
 // PUBLISH, SUBSCRIBE, UNSUBSCRIBE and PING (internal/redisconf.LockUserCommands). A user
-// without PEXPIRETIME (an ACL written by an earlier version) still locks: a hand-off then
-// reads the released key's expiry as TIME + PTTL, never later, and up to a few
-// milliseconds earlier on a loaded master.
+// without PEXPIRETIME (an ACL written by an earlier version) still locks, but its
+// hand-offs are all logged: only an exact expiry proves a prepared hand-off.
 //
 // # Scripts
 //

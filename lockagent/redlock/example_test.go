@@ -29,7 +29,9 @@ func Example() {
 		masters = append(masters, rdb)
 	}
 
-	locker, err := redlock.New(masters, redlock.Options{MaxTTL: 30 * time.Second})
+	// NodeTimeout bounds each master's reply; by default it derives from the TTL (at most
+	// 50 ms): set it above the round trips your masters see at their busiest.
+	locker, err := redlock.New(masters, redlock.Options{MaxTTL: 30 * time.Second, NodeTimeout: 250 * time.Millisecond})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -53,7 +55,7 @@ func Example() {
 	fmt.Println("release:", lock.Release(ctx))
 	fmt.Println("context ended:", errors.Is(context.Cause(lock.Context()), redlock.ErrReleased))
 
-	next, err := locker.TryAcquire(ctx, "jobs:nightly-report", 10*time.Second)
+	next, err := locker.Acquire(ctx, "jobs:nightly-report", 10*time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -28,40 +29,59 @@ func TestUnloggedHandOffKeepsExpiryExactly(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 1})
 	m := cl.Masters[0]
 	c := scriptUser(t, m, "handoff", true)
-	hops := chainHandOffs(t, m, c, "exact")
-	for i, h := range hops {
+	checked := 0
+	for i, h := range chainHandOffs(t, m, c, "exact") {
+		if !h.prepared {
+			continue // a window left the key free before this hop, or it was the first
+		}
+		checked++
 		if !h.unlogged {
-			t.Fatalf("hop %d was logged (register %s -> %s): the note of the hop before was not recognised", i+1, h.regBefore, h.regAfter)
+			t.Errorf("hop %d was logged (register %s -> %s): the note of the hop before was not recognised", i+1, h.regBefore, h.regAfter)
 		}
 		if h.expiry != h.released {
 			t.Errorf("hop %d: the new holder's key expires at %d, the released key at %d (%+d ms)", i+1, h.expiry, h.released, h.expiry-h.released)
 		}
 	}
+	if checked < handOffHops/2 {
+		t.Fatalf("only %d of %d hops were prepared hand-offs: too few checked", checked, handOffHops)
+	}
 }
 
-// TestUnloggedHandOffWithoutPEXPIRETIME: a lock user whose ACL predates PEXPIRETIME (an
-// earlier version's) still gets hand-offs; the expiry is then read as TIME + PTTL and an
-// unlogged hop never moves it later (a logged one may: it is logged).
-func TestUnloggedHandOffWithoutPEXPIRETIME(t *testing.T) {
+// TestHandOffWithoutPEXPIRETIME: a lock user whose ACL predates PEXPIRETIME (an earlier
+// version's) still gets hand-offs, each of them logged: its expiry readings (TIME + PTTL)
+// are not exact, and only an exact one proves a note. The refusal costs one error reply per
+// script call, not one per key read.
+func TestHandOffWithoutPEXPIRETIME(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 1})
 	m := cl.Masters[0]
 	c := scriptUser(t, m, "handoff-old", false)
-	if err := c.Do(context.Background(), "pexpiretime", "x").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+	ctx := context.Background()
+	if err := c.Do(ctx, "pexpiretime", "x").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Fatalf("PEXPIRETIME as the user without it: %v, want NOPERM (the control)", err)
 	}
-	unlogged := 0
-	for i, h := range chainHandOffs(t, m, c, "fallback") {
-		if !h.unlogged {
-			continue
+	errorReplies := func() int64 {
+		t.Helper()
+		info, err := m.Admin().InfoMap(ctx, "stats").Result()
+		if err != nil {
+			t.Fatal(err)
 		}
-		unlogged++
-		if h.expiry > h.released {
-			t.Errorf("unlogged hop %d: the new holder's key expires at %d, %d ms after the released key (%d)", i+1, h.expiry, h.expiry-h.released, h.released)
+		n, _ := strconv.ParseInt(info["Stats"]["total_error_replies"], 10, 64)
+		return n
+	}
+	before := errorReplies()
+	hops := chainHandOffs(t, m, c, "fallback")
+	errs := errorReplies() - before
+	for i, h := range hops {
+		if h.unlogged {
+			t.Errorf("hop %d was unlogged (register stayed %s) on an expiry read as TIME + PTTL", i+1, h.regAfter)
 		}
 	}
-	if unlogged == 0 {
-		t.Fatal("no hop was unlogged: nothing was checked")
+	// Per hop: the next waiter's queued attempt, the release, its attempt after it; at most
+	// one refusal each (the script remembers it).
+	if limit := int64(3 * (len(hops) + 2)); errs > limit {
+		t.Errorf("%d error replies over %d hops, more than one per script call (%d)", errs, len(hops), limit)
 	}
+	t.Logf("%d hops, all logged; %d error replies (PEXPIRETIME refused)", len(hops), errs)
 }
 
 // scriptUser is a user with the lock users' rights (with PEXPIRETIME or without) plus EVAL.
@@ -84,13 +104,16 @@ func scriptUser(t *testing.T, m *redistest.Master, name string, pexpiretime bool
 
 type handOffHop struct {
 	released, expiry    int64 // PEXPIRETIME of the released key, and of the new holder's
+	prepared            bool  // the releaser held by a hand-off with a note (its fence from it)
 	unlogged            bool  // the register did not move
 	regBefore, regAfter string
 }
 
 // chainHandOffs hands a key along handOffHops waiters by running the release and acquire
 // scripts as c: a first waiter gets it by a logged hand-off (which prepares the chain),
-// then each holder releases to the next queued one. It reports each hop after the first.
+// then each holder releases to the next queued one. A release that falls in a window for
+// polling clients leaves the key free instead (reply 1): the next waiter takes it when the
+// window ends, and the chain goes on from there. It reports each hop after the first.
 func chainHandOffs(t *testing.T, m *redistest.Master, c *redis.Client, key string) []handOffHop {
 	t.Helper()
 	ctx := context.Background()
@@ -114,11 +137,30 @@ func chainHandOffs(t *testing.T, m *redistest.Master, c *redis.Client, key strin
 		}
 		return r
 	}
-	release := func(w *scriptWaiter, fence string) {
+	release := func(w *scriptWaiter, fence string) int64 {
 		t.Helper()
 		outsideWindow(t, m) // a release in a window leaves the key free instead
-		if err := c.Eval(ctx, redlock.ReleaseScript(false), keys, w.token, "", w.token, fence, "", "").Err(); err != nil {
+		n, err := c.Eval(ctx, redlock.ReleaseScript(false), keys, w.token, "", w.token, fence, "", "").Int64()
+		if err != nil {
 			t.Fatalf("release: %v", err)
+		}
+		return n
+	}
+	// take: the waiter's attempts until it holds the key (after a window: once it ended);
+	// its fence for the release, "0" when it set the key itself or no note named one.
+	take := func(w *scriptWaiter) string {
+		t.Helper()
+		for tries := 0; ; tries++ {
+			r := attempt(w)
+			switch {
+			case r.flag == 2:
+				return cmp.Or(r.handed, "0")
+			case r.flag == 1:
+				return "0"
+			case tries == 100:
+				t.Fatalf("waiter %s: still refused after a release (%+v)", w.id, r)
+			}
+			time.Sleep(5 * time.Millisecond) // a window lasts at most 5 ms of the master's clock
 		}
 	}
 	expiry := func() int64 {
@@ -140,32 +182,72 @@ func chainHandOffs(t *testing.T, m *redistest.Master, c *redis.Client, key strin
 		t.Fatalf("the second waiter: %+v, want queued", r)
 	}
 	release(first, "0")
-	r := attempt(holder)
-	if r.flag != 2 || r.handed == "" {
-		t.Fatalf("after the logged hand-off: %+v, want ours with the note's fence", r)
-	}
-	fence := r.handed
+	fence := take(holder)
 	var hops []handOffHop
 	for i := 2; i < 2+handOffHops; i++ {
 		next := waiter(i, time.Second)
 		if r := attempt(next); r.flag != 0 {
 			t.Fatalf("waiter %d: %+v, want queued", i, r)
 		}
-		h := handOffHop{released: expiry(), regBefore: register()}
-		release(holder, fence)
-		r := attempt(next)
-		if r.flag != 2 {
-			t.Fatalf("waiter %d after the release: %+v, want ours", i, r)
+		h := handOffHop{released: expiry(), regBefore: register(), prepared: fence != "0"}
+		if release(holder, fence) != 2 {
+			h.prepared = false // a window: no hand-off
 		}
+		fence = take(next)
 		h.expiry, h.regAfter = expiry(), register()
 		h.unlogged = h.regAfter == h.regBefore
 		hops = append(hops, h)
-		if fence = r.handed; fence == "" {
-			// The note was not read back (the fallback, on a loaded master): the chain goes
-			// on from a logged hand-off, with the fence the next one is given.
-			fence = "0"
-		}
 		holder = next
 	}
 	return hops
+}
+
+// TestNoteMatchesOnlyTheExactExpiry: a note proves a key only when the key's expiry is the
+// note's to the millisecond. After a logged hand-off to X, the key is set again with X's
+// token and an expiry 1 ms either side of the note's: X's attempt is not given the note's
+// fence; with the note's own expiry (the control) it is.
+func TestNoteMatchesOnlyTheExactExpiry(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 1})
+	m := cl.Masters[0]
+	ctx := context.Background()
+	const key = "note-exact"
+	keys := []string{key, key + redlock.FenceSuffix, key + redlock.QueueSuffix}
+	a := scriptWaiter{key: key, token: redlock.NewToken(), id: "a/1", ttl: 20 * time.Second, ticket: "1"}
+	x := scriptWaiter{key: key, token: redlock.NewToken(), id: "x/1", ttl: 20 * time.Second, ticket: "2"}
+	if r := a.attempt(t, m); r.flag != 1 {
+		t.Fatalf("A on the free key: %+v", r)
+	}
+	if r := x.attempt(t, m); r.flag != 0 {
+		t.Fatalf("X queued: %+v", r)
+	}
+	outsideWindow(t, m)
+	if n, err := m.Admin().Eval(ctx, redlock.ReleaseScript(false), keys, a.token, "", a.token, "0", "", "").Int64(); err != nil || n != 2 {
+		t.Fatalf("A's release: %d %v, want handed", n, err)
+	}
+	at, err := m.Admin().Do(ctx, "pexpiretime", key).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fence string
+	for _, d := range []int64{1, -1, 0} {
+		if err := m.Admin().Set(ctx, key, x.token, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Admin().Do(ctx, "pexpireat", key, at+d).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r := x.attempt(t, m)
+		if r.flag != 2 {
+			t.Fatalf("X's attempt (expiry %+d ms): %+v, want ours", d, r)
+		}
+		switch {
+		case d != 0 && r.handed != "":
+			t.Errorf("a key expiring %+d ms from the note's: X was given the note's fence %s", d, r.handed)
+		case d == 0:
+			fence = r.handed
+		}
+	}
+	if fence == "" {
+		t.Error("the key with the note's own expiry: no fence from the note (the control)")
+	}
 }

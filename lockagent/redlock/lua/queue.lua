@@ -42,40 +42,48 @@ local function setwindow(s, w) return header(w, note(s)) .. string.sub(s, body(s
 local function setnote(s, n) return header(window(s), n) .. string.sub(s, body(s)) end
 -- tagof names a token as the masters report it: the first 8 hex digits of its SHA-1.
 local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
--- expiry is when key expires (master ms), or PTTL's -2 (no key) or -1 (no TTL): the
--- master's own PEXPIRETIME, exact. A user whose ACL predates the library's use of it (a
--- lock user not yet migrated) gets TIME + PTTL instead, with now read by the caller before
--- the PTTL: never later than the key's expiry, and earlier by as long as the master was
--- kept off the CPU between the two calls.
+-- expiry is when key expires (master ms), or PTTL's -2 (no key) or -1 (no TTL), and
+-- whether that is exact: the master's own PEXPIRETIME is. A user whose ACL predates the
+-- library's use of it (a lock user not yet migrated), or a server without it, gets TIME +
+-- PTTL, which is not (off by as long as the master was kept off the CPU between the two
+-- calls, or by a frozen script clock): only an exact expiry proves a note (noted), so such
+-- a user's hand-offs are all logged. The first refusal is remembered for the rest of the
+-- script: one error reply per call, not one per key read.
+local pexpiretime_refused = false
 local function expiry(key, now)
-  local at = redis.pcall("pexpiretime", key)
-  if type(at) == "number" then return at end
+  if not pexpiretime_refused then
+    local at = redis.pcall("pexpiretime", key)
+    if type(at) == "number" then return at, true end
+    pexpiretime_refused = true
+  end
   local ttl = redis.call("pttl", key)
-  if ttl < 0 then return ttl end
-  return now + ttl
+  if ttl < 0 then return ttl, false end
+  return now + ttl, false
 end
 -- handed is the note a hand-off leaves: which token it set, with which fence, expiring
--- when (master ms, expiry: exact to the millisecond). The note is memory only,
+-- when (master ms, expiry). The note is memory only,
 -- but an AOF rewrite copies it into the AOF's base like any key, and a restart brings it
 -- back while the writes after the rewrite that cleared it in memory (all unlogged) are
 -- lost: a note is never trusted for what it says, only for a key it still describes.
--- noted returns the note's fence when the key holds tok with the note's expiry, else nil:
--- any other SET of the key (even of the same token, by an extension or by the waiter's
--- own attempt after the handed key expired) gives it an expiry later by at least its TTL,
--- and a master keeps and restores expiries as absolute times (PXAT).
+-- noted returns the note's fence when the key holds tok with exactly the note's expiry
+-- (read exactly: at, exact from the caller, or expiry here), else nil: any other SET of
+-- the key (even of the same token, by an extension or by the waiter's own attempt after
+-- the handed key expired) gives it an expiry later by at least its TTL, and a master keeps
+-- and restores expiries as absolute times (PXAT). A note whose expiry was not read exactly
+-- is never later than the key's: it matches no later key either.
 local function handed(key, tok, g, now)
   if not string.match(g, "^%d+$") then return "" end
-  return tagof(tok) .. ":" .. g .. ":" .. string.format("%d", expiry(key, now))
+  return tagof(tok) .. ":" .. g .. ":" .. string.format("%d", (expiry(key, now)))
 end
-local function noted(n, key, tok, now)
-  local tag, f, at = string.match(n, "^(%x+):(%d+):(%d+)$")
+local function noted(n, key, tok, now, at, exact)
+  local tag, f, nat = string.match(n, "^(%x+):(%d+):(%d+)$")
   if tag == nil or tag ~= tagof(tok) then return nil end
-  local exp = expiry(key, now)
-  if exp <= 0 or math.abs(tonumber(at) - exp) > 1 then return nil end
+  if at == nil then at, exact = expiry(key, now) end
+  if not exact or at <= 0 or tonumber(nat) ~= at then return nil end
   return f
 end
 -- proves says whether the note describes the key as the hand-off to tok with fence g.
-local function proves(n, key, tok, g, now) return noted(n, key, tok, now) == g end
+local function proves(n, key, tok, g, at, exact) return noted(n, key, tok, 0, at, exact) == g end
 local function entry(s, p)
   local id, tk, tok, lease, ttl, n, e = string.match(s, "^(%S+) (%d+) (%S+) (%d+) (%d+) (%d+)\n()", p)
   if id then return {id = id, tk = tk, tok = tok, lease = tonumber(lease), ttl = ttl, n = n, from = p, to = e} end

@@ -27,9 +27,9 @@
 -- be the one this master handed it with the fence it names, untouched since (same expiry
 -- to the millisecond), that still has at least the next waiter's TTL left and a register
 -- above that fence, hands over without a log write. The waiter's key keeps the released
--- key's expiry (PXAT of its PEXPIRETIME: the same millisecond; never later with the PTTL
--- fallback, see expiry), its fence is the releaser's + 1, at or below the register
--- already logged, and a new note describes it. So a chain of
+-- key's expiry (PXAT of its PEXPIRETIME: the same millisecond; a user without PEXPIRETIME
+-- proves no note, see expiry, and its hand-offs are all logged), its fence is the
+-- releaser's + 1, at or below the register already logged, and a new note describes it. So a chain of
 -- hand-offs pays one fsync per slack or per CHAIN_FENCES hand-offs, whichever ends first,
 -- instead of one each.
 --
@@ -89,13 +89,13 @@ if v and not ours then
   end
   return 0
 end
-local at, proven = 0, false
+local at, exact, proven = 0, false, false
 if ours then
-  at = expiry(KEYS[1], nowms())
+  at, exact = expiry(KEYS[1], nowms())
   -- The key is the one this master's last hand-off set, with the fence the releaser
   -- names, untouched since (any other SET of it, even of the same token by an extension
   -- after it expired, gives it another expiry time).
-  proven = s ~= nil and not durable and proves(note(s), KEYS[1], ARGV[1], ARGV[4] or "", nowms())
+  proven = s ~= nil and not durable and proves(note(s), KEYS[1], ARGV[1], ARGV[4] or "", at, exact)
   if durable then loud() else quiet() end
   redis.call("del", KEYS[1])
 end
