@@ -23,7 +23,7 @@ type cloudConfigDoc struct {
 
 type cloudInitFile struct {
 	Path        string `yaml:"path"`
-	Permissions string `yaml:"permissions"`
+	Permissions string `yaml:"permissions,omitempty"` // "": cloud-init's default, 0644
 	Encoding    string `yaml:"encoding,omitempty"`
 	Content     string `yaml:"content"`
 }
@@ -84,10 +84,17 @@ func cloudConfig(b *Bundle, installPackages bool, gzipOver int) (string, error) 
 		if err != nil {
 			return "", fmt.Errorf("hostconfig: render cloud-config: %s: %w", f.Path, err)
 		}
-		doc.WriteFiles = append(doc.WriteFiles, cloudInitFile{Path: f.Path, Permissions: f.Permissions, Encoding: encoding, Content: content})
+		perm := f.Permissions
+		if perm == "0644" {
+			perm = "" // cloud-init's default: every byte counts against MaxUserDataBytes
+		}
+		doc.WriteFiles = append(doc.WriteFiles, cloudInitFile{Path: f.Path, Permissions: perm, Encoding: encoding, Content: content})
 	}
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "#cloud-config\n# redlock-kit: Redlock master %q (%s) on %s\n", b.Spec.Name, b.Server.Package, b.Spec.Addr())
+	out.WriteString("#cloud-config\n")
+	if gzipOver >= readableFilesUpTo { // the compact form saves these bytes too
+		fmt.Fprintf(&out, "# redlock-kit: Redlock master %q (%s) on %s\n", b.Spec.Name, b.Server.Package, b.Spec.Addr())
+	}
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
 	if err := enc.Encode(doc); err != nil {

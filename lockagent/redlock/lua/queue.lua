@@ -49,13 +49,11 @@ local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
 -- calls, or by a frozen script clock): only an exact expiry proves a note (noted), so such
 -- a user's hand-offs are all logged. The first refusal is remembered for the rest of the
 -- script: one error reply per call, not one per key read.
-local pexpiretime_refused = false
+local pxt = true -- PEXPIRETIME not refused yet
 local function expiry(key, now)
-  if not pexpiretime_refused then
-    local at = redis.pcall("pexpiretime", key)
-    if type(at) == "number" then return at, true end
-    pexpiretime_refused = true
-  end
+  local at = pxt and redis.pcall("pexpiretime", key)
+  if type(at) == "number" then return at, true end
+  pxt = false
   local ttl = redis.call("pttl", key)
   if ttl < 0 then return ttl, false end
   return now + ttl, false
