@@ -113,7 +113,7 @@ func TestHostsDay2(t *testing.T) {
 	}
 	first := configs()
 	for _, ud := range userData {
-		if strings.Contains(ud, first["billing"].Password) {
+		if strings.Contains(decodedWriteFiles(t, ud), first["billing"].Password) { // gzipped files unpacked
 			t.Fatal("the user-data holds the tenant's password")
 		}
 	}

@@ -22,7 +22,8 @@ run "tenants_rendered" {
     error_message = "live_users is off by default: no redlock_users"
   }
   assert {
-    condition     = alltrue([for u in output.user_data : can(regex("user billing [^\n]*\\+eval", u)) && !can(regex("user orders [^\n]*\\+eval", u))])
+    # The host's files, as rendered (the user-data may carry the ACL file gzipped).
+    condition     = alltrue([for h in data.redlock_host_config.this : can(regex("user billing [^\n]*\\+eval", h.files["/etc/redlock/users.acl"])) && !can(regex("user orders [^\n]*\\+eval", h.files["/etc/redlock/users.acl"]))])
     error_message = "allow_eval gives EVAL to that tenant only, in every host's ACL file"
   }
 }
@@ -72,7 +73,7 @@ run "seed_fences_renders_the_users_off" {
     error_message = "seed_fences reaches every host's config"
   }
   assert {
-    condition     = alltrue([for u in output.user_data : can(regex("user billing [^\n]*\\boff\\b", u)) && can(regex("user orders [^\n]*\\boff\\b", u))])
+    condition     = alltrue([for h in data.redlock_host_config.this : can(regex("user billing [^\n]*\\boff\\b", h.files["/etc/redlock/users.acl"])) && can(regex("user orders [^\n]*\\boff\\b", h.files["/etc/redlock/users.acl"]))])
     error_message = "with seed_fences every host starts with its lock users off, until redlock_users seeds it"
   }
 }

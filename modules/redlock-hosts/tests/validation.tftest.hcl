@@ -141,8 +141,9 @@ run "tenants_outputs" {
     error_message = "each client config carries its user and prefix, and no admin secret"
   }
   assert {
-    condition = alltrue([for u in output.user_data :
-      strcontains(u, "user billing reset on #") && strcontains(u, "~billing:* resetchannels &billing:*") && !strcontains(u, "user redlock ")
+    # The host's ACL file as rendered (the user-data may carry it gzipped).
+    condition = alltrue([for h in data.redlock_host_config.this :
+      strcontains(h.files["/etc/redlock/users.acl"], "user billing reset on #") && strcontains(h.files["/etc/redlock/users.acl"], "~billing:* resetchannels &billing:*") && !strcontains(h.files["/etc/redlock/users.acl"], "user redlock ")
     ])
     error_message = "every host defines the tenants, confined to their prefixes, and no all-keys lock user"
   }
