@@ -2,7 +2,9 @@ package redlock_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,11 +176,16 @@ func TestMasterFaults(t *testing.T) {
 		if err := l.Extend(ctx, 10*time.Second); err != nil { // scripts now cached everywhere
 			t.Fatal(err)
 		}
-		// Acquire and Extend return at the majority: restart a master that holds the key.
+		// Acquire and Extend return at the majority: restart a master that holds the key and
+		// that the Extend reached (it cached the scripts there, SCRIPT LOAD then EVALSHA), so
+		// that the client sends EVALSHA to it after the restart. A master the Extend had not
+		// reached yet (a busy machine) would get the SCRIPT LOADs first, and no NOSCRIPT.
+		releaseSHA := fmt.Sprintf("%x", sha1.Sum([]byte(redlock.ReleaseScript(false))))
 		var m *redistest.Master
-		waitUntil(t, "a master holding the key", func() bool {
+		waitUntil(t, "a master holding the key with the scripts cached by the Extend", func() bool {
 			for _, cand := range cl.Masters {
-				if valueOn(t, cand, "restart") == l.Token() {
+				cached := cand.Admin().ScriptExists(adminCtx(t), releaseSHA).Val()
+				if valueOn(t, cand, "restart") == l.Token() && len(cached) == 1 && cached[0] && commandCalls(t, cand, "evalsha") > 0 {
 					m = cand
 					return true
 				}
