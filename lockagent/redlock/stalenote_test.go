@@ -337,7 +337,7 @@ func retryWhileNoteLost(t *testing.T, steps func() (setUp bool)) {
 		if steps() {
 			return
 		}
-		t.Logf("try %d: a hand-off's note was not read back (see noteLost): again on new masters", try)
+		t.Logf("try %d: the steps could not be set up (a hand-off's note not read back, see noteLost, or a release in a window): again on new masters", try)
 	}
 	t.Fatal("a hand-off's note was not read back in 3 tries: the note is no longer recognised (see noteLost)")
 }

@@ -545,6 +545,12 @@ func (s *supervisor) serve(restart bool) serveResult {
 				s.st.LastAlive = time.Now()
 			}
 			s.st.HoldFloor = later(s.st.HoldFloor, s.st.LastAlive.Add(s.cfg.RestartDelay))
+			if stopCh != nil && s.stop.Err() != nil {
+				// A stop is pending and comes first: select picks among ready cases at random,
+				// and the round trips below take a timeout each to a server that does not
+				// answer (a second a tick), which delayed a stop by seconds.
+				continue
+			}
 			if silent := time.Since(alive.lastReply()) > stateInterval; silent != unresponsive && s.st.Status == StatusRunning {
 				unresponsive = silent
 				if silent {
