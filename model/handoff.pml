@@ -174,7 +174,9 @@ inline head_of(m, except) {
 inline handto(m, e, f, prv, lft) {
   if
   :: prv && reg[m] > f && lft >= TTL ->
-     /* unlogged: the key keeps the released expiry, fence f + 1 */
+     /* unlogged: the key keeps the released expiry exactly (the scripts: PEXPIRETIME, then
+      * SET PXAT; a reading that is not exact proves no note, so such a hand-off is
+      * logged), fence f + 1 */
      key[m] = e; kexp[m] = now + lft; g = f + 1;
      printf("t=%d m%d: unlogged hand-off to c%d fence %d, key until %d\n", now, m, e, g, kexp[m])
   :: else ->

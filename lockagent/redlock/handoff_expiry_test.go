@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"pgregory.net/rapid"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,6 +118,21 @@ type handOffHop struct {
 // window ends, and the chain goes on from there. It reports each hop after the first.
 func chainHandOffs(t *testing.T, m *redistest.Master, c *redis.Client, key string) []handOffHop {
 	t.Helper()
+	return chainHandOffsAs(t, m, func(int) *redis.Client { return c }, key, handOffHops)
+}
+
+// tb is what the chain needs of a *testing.T or a *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(...any)
+	Fatalf(string, ...any)
+}
+
+// chainHandOffsAs is chainHandOffs over hops hops, the scripts of hop i (its release and
+// the next waiter's attempts) run as as(i).
+func chainHandOffsAs(t tb, m *redistest.Master, as func(hop int) *redis.Client, key string, hops int) []handOffHop {
+	t.Helper()
+	c := as(0)
 	ctx := context.Background()
 	keys := []string{key, key + redlock.FenceSuffix, key + redlock.QueueSuffix}
 	ticket := time.Now().UnixMicro()
@@ -183,8 +200,9 @@ func chainHandOffs(t *testing.T, m *redistest.Master, c *redis.Client, key strin
 	}
 	release(first, "0")
 	fence := take(holder)
-	var hops []handOffHop
-	for i := 2; i < 2+handOffHops; i++ {
+	var out []handOffHop
+	for i := 2; i < 2+hops; i++ {
+		c = as(i - 1)
 		next := waiter(i, time.Second)
 		if r := attempt(next); r.flag != 0 {
 			t.Fatalf("waiter %d: %+v, want queued", i, r)
@@ -196,10 +214,10 @@ func chainHandOffs(t *testing.T, m *redistest.Master, c *redis.Client, key strin
 		fence = take(next)
 		h.expiry, h.regAfter = expiry(), register()
 		h.unlogged = h.regAfter == h.regBefore
-		hops = append(hops, h)
+		out = append(out, h)
 		holder = next
 	}
-	return hops
+	return out
 }
 
 // TestNoteMatchesOnlyTheExactExpiry: a note proves a key only when the key's expiry is the
@@ -250,4 +268,33 @@ func TestNoteMatchesOnlyTheExactExpiry(t *testing.T) {
 	if fence == "" {
 		t.Error("the key with the note's own expiry: no fence from the note (the control)")
 	}
+}
+
+// TestHandOffExpiryAcrossVersions: a property over chains whose hops run as users with and
+// without PEXPIRETIME in any order (masters and clients half-way through the ACL
+// migration): an unlogged hop never moves the key's expiry, and a hop that a user without
+// PEXPIRETIME released is never unlogged (its reading proves no note). Its negative
+// control: with noted taking an inexact reading within a millisecond again, it fails at
+// once ("hop 1 was unlogged, released by a user without PEXPIRETIME", shrunk to one hop,
+// both users without it).
+func TestHandOffExpiryAcrossVersions(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 1})
+	m := cl.Masters[0]
+	users := map[bool]*redis.Client{true: scriptUser(t, m, "handoff-new", true), false: scriptUser(t, m, "handoff-old", false)}
+	run := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		run++
+		hops := rapid.IntRange(1, 12).Draw(rt, "hops")
+		withPXT := rapid.SliceOfN(rapid.Bool(), hops+1, hops+1).Draw(rt, "hop's user has PEXPIRETIME")
+		key := fmt.Sprintf("versions-%d", run)
+		for i, h := range chainHandOffsAs(rt, m, func(i int) *redis.Client { return users[withPXT[i]] }, key, hops) {
+			hop := i + 1 // hop i's release and the next attempts ran as withPXT[hop]
+			switch {
+			case h.unlogged && h.expiry != h.released:
+				rt.Fatalf("hop %d (PEXPIRETIME %v) was unlogged and moved the expiry %+d ms", hop, withPXT[hop], h.expiry-h.released)
+			case h.unlogged && !withPXT[hop]:
+				rt.Fatalf("hop %d was unlogged, released by a user without PEXPIRETIME", hop)
+			}
+		}
+	})
 }
