@@ -296,9 +296,9 @@ func replayedReleaseThroughGoRedis(t *testing.T, rcase replayCase) (twoHolders b
 		t.Fatalf("X's Acquire: %v", r.err)
 	}
 	lx := r.l
-	if holders(t, cl, key, lx.Token()) != len(cl.Masters) {
-		t.Fatalf("X holds %d masters, want all (handed over everywhere)", holders(t, cl, key, lx.Token()))
-	}
+	// Acquire returns at the majority: the last master's hand-off may still be on its way
+	// (a busy machine).
+	waitUntil(t, "X handed the key on every master", func() bool { return holders(t, cl, key, lx.Token()) == len(cl.Masters) })
 	for _, p := range proxies {
 		p.arm(lx.Token())
 	}
