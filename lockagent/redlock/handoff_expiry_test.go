@@ -107,7 +107,7 @@ func scriptUser(t *testing.T, m *redistest.Master, name string, pexpiretime bool
 type handOffHop struct {
 	released, expiry    int64 // PEXPIRETIME of the released key, and of the new holder's
 	prepared            bool  // the releaser held by a hand-off with a note (its fence from it)
-	unlogged            bool  // the register did not move
+	unlogged            bool  // handed over, and the register did not move
 	regBefore, regAfter string
 }
 
@@ -208,12 +208,13 @@ func chainHandOffsAs(t tb, m *redistest.Master, as func(hop int) *redis.Client, 
 			t.Fatalf("waiter %d: %+v, want queued", i, r)
 		}
 		h := handOffHop{released: expiry(), regBefore: register(), prepared: fence != "0"}
-		if release(holder, fence) != 2 {
-			h.prepared = false // a window: no hand-off
+		handed := release(holder, fence) == 2
+		if !handed {
+			h.prepared = false // a window: no hand-off; the next waiter set the key itself
 		}
 		fence = take(next)
 		h.expiry, h.regAfter = expiry(), register()
-		h.unlogged = h.regAfter == h.regBefore
+		h.unlogged = handed && h.regAfter == h.regBefore
 		out = append(out, h)
 		holder = next
 	}
