@@ -157,6 +157,9 @@ type Master struct {
 	// compare the config file on disk with the rendered one (a host provisioned before the
 	// check): a hand edit of the file would go unseen until the next start loads it.
 	ConfigUncompared bool `json:"config_uncompared,omitempty"`
+	// DataFS is the type of the filesystem the master's data dir is on, as its runtime
+	// published it (hold.FieldDataFS; "": not published, an earlier version's runtime).
+	DataFS string `json:"data_fs,omitempty"`
 	// DatasetReplaced says why the master's dataset may have been replaced since it
 	// started (continuity.go): replication, a restore, a flush.
 	DatasetReplaced []string `json:"dataset_replaced,omitempty"`

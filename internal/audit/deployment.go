@@ -36,6 +36,8 @@ type Deployment struct {
 	RunID string
 	// ReplID is its master_replid at the start ("": read it through that connection).
 	ReplID string
+	// DataFS is the type of the filesystem its data dir is on (hold.DataFS; "": not written).
+	DataFS string
 }
 
 // PublishDeployment writes d under hold.DeploymentKey through c (the admin connection): what a
@@ -57,8 +59,12 @@ func PublishDeployment(ctx context.Context, c redis.Cmdable, d Deployment) error
 		}
 		d.ReplID = id
 	}
-	return c.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(d.RestartDelay.Milliseconds(), 10),
-		hold.FieldRuntime, d.Runtime, hold.FieldRunID, d.RunID, hold.FieldReplID, d.ReplID).Err()
+	fields := []any{hold.FieldRestartDelayMS, strconv.FormatInt(d.RestartDelay.Milliseconds(), 10),
+		hold.FieldRuntime, d.Runtime, hold.FieldRunID, d.RunID, hold.FieldReplID, d.ReplID}
+	if d.DataFS != "" {
+		fields = append(fields, hold.FieldDataFS, d.DataFS)
+	}
+	return c.HSet(ctx, hold.DeploymentKey, fields...).Err()
 }
 
 // ReplID is the server's master_replid (INFO replication).
@@ -116,6 +122,7 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		m.DeploymentError = fmt.Sprintf("%s has no %s: it does not say which dataset it vouches for (restart the master under this version's runtime)", hold.DeploymentKey, hold.FieldReplID)
 		return
 	}
+	m.DataFS = fields[hold.FieldDataFS]
 	drift, compared := fields[hold.FieldConfigDrift]
 	m.ConfigUncompared = !compared && m.Runtime == hold.RuntimeHost // a supervisor always writes it
 	if drift != "" {

@@ -230,3 +230,38 @@ func TestHostRecordWithoutConfigDrift(t *testing.T) {
 		t.Error("a host record with config_drift: warned all the same")
 	}
 }
+
+// TestDataDirStorage: the record says what storage the data dir is on (hold.FieldDataFS).
+// A volatile one (tmpfs, ramfs: a reboot empties it, fsync or not) is UNSAFE, naming the
+// master; a record without the field (an earlier runtime) is SAFE with a warning; the
+// harness's records, with the real filesystem of each data dir, are neither (the control).
+func TestDataDirStorage(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3})
+	ctx := context.Background()
+	const warning = "does not say what storage its data dir is on"
+	rep := run(t, target(c))
+	if !rep.Safe || strings.Contains(strings.Join(rep.Warnings, "\n"), warning) {
+		t.Fatalf("the harness's records (data_fs %q): safe %v, problems %q, warnings %q", rep.Masters[0].DataFS, rep.Safe, rep.Problems, rep.Warnings)
+	}
+	if rep.Masters[0].DataFS == "" || hold.Volatile(rep.Masters[0].DataFS) {
+		t.Fatalf("the harness's data dir is on %q: the control needs a disk", rep.Masters[0].DataFS)
+	}
+	admin := c.Masters[1].Admin()
+	for _, fs := range hold.VolatileFS {
+		if err := admin.HSet(ctx, hold.DeploymentKey, hold.FieldDataFS, fs).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rep := run(t, target(c))
+		all := strings.Join(rep.Problems, "\n")
+		if rep.Safe || !strings.Contains(all, "keeps its data dir on "+fs) || !strings.Contains(all, c.Masters[1].Addr) {
+			t.Errorf("data_fs %s: safe %v, problems %q; want one naming %s", fs, rep.Safe, all, c.Masters[1].Addr)
+		}
+	}
+	if err := admin.HDel(ctx, hold.DeploymentKey, hold.FieldDataFS).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep = run(t, target(c))
+	if !rep.Safe || !strings.Contains(strings.Join(rep.Warnings, "\n"), warning) {
+		t.Errorf("a record without %s: safe %v, problems %q, warnings %q; want SAFE with a warning", hold.FieldDataFS, rep.Safe, rep.Problems, rep.Warnings)
+	}
+}

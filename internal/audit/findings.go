@@ -204,6 +204,12 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			if m.ConfigUncompared {
 				warn("Master %s's runtime (%s) does not compare the server's config file on disk with the one it rendered (%s has no %s: a host provisioned by an earlier version): a hand edit of the file (appendfsync, the data dir) goes unseen until a start loads it. Fix: replace the host with this version's user-data.", ep, m.Runtime, hold.DeploymentKey, hold.FieldConfigDrift)
 			}
+			switch {
+			case hold.Volatile(m.DataFS):
+				add("Master %s keeps its data dir on %s, which a reboot or power loss empties: appendfsync always fsyncs into memory there, so after a machine crash the master starts empty, its fence registers from zero (fences go back) and its restart-hold records gone. Fix: put the data dir on a disk (data_dir on redlock_master; the hosts' /var/lib/redis* on the instance's disk, not a tmpfs mount).", ep, m.DataFS)
+			case m.DataFS == "":
+				warn("Master %s's runtime (%s) does not say what storage its data dir is on (%s has no %s: an earlier version's runtime): a data dir on tmpfs, emptied by a reboot, would go unseen. Fix: restart the master under this version's runtime (hosts: replace it with this version's user-data).", ep, m.Runtime, hold.DeploymentKey, hold.FieldDataFS)
+			}
 			if m.PublishedRestartDelay < need {
 				add("Master %s's runtime (%s) holds it down for %v after a crash, less than the max lock TTL %v plus the drift margin %v: it can rejoin while a lock it forgot is still held elsewhere, and hand it out again. Fix: set restart_delay to at least %v on the master (and in agent.json).", ep, m.Runtime, m.PublishedRestartDelay, t.MaxLockTTL, r.Drift, need)
 			}

@@ -89,6 +89,11 @@ func TestFunctionsStep(t *testing.T) {
 	if id := repl["Replication"]["master_replid"]; id == "" || got[hold.FieldReplID] != id {
 		t.Fatalf("after the step: %s=%q, want this server's master_replid %q", hold.FieldReplID, got[hold.FieldReplID], id)
 	}
+	// The storage the data dir is on, named as the supervisor names it (the audit reports a
+	// volatile one).
+	if fs, err := hold.DataFS(p.dataDir); err != nil || fs == "" || got[hold.FieldDataFS] != fs {
+		t.Fatalf("after the step: %s=%q, want %q (%v), the type of the filesystem %s is on", hold.FieldDataFS, got[hold.FieldDataFS], fs, err, p.dataDir)
+	}
 	// A floor still in effect (locks granted under a larger delay before a restart) is not
 	// published: the gate cannot republish when it lapses, so the record says what a lock
 	// granted from now on is held for, never more (a stale 60000 let clients keep a 59 s TTL).

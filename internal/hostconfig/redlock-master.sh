@@ -350,7 +350,7 @@ seed_mark() {
 }
 
 # publish: the deployment record a validator reads: the delay a lock granted from now on is
-# held for, and this runtime. A floor still in effect (a lowered delay) holds longer, but it
+# held for, this runtime, and the storage the data dir is on. A floor still in effect (a lowered delay) holds longer, but it
 # lapses with nothing here to republish then: the record never says more than is held.
 publish() {
 	delay_ms=$RESTART_DELAY_MS
@@ -360,7 +360,7 @@ publish() {
 	# The drift of the file the server was started on counts for its whole run (drift_check).
 	d=$(config_drift)
 	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift"
-	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" 2>&1)
+	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" "$FS_FIELD" "$(stat -f -c %T "$DATA_DIR")" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1

@@ -69,7 +69,7 @@ func kitNames() string {
 	for _, kv := range [][2]string{
 		{"DEPLOYMENT_KEY", hold.DeploymentKey}, {"DELAY_FIELD", hold.FieldRestartDelayMS},
 		{"RUNTIME_FIELD", hold.FieldRuntime}, {"RUN_ID_FIELD", hold.FieldRunID}, {"REPL_ID_FIELD", hold.FieldReplID}, {"RUNTIME", hold.RuntimeHost},
-		{"DRIFT_FIELD", hold.FieldConfigDrift},
+		{"DRIFT_FIELD", hold.FieldConfigDrift}, {"FS_FIELD", hold.FieldDataFS},
 		{hold.ShellName(hold.SettingMaxRestartDelayMS), fmt.Sprint(hold.MaxRestartDelay.Milliseconds())},
 		{"ADMIN_PASSWORD_FILE", AdminPasswordPath}, {"HOOK_TIMEOUT_S", fmt.Sprint(int(HookTimeout.Seconds()))},
 		{"FUNCTIONS_FILE", FunctionsPath}, {"FUNCTIONS_LIBRARY", lua.LibraryName}, {"ACL_SEED", ACLSeedPath},

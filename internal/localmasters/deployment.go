@@ -30,7 +30,11 @@ func (c *Cluster) PublishDeployment(delay time.Duration) error {
 func (m *Master) publishDeployment(delay time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := audit.PublishDeployment(ctx, m.Admin(), audit.Deployment{RestartDelay: delay, Runtime: hold.RuntimeLocal}); err != nil {
+	fs, err := hold.DataFS(m.DataDir)
+	if err != nil {
+		return err
+	}
+	if err := audit.PublishDeployment(ctx, m.Admin(), audit.Deployment{RestartDelay: delay, Runtime: hold.RuntimeLocal, DataFS: fs}); err != nil {
 		return fmt.Errorf("publish the restart delay on %s: %w", m.Addr, err)
 	}
 	m.mu.Lock()

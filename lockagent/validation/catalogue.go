@@ -303,6 +303,14 @@ func UnsafeCatalogue() []UnsafeCase {
 				return undo, env.each(ctx, "HSET", hold.DeploymentKey, hold.FieldConfigDrift,
 					"/etc/redlock/redis-server.conf changed on disk since it was rendered (sha256 0, rendered 1)")
 			}},
+		{Name: "the runtime reports the data dir on tmpfs (data_fs): a reboot empties it", Want: VerdictUnsafe,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				undo, err := saveDeployment(ctx, env)
+				if err != nil {
+					return nil, err
+				}
+				return undo, env.each(ctx, "HSET", hold.DeploymentKey, hold.FieldDataFS, "tmpfs")
+			}},
 		{Name: "a key restored (RESTORE) on a master while it serves: its dataset no longer only its own", Want: VerdictUnsafe,
 			Apply: restoreOneKey},
 		{Name: "agent.json's restart_delay disagrees with the masters'", Want: VerdictUnsafe,

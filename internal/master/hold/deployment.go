@@ -33,6 +33,9 @@ const (
 	// The host gate has no process left running to keep one (its heartbeat is systemd's own
 	// supervision: the unit restarts the gate), and writes none.
 	FieldHeartbeatMS = "heartbeat_ms"
+	// FieldDataFS is the type of the filesystem the server's data dir is on when the
+	// runtime started it (storage.go: DataFS; a volatile one keeps nothing through a reboot).
+	FieldDataFS = "data_fs"
 )
 
 // The runtimes that enforce a hold (FieldRuntime).

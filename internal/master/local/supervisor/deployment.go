@@ -26,7 +26,7 @@ func heldFromNow(st State, configured time.Duration, now time.Time) time.Duratio
 // publishDeployment writes the deployment record (hold.DeploymentKey) as the admin: the
 // restart delay the hold uses, in whole milliseconds rounded up, this runtime's name, the
 // run_id of the server it runs and its master_replid (both read through the same
-// connection). startReplID is the replid published at this run's start ("": this is the
+// connection), and the filesystem type of its data dir. startReplID is the replid published at this run's start ("": this is the
 // start); a server whose replid changed since replicated another server (REPLICAOF, even
 // undone): its dataset is no longer the one the hold covers, and the record is not
 // republished for it (re-vouched). It returns the replid published.
@@ -57,9 +57,13 @@ func publishDeployment(c Config, delay time.Duration, drift, startReplID string)
 	if err != nil {
 		return "", fmt.Errorf("TIME (the heartbeat of %s): %w", hold.DeploymentKey, err)
 	}
+	fs, err := hold.DataFS(c.DataDir)
+	if err != nil {
+		return "", err
+	}
 	err = client.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
 		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, runID, hold.FieldReplID, replID, hold.FieldConfigDrift, drift,
-		hold.FieldHeartbeatMS, now.UnixMilli()).Err()
+		hold.FieldDataFS, fs, hold.FieldHeartbeatMS, now.UnixMilli()).Err()
 	if err != nil {
 		return "", fmt.Errorf("HSET %s (the restart delay a validator reads): %w", hold.DeploymentKey, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
+	"golang.org/x/sys/unix"
 )
 
 // TestDeploymentRecordPublished: after every start the supervisor writes, as the admin, the
@@ -35,6 +36,9 @@ func TestDeploymentRecordPublished(t *testing.T) {
 		repl, _ := m.admin().InfoMap(ctx, "replication").Result()
 		if id := repl["Replication"]["master_replid"]; got[hold.FieldReplID] != id || id == "" {
 			t.Fatalf("%s: %s=%q, want this server's master_replid %q", when, hold.FieldReplID, got[hold.FieldReplID], id)
+		}
+		if fs, err := hold.DataFS(m.dir); err != nil || fs == "" || got[hold.FieldDataFS] != fs {
+			t.Fatalf("%s: %s=%q, want %q (%v), the filesystem the data dir is on", when, hold.FieldDataFS, got[hold.FieldDataFS], fs, err)
 		}
 		if err != nil || got[hold.FieldRestartDelayMS] != delayMS || got[hold.FieldRuntime] != hold.RuntimeLocal {
 			t.Fatalf("%s: %s = %v (%v), want %s=%s %s=%s", when, hold.DeploymentKey, got, err,
@@ -231,4 +235,40 @@ func TestDeploymentRecordStopsVouchingWhenTheSupervisorIsKilled(t *testing.T) {
 		return strings.Contains(deploymentError(), "the runtime is gone")
 	})
 	t.Logf("after the kill: %s", deploymentError())
+}
+
+// TestDataDirOnTmpfs: a master whose data dir is a real tmpfs mount (a reboot empties it,
+// whatever appendfsync says). The supervisor publishes the filesystem's type, and the audit
+// reports the master UNSAFE for it; TestDeploymentRecordPublished is the control on disk.
+func TestDataDirOnTmpfs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64m,mode=0700"); err != nil {
+		t.Fatalf("mount a tmpfs on %s: %v", dir, err)
+	}
+	// Registered before the master's cleanup, so it runs after it: the servers are gone.
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount the tmpfs on %s: %v", dir, err)
+		}
+	})
+	m := newMasterIn(t, dir, 2*time.Second)
+	m.waitReady(m.spawn())
+	ctx := context.Background()
+	if got, err := m.admin().HGet(ctx, hold.DeploymentKey, hold.FieldDataFS).Result(); err != nil || got != "tmpfs" {
+		t.Fatalf("%s = %q (%v), want tmpfs", hold.FieldDataFS, got, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rep, err := audit.Run(rctx, audit.Target{Endpoints: []string{m.cfg.Addr}, Username: "default",
+		Password: redistest.AdminPassword, MaxLockTTL: time.Second, ClockInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("audit: %v", err)
+	}
+	if all := strings.Join(rep.Problems, "\n"); !strings.Contains(all, "keeps its data dir on tmpfs") {
+		t.Fatalf("a master on tmpfs: no finding on its storage in\n%s", all)
+	}
 }

@@ -34,7 +34,12 @@ const waitLimit = 30 * time.Second // bound on waiting for something that must h
 
 func newMaster(t *testing.T, restartDelay time.Duration) *testMaster {
 	t.Helper()
-	dir := t.TempDir()
+	return newMasterIn(t, t.TempDir(), restartDelay)
+}
+
+// newMasterIn is newMaster with its data dir at dir.
+func newMasterIn(t *testing.T, dir string, restartDelay time.Duration) *testMaster {
+	t.Helper()
 	// The supervisor restarts the master on this port after each crash: an address of the
 	// test's own keeps other tests' processes off it meanwhile.
 	host := redistest.Loopback(t)
