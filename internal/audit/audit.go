@@ -436,8 +436,12 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 		// First, and whatever follows: an expired certificate makes the master unreachable.
 		m.readServerCert(ctx, t)
 	}
-	c := redis.NewClient(t.clientOptions(ep, t.Username, t.Password))
+	opts := t.clientOptions(ep, t.Username, t.Password)
+	conns := &connIdentities{}
+	opts.OnConnect = conns.onConnect
+	c := redis.NewClient(opts)
 	defer c.Close()
+	defer m.mergeConnIdentities(conns)
 
 	var errs []string
 	note := func(what string, err error) {
@@ -476,17 +480,16 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	} else {
 		m.configRead = true
 	}
-	if t.TLS {
-		if ports, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
-			return configGet(ctx, c, "port", "tls-port")
-		}); err != nil {
-			note("CONFIG GET", err)
-		} else {
-			m.PlainPort, m.TLSPort = ports["port"], ports["tls-port"]
-		}
+	if ports, err := nodeCall(ctx, t.NodeTimeout, func(ctx context.Context) (map[string]string, error) {
+		return configGet(ctx, c, "port", "tls-port")
+	}); err != nil {
+		note("CONFIG GET", err)
+	} else {
+		m.PlainPort, m.TLSPort = ports["port"], ports["tls-port"]
 	}
 	m.readScriptLimits(ctx, t, c)
 	m.checkAnonymous(ctx, t, c)
+	m.checkEndpoint(ctx, t)
 	m.checkIdentity(ctx, t)
 	m.readDeployment(ctx, c, t)
 	m.readContinuity(ctx, c, t)

@@ -168,7 +168,7 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			uc = append(uc, p)
 		}
 		if len(m.ConnectionRunIDs) > 1 {
-			add("Endpoint %s reaches more than one server: %d connections to it saw run_ids %s. A balancer or NAT in front of several servers lets two clients each count its vote from a different server, so two of them can hold the same lock. Fix: list each master's own address, one redis-server per endpoint, with nothing in between that spreads connections.", ep, identityConnections+1, strings.Join(m.ConnectionRunIDs, ", "))
+			add("Endpoint %s reaches more than one server: its connections saw run_ids %s. A balancer or NAT in front of several servers lets two clients each count its vote from a different server, so two of them can hold the same lock. Fix: list each master's own address, one redis-server per endpoint, with nothing in between that spreads connections.", ep, strings.Join(m.ConnectionRunIDs, ", "))
 		}
 		if m.Anonymous == AnonymousAllowed {
 			add("Master %s lets a client without credentials in (protected-mode %s, bind %s): anyone who can reach it can run whatever the default user may, up to CONFIG SET and FLUSHALL. Fix: set requirepass to the admin password (CONFIG SET requirepass ... and in its config), or make the default user need a password (ACL SETUSER default resetpass >...).", ep, orQ(m.ProtectedMode), orQ(m.Bind))

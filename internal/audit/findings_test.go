@@ -20,7 +20,7 @@ func TestFindingsFromMeasurements(t *testing.T) {
 			RTT: 100 * time.Microsecond, audited: true,
 			// The checks that must be established, established.
 			Anonymous: AnonymousRefused, ConnectionRunIDs: []string{"run-" + ep}, usersRead: true,
-			PublishedRestartDelay: 11 * time.Second, Runtime: hold.RuntimeLocal, deploymentRead: true, continuityRead: true}
+			PublishedRestartDelay: 11 * time.Second, Runtime: hold.RuntimeLocal, DataFS: "ext2/ext3", deploymentRead: true, continuityRead: true}
 	}
 	tgt := Target{Endpoints: []string{"a:1", "b:1", "c:1"}, MaxLockTTL: 10 * time.Second}.withDefaults()
 	tests := []struct {
@@ -37,6 +37,8 @@ func TestFindingsFromMeasurements(t *testing.T) {
 		{"clock 3% fast", func(m *Master) { m.ClockRate = 1.03 }, []string{"1.0300 times this machine's rate"}, false},
 		{"round trip 200ms for a 10s TTL", func(m *Master) { m.RTT = 200 * time.Millisecond }, []string{"round trip is 200ms", "1% of the max lock TTL"}, true},
 		{"unreachable", func(m *Master) { m.Reachable, m.Error = false, "connection refused" }, []string{"unreachable", "connection refused"}, true},
+		{"data dir on tmpfs", func(m *Master) { m.DataFS = "tmpfs" }, []string{"keeps its data dir on tmpfs", "reboot"}, false},
+		{"data dir storage not published", func(m *Master) { m.DataFS = "" }, []string{"does not say what storage its data dir is on"}, true},
 		// Fail closed: a check that neither ran nor said why is unknown, never passed.
 		{"restart delay never read", func(m *Master) { m.deploymentRead = false }, []string{"check could not be made", "restart delay"}, false},
 		{"users never read", func(m *Master) { m.usersRead = false }, []string{"check could not be made", "users were not read"}, false},
@@ -100,7 +102,7 @@ func TestPublishedDelayAgainstAgentJSON(t *testing.T) {
 				AppendFsync: "always", NoAppendfsyncOnRewrite: "no", MaxMemory: 64 << 20, MaxMemoryPolicy: "noeviction",
 				AOFLastWriteStatus: "ok", AOFLastBgrewriteStatus: "ok", ClockRate: 1, ClockRateError: 0.0001,
 				RTT: 100 * time.Microsecond, audited: true, Anonymous: AnonymousRefused, ConnectionRunIDs: []string{"run-" + ep},
-				usersRead: true, PublishedRestartDelay: 12 * time.Second, Runtime: hold.RuntimeLocal, deploymentRead: true, continuityRead: true})
+				usersRead: true, PublishedRestartDelay: 12 * time.Second, Runtime: hold.RuntimeLocal, DataFS: "ext2/ext3", deploymentRead: true, continuityRead: true})
 		}
 		masters[1].PublishedRestartDelay = tc.published
 		r := newReport(context.Background(), tgt, masters)

@@ -125,6 +125,9 @@ func (s Spec) WithDefaults() Spec {
 	if s.RestartDelay == 0 {
 		s.RestartDelay = s.MaxLockTTL + s.ClockDriftMargin
 	}
+	// Whole milliseconds, rounded up: the unit of every file and record that carries the
+	// delay (a fraction cut off there would hold a crashed master shorter than required).
+	s.RestartDelay = hold.CeilMS(s.RestartDelay)
 	if s.LockUser == "" {
 		s.LockUser = redisconf.DefaultLockUser
 	}

@@ -95,3 +95,24 @@ func TestCheckTimingBoundsTheDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartDelayWholeMilliseconds: a TTL with a fraction of a millisecond gives a restart
+// delay rounded up to a whole millisecond, the unit of master.conf, supervisor.json, the
+// deployment record and the provider's restart_delay_ms: each then holds at least the
+// required time (before, master.conf cut 2000.5 ms to 2000 while supervisor.json said 2001).
+func TestRestartDelayWholeMilliseconds(t *testing.T) {
+	for _, s := range []Spec{
+		{MaxLockTTL: time.Second + 500*time.Microsecond},
+		{MaxLockTTL: time.Second, RestartDelay: 2*time.Second + time.Nanosecond},
+		{MaxLockTTL: 1234567 * time.Microsecond, ClockDriftMargin: 100*time.Millisecond + 1},
+	} {
+		d := s.WithDefaults()
+		need := d.MaxLockTTL + d.ClockDriftMargin
+		if s.RestartDelay != 0 {
+			need = max(need, s.RestartDelay)
+		}
+		if d.RestartDelay%time.Millisecond != 0 || d.RestartDelay < need || d.RestartDelay-need >= time.Millisecond {
+			t.Errorf("%+v: restart delay %v, want %v rounded up to a whole millisecond", s, d.RestartDelay, need)
+		}
+	}
+}

@@ -270,6 +270,15 @@ func UnsafeCatalogue() []UnsafeCase {
 				env.Config.Endpoints[0] = rr.Addr()
 				return func(context.Context) error { return rr.Close() }, nil
 			}},
+		{Name: "one endpoint a port forward to its master (the server listens on another port)", Want: VerdictInconclusive,
+			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
+				fwd, err := newRoundRobin([]string{env.Config.Endpoints[0]}, env.dialer)
+				if err != nil {
+					return nil, err
+				}
+				env.Config.Endpoints[0] = fwd.Addr()
+				return func(context.Context) error { return fwd.Close() }, nil
+			}},
 		{Name: "restart delay not published by the masters", Want: VerdictUnsafe,
 			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
 				undo, err := saveDeployment(ctx, env)

@@ -27,3 +27,9 @@ const MaxRestartDelay = 7 * 24 * time.Hour
 // ShellName is setting's name as a variable in the host's shell files and hooks'
 // environment ("restart_delay_ms" -> "RESTART_DELAY_MS").
 func ShellName(setting string) string { return strings.ToUpper(setting) }
+
+// CeilMS is d rounded up to a whole millisecond, the unit every file and record keeps a
+// delay in: a delay written down never shortens.
+func CeilMS(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
+}
