@@ -29,7 +29,7 @@ func TestEndpointMismatch(t *testing.T) {
 		{"localhost:6379", "6379", "127.0.0.1", ""},
 		{"[::1]:6379", "6379", "127.0.0.1 -::1", ""},
 		{"unknown.internal:6379", "6379", "10.0.0.5", ""}, // cannot be told here
-		{"10.0.0.5:6379", "", "", ""},                    // settings not read
+		{"10.0.0.5:6379", "", "", ""},                     // settings not read
 		// Something in between: a port forward, NAT, a proxy.
 		{"127.0.0.1:17379", "7379", "127.0.0.11", "listens on port 7379, not the endpoint's 17379"},
 		{"192.168.1.9:6379", "6379", "10.0.0.5", "binds 10.0.0.5, and the endpoint's host 192.168.1.9"},
