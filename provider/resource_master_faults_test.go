@@ -87,7 +87,19 @@ func TestAccMaster_drift(t *testing.T) {
 					plancheck.ExpectKnownValue(testAddr, tfjsonpath.New("maxmemory_policy"), knownvalue.StringExact("noeviction")),
 					plancheck.ExpectKnownValue(testAddr, tfjsonpath.New("replica_of"), knownvalue.StringExact("")),
 				}},
+				// A replica's dataset may be another server's: the apply restarts it through its
+				// hold (killed, held for restart_delay, started on the files, which hold no
+				// REPLICAOF) rather than REPLICAOF NO ONE, which left it serving unheld.
 				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(testAddr, "status", local.StatusHolding),
+					func(*terraform.State) error {
+						st, err := supervisor.ReadState(m.dir)
+						if err != nil || st.Crashes == 0 && st.Status != supervisor.StatusHolding {
+							return fmt.Errorf("after the apply: state %+v (%v), want the master held after a kill", st, err)
+						}
+						waitStatus(t, m.dir, supervisor.StatusRunning)
+						return nil
+					},
 					m.expectConfig("maxmemory-policy", "noeviction"),
 					m.expectRole("master"),
 				),

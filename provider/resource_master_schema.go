@@ -55,7 +55,7 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"Changes to the safety settings made behind Terraform's back (`CONFIG SET appendonly`, `appendfsync`, " +
 			"`no-appendfsync-on-rewrite`, `maxmemory`, `maxmemory-policy`, `REPLICAOF`), and to the users, `save`, " +
 			"`protected-mode` and `maxclients` (`managed_settings`), show up as a diff in the next plan, and apply " +
-			"restores them in place.\n\n" +
+			"restores them in place (a replica is restarted through its hold instead: see `replica_of`).\n\n" +
 			"A change of `data_dir`, `port`, `bind`, `server_binary` or `tls` replaces the master (destroy, then create, " +
 			"the destroy waiting for the old master's locks unless `keep_data_on_destroy`); the plan's checks know the " +
 			"port and data dir of the master being replaced. A data dir is one directory whatever its spelling (a " +
@@ -179,7 +179,11 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Optional: true, Computed: true, Default: stringdefault.StaticString(""),
 				MarkdownDescription: "Must be empty (the default): Redlock masters are independent, and a promoted " +
 					"replica hands out locks its master already granted. A live `REPLICAOF host port` shows here as " +
-					"`\"host port\"` and as a diff in the next plan; apply runs `REPLICAOF NO ONE`.",
+					"`\"host port\"` and as a diff in the next plan. A replica's dataset may be another server's (its lock " +
+					"keys gone), so apply restarts it through its hold: killed, held down for `restart_delay` as after a " +
+					"crash (a warning says so), then started on its files, which hold no `REPLICAOF`. Its supervisor does " +
+					"the same, without an apply, once the server's replication id changes (it synced from another server, " +
+					"or `REPLICAOF NO ONE` ended it).",
 			},
 			"admin_password": schema.StringAttribute{
 				Optional: true, Computed: true, Sensitive: true, PlanModifiers: keepString,

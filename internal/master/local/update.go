@@ -35,6 +35,16 @@ func Update(ctx context.Context, from, to Master) (obs Observed, warnings []Warn
 	st, inspectErr := supervisor.Inspect(dir)
 	running := inspectErr == nil && st.Status == supervisor.StatusRunning && st.RedisAlive
 	if running {
+		if live, err := readLive(ctx, addr, from.Spec.AdminPassword, trust); err == nil && live.ReplicaOf != "" {
+			// A replica (REPLICAOF behind Terraform's back): its dataset is, or may soon be,
+			// another server's, so the lock keys and fence registers it held may be gone.
+			// REPLICAOF NO ONE would leave it serving that dataset; its supervisor treats a
+			// changed replication id as lost data anyway. So it is restarted through its
+			// hold, as after a crash: the files first, then SIGKILL; the restart loads them.
+			return restartReplica(ctx, from, to, st, live)
+		}
+	}
+	if running {
 		if err := applyRuntime(ctx, from, to, trust); err != nil {
 			return obs, nil, &Error{Summary: "Cannot change the running master",
 				Detail: fmt.Sprintf("redlock_master %q at %s: %v.", name, addr, err)}
@@ -298,4 +308,55 @@ func reloadTLS(ctx context.Context, addr, password string, trust *tls.Config, fi
 		return fmt.Errorf("CONFIG SET tls-cert-file: %w", err)
 	}
 	return nil
+}
+
+// restartReplica is Update for a master found replicating another server: the files are
+// written, the server is killed (SIGKILL through its pidfd, as `crash` does), and its
+// supervisor holds it down for restart_delay from the exit, then starts it on the new files
+// (no REPLICAOF there). Update returns with the master held, and says so.
+func restartReplica(ctx context.Context, from, to Master, st supervisor.Live, live Live) (Observed, []Warning, error) {
+	dir, name := to.Spec.DataDir, to.Spec.Name
+	if err := writeFiles(to); err != nil {
+		return Observed{}, nil, err
+	}
+	var warnings []Warning
+	if err := reloadSupervisor(ctx, dir, st); err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			warnings = append(warnings, Warning{"Supervisor reload not confirmed", fmt.Sprintf("redlock_master %q: supervisor "+
+				"pid %d: %v. See %s.", name, st.SupervisorPID, err, filepath.Join(dir, supervisor.LogFileName))})
+		} else {
+			return Observed{}, nil, err
+		}
+	}
+	if _, err := supervisor.Crash(dir); err != nil {
+		// Its supervisor may have killed it first (it saw the replication id change).
+		if now, ierr := supervisor.Inspect(dir); ierr != nil || now.RedisAlive {
+			return Observed{}, nil, &Error{Summary: "Cannot restart the replica through its hold",
+				Detail: fmt.Sprintf("redlock_master %q replicates %s: %v. Stop it (kill its redis-server: its supervisor holds it down, then restarts it without REPLICAOF).", name, live.ReplicaOf, err)}
+		}
+	}
+	warnings = append(warnings, Warning{"Replica restarted through its hold",
+		fmt.Sprintf("redlock_master %q was a replica of %s: its dataset may be another server's, so REPLICAOF NO ONE would have left it serving without the locks it granted. It was killed and is held down for its restart delay (%s) from then, as after a crash, and then starts without REPLICAOF.",
+			name, live.ReplicaOf, to.Spec.WithDefaults().RestartDelay)})
+	// The status the supervisor records once it has seen the exit (holding).
+	now, err := supervisor.Inspect(dir)
+	for err == nil && now.Status == supervisor.StatusRunning && now.RedisPID == st.RedisPID && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		now, err = supervisor.Inspect(dir)
+	}
+	return Observed{Status: status(now.State, err), Processes: Processes{Supervisor: now.SupervisorPID}}, warnings, nil
+}
+
+// reloadSupervisor sends SIGHUP to the master's supervisor, which reloads supervisor.json,
+// and waits until it has: a longer restart delay must be on disk before anything else.
+func reloadSupervisor(ctx context.Context, dir string, st supervisor.Live) error {
+	if !st.SupervisorAlive {
+		return nil
+	}
+	sent := time.Now()
+	if err := syscall.Kill(st.SupervisorPID, syscall.SIGHUP); err != nil {
+		return &Error{Summary: "Cannot signal the supervisor", Detail: fmt.Sprintf("SIGHUP to pid %d: %v.", st.SupervisorPID, err)}
+	}
+	return waitReloaded(ctx, dir, st.SupervisorPID, sent)
 }

@@ -79,14 +79,27 @@ return 1`)
 
 // heartbeat rewrites the record's heartbeat (hold.FieldHeartbeatMS), every
 // audit.DeploymentHeartbeatInterval while the supervisor runs the master: a validator
-// reading an old one knows the supervisor is gone.
-func heartbeat(c Config) error {
+// reading an old one knows the supervisor is gone. It also reads the server's replication
+// id: replaced says why the dataset is no longer the one the server started with (its
+// replid is not startReplID: it replicated another server, REPLICAOF, even undone), ""
+// when it is, or when startReplID is not known yet.
+func heartbeat(c Config, startReplID string) (replaced string, err error) {
 	client := adminClient(c)
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 	defer cancel()
-	if err := heartbeatScript.Run(ctx, client, []string{hold.DeploymentKey}, hold.FieldHeartbeatMS).Err(); err != nil {
-		return fmt.Errorf("the heartbeat of %s: %w", hold.DeploymentKey, err)
+	if startReplID != "" {
+		replID, err := audit.ReplID(ctx, client)
+		if err != nil {
+			return "", err
+		}
+		if replID != startReplID {
+			return fmt.Sprintf("its replication id is %s, not %s as at its start: it replicated another server (REPLICAOF), "+
+				"which replaced its dataset while it served", replID, startReplID), nil
+		}
 	}
-	return nil
+	if err := heartbeatScript.Run(ctx, client, []string{hold.DeploymentKey}, hold.FieldHeartbeatMS).Err(); err != nil {
+		return "", fmt.Errorf("the heartbeat of %s: %w", hold.DeploymentKey, err)
+	}
+	return "", nil
 }

@@ -164,46 +164,63 @@ func TestConfigDriftPublished(t *testing.T) {
 	})
 }
 
-// TestNoRevouchAfterReplicaOf: a master that replicated another server (REPLICAOF, then NO
-// ONE) serves another dataset, with the other server's record or none. The supervisor's
-// next republish (a reload) must not write the record again for it: the audit would find a
-// record naming this run. The record stays foreign, and the log says why.
-func TestNoRevouchAfterReplicaOf(t *testing.T) {
+// TestReplacedDatasetHeldLikeACrash: a master that replicated another server (REPLICAOF,
+// then NO ONE) serves another dataset: its lock keys may be gone, so a lock it granted can be
+// granted again. The supervisor sees its replication id change (at the next heartbeat) and
+// treats it as a master that lost its data: it kills it and holds it down for restart_delay
+// from the exit, as after a crash; the record is never republished for that run. The control:
+// REPLICAOF NO ONE on a master that was no replica (what every provider update sends) changes
+// nothing, and the master serves on. Before, the replaced master served on, unheld.
+func TestReplacedDatasetHeldLikeACrash(t *testing.T) {
 	t.Parallel()
-	m := newMaster(t, 2*time.Second)
+	const delay = 2 * time.Second
+	m := newMaster(t, delay)
 	pid := m.spawn()
-	m.waitReady(pid)
+	st := m.waitReady(pid)
 	ctx := context.Background()
-	other := redistest.Start(t, redistest.Options{Masters: 1}).Masters[0]
 	a := m.admin()
+	if err := a.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Heartbeats go by (each reads the replication id): the control stays up, the same server.
+	beat := func() string { v, _ := a.HGet(ctx, hold.DeploymentKey, hold.FieldHeartbeatMS).Result(); return v }
+	for i, last := 0, beat(); i < 2; i++ {
+		waitFor(t, "a heartbeat after the no-op REPLICAOF NO ONE", func() bool { return beat() != last })
+		last = beat()
+	}
+	if now := m.state(); now.RedisPID != st.RedisPID || now.Status != StatusRunning {
+		t.Fatalf("REPLICAOF NO ONE on a master: pid %d status %s, want %d running", now.RedisPID, now.Status, st.RedisPID)
+	}
+
+	other := redistest.Start(t, redistest.Options{Masters: 1}).Masters[0]
 	if err := a.ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.ReplicaOf(ctx, other.Host, strconv.Itoa(other.Port)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the sync", func() bool {
+	waitFor(t, "the sync or the kill", func() bool {
 		info, _ := a.Info(ctx, "replication").Result()
-		return strings.Contains(info, "master_link_status:up")
+		return strings.Contains(info, "master_link_status:up") || m.state().RedisPID != st.RedisPID
 	})
-	if err := a.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
-		t.Fatal(err)
-	}
-	// A reload with another delay republishes the record (TestDeploymentRecordPublished).
-	m.cfg.RestartDelay = 3 * time.Second
-	if err := WriteConfig(m.dir, m.cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the refusal to republish in the log", func() bool {
-		return strings.Contains(logTail(m.dir, 4000), "not republished")
+	_ = a.ReplicaOf(ctx, "NO", "ONE").Err() // if it is still there
+	held := m.waitState("held after the replaced dataset", func(s State) bool {
+		return s.Status == StatusHolding && strings.Contains(s.LastError, "dataset was replaced")
 	})
-	got, _ := a.HGetAll(ctx, hold.DeploymentKey).Result()
-	info, _ := a.InfoMap(ctx, "server").Result()
-	if runID := info["Server"]["run_id"]; got[hold.FieldRunID] == runID {
-		t.Fatalf("the record was republished for the server that replicated another: %v", got)
+	if want := held.LastExit.Add(delay); held.RestartAt.Round(0).Before(want.Round(0)) {
+		t.Fatalf("RestartAt %v, want restart_delay %v from the exit %v", held.RestartAt, delay, held.LastExit)
+	}
+	if processAlive(st.RedisPID) {
+		t.Fatalf("the replaced server (pid %d) still runs", st.RedisPID)
+	}
+	if _, refused := m.probeHold(held.RestartAt); refused == 0 {
+		t.Fatal("no probe completed during the hold")
+	}
+	after := m.waitReady(pid)
+	got, _ := m.admin().HGetAll(ctx, hold.DeploymentKey).Result()
+	info, _ := m.admin().InfoMap(ctx, "server").Result()
+	if runID := info["Server"]["run_id"]; after.RedisPID == st.RedisPID || got[hold.FieldRunID] != runID {
+		t.Fatalf("after the hold: pid %d (was %d), record %v, run_id %s: want a new server the record names", after.RedisPID, st.RedisPID, got, runID)
 	}
 }
 

@@ -422,6 +422,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 	var published time.Duration // the restart delay last published (0: not yet)
 	startReplID := ""           // the server's master_replid published at its start
 	var lastBeat time.Time      // the last heartbeat (hold.FieldHeartbeatMS)
+	replaced := ""              // why the server's dataset was replaced while it served ("": it was not)
 	// The config file as it was when it matched the rendered one, and its drift since;
 	// startDrift is the drift of the file this server was started on, for its whole run.
 	drift, rendered := configDrift(s.cfg, nil)
@@ -475,6 +476,9 @@ func (s *supervisor) serve(restart bool) serveResult {
 				return serveResult{pid: pid, clean: true}
 			}
 			msg := fmt.Sprintf("redis-server pid %d %v", pid, describeExit(waitErr))
+			if replaced != "" {
+				msg = fmt.Sprintf("redis-server pid %d killed: its dataset was replaced while it served (%s)", pid, replaced)
+			}
 			if stopping {
 				if killed {
 					msg += fmt.Sprintf(" (killed: no clean exit within %v of SIGTERM)", shutdownTimeout)
@@ -601,10 +605,20 @@ func (s *supervisor) serve(restart bool) serveResult {
 				// While a floor lapses, and at once when it has: what a crash is held now.
 				publish()
 			}
-			if s.st.Status == StatusRunning && time.Since(lastBeat) >= audit.DeploymentHeartbeatInterval {
+			if s.st.Status == StatusRunning && time.Since(lastBeat) >= audit.DeploymentHeartbeatInterval && replaced == "" {
 				lastBeat = time.Now()
-				if err := heartbeat(s.cfg); err != nil {
+				why, err := heartbeat(s.cfg, startReplID)
+				if err != nil {
 					s.log.Error("cannot rewrite the heartbeat", "redis_pid", pid, "err", err)
+				}
+				if why != "" {
+					// Its lock keys and fence registers may be gone while it serves on: a lock
+					// it granted can be granted again. Treated as a master that lost its data:
+					// killed, so that it is held down like after a crash (restart_delay from
+					// its exit), no heartbeat for it meanwhile.
+					replaced = why
+					s.log.Error("the server's dataset was replaced while it served: killing it, held down as after a crash", "redis_pid", pid, "why", why)
+					_ = cmd.Process.Signal(syscall.SIGKILL)
 				}
 			}
 			if time.Since(lastWrite) >= stateInterval {
