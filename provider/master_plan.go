@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/internal/master/local/dirid"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
@@ -298,7 +299,7 @@ func (r *masterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		}
 	}
 	if delay, err := validate.ParseDuration(plan.RestartDelay.ValueString()); known(plan.RestartDelay) && err == nil {
-		plan.RestartDelayMS = types.Int64Value(delay.Milliseconds())
+		plan.RestartDelayMS = types.Int64Value(hold.CeilMS(delay).Milliseconds())
 	} else {
 		plan.RestartDelayMS = types.Int64Unknown()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
@@ -128,7 +129,7 @@ func refreshMaster(ctx context.Context, m *masterModel) (gone bool, diags diag.D
 	m.PID = types.Int64Value(int64(obs.Processes.Redis))
 	m.SupervisorPID = types.Int64Value(int64(obs.Processes.Supervisor))
 	if delay, err := validate.ParseDuration(m.RestartDelay.ValueString()); err == nil {
-		m.RestartDelayMS = types.Int64Value(delay.Milliseconds())
+		m.RestartDelayMS = types.Int64Value(hold.CeilMS(delay).Milliseconds())
 	}
 	if ttl, err := validate.ParseDuration(m.MaxLockTTL.ValueString()); err == nil {
 		m.MaxLockTTLMS = types.Int64Value(ttl.Milliseconds())
@@ -232,7 +233,7 @@ func loadMasterModel(dir string) (masterModel, error) {
 			"create": types.StringType, "update": types.StringType, "delete": types.StringType})},
 		Address: types.StringValue(l.Addr), ConfigFile: types.StringValue(filepath.Join(dir, local.RedisConfFileName)),
 		PID: types.Int64Value(0), SupervisorPID: types.Int64Value(0), RunID: types.StringValue(""),
-		RestartDelayMS: types.Int64Value(delay.Milliseconds()), MaxLockTTLMS: types.Int64Value(ttl.Milliseconds()), Status: types.StringValue(""),
+		RestartDelayMS: types.Int64Value(hold.CeilMS(delay).Milliseconds()), MaxLockTTLMS: types.Int64Value(ttl.Milliseconds()), Status: types.StringValue(""),
 		ManagedSettings: types.MapNull(types.StringType),
 	}
 	setTLSModel(&m, s.TLS)

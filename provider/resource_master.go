@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/redlock-kit/redlock-kit/internal/master"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/master/local"
 	"github.com/redlock-kit/redlock-kit/provider/internal/validate"
 )
@@ -300,7 +301,7 @@ func (r *masterResource) fillDefaults(m *masterModel) {
 		m.RestartDelay = durationValue((ttl + margin).String())
 	}
 	delay, _ := validate.ParseDuration(m.RestartDelay.ValueString())
-	m.RestartDelayMS = types.Int64Value(delay.Milliseconds())
+	m.RestartDelayMS = types.Int64Value(hold.CeilMS(delay).Milliseconds())
 	m.MaxLockTTLMS = types.Int64Value(ttl.Milliseconds())
 	m.ID = m.DataDir
 	m.ConfigFile = types.StringValue(filepath.Join(m.DataDir.ValueString(), local.RedisConfFileName))

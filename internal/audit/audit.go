@@ -157,6 +157,9 @@ type Master struct {
 	// compare the config file on disk with the rendered one (a host provisioned before the
 	// check): a hand edit of the file would go unseen until the next start loads it.
 	ConfigUncompared bool `json:"config_uncompared,omitempty"`
+	// EndpointForwarded says how the admin connections' server end differed from the
+	// address dialled (a port forward, NAT or proxy in between); "" when it did not.
+	EndpointForwarded string `json:"endpoint_forwarded,omitempty"`
 	// DataFS is the type of the filesystem the master's data dir is on, as its runtime
 	// published it (hold.FieldDataFS; "": not published, an earlier version's runtime).
 	DataFS string `json:"data_fs,omitempty"`
@@ -438,10 +441,9 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	}
 	opts := t.clientOptions(ep, t.Username, t.Password)
 	conns := &connIdentities{}
-	opts.OnConnect = conns.onConnect
+	opts.OnConnect, opts.Dialer = conns.onConnect, conns.dialer(opts)
 	c := redis.NewClient(opts)
 	defer c.Close()
-	defer m.mergeConnIdentities(conns)
 
 	var errs []string
 	note := func(what string, err error) {
@@ -489,7 +491,6 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 	}
 	m.readScriptLimits(ctx, t, c)
 	m.checkAnonymous(ctx, t, c)
-	m.checkEndpoint(ctx, t)
 	m.checkIdentity(ctx, t)
 	m.readDeployment(ctx, c, t)
 	m.readContinuity(ctx, c, t)
@@ -507,6 +508,8 @@ func auditMaster(ctx context.Context, t Target, ep string) Master {
 		m.checkLockUser(ctx, t, c)
 	}
 	m.readStateCalls(ctx, c, t)
+	// Last: every connection the admin client opened, the first one's and any opened again.
+	m.mergeConnIdentities(conns)
 	if len(errs) > 0 {
 		m.Error = strings.Join(errs, "; ")
 	} else {

@@ -122,7 +122,11 @@ func (m *Master) readDeployment(ctx context.Context, c *redis.Client, t Target) 
 		m.DeploymentError = fmt.Sprintf("%s has no %s: it does not say which dataset it vouches for (restart the master under this version's runtime)", hold.DeploymentKey, hold.FieldReplID)
 		return
 	}
-	m.DataFS = fields[hold.FieldDataFS]
+	if fs, ok := fields[hold.FieldDataFS]; ok && fs == "" {
+		m.uncheck(fmt.Sprintf("what storage the data dir is on: %s has an empty %s (its runtime could not tell)", hold.DeploymentKey, hold.FieldDataFS), nil)
+	} else {
+		m.DataFS = fs
+	}
 	drift, compared := fields[hold.FieldConfigDrift]
 	m.ConfigUncompared = !compared && m.Runtime == hold.RuntimeHost // a supervisor always writes it
 	if drift != "" {

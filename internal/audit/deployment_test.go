@@ -257,6 +257,14 @@ func TestDataDirStorage(t *testing.T) {
 			t.Errorf("data_fs %s: safe %v, problems %q; want one naming %s", fs, rep.Safe, all, c.Masters[1].Addr)
 		}
 	}
+	// Present but empty: the runtime could not tell. Not vouched for.
+	if err := admin.HSet(ctx, hold.DeploymentKey, hold.FieldDataFS, "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep = run(t, target(c))
+	if rep.Safe || !strings.Contains(strings.Join(rep.Masters[1].Unchecked, "\n"), "what storage the data dir is on") {
+		t.Errorf("an empty %s: safe %v, unchecked %q; want it unchecked", hold.FieldDataFS, rep.Safe, rep.Masters[1].Unchecked)
+	}
 	if err := admin.HDel(ctx, hold.DeploymentKey, hold.FieldDataFS).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,99 +10,116 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/internal/pki"
 )
 
 // An endpoint names one server only if nothing between the client and the server decides
 // where a connection goes. The identity checks (several connections, the run_id the
 // deployment record names, validate's identity marker) see a forwarder that spreads
-// connections while they look; a port forward, NAT or proxy that reaches one server now
-// can reach another one later, unseen. So the audit also asks the server where it listens
-// (port or tls-port, bind) and requires the endpoint to be one of those addresses, and it
-// reads the run_id on every connection it opens with the admin, not only on the first.
+// connections while they look; a port forward, NAT or proxy that reaches one server now can
+// reach another one later, unseen. So on every connection its admin client opens, the audit
+// compares the address it dialled with the address the server says the connection reached
+// (CLIENT INFO's laddr): anything in between shows as a difference, whatever the server's
+// bind (a wildcard, a hostname) and whatever a hostname resolves to. It also reads the
+// run_id there: a connection opened again mid-audit must reach the server the first did.
 
-// endpointMismatch says how the endpoint differs from where the server listens, or ""
-// when the endpoint is one of its addresses or that cannot be told (a setting not read, a
-// name that does not resolve here). listenPort is the port or tls-port the client uses;
-// bind is the server's bind setting (a leading "-" marks an optional address).
-func endpointMismatch(ctx context.Context, ep, listenPort, bind string, lookup func(context.Context, string) ([]string, error)) string {
-	host, port, err := net.SplitHostPort(ep)
-	if err != nil {
-		return ""
-	}
-	if listenPort != "" && listenPort != port {
-		return fmt.Sprintf("the server listens on port %s, not the endpoint's %s", listenPort, port)
-	}
-	var bound []netip.Addr
-	for _, b := range strings.Fields(bind) {
-		b = strings.TrimPrefix(b, "-")
-		switch b {
-		case "*", "0.0.0.0", "::", "::*":
-			return "" // every address of its machine
-		}
-		if a, err := netip.ParseAddr(b); err == nil {
-			bound = append(bound, a.Unmap())
-		}
-	}
-	if len(bound) == 0 {
-		return ""
-	}
-	addrs := []string{host}
-	if _, err := netip.ParseAddr(host); err != nil {
-		if addrs, err = lookup(ctx, host); err != nil || len(addrs) == 0 {
-			return ""
-		}
-	}
-	for _, s := range addrs {
-		if a, err := netip.ParseAddr(s); err == nil && slices.Contains(bound, a.Unmap()) {
-			return ""
-		}
-	}
-	return fmt.Sprintf("the server binds %s, and the endpoint's host %s is none of those addresses", bind, host)
-}
-
-// checkEndpoint reports an endpoint that is not one of the server's own addresses as a
-// check that could not be made: what answers there is chosen by something in between.
-func (m *Master) checkEndpoint(ctx context.Context, t Target) {
-	listen := m.PlainPort
-	if t.TLS {
-		listen = m.TLSPort
-	}
-	lookup := func(ctx context.Context, host string) ([]string, error) {
-		ctx, cancel := context.WithTimeout(ctx, t.NodeTimeout)
-		defer cancel()
-		return net.DefaultResolver.LookupHost(ctx, host)
-	}
-	if why := endpointMismatch(ctx, m.Endpoint, listen, m.Bind, lookup); why != "" {
-		m.uncheck(fmt.Sprintf("whether endpoint %s is the master's own address: %s. A port forward, NAT or proxy in between chooses where each connection goes, and can send one to another server at any moment, unseen by the checks of a moment (fix: list the address and port the server listens on)", m.Endpoint, why), nil)
-	}
-}
-
-// connIdentities records the run_id each new admin connection reaches (redis.Options's
-// OnConnect): a connection opened again mid-audit (after a timeout) must reach the server
-// the first one did.
+// connIdentities records, for the admin client's connections (one at a time: PoolSize 1),
+// the address each was dialled at, the run_id and the local address the server reports.
 type connIdentities struct {
-	mu   sync.Mutex
-	ids  []string
-	errs []string
+	mu       sync.Mutex
+	dialled  string   // the remote address of the last connection dialled
+	ids      []string // distinct run_ids reached
+	forwards []string // connections whose server end is not the address dialled
+	errs     []string
 }
 
+// dialer wraps the client's dialer (opts.Dialer, or a plain TCP dial plus TLS as go-redis's
+// own would) so that the address each connection reached is recorded.
+func (ci *connIdentities) dialer(opts *redis.Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	base, wrapTLS := opts.Dialer, false
+	if base == nil {
+		d := &net.Dialer{Timeout: opts.DialTimeout}
+		base, wrapTLS = d.DialContext, opts.TLSConfig != nil
+	}
+	record := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := base(ctx, network, addr)
+		if err == nil {
+			ci.mu.Lock()
+			ci.dialled = c.RemoteAddr().String()
+			ci.mu.Unlock()
+		}
+		return c, err
+	}
+	if wrapTLS {
+		return pki.WrapDialer(record, opts.TLSConfig)
+	}
+	return record
+}
+
+// onConnect is redis.Options's OnConnect: INFO server and CLIENT INFO in one round trip.
 func (ci *connIdentities) onConnect(ctx context.Context, cn *redis.Conn) error {
-	info, err := cn.Info(ctx, "server").Result()
-	id := parseInfo(info)["run_id"]
+	var info, client *redis.StringCmd
+	_, _ = cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info = p.Info(ctx, "server")
+		client = redis.NewStringCmd(ctx, "client", "info")
+		_ = p.Process(ctx, client)
+		return nil
+	})
 	ci.mu.Lock()
 	defer ci.mu.Unlock()
+	id := parseInfo(info.Val())["run_id"]
 	switch {
-	case err != nil:
-		ci.errs = append(ci.errs, err.Error())
+	case info.Err() != nil:
+		ci.errs = append(ci.errs, "INFO server: "+info.Err().Error())
 	case id == "":
 		ci.errs = append(ci.errs, "INFO server has no run_id")
 	case !slices.Contains(ci.ids, id):
 		ci.ids = append(ci.ids, id)
 	}
-	return nil // the connection is used; its identity is judged after the audit
+	if client.Err() != nil {
+		ci.errs = append(ci.errs, "CLIENT INFO (the server's end of the connection): "+client.Err().Error())
+		return nil
+	}
+	if why := forwarded(ci.dialled, clientField(client.Val(), "laddr")); why != "" && !slices.Contains(ci.forwards, why) {
+		ci.forwards = append(ci.forwards, why)
+	}
+	return nil // the connection is used; what it reached is judged after the audit
 }
 
-// merge adds the run_ids the audit's own connections reached to ConnectionRunIDs.
+// clientField is one field of a CLIENT INFO line ("id=7 addr=... laddr=...").
+func clientField(line, name string) string {
+	for _, kv := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// forwarded says how the address dialled differs from the server's end of the connection
+// (laddr: "ip:port", IPv6 without brackets), or "" when they are one address.
+func forwarded(dialled, laddr string) string {
+	d, err := netip.ParseAddrPort(dialled)
+	if err != nil {
+		return fmt.Sprintf("the address dialled (%q) is not an IP address and port", dialled)
+	}
+	i := strings.LastIndexByte(laddr, ':')
+	if i < 0 {
+		return fmt.Sprintf("the server reports no address for the connection (laddr %q)", laddr)
+	}
+	ip, err := netip.ParseAddr(strings.Trim(laddr[:i], "[]"))
+	if err != nil {
+		return fmt.Sprintf("the server reports the connection at %q, not an IP address and port", laddr)
+	}
+	if ip.Unmap().WithZone("") == d.Addr().Unmap().WithZone("") && laddr[i+1:] == fmt.Sprint(d.Port()) {
+		return ""
+	}
+	return fmt.Sprintf("the connection was dialled to %s and reached the server at %s", d, laddr)
+}
+
+// mergeConnIdentities adds the run_ids the admin connections reached to ConnectionRunIDs,
+// and the forwarding they show to EndpointForwarded.
 func (m *Master) mergeConnIdentities(ci *connIdentities) {
 	ci.mu.Lock()
 	defer ci.mu.Unlock()
@@ -117,7 +134,8 @@ func (m *Master) mergeConnIdentities(ci *connIdentities) {
 			m.ConnectionRunIDs = append(m.ConnectionRunIDs, id)
 		}
 	}
+	m.EndpointForwarded = strings.Join(ci.forwards, "; ")
 	if len(ci.errs) > 0 {
-		m.uncheck("whether each of the audit's connections reached the same server (INFO server on connect): "+strings.Join(ci.errs, "; "), nil)
+		m.uncheck("whether each of the audit's connections reached the server itself, and the same one: "+strings.Join(ci.errs, "; "), nil)
 	}
 }

@@ -167,6 +167,11 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			addAs(ClassError, "%s", p)
 			uc = append(uc, p)
 		}
+		if m.EndpointForwarded != "" {
+			p := fmt.Sprintf("Endpoint %s is not the server's own address: %s. A port forward, NAT or proxy in between chooses where each connection goes and can send one to another server at any moment, which no check of a moment sees, so the audit cannot vouch for it. Fix: list the address and port the server itself listens on, with nothing in between.", ep, m.EndpointForwarded)
+			addAs(ClassError, "%s", p)
+			uc = append(uc, p)
+		}
 		if len(m.ConnectionRunIDs) > 1 {
 			add("Endpoint %s reaches more than one server: its connections saw run_ids %s. A balancer or NAT in front of several servers lets two clients each count its vote from a different server, so two of them can hold the same lock. Fix: list each master's own address, one redis-server per endpoint, with nothing in between that spreads connections.", ep, strings.Join(m.ConnectionRunIDs, ", "))
 		}

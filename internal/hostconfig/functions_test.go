@@ -94,6 +94,17 @@ func TestFunctionsStep(t *testing.T) {
 	if fs, err := hold.DataFS(p.dataDir); err != nil || fs == "" || got[hold.FieldDataFS] != fs {
 		t.Fatalf("after the step: %s=%q, want %q (%v), the type of the filesystem %s is on", hold.FieldDataFS, got[hold.FieldDataFS], fs, err, p.dataDir)
 	}
+	// A stat that fails (or prints nothing) fails the start closed, rather than publish a
+	// record that says nothing of the storage.
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "stat"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	failing := exec.Command(filepath.Join(p.dir, "redlock-master"), "functions")
+	failing.Env = append(os.Environ(), "REDLOCK_MASTER_CONF="+filepath.Join(p.dir, "master.conf"), "PATH="+bin+":"+os.Getenv("PATH"))
+	if out, err := failing.CombinedOutput(); err == nil || !strings.Contains(string(out), "cannot tell the storage") {
+		t.Fatalf("functions step with a failing stat: %v\n%s\nwant it to fail, saying why", err, out)
+	}
 	// A floor still in effect (locks granted under a larger delay before a restart) is not
 	// published: the gate cannot republish when it lapses, so the record says what a lock
 	// granted from now on is held for, never more (a stale 60000 let clients keep a 59 s TTL).

@@ -360,7 +360,8 @@ publish() {
 	# The drift of the file the server was started on counts for its whole run (drift_check).
 	d=$(config_drift)
 	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift"
-	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" "$FS_FIELD" "$(stat -f -c %T "$DATA_DIR")" 2>&1)
+	fs=$(stat -f -c %T "$DATA_DIR") && [ -n "$fs" ] || { log "cannot tell the storage $DATA_DIR is on"; return 1; }
+	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" "$FS_FIELD" "$fs" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1
