@@ -42,12 +42,15 @@ func (m *Master) readContinuity(ctx context.Context, c *redis.Client, t Target) 
 		return
 	}
 	m.DatasetReplaced = datasetReplaced(info)
-	if id := info["master_replid"]; m.deploymentReplID != "" && id != m.deploymentReplID {
-		// An independent master keeps its replid for its whole run; only replicating
-		// (REPLICAOF, then promoted back) changes it, and master_replid2 forgets that once
-		// repl-backlog-ttl frees the backlog.
-		m.DatasetReplaced = append(m.DatasetReplaced, fmt.Sprintf("its replication id is %.8s, not %.8s as when its runtime started it: it replicated another server since (REPLICAOF replaced its dataset)",
-			id, m.deploymentReplID))
+	if id := info["master_replid"]; m.deploymentReplID != "" && id != m.deploymentReplID && strings.Trim(info["master_replid2"], "0") == "" {
+		// A new replication id with no trace of replication left: a replica or a backup
+		// (SYNC, redis-cli --rdb) attached, for which Redis makes a new id with its backlog,
+		// or the backlog freed after repl-backlog-ttl, which also clears the id a REPLICAOF
+		// undone leaves in master_replid2. The first is harmless, the second is not, and
+		// they cannot be told apart here. (A trace left is a finding: datasetReplaced. The
+		// local supervisor republishes the id after a harmless change within a second.)
+		m.uncheck(fmt.Sprintf("whether the master's dataset is its own since its start: its replication id is %.8s, not %.8s as its runtime published at the start, with no trace of replication left (a replica or a backup that attached gives a master a new id, and so does its backlog freed, long after a REPLICAOF undone); restart the master through its runtime to vouch for it again",
+			id, m.deploymentReplID), nil)
 	}
 	m.continuityRead = true
 }

@@ -20,9 +20,11 @@ import (
 // connections while they look; a port forward, NAT or proxy that reaches one server now can
 // reach another one later, unseen. So on every connection its admin client opens, the audit
 // compares the address it dialled with the address the server says the connection reached
-// (CLIENT INFO's laddr): anything in between shows as a difference, whatever the server's
-// bind (a wildcard, a hostname) and whatever a hostname resolves to. It also reads the
-// run_id there: a connection opened again mid-audit must reach the server the first did.
+// (CLIENT INFO's laddr): a forwarder to another address or port shows as a difference,
+// whatever the server's bind (a wildcard, a hostname) and whatever a hostname resolves to.
+// One that reaches the server at the very address dialled (a floating IP, IPVS direct
+// routing, a gateway in another network namespace) does not. It also reads the run_id
+// there: a connection opened again mid-audit must reach the server the first did.
 
 // connIdentities records, for the admin client's connections (one at a time: PoolSize 1),
 // the address each was dialled at, the run_id and the local address the server reports.
@@ -71,20 +73,27 @@ func (ci *connIdentities) onConnect(ctx context.Context, cn *redis.Conn) error {
 	id := parseInfo(info.Val())["run_id"]
 	switch {
 	case info.Err() != nil:
-		ci.errs = append(ci.errs, "INFO server: "+info.Err().Error())
+		ci.note("INFO server: " + info.Err().Error())
 	case id == "":
-		ci.errs = append(ci.errs, "INFO server has no run_id")
+		ci.note("INFO server has no run_id")
 	case !slices.Contains(ci.ids, id):
 		ci.ids = append(ci.ids, id)
 	}
 	if client.Err() != nil {
-		ci.errs = append(ci.errs, "CLIENT INFO (the server's end of the connection): "+client.Err().Error())
+		ci.note("CLIENT INFO (the server's end of the connection): " + client.Err().Error())
 		return nil
 	}
 	if why := forwarded(ci.dialled, clientField(client.Val(), "laddr")); why != "" && !slices.Contains(ci.forwards, why) {
 		ci.forwards = append(ci.forwards, why)
 	}
 	return nil // the connection is used; what it reached is judged after the audit
+}
+
+// note records an error once (ci.mu held).
+func (ci *connIdentities) note(err string) {
+	if !slices.Contains(ci.errs, err) {
+		ci.errs = append(ci.errs, err)
+	}
 }
 
 // clientField is one field of a CLIENT INFO line ("id=7 addr=... laddr=...").

@@ -159,7 +159,7 @@ func findings(t Target, r *Report) (problems, warnings, denied, unknown, uncheck
 			warn("Master %s has another version (%s) of the kit's function library than this kit's (%s): clients of this version cannot FCALL their functions there. Fix: restart the master with this kit version, or as the admin FUNCTION LOAD REPLACE the output of `lockagent functions`.", ep, m.FunctionLibraryVersion, funclib.CurrentVersion())
 		}
 		for i, why := range append(slices.Clone(m.Unchecked), m.unestablished()...) {
-			p := fmt.Sprintf("Master %s: a check could not be made: %s. The audit vouches only for what it saw. Fix: give the admin user the rights the audit needs (CONFIG GET, INFO, ACL, COMMAND, HGETALL of %s) and keep those commands under their names (no rename-command), then audit again.", ep, why, hold.DeploymentKey)
+			p := fmt.Sprintf("Master %s: a check could not be made: %s. The audit vouches only for what it saw. Fix: give the admin user the rights the audit needs (CONFIG GET, INFO, CLIENT INFO, ACL, COMMAND, HGETALL of %s) and keep those commands under their names (no rename-command), then audit again.", ep, why, hold.DeploymentKey)
 			if i < len(m.uncheckedTransient) && m.uncheckedTransient[i] {
 				addAs(ClassUnavailable, "%s", p) // no answer: a new audit may make it
 				continue

@@ -35,7 +35,7 @@ func Update(ctx context.Context, from, to Master) (obs Observed, warnings []Warn
 	st, inspectErr := supervisor.Inspect(dir)
 	running := inspectErr == nil && st.Status == supervisor.StatusRunning && st.RedisAlive
 	if running {
-		if live, err := readLive(ctx, addr, from.Spec.AdminPassword, trust); err == nil && live.ReplicaOf != "" {
+		if live, err := readLive(ctx, addr, from.Spec.AdminPassword, trust); err == nil && live.ReplicaOf != "" && st.SupervisorAlive {
 			// A replica (REPLICAOF behind Terraform's back): its dataset is, or may soon be,
 			// another server's, so the lock keys and fence registers it held may be gone.
 			// REPLICAOF NO ONE would leave it serving that dataset; its supervisor treats a

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-kit/redlock-kit/internal/audit"
 	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
@@ -23,14 +23,48 @@ func heldFromNow(st State, configured time.Duration, now time.Time) time.Duratio
 	return max(configured, left)
 }
 
+// replState is what INFO replication says of the server's dataset: its role and its two
+// replication ids.
+type replState struct{ Role, ID, ID2 string }
+
+// readRepl reads INFO replication.
+func readRepl(ctx context.Context, client *redis.Client) (replState, error) {
+	info, err := client.InfoMap(ctx, "replication").Result()
+	if err != nil {
+		return replState{}, fmt.Errorf("INFO replication (the dataset the record vouches for): %w", err)
+	}
+	r := info["Replication"]
+	st := replState{Role: r["role"], ID: r["master_replid"], ID2: r["master_replid2"]}
+	if st.ID == "" || st.Role == "" {
+		return st, fmt.Errorf("INFO replication has no role or master_replid: the record could not name the dataset it vouches for")
+	}
+	return st, nil
+}
+
+// replacedSince says why a server whose replication state was base (at its start, or at
+// the last change found harmless) no longer serves its own dataset, or "". Redis gives a
+// master a new replication id without any replication too: when a replica or a backup
+// (redis-cli --rdb, any SYNC) first attaches, and when the backlog is freed after
+// repl-backlog-ttl; both clear master_replid2. What replication leaves is the role while it
+// lasts, and, once REPLICAOF NO ONE ended it, the id it had as a replica in master_replid2.
+func replacedSince(base, now replState) string {
+	switch {
+	case now.Role != "master":
+		return fmt.Sprintf("it is a replica (role %s) of another server, whose dataset replaces its own", now.Role)
+	case strings.Trim(now.ID2, "0") != "" && now.ID2 != base.ID2:
+		return fmt.Sprintf("it was a replica since its start (master_replid2 %.8s, kept after REPLICAOF NO ONE): another server's dataset replaced its own", now.ID2)
+	}
+	return ""
+}
+
 // publishDeployment writes the deployment record (hold.DeploymentKey) as the admin: the
 // restart delay the hold uses, in whole milliseconds rounded up, this runtime's name, the
 // run_id of the server it runs and its master_replid (both read through the same
-// connection), and the filesystem type of its data dir. startReplID is the replid published at this run's start ("": this is the
-// start); a server whose replid changed since replicated another server (REPLICAOF, even
-// undone): its dataset is no longer the one the hold covers, and the record is not
-// republished for it (re-vouched). It returns the replid published.
-func publishDeployment(c Config, delay time.Duration, drift, startReplID string) (string, error) {
+// connection), and the filesystem type of its data dir. base is the server's replication
+// state published before in this run (nil: this is the start); a server whose dataset was
+// replaced since (replacedSince) is not vouched for again (re-vouched). It returns the
+// replication state published.
+func publishDeployment(c Config, delay time.Duration, drift string, base *replState) (replState, error) {
 	client := adminClient(c)
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
@@ -42,32 +76,33 @@ func publishDeployment(c Config, delay time.Duration, drift, startReplID string)
 		err = fmt.Errorf("INFO server has no run_id")
 	}
 	if err != nil {
-		return "", fmt.Errorf("INFO server (the run_id %s vouches for): %w", hold.DeploymentKey, err)
+		return replState{}, fmt.Errorf("INFO server (the run_id %s vouches for): %w", hold.DeploymentKey, err)
 	}
-	replID, err := audit.ReplID(ctx, client)
+	repl, err := readRepl(ctx, client)
 	if err != nil {
-		return "", err
+		return replState{}, err
 	}
-	if startReplID != "" && replID != startReplID {
-		return "", fmt.Errorf("the server's replication id is %s, not %s as at its start: it replicated another server since "+
-			"(REPLICAOF), its dataset is not the one the hold covers; %s is not republished for it (restart the master)",
-			replID, startReplID, hold.DeploymentKey)
+	if base != nil {
+		if why := replacedSince(*base, repl); why != "" {
+			return replState{}, fmt.Errorf("%s: its dataset is not the one the hold covers; %s is not republished for it (restart the master)",
+				why, hold.DeploymentKey)
+		}
 	}
 	now, err := client.Time(ctx).Result()
 	if err != nil {
-		return "", fmt.Errorf("TIME (the heartbeat of %s): %w", hold.DeploymentKey, err)
+		return replState{}, fmt.Errorf("TIME (the heartbeat of %s): %w", hold.DeploymentKey, err)
 	}
 	fs, err := hold.DataFS(c.DataDir)
 	if err != nil {
-		return "", err
+		return replState{}, err
 	}
 	err = client.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
-		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, runID, hold.FieldReplID, replID, hold.FieldConfigDrift, drift,
+		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, runID, hold.FieldReplID, repl.ID, hold.FieldConfigDrift, drift,
 		hold.FieldDataFS, fs, hold.FieldHeartbeatMS, now.UnixMilli()).Err()
 	if err != nil {
-		return "", fmt.Errorf("HSET %s (the restart delay a validator reads): %w", hold.DeploymentKey, err)
+		return replState{}, fmt.Errorf("HSET %s (the restart delay a validator reads): %w", hold.DeploymentKey, err)
 	}
-	return replID, nil
+	return repl, nil
 }
 
 // heartbeatScript stamps the record with the server's own TIME, only while the record
@@ -80,26 +115,21 @@ return 1`)
 // heartbeat rewrites the record's heartbeat (hold.FieldHeartbeatMS), every
 // audit.DeploymentHeartbeatInterval while the supervisor runs the master: a validator
 // reading an old one knows the supervisor is gone. It also reads the server's replication
-// id: replaced says why the dataset is no longer the one the server started with (its
-// replid is not startReplID: it replicated another server, REPLICAOF, even undone), ""
-// when it is, or when startReplID is not known yet.
-func heartbeat(c Config, startReplID string) (replaced string, err error) {
+// state: replaced says why its dataset is no longer the one it served since base
+// (replacedSince), "" when it is; now is the state read.
+func heartbeat(c Config, base replState) (replaced string, now replState, err error) {
 	client := adminClient(c)
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 	defer cancel()
-	if startReplID != "" {
-		replID, err := audit.ReplID(ctx, client)
-		if err != nil {
-			return "", err
-		}
-		if replID != startReplID {
-			return fmt.Sprintf("its replication id is %s, not %s as at its start: it replicated another server (REPLICAOF), "+
-				"which replaced its dataset while it served", replID, startReplID), nil
-		}
+	if now, err = readRepl(ctx, client); err != nil {
+		return "", now, err
+	}
+	if why := replacedSince(base, now); why != "" {
+		return why, now, nil
 	}
 	if err := heartbeatScript.Run(ctx, client, []string{hold.DeploymentKey}, hold.FieldHeartbeatMS).Err(); err != nil {
-		return "", fmt.Errorf("the heartbeat of %s: %w", hold.DeploymentKey, err)
+		return "", now, fmt.Errorf("the heartbeat of %s: %w", hold.DeploymentKey, err)
 	}
-	return "", nil
+	return "", now, nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -191,6 +194,33 @@ func TestReplacedDatasetHeldLikeACrash(t *testing.T) {
 	if now := m.state(); now.RedisPID != st.RedisPID || now.Status != StatusRunning {
 		t.Fatalf("REPLICAOF NO ONE on a master: pid %d status %s, want %d running", now.RedisPID, now.Status, st.RedisPID)
 	}
+	// A backup by SYNC (redis-cli --rdb) gives the master a new replication id (Redis makes
+	// its backlog), with no replication: the master serves on, and the record names the new id.
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatal("redis-cli not on PATH: run `make deps`")
+	}
+	host, port, _ := net.SplitHostPort(m.cfg.Addr)
+	backup := exec.Command(cli, "-h", host, "-p", port, "--user", "default", "--pass", redistest.AdminPassword, "--no-auth-warning",
+		"--rdb", filepath.Join(t.TempDir(), "backup.rdb"))
+	if out, err := backup.CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --rdb: %v\n%s", err, out)
+	}
+	replID := func() string {
+		r, _ := a.InfoMap(ctx, "replication").Result()
+		return r["Replication"]["master_replid"]
+	}
+	waitFor(t, "the record to name the replication id after the backup", func() bool {
+		got, _ := a.HGet(ctx, hold.DeploymentKey, hold.FieldReplID).Result()
+		return got == replID()
+	})
+	for i, last := 0, beat(); i < 2; i++ {
+		waitFor(t, "a heartbeat after the backup", func() bool { return beat() != last })
+		last = beat()
+	}
+	if now := m.state(); now.RedisPID != st.RedisPID || now.Status != StatusRunning {
+		t.Fatalf("after a backup (redis-cli --rdb): pid %d status %s %q, want %d running", now.RedisPID, now.Status, now.LastError, st.RedisPID)
+	}
 
 	other := redistest.Start(t, redistest.Options{Masters: 1}).Masters[0]
 	if err := a.ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
@@ -287,5 +317,37 @@ func TestDataDirOnTmpfs(t *testing.T) {
 	}
 	if all := strings.Join(rep.Problems, "\n"); !strings.Contains(all, "keeps its data dir on tmpfs") {
 		t.Fatalf("a master on tmpfs: no finding on its storage in\n%s", all)
+	}
+}
+
+// TestReplacedThenStoppedIsNoCleanStop: a master whose dataset was replaced, stopped before
+// the next heartbeat could see it: its stop must leave no clean marker (the next start would
+// serve at once, without the locks it granted: another server's dataset was fsynced).
+func TestReplacedThenStoppedIsNoCleanStop(t *testing.T) {
+	t.Parallel()
+	m := newMaster(t, 2*time.Second)
+	pid := m.spawn()
+	m.waitReady(pid)
+	ctx := context.Background()
+	a := m.admin()
+	other := redistest.Start(t, redistest.Options{Masters: 1}).Masters[0]
+	if err := a.ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ReplicaOf(ctx, other.Host, strconv.Itoa(other.Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the sync or the kill", func() bool {
+		info, _ := a.Info(ctx, "replication").Result()
+		return strings.Contains(info, "master_link_status:up") || m.state().Status != StatusRunning
+	})
+	_ = a.ReplicaOf(ctx, "NO", "ONE").Err()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := Stop(sctx, m.dir); err != nil {
+		t.Logf("Stop: %v", err)
+	}
+	if CleanStop(m.dir) {
+		t.Fatalf("a replaced master's stop left a clean marker: its next start would serve at once\n%s", logTail(m.dir, 3000))
 	}
 }

@@ -420,7 +420,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 	stopping, killed, unresponsive := false, false, false
 	lastWrite := time.Now()
 	var published time.Duration // the restart delay last published (0: not yet)
-	startReplID := ""           // the server's master_replid published at its start
+	var repl *replState         // the server's replication state published at its start (nil: not yet)
 	var lastBeat time.Time      // the last heartbeat (hold.FieldHeartbeatMS)
 	replaced := ""              // why the server's dataset was replaced while it served ("": it was not)
 	// The config file as it was when it matched the rendered one, and its drift since;
@@ -433,7 +433,7 @@ func (s *supervisor) serve(restart bool) serveResult {
 		if d == published && drift == publishedDrift {
 			return
 		}
-		if _, err := publishDeployment(s.cfg, d, drift, startReplID); err != nil {
+		if _, err := publishDeployment(s.cfg, d, drift, repl); err != nil {
 			s.log.Error("cannot publish the restart delay", "redis_pid", pid, "err", err)
 			return
 		}
@@ -460,6 +460,10 @@ func (s *supervisor) serve(restart bool) serveResult {
 			if waitErr == nil {
 				if notDurable = alive.notDurable(); notDurable == "" {
 					notDurable = durableExit(s.cfg, pid)
+				}
+				if replaced != "" {
+					// What it fsynced is another server's dataset, not the locks it granted.
+					notDurable = "its dataset was replaced while it served: " + replaced
 				}
 			}
 			if waitErr == nil && notDurable != "" {
@@ -502,6 +506,13 @@ func (s *supervisor) serve(restart bool) serveResult {
 			// cmd.Process signals nothing once the exit was reaped meanwhile (pidfd): the pid
 			// may already belong to another process.
 			_ = cmd.Process.Signal(syscall.SIGCONT)
+			if replaced == "" && repl != nil && !unresponsive {
+				// A replacement since the last heartbeat must not end in a clean marker.
+				if why, _, err := heartbeat(s.cfg, *repl); err == nil && why != "" {
+					replaced = why
+					s.log.Error("the server's dataset was replaced while it served: its stop is no clean stop", "redis_pid", pid, "why", why)
+				}
+			}
 			compactAOF(context.Background(), s.cfg, s.log)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			_ = cmd.Process.Signal(syscall.SIGCONT)
@@ -572,8 +583,9 @@ func (s *supervisor) serve(restart bool) serveResult {
 				err := loadFunctions(s.cfg)
 				if err == nil {
 					d := heldFromNow(s.st, s.cfg.RestartDelay, time.Now())
-					if startReplID, err = publishDeployment(s.cfg, d, drift, ""); err == nil {
-						published, publishedDrift = d, drift
+					var st replState
+					if st, err = publishDeployment(s.cfg, d, drift, nil); err == nil {
+						published, publishedDrift, repl = d, drift, &st
 					}
 				}
 				if err != nil {
@@ -605,11 +617,19 @@ func (s *supervisor) serve(restart bool) serveResult {
 				// While a floor lapses, and at once when it has: what a crash is held now.
 				publish()
 			}
-			if s.st.Status == StatusRunning && time.Since(lastBeat) >= audit.DeploymentHeartbeatInterval && replaced == "" {
+			if s.st.Status == StatusRunning && time.Since(lastBeat) >= audit.DeploymentHeartbeatInterval && replaced == "" && repl != nil {
 				lastBeat = time.Now()
-				why, err := heartbeat(s.cfg, startReplID)
+				why, now, err := heartbeat(s.cfg, *repl)
 				if err != nil {
 					s.log.Error("cannot rewrite the heartbeat", "redis_pid", pid, "err", err)
+				}
+				if err == nil && why == "" && now.ID != repl.ID {
+					// A new replication id without replication: a replica or a backup
+					// attached (the backlog made), or the backlog freed. The record names
+					// the new one.
+					s.log.Info("the server's replication id changed without replication (a replica or backup attached, or the backlog freed): republished", "redis_pid", pid, "replid", now.ID)
+					repl, published = &now, 0
+					publish()
 				}
 				if why != "" {
 					// Its lock keys and fence registers may be gone while it serves on: a lock
