@@ -2,6 +2,10 @@
 SHELL := /bin/bash
 export PATH := $(CURDIR)/bin:$(PATH)
 export TF_CLI_CONFIG_FILE := $(CURDIR)/build/terraformrc
+# The tests' masters keep their data in temporary dirs, and the audit calls a data dir on
+# tmpfs UNSAFE (a reboot empties it): where the temporary dir is a tmpfs (/tmp on Debian 13,
+# Fedora, Arch), they go under build/tmp, on the checkout's disk.
+export TMPDIR := $(shell d="$${TMPDIR:-/tmp}"; case "$$(stat -f -c %T "$$d" 2>/dev/null)" in (tmpfs|ramfs) mkdir -p "$(CURDIR)/build/tmp" && echo "$(CURDIR)/build/tmp";; (*) echo "$$d";; esac)
 # One version for the binaries, the provider's registry version, the module tags and the
 # CHANGELOG heading: the VERSION file (see RELEASING.md).
 VERSION := $(shell cat VERSION)
