@@ -12,8 +12,11 @@ import (
 // before either touches the disk.
 type dataDirClaims struct {
 	mu    sync.Mutex
-	byDir map[string]string // dirid.Key of the data_dir -> master name
+	byDir map[string]dirClaim // dirid.Key of the data_dir -> who planned it
 }
+
+// dirClaim is a master that planned a data_dir, and the path it named.
+type dirClaim struct{ name, path string }
 
 // claim records dir for the master called name and returns the name of another master
 // already planned with it ("" when none). Planning the same master again is no conflict.
@@ -23,15 +26,18 @@ func (c *dataDirClaims) claim(dir, name string) string {
 	if c == nil {
 		return ""
 	}
-	dir = dirid.Key(dir)
+	key := dirid.Key(dir)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byDir == nil {
-		c.byDir = map[string]string{}
+		c.byDir = map[string]dirClaim{}
 	}
-	if other, ok := c.byDir[dir]; ok && other != name {
-		return other
+	// A key is a directory's device and inode (of the dir, or of its nearest existing parent):
+	// once that directory is removed, the inode can be another directory's. A claim counts
+	// only while its own path still leads to the same key.
+	if other, ok := c.byDir[key]; ok && other.name != name && dirid.Key(other.path) == key {
+		return other.name
 	}
-	c.byDir[dir] = name
+	c.byDir[key] = dirClaim{name: name, path: dir}
 	return ""
 }
