@@ -179,11 +179,11 @@ func (r *masterResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Optional: true, Computed: true, Default: stringdefault.StaticString(""),
 				MarkdownDescription: "Must be empty (the default): Redlock masters are independent, and a promoted " +
 					"replica hands out locks its master already granted. A live `REPLICAOF host port` shows here as " +
-					"`\"host port\"` and as a diff in the next plan. A replica's dataset may be another server's (its lock " +
-					"keys gone), so apply restarts it through its hold: killed, held down for `restart_delay` as after a " +
-					"crash (a warning says so), then started on its files, which hold no `REPLICAOF`. Its supervisor does " +
-					"the same, without an apply, once the server's replication id changes (it synced from another server, " +
-					"or `REPLICAOF NO ONE` ended it).",
+					"`\"host port\"` and as a diff in a plan made before its supervisor sees it. A replica's dataset may be " +
+					"another server's (its lock keys gone), so its supervisor, within a second of seeing it a replica (or " +
+					"with the id it had as one in `master_replid2`), restarts it through its hold: killed, held down for " +
+					"`restart_delay` as after a crash, then started on its files, which hold no `REPLICAOF`. An apply that " +
+					"finds it a replica first does the same, with a warning, rather than `REPLICAOF NO ONE`.",
 			},
 			"admin_password": schema.StringAttribute{
 				Optional: true, Computed: true, Sensitive: true, PlanModifiers: keepString,

@@ -24,7 +24,7 @@ ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-chec
 # check proves every test runs exactly once. The five-host tests, the longest, are split in two.
 HOSTS_A='^TestHosts(Runbook|Day2|TLS)$'
 HOSTS='^TestHosts'
-PROVIDER_A='^TestAcc(AuditDataSource|Master_(dataDirRemoved|badInputs))'
+PROVIDER_A='^TestAcc(AuditDataSource|Master_(dataDirRemoved|badInputs|drift$|crashHeldThenRestarted))'
 PROVIDER_B='^TestAcc(Users_|Master_(writeOnly|plain|destroy))'
 STEPS=(unit-internal unit-lockagent hostlab chaos provider-a provider-b provider-c hosts-a hosts-b e2e-local)
 declare -A PKGS RUN SKIP RACE ACC
