@@ -12,7 +12,7 @@ require (
 	github.com/hashicorp/terraform-plugin-log v0.10.0
 	github.com/hashicorp/terraform-plugin-testing v1.16.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redlock-kit/redlock-kit v0.2.0
+	github.com/redlock-kit/redlock-kit v0.3.0
 )
 
 require (

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/gruntwork-io/terratest v0.56.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redlock-kit/redlock-kit v0.2.0
+	github.com/redlock-kit/redlock-kit v0.3.0
 	go.yaml.in/yaml/v3 v3.0.5
 )
 
