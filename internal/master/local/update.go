@@ -73,18 +73,10 @@ func Update(ctx context.Context, from, to Master) (obs Observed, warnings []Warn
 				Detail: fmt.Sprintf("redlock_master %q at %s: %v. The master keeps the old password.", name, addr, err)})
 		}
 	}
-	if inspectErr == nil && st.SupervisorAlive {
-		// SIGHUP: the supervisor reloads supervisor.json (restart delay, hooks, password) and
-		// rewrites its state. Wait for that: a longer delay must be on disk before Update
-		// returns, or a crash of supervisor and master right after would be held too briefly.
-		sent := time.Now()
-		if err := syscall.Kill(st.SupervisorPID, syscall.SIGHUP); err != nil {
-			return obs, warnings, &Error{Summary: "Cannot signal the supervisor",
-				Detail: fmt.Sprintf("SIGHUP to pid %d: %v.", st.SupervisorPID, err)}
-		}
-		if err := waitReloaded(ctx, dir, st.SupervisorPID, sent); err != nil {
-			warnings = append(warnings, Warning{"Supervisor reload not confirmed", fmt.Sprintf("redlock_master %q: supervisor "+
-				"pid %d: %v. See %s.", name, st.SupervisorPID, err, filepath.Join(dir, supervisor.LogFileName))})
+	if inspectErr == nil {
+		w, err := reloadSupervisor(ctx, name, dir, st)
+		if warnings = append(warnings, w...); err != nil {
+			return obs, warnings, err
 		}
 	}
 	obs = Observed{Status: status(st.State, inspectErr), Processes: Processes{Supervisor: st.SupervisorPID}}
@@ -319,15 +311,9 @@ func restartReplica(ctx context.Context, from, to Master, st supervisor.Live, li
 	if err := writeFiles(to); err != nil {
 		return Observed{}, nil, err
 	}
-	var warnings []Warning
-	if err := reloadSupervisor(ctx, dir, st); err != nil {
-		var e *Error
-		if !errors.As(err, &e) {
-			warnings = append(warnings, Warning{"Supervisor reload not confirmed", fmt.Sprintf("redlock_master %q: supervisor "+
-				"pid %d: %v. See %s.", name, st.SupervisorPID, err, filepath.Join(dir, supervisor.LogFileName))})
-		} else {
-			return Observed{}, nil, err
-		}
+	warnings, err := reloadSupervisor(ctx, name, dir, st)
+	if err != nil {
+		return Observed{}, warnings, err
 	}
 	if _, err := supervisor.Crash(dir); err != nil {
 		// Its supervisor may have killed it first (it saw the replication id change).
@@ -348,15 +334,22 @@ func restartReplica(ctx context.Context, from, to Master, st supervisor.Live, li
 	return Observed{Status: status(now.State, err), Processes: Processes{Supervisor: now.SupervisorPID}}, warnings, nil
 }
 
-// reloadSupervisor sends SIGHUP to the master's supervisor, which reloads supervisor.json,
-// and waits until it has: a longer restart delay must be on disk before anything else.
-func reloadSupervisor(ctx context.Context, dir string, st supervisor.Live) error {
+// reloadSupervisor sends SIGHUP to the master's supervisor, which reloads supervisor.json
+// (restart delay, hooks, password) and rewrites its state, and waits for that: a longer delay
+// must be on disk before Update returns, or a crash of supervisor and master right after
+// would be held too briefly. A signal that cannot be sent is an error; a reload not seen in
+// time, a warning.
+func reloadSupervisor(ctx context.Context, name, dir string, st supervisor.Live) ([]Warning, error) {
 	if !st.SupervisorAlive {
-		return nil
+		return nil, nil
 	}
 	sent := time.Now()
 	if err := syscall.Kill(st.SupervisorPID, syscall.SIGHUP); err != nil {
-		return &Error{Summary: "Cannot signal the supervisor", Detail: fmt.Sprintf("SIGHUP to pid %d: %v.", st.SupervisorPID, err)}
+		return nil, &Error{Summary: "Cannot signal the supervisor", Detail: fmt.Sprintf("SIGHUP to pid %d: %v.", st.SupervisorPID, err)}
 	}
-	return waitReloaded(ctx, dir, st.SupervisorPID, sent)
+	if err := waitReloaded(ctx, dir, st.SupervisorPID, sent); err != nil {
+		return []Warning{{"Supervisor reload not confirmed", fmt.Sprintf("redlock_master %q: supervisor "+
+			"pid %d: %v. See %s.", name, st.SupervisorPID, err, filepath.Join(dir, supervisor.LogFileName))}}, nil
+	}
+	return nil, nil
 }

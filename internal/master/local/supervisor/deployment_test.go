@@ -222,18 +222,7 @@ func TestReplacedDatasetHeldLikeACrash(t *testing.T) {
 		t.Fatalf("after a backup (redis-cli --rdb): pid %d status %s %q, want %d running", now.RedisPID, now.Status, now.LastError, st.RedisPID)
 	}
 
-	other := redistest.Start(t, redistest.Options{Masters: 1}).Masters[0]
-	if err := a.ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.ReplicaOf(ctx, other.Host, strconv.Itoa(other.Port)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the sync or the kill", func() bool {
-		info, _ := a.Info(ctx, "replication").Result()
-		return strings.Contains(info, "master_link_status:up") || m.state().RedisPID != st.RedisPID
-	})
-	_ = a.ReplicaOf(ctx, "NO", "ONE").Err() // if it is still there
+	m.replicateAnother(st.RedisPID)
 	held := m.waitState("held after the replaced dataset", func(s State) bool {
 		return s.Status == StatusHolding && strings.Contains(s.LastError, "dataset was replaced")
 	})
@@ -327,21 +316,9 @@ func TestReplacedThenStoppedIsNoCleanStop(t *testing.T) {
 	t.Parallel()
 	m := newMaster(t, 2*time.Second)
 	pid := m.spawn()
-	m.waitReady(pid)
+	st := m.waitReady(pid)
 	ctx := context.Background()
-	a := m.admin()
-	other := redistest.Start(t, redistest.Options{Masters: 1}).Masters[0]
-	if err := a.ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.ReplicaOf(ctx, other.Host, strconv.Itoa(other.Port)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the sync or the kill", func() bool {
-		info, _ := a.Info(ctx, "replication").Result()
-		return strings.Contains(info, "master_link_status:up") || m.state().Status != StatusRunning
-	})
-	_ = a.ReplicaOf(ctx, "NO", "ONE").Err()
+	m.replicateAnother(st.RedisPID)
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := Stop(sctx, m.dir); err != nil {
@@ -350,4 +327,26 @@ func TestReplacedThenStoppedIsNoCleanStop(t *testing.T) {
 	if CleanStop(m.dir) {
 		t.Fatalf("a replaced master's stop left a clean marker: its next start would serve at once\n%s", logTail(m.dir, 3000))
 	}
+}
+
+// replicateAnother makes the master's server (pid redisPID) a replica of a server of its
+// own, waits until it has synced or its supervisor has killed it for it, and ends the
+// replication if the server is still there (REPLICAOF NO ONE).
+func (m *testMaster) replicateAnother(redisPID int) {
+	m.t.Helper()
+	ctx := context.Background()
+	a := m.admin()
+	other := redistest.Start(m.t, redistest.Options{Masters: 1}).Masters[0]
+	if err := a.ConfigSet(ctx, "masterauth", redistest.AdminPassword).Err(); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := a.ReplicaOf(ctx, other.Host, strconv.Itoa(other.Port)).Err(); err != nil {
+		m.t.Fatal(err)
+	}
+	waitFor(m.t, "the sync or the kill", func() bool {
+		info, _ := a.Info(ctx, "replication").Result()
+		st := m.state()
+		return strings.Contains(info, "master_link_status:up") || st.RedisPID != redisPID || st.Status != StatusRunning
+	})
+	_ = a.ReplicaOf(ctx, "NO", "ONE").Err()
 }
