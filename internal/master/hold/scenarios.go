@@ -91,6 +91,25 @@ const (
 	// ExitOrphanKilledDuringStop: the supervisor was killed, its server hung, and was
 	// killed while a stop waited for it to shut down.
 	ExitOrphanKilledDuringStop Exit = "an unsupervised server killed while a stop waited for its shutdown"
+	// ExitReplaced: while it served, the master replicated another server (REPLICAOF, then
+	// REPLICAOF NO ONE): the lock keys it held are gone, and it serves on.
+	ExitReplaced Exit = "its dataset replaced while it served (REPLICAOF another server, then NO ONE)"
+)
+
+// Address is what the runtime's records say of the master's address, beyond its data dir.
+type Address string
+
+const (
+	AddressAsWritten Address = ""
+	// AddressOtherDirCrashed: after this data dir's last run, a master of another data dir
+	// served on the address, was killed, and was stopped while held (its hold had
+	// HoldLeftMS to go when the start came).
+	AddressOtherDirCrashed Address = "another data dir's master served on the address since, and crashed"
+	// AddressRecordUnreadable: the address's record is not one the runtime wrote.
+	AddressRecordUnreadable Address = "the address's record is unreadable"
+	// AddressRecordsBegan: the records of the addresses began restart_delay - HoldLeftMS ago,
+	// and none names this address (a first start soon after a reboot).
+	AddressRecordsBegan Address = "the address records began less than restart_delay ago"
 )
 
 // Outcome is what the start must do.
@@ -120,7 +139,10 @@ const (
 // stop step read the settings, 10 a stop while a server no record names is waited for, 11
 // an AOF replaced under a clean marker, 12 a server no record names that answers nothing,
 // 13 values read from disk not validated or bounded, or timed by the wall clock; 14 values
-// read from disk past 64-bit arithmetic, negative, or beyond the largest delay configured.
+// read from disk past 64-bit arithmetic, negative, or beyond the largest delay configured;
+// 15 a record trusted without proof that it still describes the server: a server started
+// with the master's config after the clean stop, another data dir's master on the address,
+// a data dir emptied, a dataset replaced while the master serves.
 type Scenario struct {
 	Name     string
 	Issue    int
@@ -159,7 +181,13 @@ type Scenario struct {
 	// WallClockStepMS: the wall clock stepped by this much (negative: back) after the hold
 	// record was written, before the start.
 	WallClockStepMS int64
-	Exit            Exit
+	// StartedByHand: after the records were made, a server was started by hand with the
+	// master's config file (and --appendonly no), took a write and was killed.
+	StartedByHand bool
+	// Emptied: the data dir was emptied (every file removed) after the last run.
+	Emptied bool
+	Address Address
+	Exit    Exit
 
 	Want Outcome
 }
@@ -228,6 +256,21 @@ var Scenarios = []Scenario{
 		Floor: FloorOverflow, Exit: ExitKilled, Want: Refuse},
 	{Name: "a negative floor refuses, naming the file", Issue: 14, Runtimes: Both, Ran: true,
 		Floor: FloorNegative, Exit: ExitKilled, Want: Refuse},
+	{Name: "a server started by hand with the master's config after its clean stop holds from now", Issue: 15, Runtimes: Local, Ran: true,
+		Marker: MarkerHere, StartedByHand: true, Want: HoldFromNow},
+	{Name: "a data dir emptied after its master's clean stop holds from that master's exit", Issue: 15, Runtimes: Local, Ran: true,
+		Exit: ExitDurableStop, Emptied: true, Want: HoldFromExit},
+	{Name: "a first start on an address where another data dir's master crashed holds until that master's hold ends", Issue: 15, Runtimes: Local,
+		Address: AddressOtherDirCrashed, HoldLeftMS: 1_500, Want: HoldRecorded},
+	{Name: "a clean stop does not vouch for the address once another data dir's master crashed there", Issue: 15, Runtimes: Local, Ran: true,
+		Marker: MarkerHere, Address: AddressOtherDirCrashed, HoldLeftMS: 1_500, Want: HoldRecorded},
+	{Name: "a first start on an address no master served on since the records began starts at once", Issue: 15, Runtimes: Local, Want: StartNow},
+	{Name: "a first start within restart_delay of when the address records began holds until then", Issue: 15, Runtimes: Local,
+		Address: AddressRecordsBegan, HoldLeftMS: 1_500, Want: HoldRecorded},
+	{Name: "an unreadable address record holds from now", Issue: 15, Runtimes: Local, Ran: true,
+		Marker: MarkerHere, Address: AddressRecordUnreadable, Want: HoldFromNow},
+	{Name: "a dataset replaced while the master serves holds from the exit", Issue: 15, Runtimes: Local, Ran: true,
+		Exit: ExitReplaced, Want: HoldFromExit},
 	{Name: "a wall-clock step forward after the hold was recorded does not shorten it", Issue: 13, Runtimes: Local, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: 3_000, WallClockStepMS: 2_000, Want: HoldRecorded},
 	{Name: "a hold recorded while the wall clock ran ahead does not lengthen it", Issue: 13, Runtimes: Local, Ran: true,

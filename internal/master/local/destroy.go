@@ -72,6 +72,13 @@ func Destroy(ctx context.Context, m Master, pids Processes) (warnings []Warning,
 	}
 	stopped := time.Now()
 	validUntil := stopped.Add(lockWait)
+	// The supervisor's address record says restart_delay from when the master was last
+	// seen; the measurement is shorter: a master of another data_dir at this address (a
+	// replacement) then waits only for the locks that may really be held.
+	if err := supervisor.ReleaseAddress(dir, addr, validUntil); err != nil {
+		warnings = append(warnings, Warning{"Address record not updated", fmt.Sprintf("redlock_master %q: %v. A master "+
+			"created at %s from another data_dir waits restart_delay from when this one was last seen.", name, err, addr)})
+	}
 	if m.KeepDataOnDestroy {
 		// The data dir keeps the AOF (and the clean marker): a master started there knows
 		// the locks. Another at this address does not: wait until they have expired.

@@ -73,18 +73,16 @@ func Start(ctx context.Context, m Master, supervisorExe string) (started Started
 		return started, warnings, err
 	}
 	delay := s.RestartDelay
-	if until, hold := supervisor.HoldUntil(dir, delay); hold {
+	if until, hold, why := supervisor.HoldReason(dir, delay); hold {
 		if deadline, ok := ctx.Deadline(); ok && until.After(deadline) {
 			return started, warnings, fieldError("timeouts", "Create timeout shorter than the restart hold",
-				fmt.Sprintf("data_dir %s holds data from a master that did not stop cleanly, so the new master must stay "+
-					"down until %s (restart_delay %s after it was last seen alive), after the create timeout. "+
-					"Set timeouts { create = \"%s\" } or more.", dir, until.Format(time.RFC3339), delay,
-					(time.Until(until)+time.Minute).Round(time.Minute)))
+				fmt.Sprintf("The new master must stay down until %s (%s), after the create timeout: locks granted "+
+					"at its address may still be valid on the other masters. Set timeouts { create = \"%s\" } or more.",
+					until.Format(time.RFC3339), why, (time.Until(until)+time.Minute).Round(time.Minute)))
 		}
-		warnings = append(warnings, Warning{"Master held back: unclean stop found",
-			fmt.Sprintf("data_dir %s holds data from a master that did not stop cleanly (crash, reboot, or its supervisor "+
-				"was killed). Locks it granted may still be valid on the other masters, so it stays down until %s "+
-				"(restart_delay %s after it was last seen alive); create waited for that.", dir, until.Format(time.RFC3339Nano), delay)})
+		warnings = append(warnings, Warning{"Master held back before its start",
+			fmt.Sprintf("redlock_master %q at %s stays down until %s: %s. Locks granted at its address may still be valid "+
+				"on the other masters (restart_delay %s); create waited for that.", s.Name, addr, until.Format(time.RFC3339Nano), why, delay)})
 	}
 
 	supPID, err := supervisor.Spawn(supervisorExe, []string{"supervise", dir}, dir)

@@ -50,6 +50,11 @@ type Config struct {
 	// checked). The supervisor compares the file on disk with it and publishes any drift in
 	// the deployment record: the next start of the server would load the file on disk.
 	ConfigSHA256 string
+	// AddressRecords is the dir of the address records ("": /run/redlock-kit/addresses for
+	// root, else /tmp/redlock-kit-<uid>/addresses). Every supervisor of the machine must use
+	// the same one: a master is held for another data dir's master that served on its
+	// address only when both write there.
+	AddressRecords string
 }
 
 // configJSON is the file format. The restart delay is hold.FieldRestartDelayMS, whole
@@ -69,6 +74,7 @@ type configJSON struct {
 	LegacyRestartDelay json.RawMessage `json:"restart_delay,omitempty"`
 	Hooks              Hooks           `json:"hooks"`
 	TLSCACertFile      string          `json:"tls_ca_cert_file,omitempty"`
+	AddressRecords     string          `json:"address_records,omitempty"`
 }
 
 // legacyRestartDelayKey is the restart delay's key in the supervisor.json of earlier versions.
@@ -83,7 +89,7 @@ func encodeConfig(c Config, withLegacyDelay bool) ([]byte, error) {
 	raw := configJSON{Name: c.Name, ServerBinary: c.ServerBinary, ConfigFile: c.ConfigFile,
 		DataDir: c.DataDir, Addr: c.Addr, AdminPassword: c.AdminPassword,
 		RestartDelayMS: json.RawMessage(strconv.FormatInt(delayMS(c.RestartDelay), 10)), Hooks: c.Hooks,
-		TLSCACertFile: c.TLSCACertFile, ConfigSHA256: c.ConfigSHA256}
+		TLSCACertFile: c.TLSCACertFile, ConfigSHA256: c.ConfigSHA256, AddressRecords: c.AddressRecords}
 	if withLegacyDelay {
 		legacy, err := json.Marshal(c.RestartDelay.String())
 		if err != nil {
@@ -115,7 +121,7 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	}
 	*c = Config{Name: raw.Name, ServerBinary: raw.ServerBinary, ConfigFile: raw.ConfigFile, DataDir: raw.DataDir,
 		Addr: raw.Addr, AdminPassword: raw.AdminPassword, RestartDelay: delay, Hooks: raw.Hooks,
-		TLSCACertFile: raw.TLSCACertFile, ConfigSHA256: raw.ConfigSHA256}
+		TLSCACertFile: raw.TLSCACertFile, ConfigSHA256: raw.ConfigSHA256, AddressRecords: raw.AddressRecords}
 	return nil
 }
 

@@ -39,6 +39,11 @@ func readDurableConfig(ctx context.Context, c Config) string {
 	return durableConfig(conf)
 }
 
+// configNamesLogFile reports whether the master's config file names a logfile.
+func configNamesLogFile(c Config) bool {
+	return serverLogPath(c) != filepath.Join(c.DataDir, LogFileName)
+}
+
 // serverLogPath is where the server logs: the config's logfile, else its stdout, which is
 // supervisor.log.
 func serverLogPath(c Config) string {

@@ -68,15 +68,37 @@ func syncDir(dir string) error {
 // a marker that could vanish in a power loss would only cost a needless hold, but one that
 // appears without a clean stop would skip a needed one, so it is written only after the
 // server's exit proved a durable shutdown (durableExit). It names the machine, boot, AOF
-// files and data dir that wrote it ("v3 <machine-id> <boot-id> <pid> <AOF digest> <data
-// dir>"): a marker copied with an image, a snapshot or a dir counts nowhere else, nor over
-// AOF files restored from a backup or replaced since.
+// files, server log and data dir that wrote it ("v4 <machine-id> <boot-id> <pid> <AOF
+// digest> <log identity> <data dir>"): a marker copied with an image, a snapshot or a dir
+// counts nowhere else, nor over AOF files restored from a backup or replaced since, nor after
+// a server started with the master's config since (by hand, with --appendonly no or another
+// dir: it logs to the config's logfile as it starts, see logIdentity).
 func writeCleanMarker(dataDir string, pid int) error {
-	body := fmt.Sprintf("v3 %s %s %d %s %s\n", machineID(), bootID(), pid, aofDigest(dataDir), dataDir)
+	body := fmt.Sprintf("v4 %s %s %d %s %s %s\n", machineID(), bootID(), pid, aofDigest(dataDir), logIdentity(dataDir), dataDir)
 	if err := writeFileAtomic(filepath.Join(dataDir, CleanMarkerName), []byte(body)); err != nil {
 		return fmt.Errorf("supervisor: write clean marker: %w", err)
 	}
 	return nil
+}
+
+// logIdentity identifies the server's log file as it is now, "<inode>:<size>" ("-": the
+// master's config names no logfile, or there is no config). Every start of a server with
+// the master's config appends to it before it serves ("Redis is starting"), whatever else
+// the command line changes, unless it also changes the logfile.
+func logIdentity(dataDir string) string {
+	c, err := LoadConfig(dataDir)
+	if err != nil || !configNamesLogFile(c) {
+		return "-"
+	}
+	fi, err := os.Stat(serverLogPath(c))
+	if err != nil {
+		return "none"
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprintf("%d:%d", ino, fi.Size())
 }
 
 // machineID is this machine's /etc/machine-id ("unknown" when it has none).
@@ -105,10 +127,21 @@ func markerCounts(dataDir string) (ok bool, why string) {
 	if err != nil {
 		return false, "no clean marker"
 	}
-	f := strings.SplitN(strings.TrimSuffix(string(b), "\n"), " ", 6)
+	// "v4 machine boot pid aof log dir"; v3, an earlier version's, has no log identity.
+	line := strings.TrimSuffix(string(b), "\n")
+	f, logID := strings.SplitN(line, " ", 7), ""
 	switch {
-	case len(f) != 6 || f[0] != "v3":
+	case len(f) == 7 && f[0] == "v4":
+		logID, f = f[5], append(f[:5:5], f[6])
+	case strings.HasPrefix(line, "v3 "):
+		f = strings.SplitN(line, " ", 6)
+	default:
+		f = nil
+	}
+	if len(f) != 6 {
 		return false, "the clean marker does not name the machine, boot, AOF and data dir that wrote it"
+	}
+	switch {
 	case f[1] != machineID():
 		return false, "the clean marker was written on another machine (a disk image or snapshot)"
 	case f[2] != bootID():
@@ -117,6 +150,9 @@ func markerCounts(dataDir string) (ok bool, why string) {
 		return false, "the clean marker was written for another data dir (" + f[5] + ")"
 	case f[4] != aofDigest(dataDir):
 		return false, "the AOF files changed since the clean stop (a restored backup, a replaced or removed file)"
+	case logID != "" && logID != logIdentity(dataDir):
+		return false, "a server was started with the master's config since the clean stop (its log changed: " +
+			"run by hand, say): it may have granted locks that are not in this data dir"
 	}
 	return true, ""
 }

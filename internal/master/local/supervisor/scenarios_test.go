@@ -44,7 +44,28 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 	}
 	m := newMaster(t, startDelay)
 	want := startDelay // the hold counted from a moment
-	// Every scenario here starts from a master that ran in the dir: its AOF is real.
+	if !sc.Ran {
+		// A first start in an empty data dir: what the address records say decides.
+		switch sc.Address {
+		case hold.AddressOtherDirCrashed:
+			recorded := m.otherDirCrashed()
+			return m.outcomeUntil(m.spawn(), recorded)
+		case hold.AddressRecordsBegan:
+			clock, err := readClockPair()
+			if err != nil {
+				t.Fatal(err)
+			}
+			since := clock.nowMS() - (delay - time.Duration(sc.HoldLeftMS)*time.Millisecond).Milliseconds()
+			path := filepath.Join(m.cfg.AddressRecords, AddressRecordsFile)
+			if err := os.WriteFile(path, fmt.Appendf(nil, "%s %d\n", bootID(), since), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return m.outcomeUntil(m.spawn(), clock.timeAtOrAfter(since).Add(delay))
+		}
+		spawnedAt := time.Now()
+		return m.outcome(sc, m.spawn(), spawnedAt, want)
+	}
+	// Every other scenario starts from a master that ran in the dir: its AOF is real.
 	pid := m.spawn()
 	st := m.waitReady(pid)
 	var exitBefore time.Time // the last run's exit came after this
@@ -90,6 +111,10 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 			s := m.state()
 			return s.Status != StatusRunning || !isSupervisorProcess(pid, m.dir)
 		})
+		return m.outcome(sc, pid, exitBefore, want)
+	case hold.ExitReplaced:
+		exitBefore = time.Now()
+		m.replicateAnother(st.RedisPID)
 		return m.outcome(sc, pid, exitBefore, want)
 	case hold.ExitAdminShutdownAOFOff:
 		m.adminDo("config", "set", "appendonly", "no")
@@ -175,7 +200,27 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 			t.Fatal(err)
 		}
 	}
+	if sc.StartedByHand {
+		m.runByHand()
+	}
+	if sc.Emptied {
+		m.empty()
+	}
 	var recorded time.Time
+	switch sc.Address {
+	case hold.AddressOtherDirCrashed:
+		// The master's data dir is kept, its address given up (a destroy with
+		// keep_data_on_destroy measured no lock left), and another data dir's master takes it.
+		if err := ReleaseAddress(m.dir, m.cfg.Addr, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		recorded = m.otherDirCrashed()
+	case hold.AddressRecordUnreadable:
+		path := filepath.Join(m.cfg.AddressRecords, addressFileName(m.cfg.Addr))
+		if err := os.WriteFile(path, []byte("garbage\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	switch sc.Hold {
 	case hold.HoldThisBoot:
 		left := time.Duration(sc.HoldLeftMS) * time.Millisecond
@@ -511,5 +556,56 @@ func (m *testMaster) setDelayText(text string) {
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		m.t.Fatal(err)
+	}
+}
+
+// otherDirCrashed runs a master of another data dir on m's address (and m's address records)
+// until it crashes, stops it while it is held, and returns until when it was held.
+func (m *testMaster) otherDirCrashed() time.Time {
+	m.t.Helper()
+	other := newMasterAt(m.t, m.t.TempDir(), m.cfg.Addr, m.cfg.AddressRecords, m.cfg.RestartDelay)
+	pid := other.spawn()
+	st := other.waitReady(pid)
+	other.set("lock", "granted by the other data dir's master")
+	other.killRedis(st.RedisPID)
+	held := other.waitState("the other master held", func(s State) bool { return s.Status == StatusHolding })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := Stop(ctx, other.dir); err != nil {
+		m.t.Fatalf("Stop the other master: %v", err)
+	}
+	return held.RestartAt
+}
+
+// runByHand starts a server as an operator would, with the master's config file (its dir
+// and logfile) but --appendonly no, makes it take a write, and kills it.
+func (m *testMaster) runByHand() {
+	m.t.Helper()
+	cmd := exec.Command(m.cfg.ServerBinary, m.cfg.ConfigFile, "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(m.t, "the server run by hand to answer", func() bool { return m.admin().Ping(context.Background()).Err() == nil })
+	m.set("lock", "granted by the server run by hand")
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+}
+
+// empty removes every file of the data dir but the two the provider writes again (the
+// supervisor's config and redis.conf): a data dir wiped and made again.
+func (m *testMaster) empty() {
+	m.t.Helper()
+	entries, err := os.ReadDir(m.dir)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == ConfigFileName || e.Name() == "redis.conf" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(m.dir, e.Name())); err != nil {
+			m.t.Fatal(err)
+		}
 	}
 }

@@ -114,12 +114,18 @@ func writeState(dataDir string, st State) error {
 // state's HoldFloor. The bool is false when no wait is needed: nothing ever ran there, a
 // clean stop, a supervisor running it right now, or a hold that is already over.
 func HoldUntil(dataDir string, restartDelay time.Duration) (time.Time, bool) {
+	until, hold, _ := HoldReason(dataDir, restartDelay)
+	return until, hold
+}
+
+// HoldReason is HoldUntil with the reason for the hold.
+func HoldReason(dataDir string, restartDelay time.Duration) (time.Time, bool, string) {
 	now := time.Now()
-	until, hold, _ := holdUntil(dataDir, now, false, restartDelay)
+	until, hold, why := holdUntil(dataDir, now, false, restartDelay)
 	if !hold {
-		return time.Time{}, false
+		return time.Time{}, false, ""
 	}
-	return until, now.Before(until)
+	return until, now.Before(until), why
 }
 
 // holdUntil decides whether a master starting now must be held back, until when, and why
@@ -127,7 +133,27 @@ func HoldUntil(dataDir string, restartDelay time.Duration) (time.Time, bool) {
 // supervisor then runs the crash hooks and restarts at once). self is true inside the
 // supervisor that holds the data dir's lock: the supervisor recorded in the state is then
 // known to be dead.
+//
+// The address records count too (addressHold): masters of other data dirs that served on the
+// master's address, and, when this data dir keeps no records, its own master that served
+// there.
 func holdUntil(dataDir string, now time.Time, self bool, delay time.Duration) (until time.Time, hold bool, why string) {
+	until, hold, why = ownHoldUntil(dataDir, now, self, delay)
+	c, err := LoadConfig(dataDir)
+	if err != nil {
+		return until, hold, why
+	}
+	c.RestartDelay = delay
+	_, stErr := ReadState(dataDir)
+	ownRecords := hasData(dataDir) || !errors.Is(stErr, os.ErrNotExist)
+	if u, h, w := addressHold(c, dataDir, now, ownRecords); h && (!hold || u.After(until)) {
+		return u, true, w
+	}
+	return until, hold, why
+}
+
+// ownHoldUntil is holdUntil by the data dir's own records.
+func ownHoldUntil(dataDir string, now time.Time, self bool, delay time.Duration) (until time.Time, hold bool, why string) {
 	st, err := ReadState(dataDir)
 	if err == nil && st.UnnamedServer != "" {
 		return later(now.Add(delay), st.HoldFloor), true, st.UnnamedServer +

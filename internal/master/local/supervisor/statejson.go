@@ -94,10 +94,15 @@ func (st *State) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("%s %d is not between 0 and %d: unreadable", f.name, *f.ms, int64(maxBootMS))
 		}
 	}
-	if err == nil && boot != "unknown" && in.BootID == boot && in.LastAliveMS != nil {
+	// A master that never served has no last_alive; held for its address (another data
+	// dir's master served there), it has a floor.
+	if err == nil && boot != "unknown" && in.BootID == boot && (in.LastAliveMS != nil || in.HoldFloorMS != nil) {
 		// This boot: every instant from the boot clock, bounded by now (never subtracted
 		// from: every value and now are at least 0 and at most maxBootMS).
-		lastMS := *in.LastAliveMS
+		var lastMS int64
+		if in.LastAliveMS != nil {
+			lastMS = *in.LastAliveMS
+		}
 		if lastMS > nowMS+1 {
 			return fmt.Errorf("last_alive_boot_ms %d is after now (%d): unreadable", lastMS, nowMS)
 		}
@@ -118,7 +123,7 @@ func (st *State) UnmarshalJSON(data []byte) error {
 		if st.HoldFloor, err = at("hold_floor_boot_ms", in.HoldFloorMS, st.HoldFloor); err != nil {
 			return err
 		}
-		if in.LargestDelayMS == nil && in.HoldFloorMS != nil && *in.HoldFloorMS > lastMS {
+		if in.LargestDelayMS == nil && in.LastAliveMS != nil && in.HoldFloorMS != nil && *in.HoldFloorMS > lastMS {
 			st.LargestDelay = min(time.Duration(*in.HoldFloorMS-lastMS)*time.Millisecond, hold.MaxRestartDelay)
 		}
 		return nil

@@ -144,6 +144,7 @@ func (s *supervisor) run() int {
 			"served, remove %s", err, filepath.Join(s.dir, StateFileName)))
 		return ExitFailed
 	}
+	stateExisted := err == nil
 	s.st = State{SupervisorPID: os.Getpid(), Status: StatusStarting, LastAlive: prev.LastAlive, Restarts: prev.Restarts,
 		HoldFloor: prev.HoldFloor, Crashes: prev.Crashes, LastExit: prev.LastExit,
 		LargestDelay: largestDelay(prev, s.cfg.RestartDelay)}
@@ -178,11 +179,18 @@ func (s *supervisor) run() int {
 	case stopped:
 		return s.exit(ExitOK, "")
 	}
-	until, hold, why := holdUntil(s.dir, time.Now(), true, s.cfg.RestartDelay)
+	now := time.Now()
+	until, hold, why := ownHoldUntil(s.dir, now, true, s.cfg.RestartDelay)
 	if found {
 		hold, why = true, "a server no record named served on the master's address or data dir until "+goneAt.Format(time.RFC3339Nano)
 		until = later(until, goneAt.Add(s.cfg.RestartDelay))
 	}
+	ownWhy := why
+	// Masters of other data dirs that served on the address (and this dir's own, when its
+	// records are gone) hold it too, until their locks may have expired: not a crash of this
+	// master, so no hook runs for it.
+	ownRecords := hasData(s.dir) || stateExisted
+	addrUntil, addrHold, addrWhy := addressHold(s.cfg, s.dir, now, ownRecords)
 	if hold {
 		// Persist the hold: HoldUntil, asked while this supervisor holds, must agree with it.
 		// When the master stopped is unknown, it may have served until now.
@@ -192,19 +200,29 @@ func (s *supervisor) run() int {
 		s.st.HoldFloor = later(s.st.HoldFloor, until)
 		s.st.Crashes++
 		s.st.LastExit = s.st.LastAlive
+	}
+	if addrHold {
+		s.st.HoldFloor = later(s.st.HoldFloor, addrUntil)
+		if why = addrWhy; hold {
+			why = ownWhy + "; " + addrWhy
+		}
+	}
+	if hold || addrHold {
 		s.log.Warn("holding the master back before its first start", "why", why)
-		// An unclean stop found now is a crash seen late: the same hooks run.
 		s.setHolding()
 		if err := s.writeState(); err != nil {
 			return s.exit(ExitFailed, "cannot record the hold ("+err.Error()+"): the master stays down")
 		}
-		if s.runHook("crash", s.cfg.Hooks.OnCrash, crashedPID); s.stopRequested() {
-			return s.exit(ExitOK, "")
+		// An unclean stop found now is a crash seen late: the same hooks run.
+		if hold {
+			if s.runHook("crash", s.cfg.Hooks.OnCrash, crashedPID); s.stopRequested() {
+				return s.exit(ExitOK, "")
+			}
 		}
 		if stopped := s.hold(); stopped {
 			return s.exit(ExitOK, "")
 		}
-		restart = true
+		restart = hold
 	}
 	for {
 		if s.stopRequested() {
@@ -677,6 +695,10 @@ func (s *supervisor) writeState() error {
 	err := writeState(s.dir, s.st)
 	if err != nil {
 		s.log.Error("write state", "err", err)
+	}
+	if e := s.writeAddressEntry(); e != nil {
+		s.log.Error("write the address record", "err", e)
+		err = errors.Join(err, fmt.Errorf("supervisor: write the address record: %w", e))
 	}
 	if err := writeMetrics(s.dir, metricsText(s.cfg.Name, s.st, s.cfg)); err != nil {
 		s.log.Error("write metrics", "err", err)

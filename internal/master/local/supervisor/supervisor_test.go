@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -47,6 +48,33 @@ func newMasterIn(t *testing.T, dir string, restartDelay time.Duration) *testMast
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newMasterAt(t, dir, net.JoinHostPort(host, strconv.Itoa(port)), testAddressRecords(t), restartDelay)
+}
+
+// testAddressRecords makes an address records dir of the test's own, complete since a year
+// before the boot: the test's address is its own (redistest.Loopback), and nothing served
+// there that the test did not start. The machine's records (/run) would hold a first start
+// on a machine booted less than restart_delay ago (an hour, in some tests), and remember
+// earlier tests' masters on a loopback address that a later test claims again.
+func testAddressRecords(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "addresses")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	since := fmt.Sprintf("%s %d\n", bootID(), -365*24*time.Hour.Milliseconds())
+	if err := os.WriteFile(filepath.Join(dir, AddressRecordsFile), []byte(since), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// newMasterAt is a master on addr (host:port) whose supervisor keeps its address records in
+// records.
+func newMasterAt(t *testing.T, dir, addr, records string, restartDelay time.Duration) *testMaster {
+	t.Helper()
+	host, portText, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portText)
 	conf, err := redisconf.Config{Bind: host, Port: port, DataDir: dir,
 		AdminPassword: redistest.AdminPassword, LockPassword: redistest.LockPassword,
 		LogFile: filepath.Join(dir, "redis.log")}.Render()
@@ -66,7 +94,8 @@ func newMasterIn(t *testing.T, dir string, restartDelay time.Duration) *testMast
 		`$REDLOCK_REDIS_PID|$REDLOCK_RESTART_DELAY_MS|$REDLOCK_RESTART_AT|$(date +%s%N)" >> "$0"`, m.hookFile}
 	m.cfg = Config{Name: "m-" + strconv.Itoa(port), ServerBinary: server, ConfigFile: filepath.Join(dir, "redis.conf"),
 		DataDir: dir, Addr: net.JoinHostPort(host, strconv.Itoa(port)), AdminPassword: redistest.AdminPassword,
-		RestartDelay: restartDelay, Hooks: Hooks{OnCrash: hook, BeforeRestart: hook, AfterRestart: hook}}
+		RestartDelay: restartDelay, Hooks: Hooks{OnCrash: hook, BeforeRestart: hook, AfterRestart: hook},
+		AddressRecords: records}
 	if err := WriteConfig(dir, m.cfg); err != nil {
 		t.Fatal(err)
 	}
