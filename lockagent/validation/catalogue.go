@@ -285,7 +285,9 @@ func UnsafeCatalogue() []UnsafeCase {
 				if err != nil {
 					return nil, err
 				}
-				return undo, env.each(ctx, "DEL", hold.DeploymentKey)
+				// The field, not the record: a supervisor takes a record gone for a flushed
+				// keyspace and kills its master (held like after a crash).
+				return undo, env.each(ctx, "HDEL", hold.DeploymentKey, hold.FieldRestartDelayMS)
 			}},
 		{Name: "restart delay published below max lock TTL + drift", Want: VerdictUnsafe,
 			Apply: func(ctx context.Context, env *CaseEnv) (func(context.Context) error, error) {
@@ -440,13 +442,17 @@ func saveDeployment(ctx context.Context, env *CaseEnv) (func(context.Context) er
 	}
 	return func(ctx context.Context) error {
 		for i, c := range env.admins {
-			if err := c.Del(ctx, hold.DeploymentKey).Err(); err != nil {
-				return err
-			}
-			if len(saved[i]) > 0 {
-				if err := c.HSet(ctx, hold.DeploymentKey, saved[i]).Err(); err != nil {
-					return err
+			// One transaction: a supervisor's heartbeat between a DEL and the HSET would find
+			// the record gone, and take the master for one whose keyspace was flushed.
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Del(ctx, hold.DeploymentKey)
+				if len(saved[i]) > 0 {
+					p.HSet(ctx, hold.DeploymentKey, saved[i])
 				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 		return nil

@@ -94,6 +94,8 @@ const (
 	// ExitReplaced: while it served, the master replicated another server (REPLICAOF, then
 	// REPLICAOF NO ONE): the lock keys it held are gone, and it serves on.
 	ExitReplaced Exit = "its dataset replaced while it served (REPLICAOF another server, then NO ONE)"
+	// ExitFlushed: while it served, its keyspace was emptied (FLUSHALL by the admin).
+	ExitFlushed Exit = "its keyspace flushed while it served (FLUSHALL)"
 )
 
 // Address is what the runtime's records say of the master's address, beyond its data dir.
@@ -271,6 +273,8 @@ var Scenarios = []Scenario{
 		Marker: MarkerHere, Address: AddressRecordUnreadable, Want: HoldFromNow},
 	{Name: "a dataset replaced while the master serves holds from the exit", Issue: 15, Runtimes: Local, Ran: true,
 		Exit: ExitReplaced, Want: HoldFromExit},
+	{Name: "a keyspace flushed while the master serves holds from the exit", Issue: 15, Runtimes: Local, Ran: true,
+		Exit: ExitFlushed, Want: HoldFromExit},
 	{Name: "a wall-clock step forward after the hold was recorded does not shorten it", Issue: 13, Runtimes: Local, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: 3_000, WallClockStepMS: 2_000, Want: HoldRecorded},
 	{Name: "a hold recorded while the wall clock ran ahead does not lengthen it", Issue: 13, Runtimes: Local, Ran: true,

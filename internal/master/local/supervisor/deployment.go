@@ -116,7 +116,8 @@ return 1`)
 // audit.DeploymentHeartbeatInterval while the supervisor runs the master: a validator
 // reading an old one knows the supervisor is gone. It also reads the server's replication
 // state: replaced says why its dataset is no longer the one it served since base
-// (replacedSince), "" when it is; now is the state read.
+// (replacedSince, or the record gone with a flushed keyspace), "" when it is; now is the
+// state read.
 func heartbeat(c Config, base replState) (replaced string, now replState, err error) {
 	client := adminClient(c)
 	defer client.Close()
@@ -128,8 +129,15 @@ func heartbeat(c Config, base replState) (replaced string, now replState, err er
 	if why := replacedSince(base, now); why != "" {
 		return why, now, nil
 	}
-	if err := heartbeatScript.Run(ctx, client, []string{hold.DeploymentKey}, hold.FieldHeartbeatMS).Err(); err != nil {
+	stamped, err := heartbeatScript.Run(ctx, client, []string{hold.DeploymentKey}, hold.FieldHeartbeatMS).Int()
+	if err != nil {
 		return "", now, fmt.Errorf("the heartbeat of %s: %w", hold.DeploymentKey, err)
+	}
+	if stamped == 0 {
+		// The record is written at the start and only ever rewritten: gone, the keyspace it
+		// lived in was emptied (FLUSHALL, FLUSHDB) or the key deleted, and the lock keys with it.
+		return fmt.Sprintf("its %s is gone (FLUSHALL, FLUSHDB or a DEL since its start): the lock keys it held may be gone too",
+			hold.DeploymentKey), now, nil
 	}
 	return "", now, nil
 }

@@ -62,8 +62,9 @@ func TestDeploymentRecordPublished(t *testing.T) {
 	m.waitReady(pid)
 	want("after a crash and its hold", "2000")
 
-	// Deleted first, so that its return proves the reload republished it.
-	if err := m.admin().Del(ctx, hold.DeploymentKey).Err(); err != nil {
+	// The delay deleted first, so that its return proves the reload republished it (the
+	// field: a record gone is a flushed keyspace, and the master would be killed for it).
+	if err := m.admin().HDel(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS).Err(); err != nil {
 		t.Fatal(err)
 	}
 	m.cfg.RestartDelay = 500 * time.Millisecond
@@ -75,8 +76,8 @@ func TestDeploymentRecordPublished(t *testing.T) {
 	}
 	waitFor(t, "the reload in the log", func() bool { return strings.Contains(logTail(m.dir, 4000), "config reloaded") })
 	waitFor(t, "the record republished", func() bool {
-		n, err := m.admin().Exists(ctx, hold.DeploymentKey).Result()
-		return err == nil && n == 1
+		n, err := m.admin().HExists(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS).Result()
+		return err == nil && n
 	})
 	// The master granted locks under 2s a moment ago: a crash now is held about 2s.
 	got, err := m.admin().HGet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS).Result()

@@ -116,6 +116,13 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		exitBefore = time.Now()
 		m.replicateAnother(st.RedisPID)
 		return m.outcome(sc, pid, exitBefore, want)
+	case hold.ExitFlushed:
+		exitBefore = time.Now()
+		if err := m.admin().FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		m.waitState("the flushed master killed", func(s State) bool { return s.RedisPID != st.RedisPID || s.Status != StatusRunning })
+		return m.outcome(sc, pid, exitBefore, want)
 	case hold.ExitAdminShutdownAOFOff:
 		m.adminDo("config", "set", "appendonly", "no")
 		m.set("acknowledged", "1")
