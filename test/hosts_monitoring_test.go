@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -75,15 +74,15 @@ func hostsMonitoring(t *testing.T, d *hostsDeployment) {
 			// Two scrapes: a command of the first that the server refused is counted in the
 			// statistics the second reads, whichever order the exporter runs them in.
 			url := "http://" + net.JoinHostPort(h.Address(), "9121") + "/metrics"
-			scrapeText(ctx, t, web, url)
-			redis := scrapeText(ctx, t, web, url)
+			exportertest.ScrapeText(ctx, t, web, url)
+			redis := "\n" + exportertest.ScrapeText(ctx, t, web, url)
 			if !strings.Contains(redis, "\nredis_up 1\n") {
 				t.Errorf("%s: redis_exporter does not reach the master (redis_up is not 1)", h.Name())
 			}
 			if strings.Contains(redis, `err="NOPERM"`) {
 				t.Errorf("%s: redis_exporter's commands were refused (NOPERM): it runs something the monitoring user may not", h.Name())
 			}
-			node := scrapeText(ctx, t, web, "http://"+net.JoinHostPort(h.Address(), "9100")+"/metrics")
+			node := "\n" + exportertest.ScrapeText(ctx, t, web, "http://"+net.JoinHostPort(h.Address(), "9100")+"/metrics")
 			if !strings.Contains(node, "\nnode_textfile_scrape_error 0\n") {
 				t.Errorf("%s: node_exporter's textfile collector is not running cleanly", h.Name())
 			}
@@ -192,31 +191,6 @@ scrape_configs:
 	})
 	t.Logf("two of five hosts partitioned: RedlockMajorityAtRisk firing after %v (firing then: %v); healed: all clear after %v",
 		atRiskAfter.Round(time.Millisecond), down, time.Since(healed).Round(time.Millisecond))
-}
-
-// scrapeText GETs url (retrying while the exporter starts) and returns the body.
-func scrapeText(ctx context.Context, t *testing.T, c *http.Client, url string) string {
-	t.Helper()
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := c.Do(req)
-		if err == nil {
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err == nil && resp.StatusCode == http.StatusOK {
-				return "\n" + string(body)
-			}
-			last = fmt.Errorf("status %d, %v", resp.StatusCode, err)
-		} else {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never answered: %v", url, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // startInClient runs a command in the lab's first client namespace until the test ends

@@ -6,6 +6,7 @@ package exportertest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -101,22 +102,36 @@ func Scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeHangGuard)
 	defer cancel()
+	body := ScrapeText(ctx, t, http.DefaultClient, url)
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s: not the Prometheus text format: %v", url, err)
+	}
+	return families
+}
+
+// ScrapeText GETs url through c until it answers 200 OK or ctx ends (then the test fails)
+// and returns the body.
+func ScrapeText(ctx context.Context, t testing.TB, c *http.Client, url string) string {
+	t.Helper()
+	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := c.Do(req)
 		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
+			body, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			parser := expfmt.NewTextParser(model.LegacyValidation)
-			families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-			if err != nil {
-				t.Fatalf("%s: not the Prometheus text format: %v", url, err)
+			if err == nil && resp.StatusCode == http.StatusOK {
+				return string(body)
 			}
-			return families
+			last = fmt.Errorf("status %d, %v", resp.StatusCode, err)
+		} else {
+			last = err
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s never answered: %v", url, err)
+			t.Fatalf("%s never answered: %v", url, last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
