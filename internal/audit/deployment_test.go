@@ -132,6 +132,28 @@ func TestDatasetReplacedWhileServing(t *testing.T) {
 	}
 }
 
+// TestFlushHiddenFromCommandStatsIsUnsafe: CONFIG RESETSTAT after a FLUSHALL clears the
+// count that names it, but the flush took the deployment record with it (only the runtime
+// writes it, at the start): the master is UNSAFE all the same.
+func TestFlushHiddenFromCommandStatsIsUnsafe(t *testing.T) {
+	c := startKit(t, redistest.Options{Masters: 3})
+	a := c.Masters[1].Admin()
+	if err := a.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ConfigResetStat(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, target(c))
+	all := strings.Join(rep.Problems, "\n")
+	if strings.Contains(all, "FLUSHALL ran") {
+		t.Fatalf("the count survived CONFIG RESETSTAT (the case tests nothing): %q", all)
+	}
+	if rep.Safe || !strings.Contains(all, hold.DeploymentKey+" is missing") || !strings.Contains(all, c.Masters[1].Addr) {
+		t.Fatalf("safe %v, problems %q; want %s's record named missing", rep.Safe, all, c.Masters[1].Addr)
+	}
+}
+
 // TestReplicaOfNoOneOnAMasterIsNotAReplacement: REPLICAOF NO ONE on a master (the
 // provider's update runs it on every master) leaves its dataset as it was: still SAFE.
 func TestReplicaOfNoOneOnAMasterIsNotAReplacement(t *testing.T) {
