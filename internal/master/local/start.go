@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/master/local/supervisor"
@@ -148,9 +150,17 @@ func pickPort(dir, bind string, port int) (int, error) {
 			return p, nil
 		}
 	}
-	p, err := FreePort(bind)
-	if err != nil {
-		return 0, fieldError("bind", "Cannot pick a free port", fmt.Sprintf("bind %s: %v.", bind, err))
+	// A free port where another data dir's master served lately would hold the start until
+	// its locks may have expired (the address records): pick another when there is one.
+	var p int
+	for range 20 {
+		var err error
+		if p, err = FreePort(bind); err != nil {
+			return 0, fieldError("bind", "Cannot pick a free port", fmt.Sprintf("bind %s: %v.", bind, err))
+		}
+		if !supervisor.AddressPending(dir, net.JoinHostPort(bind, strconv.Itoa(p))) {
+			break
+		}
 	}
 	return p, nil
 }

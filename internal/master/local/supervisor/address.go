@@ -290,3 +290,28 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
+
+// AddressPending reports whether a master of another data dir than dataDir may still have
+// locks valid on addr, by the default address records (those the provider's supervisors
+// keep): it runs there, or its record's until has not passed. A port picked for a new master
+// avoids such an address, whose start would be held.
+func AddressPending(dataDir, addr string) bool {
+	return addressPendingIn(addressRecordsDir(Config{}), dataDir, addr)
+}
+
+func addressPendingIn(records, dataDir, addr string) bool {
+	clock, err := readClockPair()
+	if err != nil {
+		return false
+	}
+	entries, unreadable := readAddressEntries(records, addr, clock)
+	if unreadable != "" {
+		return true
+	}
+	for _, e := range entries {
+		if !samePath(e.dir, dataDir) && (e.running || clock.timeAtOrAfter(e.untilMS).After(clock.now)) {
+			return true
+		}
+	}
+	return false
+}
