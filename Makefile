@@ -8,6 +8,10 @@ VERSION := $(shell cat VERSION)
 PROVIDER_VERSION ?= $(VERSION)
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
+# make test's go test runs: packages at a time (-p) and t.Parallel tests at a time (-parallel).
+# The tests mostly wait (restart holds, TTLs, terraform), so both exceed the 2 cores' default.
+TEST_P ?= 4
+TEST_PARALLEL ?= 8
 # Three Go modules (RELEASING.md): the root module (library, CLI, harnesses), provider/ and
 # test/, joined by go.work; `./...` at the root is the root module's packages, so the commands
 # that cover everything name ./provider/... and ./test/... too.
@@ -38,13 +42,14 @@ modproxy: ## a file Go module proxy of this checkout at VERSION in build/modprox
 lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PROVIDER_VERSION))
 	@scripts/build-binaries.sh lockagent
 
-test: test-deps ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests (parts side by side; CI's command; its build part installs the provider)
-	@# The parts (scripts/test.sh): the library, its metrics, the CLI and the harnesses under
-	@# the race detector (with the short chaos run: one round of every fault kind), the
-	@# provider's acceptance tests, the five-host tests in two lanes, the local end-to-end
-	@# tests and the module tests; each part's output in build/test/<part>.log, printed whole
-	@# when it ends, and each part's time at the end.
-	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" scripts/test.sh
+test: test-deps ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests (CI's command; it first installs the provider and compiles every test once)
+	@# The parts side by side (scripts/test.sh): the root module under the race detector (one
+	@# go test), the provider's acceptance and the local end-to-end tests (one go test), the
+	@# five-host labs in two lanes (with the short chaos run: one round of every fault kind),
+	@# the module tests; Go runs the packages and tests of each go test side by side (TEST_P,
+	@# TEST_PARALLEL). Each part's output in build/test/<part>.log, printed whole when it ends,
+	@# and each part's time at the end.
+	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_P=$(TEST_P) TEST_PARALLEL=$(TEST_PARALLEL) scripts/test.sh
 
 test-serial: test-deps provider ## make test's tests in three steps one after another (slower; one output stream)
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
