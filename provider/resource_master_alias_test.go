@@ -20,7 +20,6 @@ import (
 // running master's dir (a symlink to it, a path under a symlink to its parent, a bind mount
 // of it) is refused at plan, and the running master is left alone: same processes, serving.
 func TestAccMaster_dataDirAliasRefused(t *testing.T) {
-	t.Parallel()
 	m := newTestMaster(t)
 	root := t.TempDir()
 	link := filepath.Join(root, "link-to-m")
@@ -117,7 +116,6 @@ func checkBindMountAlias(t *testing.T, dir string) error {
 // TestAccMaster_newMastersAliasRefused: two new masters of one configuration whose data dirs
 // are one directory by two spellings are refused at plan; nothing is created.
 func TestAccMaster_newMastersAliasRefused(t *testing.T) {
-	t.Parallel()
 	root := t.TempDir()
 	real := filepath.Join(root, "real")
 	if err := os.Mkdir(real, 0o700); err != nil {

@@ -21,7 +21,6 @@ import (
 // an admin password changed on the server (CONFIG SET requirepass) plans a replacement, after
 // which the master answers with the admin password Terraform knows. The state holds no hash.
 func TestAccMaster_managedSettingsDrift(t *testing.T) {
-	t.Parallel()
 	m := newTestMaster(t)
 	port := closedPort(t)
 	// With a monitoring user too: a repair redefines every user the master has.
