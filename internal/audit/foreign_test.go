@@ -19,6 +19,7 @@ import (
 // key and the user. The same long key under a user without EVAL (the kit's clients, which
 // refuse such a TTL) is not sampled.
 func TestAuditBoundsForeignLocks(t *testing.T) {
+	t.Parallel()
 	users := []redisconf.LockUser{
 		{Name: "billing", Password: "billing-secret-0123456789", KeyPrefix: "billing:"},
 		{Name: "orders", Password: "orders-secret-0123456789", KeyPrefix: "orders:", AllowEval: true},
@@ -114,6 +115,7 @@ func requireForeignMetric(t *testing.T, rep *audit.Report, want int) {
 // TestSampleForeignLocksIsBounded: a user with more keys than the sample's bound costs
 // the master ForeignScanCalls SCAN calls per pattern, not a walk of every key.
 func TestSampleForeignLocksIsBounded(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
