@@ -8,10 +8,14 @@ VERSION := $(shell cat VERSION)
 PROVIDER_VERSION ?= $(VERSION)
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
-# make test's go test runs: packages at a time (-p) and t.Parallel tests at a time (-parallel).
-# The tests mostly wait (restart holds, TTLs, terraform), so both exceed the 2 cores' default.
+# make test's go test runs: packages at a time (-p) and t.Parallel tests at a time
+# (-parallel). The acceptance and end-to-end tests mostly wait (terraform, restart holds), so
+# they run 4 at a time; the race-detected tests stay at the 2 cores' default of 2 (the race
+# detector costs CPU, and 8 at a time failed load-sensitive tests on a busy machine), their
+# packages 4 at a time.
 TEST_P ?= 4
-TEST_PARALLEL ?= 8
+TEST_PARALLEL ?= 4
+TEST_PARALLEL_RACE ?= 2
 # Three Go modules (RELEASING.md): the root module (library, CLI, harnesses), provider/ and
 # test/, joined by go.work; `./...` at the root is the root module's packages, so the commands
 # that cover everything name ./provider/... and ./test/... too.
@@ -49,7 +53,7 @@ test: test-deps ## everything: unit, real-redis, provider acceptance (TF_ACC=1),
 	@# the module tests; Go runs the packages and tests of each go test side by side (TEST_P,
 	@# TEST_PARALLEL). Each part's output in build/test/<part>.log, printed whole when it ends,
 	@# and each part's time at the end.
-	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_P=$(TEST_P) TEST_PARALLEL=$(TEST_PARALLEL) scripts/test.sh
+	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_P=$(TEST_P) TEST_PARALLEL=$(TEST_PARALLEL) TEST_PARALLEL_RACE=$(TEST_PARALLEL_RACE) scripts/test.sh
 
 test-serial: test-deps provider ## make test's tests in three steps one after another (slower; one output stream)
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...

@@ -12,12 +12,13 @@
 # soon as the part ends; the exit status fails when any part failed; each part's time (and
 # CPU time) is printed at the end. Test processes side by side never share a loopback address
 # (internal/localmasters.ClaimLoopback); tests of one process pick free ports on theirs.
-# GO_TEST_FLAGS and TEST_P/TEST_PARALLEL come from the Makefile.
+# GO_TEST_FLAGS, TEST_P, TEST_PARALLEL and TEST_PARALLEL_RACE come from the Makefile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${GO_TEST_FLAGS:=-count=1 -timeout 40m}"
-# -p: packages at a time in one go test; -parallel: t.Parallel tests at a time in a package.
-: "${TEST_P:=4}" "${TEST_PARALLEL:=8}"
+# -p: packages at a time in one go test; -parallel: t.Parallel tests at a time in a package
+# (TEST_PARALLEL_RACE under the race detector).
+: "${TEST_P:=4}" "${TEST_PARALLEL:=4}" "${TEST_PARALLEL_RACE:=2}"
 
 # Test packages that another make target runs.
 ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-check
@@ -53,7 +54,10 @@ step_cmd() {
   [ -z "${ACC[$s]:-}" ] || cmd="TF_ACC=1 go test"
   [ -z "${RACE[$s]:-}" ] || cmd+=" -race"
   cmd+=" $GO_TEST_FLAGS"
-  case "$s" in unit | acc) cmd+=" -p $TEST_P -parallel $TEST_PARALLEL" ;; esac
+  case "$s" in
+    unit) cmd+=" -p $TEST_P -parallel $TEST_PARALLEL_RACE" ;;
+    acc) cmd+=" -p $TEST_P -parallel $TEST_PARALLEL" ;;
+  esac
   [ -z "${RUN[$s]:-}" ] || cmd+=" -run '${RUN[$s]}'"
   [ -z "${SKIP[$s]:-}" ] || cmd+=" -skip '${SKIP[$s]}'"
   echo "$cmd ${PKGS[$s]}"
