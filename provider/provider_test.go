@@ -37,6 +37,10 @@ func run(m *testing.M) int {
 	}
 	defer claim.Release()
 	testBind = claim.Host
+	if err := useWriteOnlyTerraform(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	testAccProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
 		"redlock": providerserver.NewProtocol6WithError(&redlockProvider{version: "test", bind: testBind}),
 	}

@@ -13,6 +13,7 @@ import (
 // on a real server (a failed AOF write needs a full disk; clock and latency problems need
 // another machine). The measurements are given; the findings are computed as in Run.
 func TestFindingsFromMeasurements(t *testing.T) {
+	t.Parallel()
 	healthy := func(ep string) Master {
 		return Master{Endpoint: ep, Reachable: true, Role: "master", RunID: "run-" + ep, AOFEnabled: true,
 			AppendFsync: "always", NoAppendfsyncOnRewrite: "no", MaxMemory: 64 << 20, MaxMemoryPolicy: "noeviction",
