@@ -85,6 +85,7 @@ func TestFindingsFromMeasurements(t *testing.T) {
 // delay the runtime publishes. Published lower, one is stale and the verdict is UNSAFE;
 // published higher (a lowered delay whose floor has not lapsed: held longer), a warning.
 func TestPublishedDelayAgainstAgentJSON(t *testing.T) {
+	t.Parallel()
 	tgt := Target{Endpoints: []string{"a:1", "b:1", "c:1"}, MaxLockTTL: 10 * time.Second, RestartDelay: 12 * time.Second}.withDefaults()
 	for _, tc := range []struct {
 		published time.Duration
