@@ -68,7 +68,9 @@ func TestShorterDelayNeverShortensAHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the reload in the log", func() bool { return strings.Contains(logTail(m.dir, 4000), "config reloaded") })
-	if now := m.state(); now.Status == StatusHolding && now.RestartAt.Before(held.RestartAt) {
+	// Wall instants (Round(0)): each read of the state gives its instants the monotonic
+	// reading of that read's clock pair, so one instant read twice can differ by nanoseconds.
+	if now := m.state(); now.Status == StatusHolding && now.RestartAt.Round(0).Before(held.RestartAt.Round(0)) {
 		t.Fatalf("RestartAt moved from %v to %v after the delay was lowered", held.RestartAt, now.RestartAt)
 	}
 	if _, refused := m.probeHold(held.RestartAt); refused == 0 {
@@ -100,7 +102,7 @@ func TestShorterDelayAppliesOnceOldLocksExpired(t *testing.T) {
 	t.Run("a crash right after the change is held for the old delay", func(t *testing.T) {
 		m.killRedis(st.RedisPID)
 		held := m.waitState("holding", func(s State) bool { return s.Status == StatusHolding })
-		if want := beforeReload.LastAlive.Add(oldDelay); held.RestartAt.Before(want) {
+		if want := beforeReload.LastAlive.Add(oldDelay); held.RestartAt.Round(0).Before(want.Round(0)) {
 			t.Fatalf("RestartAt %v, but the master was alive at %v under the old delay %v: want at least %v",
 				held.RestartAt, beforeReload.LastAlive, oldDelay, want)
 		}
