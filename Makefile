@@ -12,6 +12,14 @@ VERSION := $(shell cat VERSION)
 PROVIDER_VERSION ?= $(VERSION)
 export PROVIDER_VERSION
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
+# make test's go test runs: packages at a time (-p) and t.Parallel tests at a time
+# (-parallel). The acceptance and end-to-end tests mostly wait (terraform, restart holds), so
+# they run 4 at a time; the race-detected tests stay at the 2 cores' default of 2 (the race
+# detector costs CPU, and 8 at a time failed load-sensitive tests on a busy machine), their
+# packages 4 at a time.
+TEST_P ?= 4
+TEST_PARALLEL ?= 4
+TEST_PARALLEL_RACE ?= 2
 # Three Go modules (RELEASING.md): the root module (library, CLI, harnesses), provider/ and
 # test/, joined by go.work; `./...` at the root is the root module's packages, so the commands
 # that cover everything name ./provider/... and ./test/... too.
@@ -42,13 +50,14 @@ modproxy: ## a file Go module proxy of this checkout at VERSION in build/modprox
 lockagent: ## build bin/lockagent with its version stamped (-X main.version=$(PROVIDER_VERSION))
 	@scripts/build-binaries.sh lockagent
 
-test: test-deps ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests (parts side by side; CI's command; its build part installs the provider)
-	@# The parts (scripts/test.sh): the library, its metrics, the CLI and the harnesses under
-	@# the race detector (with the short chaos run: one round of every fault kind), the
-	@# provider's acceptance tests, the five-host tests in two lanes, the local end-to-end
-	@# tests and the module tests; each part's output in build/test/<part>.log, printed whole
-	@# when it ends, and each part's time at the end.
-	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" scripts/test.sh
+test: test-deps ## everything: unit, real-redis, provider acceptance (TF_ACC=1), terratest, five hosts, module tests (CI's command; it first installs the provider and compiles every test once)
+	@# The parts side by side (scripts/test.sh): the root module under the race detector (one
+	@# go test), the provider's acceptance and the local end-to-end tests (one go test), the
+	@# five-host labs in two lanes (with the short chaos run: one round of every fault kind),
+	@# the module tests; Go runs the packages and tests of each go test side by side (TEST_P,
+	@# TEST_PARALLEL). Each part's output in build/test/<part>.log, printed whole when it ends,
+	@# and each part's time at the end.
+	@GO_TEST_FLAGS="$(GO_TEST_FLAGS)" TEST_P=$(TEST_P) TEST_PARALLEL=$(TEST_PARALLEL) TEST_PARALLEL_RACE=$(TEST_PARALLEL_RACE) scripts/test.sh
 
 test-serial: test-deps provider ## make test's tests in three steps one after another (slower; one output stream)
 	go test -race $(GO_TEST_FLAGS) ./internal/... ./lockagent/...
@@ -131,12 +140,9 @@ release-config-check: ## the cheap part (CI, every run): version sources agree, 
 module-docs: ## regenerate the inputs/outputs tables in modules/*/README.md (terraform-docs, pinned, offline)
 	@scripts/module-docs.sh
 
-check-docs: docs module-docs ## fails when docs/ or modules/*/README.md is not what the schema and the modules' .tf files generate
-	@git diff --exit-code -- docs || { echo "docs/ is out of date: run make docs and commit it" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- docs)" || { echo "docs/ has files the schema does not generate, or new ones not committed: run make docs and commit" >&2; git status --porcelain -- docs >&2; exit 1; }
-	@scripts/module-shared.sh check
-	@git diff --exit-code -- 'modules/*/README.md' || { echo "modules/*/README.md is out of date: run make module-docs and commit it" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- 'modules/*/README.md')" || { echo "a module README.md is not committed: run make module-docs and commit it" >&2; git status --porcelain -- 'modules/*/README.md' >&2; exit 1; }
+check-docs: ## fails when docs/ or modules/*/README.md is not what the schema and the modules' .tf files generate (generates into a temporary directory, with its own provider build: writes nothing in the checkout)
+	@scripts/docs.sh check
+	@scripts/module-docs.sh check
 	@$(MAKE) --no-print-directory check-parts
 
 # The names come from docs/ (checked against the provider's schema above) and modules/.

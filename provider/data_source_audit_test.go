@@ -32,6 +32,7 @@ data "redlock_audit" "cluster" {
 }
 
 func TestAccAuditDataSource(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	broken := c.Masters[1]
 	const ds = "data.redlock_audit.cluster"
@@ -105,6 +106,7 @@ func TestAccAuditDataSource(t *testing.T) {
 // safe (a module's postcondition must not block every plan meanwhile) and the warning
 // names it.
 func TestAccAuditDataSourceMinorityDown(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	down := c.Masters[2]
 	const ds = "data.redlock_audit.cluster"
@@ -135,6 +137,7 @@ func TestAccAuditDataSourceMinorityDown(t *testing.T) {
 }
 
 func TestAccAuditDataSourceBadInput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		config string
@@ -172,6 +175,7 @@ func TestAccAuditDataSourceBadInput(t *testing.T) {
 // safe (the negative control). lock_username is not set: the users' checks do not need it.
 // Cases that validate applies after its first audit are applied before the read here.
 func TestAccAuditDataSourceCatalogue(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	spare := redistest.StartKit(t, redistest.Options{Masters: 1})
 	cfg := &agentconfig.Config{Endpoints: c.Addrs(), Username: redistest.LockUser, Password: redistest.LockPassword,

@@ -38,6 +38,7 @@ func hostConfigUsers(name string, sha bool) string {
 // files are the same (a host only needs the hashes), and neither the state nor the rendered
 // files hold a password; given the passwords, the state does (the negative control).
 func TestAccHostConfigDataSource_hashes(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	passwords := []string{woAdmin1, woAdmin2, woLock1, woLock2}
 	sameFiles := func(s *terraform.State) error {

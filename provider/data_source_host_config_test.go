@@ -15,6 +15,7 @@ const hostConfigPasswords = `
 `
 
 func TestAccHostConfigDataSource(t *testing.T) {
+	t.Parallel()
 	const ds = "data.redlock_host_config.m"
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
@@ -90,6 +91,7 @@ func TestAccHostConfigDataSource(t *testing.T) {
 }
 
 func TestAccHostConfigDataSource_refusedAtPlan(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, body, want string }{
 		{"restart delay shorter than the TTL", `max_lock_ttl = "30s"` + "\n" + `restart_delay = "10s"`, `restart_delay = 10s is less than`},
 		{"address not an IP", `address = "db1.example.com"`, `address = "db1.example.com" is not an IP address`},

@@ -29,6 +29,7 @@ const hostTLSArgs = `
 // /etc/redlock, a server config that serves TLS only, and a policy script config whose CLI
 // calls use the CA; a certificate for another address is refused.
 func TestAccHostConfigDataSource_tls(t *testing.T) {
+	t.Parallel()
 	const ds = "data.redlock_host_config.m"
 	config := func(address string) string {
 		return hostTLSCerts + `data "redlock_host_config" "m" {

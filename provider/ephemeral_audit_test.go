@@ -68,7 +68,7 @@ resource "terraform_data" "audited" {
 // plan and no state (Terraform >= 1.11), the audit passing; the negative control audits the
 // same masters with a wrong admin password, and the postcondition fails naming the problem.
 func TestAccAudit_ephemeral(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	masters := []*testMaster{newTestMaster(t), newTestMaster(t), newTestMaster(t)}
 	work := t.TempDir()
 	file := filepath.Join(t.TempDir(), "credentials.json")

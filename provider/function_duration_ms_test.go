@@ -10,6 +10,7 @@ import (
 )
 
 func TestAccDurationMSFunction(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		in      string

@@ -18,6 +18,7 @@ func TestQuorum(t *testing.T) {
 }
 
 func TestAccQuorumFunction(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		n       int

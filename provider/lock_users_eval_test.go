@@ -15,6 +15,7 @@ import (
 // prefix on a redlock_master and leaves the other users without it; turning it off is an
 // in-place change, and a second plan is empty (the default, false, is stable).
 func TestAccMaster_lockUserAllowEval(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	const billingPw, ordersPw = "billing-secret-0123456789", "orders-secret-0123456789"
 	users := func(eval string) string {

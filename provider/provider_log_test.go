@@ -17,6 +17,7 @@ import (
 // passwords. terraform-plugin-testing writes the in-process provider's log to
 // TF_LOG_PATH_MASK (%s: the test's name).
 func TestAccProviderLogsWithTFLog(t *testing.T) {
+	// Not parallel: t.Setenv (TF_LOG) sets the whole process's environment.
 	dir := t.TempDir()
 	t.Setenv("TF_LOG", "DEBUG")
 	t.Setenv("TF_LOG_PATH_MASK", filepath.Join(dir, "%s.log"))
@@ -61,6 +62,7 @@ func TestAccProviderLogsWithTFLog(t *testing.T) {
 // then "2s", one value for timetypes.GoDuration) is an in-place update that leaves the master
 // running as it was.
 func TestAccMaster_logsAndDurationSpelling(t *testing.T) {
+	// Not parallel: t.Setenv (TF_LOG) sets the whole process's environment.
 	m := newTestMaster(t)
 	dir := t.TempDir()
 	t.Setenv("TF_LOG", "DEBUG")

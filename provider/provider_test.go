@@ -37,8 +37,18 @@ func run(m *testing.M) int {
 	}
 	defer claim.Release()
 	testBind = claim.Host
+	if err := useWriteOnlyTerraform(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// A provider of its own for each terraform command, as terraform starts one process per
+	// command: the provider keeps the data dirs planned in it (dataDirClaims), and one
+	// instance shared by the whole test process kept every test's claims, so a finished
+	// test's dir whose inode a parallel test's new dir reused read as "shared by two masters".
 	testAccProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-		"redlock": providerserver.NewProtocol6WithError(&redlockProvider{version: "test", bind: testBind}),
+		"redlock": func() (tfprotov6.ProviderServer, error) {
+			return providerserver.NewProtocol6WithError(&redlockProvider{version: "test", bind: testBind})()
+		},
 	}
 	return m.Run()
 }

@@ -37,6 +37,7 @@ resource "redlock_server_certificate" "m" {
 // against the CA, and the server's file holds that certificate's key; destroy removes both
 // files. The negative control: the same search finds the key of a CA without it.
 func TestAccCA_privateKeyFile(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	file := filepath.Join(t.TempDir(), "secrets", "ca.key")
 	serverFile := filepath.Join(filepath.Dir(file), "tls", "server-0.key")
@@ -132,6 +133,7 @@ func jsonForms(secret string) []func() string {
 // TestAccCA_privateKeyFileRefusals: a relative file, and a server certificate given the CA key
 // both ways or neither.
 func TestAccCA_privateKeyFileRefusals(t *testing.T) {
+	t.Parallel()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
 		Steps: []resource.TestStep{

@@ -45,7 +45,7 @@ resource "redlock_master" "m" {
 // them; the next plan is empty; a lost file is a new set, which reaches the master (its
 // version changed); destroy removes the file.
 func TestAccCredentials_file(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	work := t.TempDir()
 	file := filepath.Join(t.TempDir(), "secrets", "credentials.json")
@@ -139,7 +139,7 @@ func TestAccCredentials_file(t *testing.T) {
 // TestAccCredentials_inState is the negative control of the test above: without file the
 // passwords are in the state (checkNotInState finds them), and so are their hashes.
 func TestAccCredentials_inState(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	work := t.TempDir()
 	var admin, lock string
 	resource.Test(t, resource.TestCase{
@@ -171,7 +171,7 @@ func TestAccCredentials_inState(t *testing.T) {
 // TestAccCredentials_fileRefusals: a relative path, an existing file, and an ephemeral
 // resource whose file holds another version, each refused naming the fix.
 func TestAccCredentials_fileRefusals(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	dir := t.TempDir()
 	existing := filepath.Join(dir, "taken.json")
 	if err := os.WriteFile(existing, []byte("{}"), 0o600); err != nil {

@@ -14,6 +14,7 @@ import (
 // every lock it granted has expired (so a replacement at the same address cannot grant
 // one again), and fence registers, which never expire, must not hold it up.
 func TestAccMaster_destroyOutlivesItsLocks(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	var lockExpires time.Time
 	holdLock := func(*terraform.State) error {

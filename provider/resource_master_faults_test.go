@@ -31,6 +31,7 @@ var lockValidity = 2*time.Second + master.MinMargin(2*time.Second) - master.Heal
 // TestAccMaster_drift: safety settings changed behind Terraform's back show as a diff, and
 // apply restores them.
 func TestAccMaster_drift(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	var replicaPort int
 	resource.Test(t, resource.TestCase{
@@ -123,6 +124,7 @@ func TestAccMaster_drift(t *testing.T) {
 // reachable before the restart delay, is reachable after it, the hooks ran, and the lock
 // written before the crash survived (appendfsync always).
 func TestAccMaster_crashHeldThenRestarted(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	hooksFile := filepath.Join(t.TempDir(), "hooks.log")
 	hook := func(event string) string {
@@ -184,6 +186,7 @@ func TestAccMaster_crashHeldThenRestarted(t *testing.T) {
 // together. Read removes the master, the next apply creates it again on the same data dir,
 // and the new master stays down for the restart delay because the stop was unclean.
 func TestAccMaster_supervisorAndMasterKilled(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	var crash *crashWatch
 	resource.Test(t, resource.TestCase{
@@ -220,6 +223,7 @@ func TestAccMaster_supervisorAndMasterKilled(t *testing.T) {
 // TestAccMaster_unsafeAppendfsyncOptOut: the explicit opt-out is honoured (with a warning
 // at plan time), and turning it back off restores "always" in place.
 func TestAccMaster_unsafeAppendfsyncOptOut(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
@@ -249,6 +253,7 @@ func TestAccMaster_unsafeAppendfsyncOptOut(t *testing.T) {
 // the master again. The delete timeout is short so that a destroy that cannot reach the
 // master fails the test at once instead of waiting 10 minutes for the port.
 func TestAccMaster_dataDirRemovedWhileRunning(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		remove func(t *testing.T, m *testMaster) error
@@ -517,6 +522,7 @@ func closedPort(t *testing.T) int {
 // TestAccMaster_badInputs: every unsafe or impossible input fails with a message that names
 // the attribute and the fix. Plan-time errors create nothing.
 func TestAccMaster_badInputs(t *testing.T) {
+	t.Parallel()
 	notADir := filepath.Join(t.TempDir(), "regular-file")
 	if err := os.WriteFile(notADir, []byte("in the way"), 0o600); err != nil {
 		t.Fatal(err)

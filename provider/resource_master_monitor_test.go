@@ -43,6 +43,7 @@ func (m *testMaster) expectMonitorUser(t *testing.T, password string, refused ..
 // TestAccMaster_monitorUser: monitor_password adds the monitoring user; changing it changes
 // the live user in place (the old password stops working, the master is not restarted).
 func TestAccMaster_monitorUser(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	const first, second = "monitor-password-0123456789", "monitor-password-9876543210"
 	resource.Test(t, resource.TestCase{

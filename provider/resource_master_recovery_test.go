@@ -18,6 +18,7 @@ import (
 // master serving on that port; and a destroy with refresh (the test's last step) works on a
 // master left broken, without -refresh=false.
 func TestAccMaster_recoveryWithExplicitPort(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		breaks func(t *testing.T, m *testMaster)

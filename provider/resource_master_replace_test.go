@@ -31,6 +31,7 @@ type replacementCase struct {
 // master's locks (a lock granted just before the apply has expired before the new master
 // answers: the destroy waited for it, as a data dir removed with its locks requires).
 func TestAccMaster_replaceEachForceNewAttribute(t *testing.T) {
+	t.Parallel()
 	redisPath, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal(err)

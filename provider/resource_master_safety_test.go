@@ -59,6 +59,7 @@ func (w *crashWatch) expectBackAfter(t *testing.T, expires time.Time) {
 // the new supervisor (not the state the dead one left) decides, it waits out the hold, and
 // no second supervisor is left running.
 func TestAccMaster_supervisorKilledWhileHolding(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	config := masterConfig(m, "  restart_delay = \"8s\"\n")
 	var crash *crashWatch
@@ -100,6 +101,7 @@ func TestAccMaster_supervisorKilledWhileHolding(t *testing.T) {
 // keep_data_on_destroy the locks survive) and supervises the master again. Destroying an
 // unsupervised master stops it too.
 func TestAccMaster_supervisorKilledAlone(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	config := masterConfig(m, "  keep_data_on_destroy = true\n")
 	var key string
@@ -183,6 +185,7 @@ func TestAccMaster_supervisorKilledAlone(t *testing.T) {
 // or recreating a master that died with its supervisor under a lower one, never lets the
 // master rejoin before a lock it granted under the old, longer TTL has expired.
 func TestAccMaster_lowerMaxLockTTL(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	longTTL := masterConfig(m, "  max_lock_ttl = \"7s\"\n") // restart_delay 8s
 	shortTTL := masterConfig(m, "")                         // max_lock_ttl 2s, restart_delay 3s
@@ -286,6 +289,7 @@ func (m *testMaster) watchDestroy(t *testing.T) *monitorLateLock {
 // counted. So destroy shuts the lock user out first: an attempt made while it measures is
 // refused, and nothing granted outlives the destroy.
 func TestAccMaster_destroyRefusesLateLocks(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	var w *monitorLateLock
 	resource.Test(t, resource.TestCase{
@@ -321,6 +325,7 @@ func TestAccMaster_destroyRefusesLateLocks(t *testing.T) {
 // keeps a supervisor.state in data_dir that makes a master created there wait until they
 // have, and keeps the resource in state; the next apply finishes the wait, then replaces it.
 func TestAccMaster_destroyCutShortLeavesHold(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	var expires time.Time
 	// The lock outlives the delete timeout by far more than the steps in between can take
@@ -380,6 +385,7 @@ func TestAccMaster_destroyCutShortLeavesHold(t *testing.T) {
 // TestAccMaster_adminPasswordChangedLast: when an update fails half-way, the master keeps the
 // admin password Terraform's state has, so the next apply can still reach it.
 func TestAccMaster_adminPasswordChangedLast(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	const first, second = "first-admin-password-0123456789", "second-admin-password-0123456789"
 	conf := func(pw string) string {
@@ -446,6 +452,7 @@ func TestAccMaster_adminPasswordChangedLast(t *testing.T) {
 // the safety settings from the redis.conf it will start with, never assumed defaults: a
 // hand-edited eviction policy shows up, so the next plan repairs it.
 func TestAccMaster_importHeldMaster(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
@@ -493,6 +500,7 @@ func TestAccMaster_importHeldMaster(t *testing.T) {
 // TestAccMaster_delaysCheckedAtApply: a restart_delay or max_lock_ttl that is unknown at plan
 // time (computed from another resource) is checked when it is known, at apply.
 func TestAccMaster_delaysCheckedAtApply(t *testing.T) {
+	t.Parallel()
 	const refused = `restart_delay = 1s is less than max_lock_ttl \(2s\) \+ clock_drift_margin \(1s\) = 3s`
 	// terraform_data's id is generated at apply, so a value built from it is unknown at plan.
 	computed := func(m *testMaster, extra string) string {

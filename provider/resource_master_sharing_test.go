@@ -12,6 +12,7 @@ import (
 // Two masters must never share a data dir. A dir another master's supervisor runs is
 // refused at plan, naming that master; the master that owns it is untouched.
 func TestAccMaster_dataDirOfAnotherMasterRefusedAtPlan(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	first := masterConfig(m, "")
 	second := first + fmt.Sprintf(`
@@ -40,6 +41,7 @@ resource "redlock_master" "other" {
 // Two new masters of one configuration with the same data_dir: refused at plan (the
 // provider process that plans both remembers the first), before either touches the disk.
 func TestAccMaster_twoMastersShareADataDir(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "shared")
 	t.Cleanup(func() { stopDataDir(t, dir) })
 	config := ""

@@ -185,6 +185,7 @@ func fileMode(p string, want os.FileMode) resource.TestCheckFunc {
 
 // TestAccMaster_lifecycle: create, read, import, update in place, destroy.
 func TestAccMaster_lifecycle(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	hooksFile := filepath.Join(t.TempDir(), "hooks.log")
 	resource.Test(t, resource.TestCase{

@@ -47,6 +47,7 @@ resource "redlock_server_certificate" "m" {
 // drift, given a new certificate in place and destroyed; every step talks to it over TLS
 // trusting only the deployment's CA, and a plain-text client is refused.
 func TestAccMaster_tlsLifecycle(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	var firstCertSerial string
 	resource.Test(t, resource.TestCase{
@@ -182,6 +183,7 @@ func (m *testMaster) checkServedCert(certResource string) resource.TestCheckFunc
 // TestAccMaster_tlsPlanErrors: missing or unusable TLS material is refused at plan time,
 // naming the argument and the fix.
 func TestAccMaster_tlsPlanErrors(t *testing.T) {
+	t.Parallel()
 	m := newTestMaster(t)
 	other := fmt.Sprintf(`
 resource "redlock_ca" "other" {}

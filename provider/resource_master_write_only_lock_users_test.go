@@ -68,7 +68,7 @@ func (m *testMaster) checkTenantAuth(accepted, refused map[string]string) resour
 // dir; a tenant added later gets its password at once while the others keep theirs until
 // password_wo_version changes, which rotates them in place.
 func TestAccMaster_writeOnlyLockUsers(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	work := t.TempDir()
 	all := []func() string{literal(woAdmin1), literal(woBilling1), literal(woBilling2), literal(woAds1), literal(woOps1)}
@@ -127,7 +127,7 @@ func TestAccMaster_writeOnlyLockUsers(t *testing.T) {
 // TestAccMaster_plainLockUsersInState is the negative control: tenants' passwords given in
 // lock_users are in the state, and the same search finds them.
 func TestAccMaster_plainLockUsersInState(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	work := t.TempDir()
 	resource.Test(t, resource.TestCase{
@@ -154,7 +154,7 @@ func TestAccMaster_plainLockUsersInState(t *testing.T) {
 
 // TestAccMaster_writeOnlyLockUsersRefusals: plan-time errors naming the field and the fix.
 func TestAccMaster_writeOnlyLockUsersRefusals(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	step := func(extra, want string) resource.TestStep {
 		return resource.TestStep{Config: masterConfig(m, extra), PlanOnly: true,

@@ -32,22 +32,24 @@ var writeOnlyTerraform = []tfversion.TerraformVersionCheck{tfversion.RequireAbov
 // than 1.11 (scripts/deps.sh), relative to the repository root.
 const writeOnlyTerraformBinary = "bin/terraform-1.11.4"
 
-// useWriteOnlyTerraform points the test at a terraform >= 1.11: TF_ACC_TERRAFORM_PATH when
-// set, else the terraform on PATH when it is new enough, else the one make deps built.
-// When there is none, the version check fails the test with the version it found.
-func useWriteOnlyTerraform(t *testing.T) {
-	t.Helper()
+// useWriteOnlyTerraform points the test process at a terraform >= 1.11 (TestMain, once: the
+// tests run in parallel, and the environment is the process's): TF_ACC_TERRAFORM_PATH when
+// set, else the terraform on PATH when it is new enough, else the one make deps built (which
+// every test of the process then runs). When there is none, the write-only tests' version
+// check fails them with the version it found.
+func useWriteOnlyTerraform() error {
 	if os.Getenv("TF_ACC_TERRAFORM_PATH") != "" {
-		return
+		return nil
 	}
 	if v, err := terraformVersion("terraform"); err == nil && !v.LessThan(tfversion.Version1_11_0) {
-		return
+		return nil
 	}
 	if p, err := filepath.Abs(filepath.Join("..", writeOnlyTerraformBinary)); err == nil {
 		if _, err := os.Stat(p); err == nil {
-			t.Setenv("TF_ACC_TERRAFORM_PATH", p)
+			return os.Setenv("TF_ACC_TERRAFORM_PATH", p)
 		}
 	}
+	return nil
 }
 
 // terraformVersion runs `bin version -json`.
@@ -187,7 +189,7 @@ func (m *testMaster) checkAuth(admin, lock string, refused ...string) resource.T
 // master's own files; a new password_wo_version changes both in place; a new write-only
 // value without a new version changes nothing.
 func TestAccMaster_writeOnlyPasswords(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	work := t.TempDir()
 	all := []func() string{literal(woAdmin1), literal(woLock1), literal(woAdmin2), literal(woLock2)}
@@ -334,7 +336,7 @@ func (m *testMaster) checkSecretFileModes(secrets ...string) resource.TestCheckF
 // switches to the write-only arguments with the same values; the update removes them from
 // the state and the master keeps working. Its backup still has them: the README says so.
 func TestAccMaster_writeOnlyFromState(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	work := t.TempDir()
 	resource.Test(t, resource.TestCase{
@@ -406,7 +408,7 @@ func mustOne(s []string) string {
 // write-only arguments; the master runs with them, they are in no state file, and the next
 // apply (which opens the ephemeral resource again, with new values) changes nothing.
 func TestAccMaster_writeOnlyEphemeralCredentials(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	work := t.TempDir()
 	var admin, lock string
@@ -475,7 +477,7 @@ resource "redlock_master" "m" {
 
 // TestAccMaster_writeOnlyRefusals: plan-time errors that name the fields and the fix.
 func TestAccMaster_writeOnlyRefusals(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	step := func(extra, want string) resource.TestStep {
 		return resource.TestStep{Config: masterConfig(m, extra), PlanOnly: true, ExpectError: regexp.MustCompile(want)}
@@ -512,7 +514,7 @@ tls_ca_cert_pem = "a"`, `tls_key_pem\s+and\s+tls_key_pem_wo\s+are\s+both\s+set`)
 // TestAccCredentialsEphemeral: the ephemeral resource opens with two distinct generated
 // passwords and the default lock user, and leaves nothing in the state.
 func TestAccCredentialsEphemeral(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	work := t.TempDir()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,

@@ -86,7 +86,7 @@ func (m *testMaster) checkServedCertPEM(certPEM string) resource.TestCheckFunc {
 // key rotate in place with no version; a new password_wo_version changes the monitoring
 // password, and removing it (with a new version) removes the user.
 func TestAccMaster_writeOnlyMonitorAndTLSKey(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	work := t.TempDir()
 	ca, first := testServerPair(t)
@@ -178,7 +178,7 @@ func (m *testMaster) checkMonitorUserGone(t *testing.T, last string) resource.Te
 // given as plain arguments, the monitoring password and the TLS key are in the state, and
 // the same search finds them.
 func TestAccMaster_plainMonitorAndTLSKeyInState(t *testing.T) {
-	useWriteOnlyTerraform(t)
+	t.Parallel()
 	m := newTestMaster(t)
 	work := t.TempDir()
 	ca, server := testServerPair(t)

@@ -135,6 +135,7 @@ func (w *rotationWorker) waitRuns(n int) error {
 // No run is refused its credentials. The control: a client still on the old password after
 // apply 2 is refused.
 func TestAccUsers_rotationUnderLoad(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	agent := buildLockagent(t)
 	var workers []*rotationWorker

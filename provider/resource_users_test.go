@@ -106,6 +106,7 @@ func usersGoneEverywhere(t *testing.T, c *redistest.Cluster, names ...string) re
 // the old password retired by the next apply, then a tenant removed; every master follows,
 // and a restart keeps what the last apply set.
 func TestAccUsers_addRotateRemove(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	var holder *redis.Client
 	t.Cleanup(func() {
@@ -205,6 +206,7 @@ func TestAccUsers_addRotateRemove(t *testing.T) {
 // TestAccUsers_drift: a user changed by hand on one master and deleted on another shows in
 // refresh and is planned back; the plan is empty again afterwards.
 func TestAccUsers_drift(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	config := usersConfig(c, billingUser(billingPassword1))
 	resource.Test(t, resource.TestCase{
@@ -254,6 +256,7 @@ func TestAccUsers_drift(t *testing.T) {
 // others; the next apply, with it back, converges it. A rotation that failed on one master
 // keeps the overlap for the apply that repeats it.
 func TestAccUsers_downMaster(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	down := c.Masters[2]
 	kill := func() {
@@ -295,6 +298,7 @@ func TestAccUsers_downMaster(t *testing.T) {
 // TestAccUsers_writeOnly: admin and user passwords given write-only never reach the
 // state (only the user's hash does); the plan, which reads the masters itself, finds drift.
 func TestAccUsers_writeOnly(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	config := func(users string) string {
 		return fmt.Sprintf(`
@@ -361,6 +365,7 @@ resource "redlock_users" "tenants" {
 // TestAccUsers_tls: the admin connection verifies the masters against the deployment's
 // CA; plain text to a TLS-only master fails naming it (the control).
 func TestAccUsers_tls(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true, TLS: true})
 	config := func(tls string) string {
 		return strings.Replace(usersConfig(c, billingUser(billingPassword1)), "  users = {", tls+"\n  users = {", 1)
@@ -394,6 +399,7 @@ func TestAccUsers_tls(t *testing.T) {
 // TestAccUsers_allowEval: allow_eval gives the user EVAL inside its prefix (what redsync
 // and other Redlock clients release with), in place; turning it off takes it back.
 func TestAccUsers_allowEval(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	withEval := fmt.Sprintf(`    billing = { key_prefix = "billing:", allow_eval = true, password_sha256 = sha256(%q) }`, billingPassword1)
 	canEval := func(want bool) resource.TestCheckFunc {
@@ -432,6 +438,7 @@ func TestAccUsers_allowEval(t *testing.T) {
 // logs in with the previous one, both are then accepted, the next apply retires the
 // previous; rotating back restores the harness's password for the destroy.
 func TestAccUsers_adminRotation(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	const next = "next-admin-password-0123456789"
 	config := func(admin string) string {
@@ -486,6 +493,7 @@ func TestAccUsers_adminRotation(t *testing.T) {
 // TestAccUsers_sharedPasswordRefused: a user with another user's or the admin's password is
 // refused at plan, naming it.
 func TestAccUsers_sharedPasswordRefused(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 1, ACLFile: true})
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviderFactories,
@@ -509,6 +517,7 @@ func TestAccUsers_sharedPasswordRefused(t *testing.T) {
 // no majority of seeded masters to seed from, the apply fails naming it and leaves its
 // users off.
 func TestAccUsers_seedsReplacedMaster(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	replaced, other := c.Masters[2], c.Masters[1]
 	config := usersConfig(c, billingUser(billingPassword1))
@@ -609,6 +618,7 @@ func replaceWithEmptyMaster(t *testing.T, m *redistest.Master) {
 // them from each other would restart the fences at 1. Replacing redlock_users (a create)
 // is the way to say it is a new cluster: it seeds them.
 func TestAccUsers_everyMasterReplaced(t *testing.T) {
+	t.Parallel()
 	c := redistest.Start(t, redistest.Options{Masters: 3, ACLFile: true})
 	config := usersConfig(c, billingUser(billingPassword1))
 	allSeeded := func(*terraform.State) error {

@@ -9,6 +9,9 @@
 #              that makes `terraform init` find it offline (every make target and test sets
 #              TF_CLI_CONFIG_FILE to it);
 #   lockagent: bin/lockagent.
+# BUILD_DIR (default: the checkout's build/) is where the binaries, the mirror and the CLI
+# config go: make check-docs builds its own provider into a temporary one, so that it never
+# replaces the provider a test is running.
 # One go build for both: the links and the packages only one of them needs run side by side.
 # The flags are the go command's defaults (no -trimpath, cgo as the go command decides), as for
 # `go test` and scripts/build-terraform.sh: what one of them compiled (the standard library
@@ -25,6 +28,7 @@
 # file), or delete the lock file (docs/guides/terraform-provider.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_dir=$(realpath -m "${BUILD_DIR:-build}")
 [ $# -gt 0 ] || set -- provider lockagent
 version="${PROVIDER_VERSION:-$(cat VERSION)}"
 pkgs=()
@@ -39,7 +43,7 @@ done
 # -o DIR/ names each binary after its package's directory. The directory is kept: go build
 # leaves a binary there alone when it is up to date (its build ID), so a warm run links
 # nothing; the binaries are copied from it.
-out=build/binaries
+out=$build_dir/binaries
 mkdir -p "$out"
 go build -buildvcs=false -ldflags "-X main.version=$version" -o "$out/" "${pkgs[@]}"
 
@@ -59,7 +63,7 @@ install_file() {
 for what in "$@"; do
   case "$what" in
     provider)
-      mirror="$PWD/build/mirror"
+      mirror="$build_dir/mirror"
       platform="$(go env GOOS)_$(go env GOARCH)" # the machine terraform runs on
       dir="$mirror/registry.terraform.io/redlock-kit/redlock/$version/$platform"
       mkdir -p "$dir"
@@ -77,7 +81,7 @@ for what in "$@"; do
       else
         how="unchanged (the same build is installed; lock files stay valid):"
       fi
-      cat > build/terraformrc <<CFG
+      cat > "$build_dir/terraformrc" <<CFG
 provider_installation {
   filesystem_mirror {
     path    = "$mirror"
@@ -88,7 +92,7 @@ provider_installation {
   }
 }
 CFG
-      echo "provider: $how redlock-kit/redlock $version in $mirror (TF_CLI_CONFIG_FILE=$PWD/build/terraformrc)"
+      echo "provider: $how redlock-kit/redlock $version in $mirror (TF_CLI_CONFIG_FILE=$build_dir/terraformrc)"
       [ -z "$relock" ] || echo "$relock"
       ;;
     lockagent)

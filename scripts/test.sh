@@ -1,74 +1,63 @@
 #!/usr/bin/env bash
-# make test's parts, side by side. Most of each part's time is spent waiting (restart delays,
-# TTLs, terraform, systemd booting), so one part after another left the machine idle; the
-# longest packages are split over several processes by test name. Each part writes its
-# output to build/test/<part>.log, printed whole (never interleaved) as soon as the part ends;
-# the exit status fails when any part failed; each part's time (and CPU time) is printed at
-# the end.
-#   scripts/test.sh            every part
-#   scripts/test.sh PART...    only these parts (a single part runs in the foreground)
+# make test. Go schedules the tests: one go test per group, with -p (packages at a time) and
+# -parallel (tests at a time: the independent tests call t.Parallel). Most tests mostly wait
+# (restart holds, TTLs, terraform), so both are set above the 2 cores' default. This script
+# does only what Go cannot: it keeps the five-host labs (systemd containers; booting is
+# CPU-heavy) to two lanes, so that at most two labs boot at a time.
+#   scripts/test.sh            everything: the build, then every part side by side
+#   scripts/test.sh PART...    only these parts (after the build; a single part in the foreground)
 #   scripts/test.sh check      fails when the steps miss a test or run one twice (the build
-#                              part runs it too)
-# Processes side by side never share a port: each test process claims loopback addresses of
-# its own (internal/localmasters.ClaimLoopback).
-# GO_TEST_FLAGS comes from the Makefile.
+#                              runs it too)
+# Each part writes its output to build/test/<part>.log, printed whole (never interleaved) as
+# soon as the part ends; the exit status fails when any part failed; each part's time (and
+# CPU time) is printed at the end. Test processes side by side never share a loopback address
+# (internal/localmasters.ClaimLoopback); tests of one process pick free ports on theirs.
+# GO_TEST_FLAGS, TEST_P, TEST_PARALLEL and TEST_PARALLEL_RACE come from the Makefile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${GO_TEST_FLAGS:=-count=1 -timeout 40m}"
+# -p: packages at a time in one go test; -parallel: t.Parallel tests at a time in a package
+# (TEST_PARALLEL_RACE under the race detector).
+: "${TEST_P:=4}" "${TEST_PARALLEL:=4}" "${TEST_PARALLEL_RACE:=2}"
 
 # Test packages that another make target runs.
 ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-check
 
-# The go test runs (steps): packages, -run, -skip (empty: none), -race or not, and whether
-# they need the acceptance build. A package split over steps gives each a -run/-skip pair;
-# check proves every test runs exactly once. The five-host tests, the longest, are split in two.
+# The go test runs (steps): packages, -run, -skip (empty: none), -race or not, acceptance
+# (TF_ACC) or not. A package in several steps gives each a -run/-skip pair; check proves every
+# test runs exactly once. The five-host tests (test/, TestHosts*) are split over the two lanes.
 HOSTS_A='^TestHosts(Runbook|Day2|TLS)$'
 HOSTS='^TestHosts'
-PROVIDER_A='^TestAcc(AuditDataSource|Master_(dataDirRemoved|badInputs|drift$|crashHeldThenRestarted))'
-PROVIDER_B='^TestAcc(Users_|Master_(writeOnly|plain|destroy))'
-STEPS=(unit-internal unit-lockagent hostlab chaos provider-a provider-b provider-c hosts-a hosts-b e2e-local)
+STEPS=(unit acc hostlab chaos hosts-a hosts-b)
 declare -A PKGS RUN SKIP RACE ACC
-# The harnesses, the library (with the README's program), its metrics and the CLI under the race detector, in two
-# processes (internal/, lockagent/; go test runs two packages at a time in each); chaos is the
-# short chaos run (one round of every fault kind).
-PKGS[unit-internal]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '
-' ' ')" RACE[unit-internal]=1
-PKGS[unit-lockagent]="./lockagent/... ./examples/go-client/" RACE[unit-lockagent]=1
+# The root module (library, CLI, harnesses, examples' Go program) under the race detector,
+# but the two lab packages and what another target runs.
+PKGS[unit]="$(go list ./... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' -e "$ELSEWHERE" | tr '\n' ' ')" RACE[unit]=1
+# The provider's acceptance tests and the local end-to-end tests (terraform, real masters).
+PKGS[acc]="./provider/... ./test/..." SKIP[acc]=$HOSTS ACC[acc]=1
+# The labs: the short chaos run (one round of every fault kind), the hostlab harness, and the
+# five-host end-to-end tests.
 PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1
 PKGS[chaos]="./internal/chaos/" RACE[chaos]=1
-# The provider's acceptance tests mostly wait (terraform, restart holds): three processes.
-PKGS[provider-a]="./provider/..." RUN[provider-a]=$PROVIDER_A ACC[provider-a]=1
-PKGS[provider-b]="./provider/..." RUN[provider-b]=$PROVIDER_B SKIP[provider-b]=$PROVIDER_A ACC[provider-b]=1
-PKGS[provider-c]="./provider/..." SKIP[provider-c]="$PROVIDER_A|$PROVIDER_B" ACC[provider-c]=1
 PKGS[hosts-a]="./test/..." RUN[hosts-a]=$HOSTS_A ACC[hosts-a]=1
 PKGS[hosts-b]="./test/..." RUN[hosts-b]=$HOSTS SKIP[hosts-b]=$HOSTS_A ACC[hosts-b]=1
-PKGS[e2e-local]="./test/..." SKIP[e2e-local]=$HOSTS ACC[e2e-local]=1
-# The parts, side by side; a part's steps run one after another. The packages that boot five
-# systemd hosts (hostlab, chaos) each run before one of the two five-host steps, so that at
-# most two labs boot at a time (booting is CPU-heavy). build and modules are parts of their
-# own (part_cmd). The long parts that mostly wait are split; the CPU-heavy ones (race
-# detector, booting hosts) are not split further, as each more process side by side adds
-# load on a 2-core machine.
-PARTS=(unit-internal unit-lockagent lab-1 lab-2 provider-a provider-b provider-c e2e-local)
-declare -A PART_STEPS=([unit-internal]="unit-internal" [unit-lockagent]="unit-lockagent" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b"
-  [provider-a]="provider-a" [provider-b]="provider-b" [provider-c]="provider-c" [e2e-local]="e2e-local")
+# The parts, side by side; a part's steps run one after another. Each lab lane boots one lab
+# at a time. modules is the modules' terraform test files (scripts/test-modules.sh).
+PARTS=(unit acc lab-1 lab-2 modules)
+declare -A PART_STEPS=([unit]="unit" [acc]="acc" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b")
 
 logs=build/test
-# The steps of one kind share most of their dependencies (under the race detector: the
-# standard library, go-redis; the acceptance tests: the plugin framework, terratest, gRPC), and
-# go test processes side by side would each compile them on a cold cache: the build part
-# compiles every test once, first the race-detected ones, then the acceptance ones, writing
-# its exit status to $built_race, then to $built, which the steps wait for.
-built=$logs/.acceptance-built
-built_race=$logs/.race-built
 
-# step_cmd STEP: the step's command line.
+# step_cmd STEP: the step's command line. The lab steps run their (few) tests one at a time.
 step_cmd() {
   local s=$1 cmd="go test"
-  [ -z "${ACC[$s]:-}" ] || cmd="until [ -e $built ]; do sleep 1; done; TF_ACC=1 go test"
-  [ -z "${RACE[$s]:-}" ] || cmd="until [ -e $built_race ]; do sleep 1; done; go test"
+  [ -z "${ACC[$s]:-}" ] || cmd="TF_ACC=1 go test"
   [ -z "${RACE[$s]:-}" ] || cmd+=" -race"
   cmd+=" $GO_TEST_FLAGS"
+  case "$s" in
+    unit) cmd+=" -p $TEST_P -parallel $TEST_PARALLEL_RACE" ;;
+    acc) cmd+=" -p $TEST_P -parallel $TEST_PARALLEL" ;;
+  esac
   [ -z "${RUN[$s]:-}" ] || cmd+=" -run '${RUN[$s]}'"
   [ -z "${SKIP[$s]:-}" ] || cmd+=" -skip '${SKIP[$s]}'"
   echo "$cmd ${PKGS[$s]}"
@@ -78,23 +67,26 @@ step_cmd() {
 part_cmd() {
   local p=$1 s cmd="rc=0"
   case "$p" in
-    # Compiles the race-detected tests, then installs the provider, then compiles the
-    # acceptance tests and the lockagent that test/'s TestMain builds, without linking or
-    # running them (go list -export compiles every
-    # package, test packages included, into the build cache; a link is not cached, so the
-    # steps link for themselves); then checks the steps.
-    build)
-      local race_pkgs=""
-      for s in "${STEPS[@]}"; do [ -z "${RACE[$s]:-}" ] || race_pkgs+="${PKGS[$s]} "; done
-      echo "go list -export -test -race $race_pkgs >/dev/null; race_rc=\$?; echo \$race_rc >$built_race; scripts/install-provider.sh && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check && [ \$race_rc = 0 ]"
-      ;;
-    modules) echo "until [ -e $built ]; do sleep 1; done; scripts/test-modules.sh" ;;
+    modules) echo "scripts/test-modules.sh" ;;
     *)
       [ -n "${PART_STEPS[$p]:-}" ] || return 1
       for s in ${PART_STEPS[$p]}; do cmd+="; { $(step_cmd "$s"); } || rc=1"; done
       echo "$cmd; exit \$rc"
       ;;
   esac
+}
+
+# build_cmd: installs the provider (the acceptance and module tests run it), then compiles every
+# test once, without linking or running it (go list -export compiles every package, test
+# packages included, into the build cache): the race-detected ones, then the acceptance ones
+# and the lockagent that test/'s TestMain builds. The parts share most of their dependencies
+# (under the race detector: the standard library, go-redis; the acceptance tests: the plugin
+# framework, terratest, gRPC), and go test processes started side by side on a cold cache
+# would each compile them. Then checks the steps.
+build_cmd() {
+  local s race_pkgs=""
+  for s in "${STEPS[@]}"; do [ -z "${RACE[$s]:-}" ] || race_pkgs+="${PKGS[$s]} "; done
+  echo "scripts/install-provider.sh && go list -export -test -race $race_pkgs >/dev/null && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check"
 }
 
 # selected NAME STEP: whether the step's -run/-skip select the top-level test NAME.
@@ -105,7 +97,7 @@ selected() {
 }
 
 # check: every package with tests is in a step (or run elsewhere); a package in several
-# steps has each of its tests selected by exactly one of them.
+# steps, or in one with -run/-skip, has each of its tests selected by exactly one step.
 check() {
   local bad=0 pkg p n test_parts
   declare -A parts_of
@@ -141,31 +133,35 @@ if [ "${1:-}" = check ]; then
 fi
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(build "${PARTS[@]}" modules)
+[ ${#parts[@]} -gt 0 ] || parts=("${PARTS[@]}")
 for p in "${parts[@]}"; do
-  part_cmd "$p" >/dev/null || { echo "scripts/test.sh: no part named $p (parts: build ${PARTS[*]} modules)" >&2; exit 2; }
+  part_cmd "$p" >/dev/null || { echo "scripts/test.sh: no part named $p (parts: ${PARTS[*]})" >&2; exit 2; }
 done
 
 mkdir -p "$logs"
-rm -f "$built" "$built_race"
-# Without the build part, the steps compile for themselves.
-# The build part also installs the provider the acceptance steps and the module tests run.
-case " ${parts[*]} " in *" build "*) ;; *) scripts/install-provider.sh >/dev/null && echo 0 >"$built" && echo 0 >"$built_race" ;; esac
+timings=build/timings/test.tsv
+rm -f "$timings" "$logs"/*.log
 if [ ${#parts[@]} = 1 ]; then
+  scripts/install-provider.sh >/dev/null || exit 1
   cmd=$(part_cmd "${parts[0]}")
   echo "$cmd"
   exec bash -c "$cmd"
 fi
 
-timings=build/timings/test.tsv
-rm -f "$timings" "$logs"/*.log
+echo "test: build: $(build_cmd)"
+if ! scripts/timed.sh run "$timings" build bash -c "$(build_cmd)" >"$logs/build.log" 2>&1; then
+  cat "$logs/build.log"
+  scripts/timed.sh report "$timings" "make test"
+  echo "make test: FAILED: build (output in $logs/build.log)" >&2
+  exit 1
+fi
+
 # Each part in a process group of its own, so that an interrupted run stops all of them.
 set -m
 declare -A part_of_pid
 for p in "${parts[@]}"; do
   cmd=$(part_cmd "$p")
   echo "test: $p: $cmd"
-  [ "$p" != build ] || cmd="$cmd; rc=\$?; echo \$rc >$built; exit \$rc"
   scripts/timed.sh run "$timings" "$p" bash -c "$cmd" >"$logs/$p.log" 2>&1 &
   part_of_pid[$!]=$p
 done

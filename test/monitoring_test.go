@@ -27,8 +27,10 @@ import (
 // reported held (with its name), never down; after a minute at the quorum the majority is at
 // risk; once they serve again every alert clears.
 func TestMonitoringAlertsFireAndClear(t *testing.T) {
-	// Not parallel: "healthy: no alert" includes RedlockFsyncSlow (an fsync over 50 ms), which
-	// fired on the healthy cluster when this ran beside the other local tests and their writes.
+	// Parallel: its masters are on loopback addresses of its own (deployLocalFive), its
+	// exporters and Prometheus on free ports, and the healthy check leaves out
+	// RedlockFsyncSlow, the one alert other tests' writes on the shared disk can fire.
+	t.Parallel()
 	bins := map[string]string{}
 	for _, name := range []string{"prometheus", "prometheus-redis-exporter", "prometheus-node-exporter"} {
 		bins[name] = exportertest.Binary(t, name)

@@ -70,6 +70,7 @@ func TestCatalogue(t *testing.T) {
 // a root module calling modules/redlock-cluster, with go test -v. The passwords are in none of
 // its output, and the strict pass passes; the negative control (terraform.Output) prints them.
 func TestUserInfrastructureTest(t *testing.T) {
+	t.Parallel()
 	tree := copyTree(t, "modules/redlock-cluster")
 	addrs, port := uniqueLoopback(t)
 	dataRoot := filepath.Join(t.TempDir(), "data")

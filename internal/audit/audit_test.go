@@ -54,6 +54,7 @@ func run(t *testing.T, tgt audit.Target) *audit.Report {
 }
 
 func TestSafeClusterHasNoProblems(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 5})
 	rep := run(t, target(c))
 	if !rep.Safe || len(rep.Problems) != 0 {
@@ -89,6 +90,7 @@ func TestSafeClusterHasNoProblems(t *testing.T) {
 // function library is loaded and current, and a lock user that may EVAL, each as a
 // warning naming the master and the fix; the values are in the report.
 func TestScriptFindings(t *testing.T) {
+	t.Parallel()
 	admin := func(t *testing.T, m *redistest.Master, args ...any) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -154,6 +156,7 @@ func TestScriptFindings(t *testing.T) {
 // TestLockUserCannotRunABusyScript: the lock user of a kit master is refused EVAL of a
 // busy loop (NOPERM) and any function load; the kit's functions are all it can run.
 func TestLockUserCannotRunABusyScript(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 1})
 	lock := c.Masters[0].LockClient()
 	defer lock.Close()
@@ -173,6 +176,7 @@ func TestLockUserCannotRunABusyScript(t *testing.T) {
 // TestUnsafeMutations breaks one thing at a time on a safe cluster and expects the audit to
 // say so, naming the master and the setting.
 func TestUnsafeMutations(t *testing.T) {
+	t.Parallel()
 	admin := func(m *redistest.Master, args ...any) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -273,6 +277,7 @@ func TestUnsafeMutations(t *testing.T) {
 // TestReplicaSeenFromPrimary checks the other half of a replication setup: the primary
 // reports its connected replica.
 func TestReplicaSeenFromPrimary(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	replica, primary := c.Masters[1], c.Masters[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -310,6 +315,7 @@ func TestReplicaSeenFromPrimary(t *testing.T) {
 // A minority of masters down is what Redlock is built to survive: every lock stays
 // exclusive, so the deployment is still safe, with a warning naming the missing master.
 func TestMinorityDownIsAWarning(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	if err := c.Masters[2].Kill(); err != nil {
 		t.Fatal(err)
@@ -324,6 +330,7 @@ func TestMinorityDownIsAWarning(t *testing.T) {
 }
 
 func TestAdminCredentialsRequired(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	tgt := target(c)
 	// The lock user may not run CONFIG GET or INFO: an audit with its credentials cannot
@@ -339,6 +346,7 @@ func TestAdminCredentialsRequired(t *testing.T) {
 }
 
 func TestBadTarget(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		tgt   audit.Target

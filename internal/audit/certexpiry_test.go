@@ -22,6 +22,7 @@ import (
 // good for a year (the negative control) is neither. The certificates are made by the
 // provider's PKI code, with short validity periods.
 func TestServerCertificateExpiry(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3, TLS: true})
 	ca, err := pki.NewCA(pki.CAOptions{})
 	if err != nil {

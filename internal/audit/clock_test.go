@@ -12,6 +12,7 @@ import (
 )
 
 func TestClockSampleOffset(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	tests := []struct {
 		name    string
@@ -36,6 +37,7 @@ func TestClockSampleOffset(t *testing.T) {
 }
 
 func TestClockRate(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	sample := func(at, rtt, server time.Duration) audit.ClockSample {
 		return audit.ClockSample{Sent: base.Add(at), Received: base.Add(at + rtt), Server: base.Add(server)}
@@ -67,6 +69,7 @@ func TestClockRate(t *testing.T) {
 }
 
 func TestRateOff(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name           string
 		rate, errBound float64
@@ -89,6 +92,7 @@ func TestRateOff(t *testing.T) {
 }
 
 func TestOffsetTooLarge(t *testing.T) {
+	t.Parallel()
 	limit := 102 * time.Millisecond // Drift(10s, 1%)
 	if got := audit.Drift(10*time.Second, 0.01); got != limit {
 		t.Fatalf("Drift(10s, 1%%) = %v, want %v", got, limit)
@@ -117,6 +121,7 @@ func TestOffsetTooLarge(t *testing.T) {
 // fast (the harness preloads a clock-skew shim) and expects the audit to report both its
 // offset and its rate, and nothing about the correct masters.
 func TestClockSkewedMaster(t *testing.T) {
+	t.Parallel()
 	redistest.RequireClockSkew(t)
 	skewed := startKit(t, redistest.Options{Masters: 1, Clock: &redistest.ClockSkew{Offset: time.Hour, Rate: 1.1}})
 	normal := startKit(t, redistest.Options{Masters: 2})

@@ -15,6 +15,7 @@ import (
 // config file its runtime started, nothing else. Each broken binding is UNSAFE, naming
 // what is wrong; the record as the runtime wrote it is the negative control.
 func TestDeploymentRecordBinding(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	ctx := context.Background()
 	if rep := run(t, target(c)); !rep.Safe {
@@ -63,6 +64,7 @@ func TestDeploymentRecordBinding(t *testing.T) {
 // replicated another master and was promoted back; a FLUSHALL) is UNSAFE, naming how; a
 // fresh cluster is the negative control (TestDeploymentRecordBinding's first audit).
 func TestDatasetReplacedWhileServing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		replace func(t *testing.T, c *redistest.Cluster)
@@ -157,6 +159,7 @@ func TestFlushHiddenFromCommandStatsIsUnsafe(t *testing.T) {
 // TestReplicaOfNoOneOnAMasterIsNotAReplacement: REPLICAOF NO ONE on a master (the
 // provider's update runs it on every master) leaves its dataset as it was: still SAFE.
 func TestReplicaOfNoOneOnAMasterIsNotAReplacement(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	if err := c.Masters[1].Admin().ReplicaOf(t.Context(), "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
@@ -172,6 +175,7 @@ func TestReplicaOfNoOneOnAMasterIsNotAReplacement(t *testing.T) {
 // id it vouches for still tells: UNSAFE. The same master before REPLICAOF is the negative
 // control.
 func TestReplicaOfSeenAfterTheBacklogIsFreed(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	ctx := t.Context()
 	if rep := run(t, target(c)); !rep.Safe {
@@ -224,6 +228,7 @@ func TestReplicaOfSeenAfterTheBacklogIsFreed(t *testing.T) {
 // control), and a local record without it none either (the test harness's records: a
 // supervisor always writes it, and its absence is the heartbeat rule's business).
 func TestHostRecordWithoutConfigDrift(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	ctx := context.Background()
 	const warning = "does not compare the server's config file on disk"

@@ -14,6 +14,7 @@ import (
 // whose lock user can log in is a problem; with the lock user off it is only a warning (it
 // waits); seeded, or with no record at all (the negative controls), neither.
 func TestUnseededMasterWithLockUsersIsAProblem(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	m := c.Masters[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

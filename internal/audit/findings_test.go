@@ -13,6 +13,7 @@ import (
 // on a real server (a failed AOF write needs a full disk; clock and latency problems need
 // another machine). The measurements are given; the findings are computed as in Run.
 func TestFindingsFromMeasurements(t *testing.T) {
+	t.Parallel()
 	healthy := func(ep string) Master {
 		return Master{Endpoint: ep, Reachable: true, Role: "master", RunID: "run-" + ep, AOFEnabled: true,
 			AppendFsync: "always", NoAppendfsyncOnRewrite: "no", MaxMemory: 64 << 20, MaxMemoryPolicy: "noeviction",
@@ -86,6 +87,7 @@ func TestFindingsFromMeasurements(t *testing.T) {
 // delay the runtime publishes. Published lower, one is stale and the verdict is UNSAFE;
 // published higher (a lowered delay whose floor has not lapsed: held longer), a warning.
 func TestPublishedDelayAgainstAgentJSON(t *testing.T) {
+	t.Parallel()
 	tgt := Target{Endpoints: []string{"a:1", "b:1", "c:1"}, MaxLockTTL: 10 * time.Second, RestartDelay: 12 * time.Second}.withDefaults()
 	for _, tc := range []struct {
 		published time.Duration

@@ -88,6 +88,7 @@ func fill(t *testing.T, m *redistest.Master, prefix string, n int) {
 // TestForeignLockBehindOtherKeysIsFound: SCAN MATCH walks the whole keyspace, so an
 // allow_eval user's one-hour lock behind 20,000 keys of no lock user is still found.
 func TestForeignLockBehindOtherKeysIsFound(t *testing.T) {
+	t.Parallel()
 	c, tgt := tenantKit(t)
 	for _, m := range c.Masters {
 		fill(t, m, "archive:", 20000)
@@ -99,6 +100,7 @@ func TestForeignLockBehindOtherKeysIsFound(t *testing.T) {
 // TestForeignSampleCutShortIsUnchecked: a keyspace larger than the sample's bound leaves
 // the check unmade on that master (the verdict inconclusive), never safe.
 func TestForeignSampleCutShortIsUnchecked(t *testing.T) {
+	t.Parallel()
 	c, tgt := tenantKit(t)
 	fill(t, c.Masters[0], "archive:", audit.ForeignScanCalls*audit.ForeignScanCount+20000)
 	rep := run(t, tgt)
@@ -122,6 +124,7 @@ func TestForeignSampleCutShortIsUnchecked(t *testing.T) {
 // TestForeignLockNamedLikeFenceRegister: a key ending in :fence is a fence register only
 // when it has no TTL and holds a decimal; one with a TTL, or another value, is checked.
 func TestForeignLockNamedLikeFenceRegister(t *testing.T) {
+	t.Parallel()
 	c, tgt := tenantKit(t)
 	runAs(t, c, tenantUsers[1], "SET", "orders:job"+redlock.FenceSuffix, "41")                                      // a register
 	runAs(t, c, tenantUsers[1], "SET", "orders:big"+redlock.FenceSuffix, "x", "NX", "PX", time.Hour.Milliseconds()) // a lock
@@ -133,6 +136,7 @@ func TestForeignLockNamedLikeFenceRegister(t *testing.T) {
 // lease (three retry delays up to RetryDelayMax 5 s: above max_lock_ttl), and is no lock;
 // a key named like a queue whose value is not one is checked like any other.
 func TestKitWaitQueueIsNoForeignLock(t *testing.T) {
+	t.Parallel()
 	c, tgt := tenantKit(t)
 	u := tenantUsers[1]
 	mk := func(o redlock.Options) *redlock.Client {
@@ -195,6 +199,7 @@ func TestKitWaitQueueIsNoForeignLock(t *testing.T) {
 // plus the drift margin), a lock whose holder believes it valid past the hold is over the
 // limit even within max_lock_ttl plus the hand-off slack.
 func TestForeignLockLimitWithinRestartHold(t *testing.T) {
+	t.Parallel()
 	c, tgt := tenantKit(t)
 	tgt.RestartDelay = tgt.MaxLockTTL + audit.Drift(tgt.MaxLockTTL, audit.DefaultDriftFactor)
 	long := tgt.MaxLockTTL + 999*time.Millisecond
@@ -208,6 +213,7 @@ func TestForeignLockLimitWithinRestartHold(t *testing.T) {
 // TestLockUserWithoutEvalLongLock: a lock user without EVAL sets a long lock or one
 // without TTL with SET (every lock user may), and is sampled.
 func TestLockUserWithoutEvalLongLock(t *testing.T) {
+	t.Parallel()
 	c, tgt := tenantKit(t)
 	runAs(t, c, tenantUsers[0], "SET", "billing:big", "x", "NX", "PX", time.Hour.Milliseconds())
 	runAs(t, c, tenantUsers[0], "SET", "billing:forever", "x", "NX")
@@ -217,6 +223,7 @@ func TestLockUserWithoutEvalLongLock(t *testing.T) {
 // TestEvalshaUserLongLockIsSampled: a user with EVALSHA and SCRIPT LOAD but not EVAL runs
 // any Lua it loads, and is sampled.
 func TestEvalshaUserLongLockIsSampled(t *testing.T) {
+	t.Parallel()
 	c, tgt := tenantKit(t)
 	ctx := context.Background()
 	const name, pass = "shaonly", "shaonly-secret-0123456789"

@@ -19,6 +19,7 @@ import (
 // key and the user. The user without EVAL (the kit's clients) is sampled too, and has
 // nothing over the limit.
 func TestAuditBoundsForeignLocks(t *testing.T) {
+	t.Parallel()
 	users := []redisconf.LockUser{
 		{Name: "billing", Password: "billing-secret-0123456789", KeyPrefix: "billing:"},
 		{Name: "orders", Password: "orders-secret-0123456789", KeyPrefix: "orders:", AllowEval: true},
@@ -112,6 +113,7 @@ func requireForeignMetric(t *testing.T, rep *audit.Report, want int) {
 // the master the bound's SCAN calls per pattern, not a walk of every key, and the sample
 // says it was cut short.
 func TestSampleForeignLocksIsBounded(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

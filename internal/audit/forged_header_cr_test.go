@@ -15,6 +15,7 @@ import (
 // The control: the same header with the CR replaced by a space is a comment only (the
 // lock stays denied, nothing shadowed).
 func TestCarriageReturnInHeaderCommentIsForged(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 1})
 	lib := redlock.FunctionLibrary()
 	const line = "-- lock users run it with FCALL only."

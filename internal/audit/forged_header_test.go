@@ -17,6 +17,7 @@ import (
 // a genuine other version (its own names: what versionskew's old clients find) shadows
 // none of this build's names.
 func TestForgedLibraryWithAnotherHeaderIsForged(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	lib := redlock.FunctionLibrary()
 	acquire := lib.Function("acquire")

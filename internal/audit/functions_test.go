@@ -15,6 +15,7 @@ import (
 // have loaded any under the new name. That was SAFE; it is a check not made (INCONCLUSIVE
 // in validate) now. The other masters, whose library is read, are the negative control.
 func TestRenamedFunctionIsUnchecked(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3})
 	m := c.Masters[1]
 	// The AOF's incremental file replays FUNCTION LOAD, which a renamed FUNCTION refuses:

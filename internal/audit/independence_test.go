@@ -8,6 +8,7 @@ import (
 
 // One machine is said plainly, and only of one machine: distinct hosts are not called it.
 func TestIndependence(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		endpoints  []string

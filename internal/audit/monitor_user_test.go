@@ -11,6 +11,7 @@ import (
 // channel, read-only server state) reaches no lock: the audit checks it like every user, finds
 // nothing it may not run, and does not report the cluster unsafe for it.
 func TestMonitorUserIsNotALockUser(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartKit(t, redistest.Options{Masters: 3, Monitor: true})
 	rep := run(t, target(c))
 	if !rep.Safe {

@@ -51,6 +51,7 @@ func isNoPerm(err error) bool {
 // The same actions by billing's own user are possible: clients that share a user trust
 // each other (docs/guides/security.md, "Lock users").
 func TestTenantCannotTouchAnotherTenantsLock(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -149,6 +150,7 @@ func TestTenantCannotTouchAnotherTenantsLock(t *testing.T) {
 // every key next to the tenants, and a tenant whose pattern reaches another's keys, are
 // both reported as problems.
 func TestAuditFindsTenantsThatAreNotIsolated(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -184,6 +186,7 @@ func TestAuditFindsTenantsThatAreNotIsolated(t *testing.T) {
 // still checks orders, which may FLUSHALL (billing's keys with it), REPLICAOF, SHUTDOWN and
 // FUNCTION LOAD; the isolated tenants with only the lock commands are the negative control.
 func TestAnotherTenantsRightsAreChecked(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	tgt := target(c)
 	tgt.LockUsername, tgt.LockPassword = tenants[0].Name, tenants[0].Password
@@ -208,6 +211,7 @@ func TestAnotherTenantsRightsAreChecked(t *testing.T) {
 // tenant whose pattern reaches billing's keys while billing's own pattern is bill[i]ng:*,
 // were both SAFE. Each is a problem now; the isolated tenants are the negative control.
 func TestGlobKeyPatternsAreProbed(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	tgt := target(c)
 	tgt.LockUsername, tgt.LockPassword = tenants[0].Name, tenants[0].Password
@@ -242,6 +246,7 @@ func TestGlobKeyPatternsAreProbed(t *testing.T) {
 }
 
 func TestKeyMatching(t *testing.T) {
+	t.Parallel()
 	for pat, want := range map[string]string{
 		"billing:*": "billing:redlock-audit-probe", "ord?rs:*": "ordxrs:redlock-audit-probe",
 		"bill[i]ng:*": "billing:redlock-audit-probe", "a[b-d]c": "abc", `x\*y`: "x*y", "*": "redlock-audit-probe",
@@ -261,6 +266,7 @@ func TestKeyMatching(t *testing.T) {
 // root rules ((~billing:* ...)) was not seen as confined, so a user with every key next to
 // it was SAFE; it is a problem now.
 func TestSelectorKeysMakeATenant(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -284,6 +290,7 @@ func TestSelectorKeysMakeATenant(t *testing.T) {
 // selector, COPY or RENAME one of them onto redlock-kit:deployment can forge the published
 // restart delay without any hash write there; that was SAFE.
 func TestCopyOntoTheDeploymentRecordIsAProblem(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3, LockUsers: tenants})
 	tgt := target(c)
 	tgt.LockUsername, tgt.LockPassword = tenants[0].Name, tenants[0].Password

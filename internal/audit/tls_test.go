@@ -15,6 +15,7 @@ import (
 // safe; a master that also opens a plain-text port is reported; a plain-text audit of a
 // TLS deployment reaches no master.
 func TestTLSDeployment(t *testing.T) {
+	t.Parallel()
 	c := startKit(t, redistest.Options{Masters: 3, TLS: true})
 	tlsConf, err := pki.ClientConfig(c.CACertPEM)
 	if err != nil {

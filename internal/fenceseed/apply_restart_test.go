@@ -20,6 +20,7 @@ import (
 // one seeds it; so too between its runtime's ACL LOAD and its mark (no record, no key).
 // The control: the masters that did not restart take the change and let the lock user in.
 func TestApplyLetsNoLockUserIntoAMasterRestartedEmptyDuringIt(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartKit(t, redistest.Options{Masters: 3, LockUsers: []redisconf.LockUser{tenant}, ACLFile: true, SeedFences: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

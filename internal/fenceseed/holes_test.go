@@ -39,6 +39,7 @@ const holeKey = "app:ledger"
 // control starts it without the gate: its lock users log in unseeded and its empty
 // register votes the fence backwards (the regression, asserted).
 func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		gate    bool   // the harness applies the start gate's seeding rule (Options.SeedFences)
@@ -143,6 +144,7 @@ func TestFenceAfterEmptyMasterLetIn(t *testing.T) {
 // and no lock user is let in. Before, Seed took them for a new deployment: every register
 // from 0, and the lock's fences started again at 1.
 func TestFenceAfterEveryMasterReplaced(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		together bool
@@ -307,6 +309,7 @@ func resume(t *testing.T, m *redistest.Master) {
 // has one, is refused (ErrUnmarked) and is no source; with data, or where no master has a
 // record (a deployment that does not seed), it is left alone as before.
 func TestSeedRefusesUnmarkedEmptyMaster(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartKit(t, redistest.Options{Masters: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -346,6 +349,7 @@ func TestSeedRefusesUnmarkedEmptyMaster(t *testing.T) {
 // applies it (here). Were one let through, the test logs in as it and tries the DEL. The
 // control: the tenant "app:" is installed and its DEL is refused.
 func TestLockUserCannotTouchSeedRecord(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartKit(t, redistest.Options{Masters: 1, LockUsers: []redisconf.LockUser{tenant}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -47,6 +47,7 @@ var (
 // Client takes every lock: with seeding every fence is above every earlier one. The
 // negative control does the same without seeding and sees fences go backwards.
 func TestRollingReplacementKeepsFencesMonotonic(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		seed bool

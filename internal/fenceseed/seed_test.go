@@ -21,6 +21,7 @@ import (
 // reason in its record and in its server's log; a master with no majority of seeded
 // masters to seed from is refused, named, and left unseeded.
 func TestSeed(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartKit(t, redistest.Options{Masters: 5})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
