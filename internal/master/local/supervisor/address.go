@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,7 +43,20 @@ func addressRecordsDir(c Config) string {
 	if os.Geteuid() == 0 {
 		return "/run/redlock-kit/addresses"
 	}
+	// The user's home from the user database (not $HOME, which differs between processes),
+	// per machine (a home may be shared by several). Its records are per boot, like /run's.
+	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil && u.HomeDir != "" && u.HomeDir != "/" {
+		if fi, err := os.Stat(u.HomeDir); err == nil && fi.IsDir() && ownedByMe(fi) {
+			return filepath.Join(u.HomeDir, ".local", "state", "redlock-kit", machineID(), "addresses")
+		}
+	}
 	return filepath.Join("/tmp", fmt.Sprintf("redlock-kit-%d", os.Geteuid()), "addresses")
+}
+
+// ownedByMe reports whether fi is owned by this process's user.
+func ownedByMe(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // addressEntry is one address's record: "v1 <address> <boot-id> <running|stopped>
@@ -92,12 +106,16 @@ func ensureAddressRecords(dir string, clock clockPair) (sinceMS int64, err error
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return 0, err
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || ok && int(st.Uid) != os.Geteuid() {
-		return 0, fmt.Errorf("%s is not a directory of this user's own", dir)
+	// The dir and its parent: this user's own, real directories that nobody else may write
+	// (another user could otherwise rename the records away, or keep this user out of them).
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return 0, err
+		}
+		if !fi.IsDir() || !ownedByMe(fi) || fi.Mode().Perm()&0o022 != 0 {
+			return 0, fmt.Errorf("%s is not a directory of this user's own that only it may write (remove it)", d)
+		}
 	}
 	path := filepath.Join(dir, AddressRecordsFile)
 	b, err := os.ReadFile(path)
@@ -138,7 +156,9 @@ func boundedMS(s string, clock clockPair) (int64, bool) {
 // served until now).
 func readAddressEntries(dir, addr string, clock clockPair) (entries []addressEntry, unreadable string) {
 	des, err := os.ReadDir(dir)
-	if err != nil {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "" // no records yet (addressHold makes the dir before it reads)
+	} else if err != nil {
 		return nil, err.Error()
 	}
 	_, port, _ := net.SplitHostPort(addr)
@@ -315,3 +335,7 @@ func addressPendingIn(records, dataDir, addr string) bool {
 	}
 	return false
 }
+
+// maxAddressHold bounds what a hold for the address adds to the state's largest delay
+// (every record's until is bounded by it too).
+const maxAddressHold = hold.MaxRestartDelay

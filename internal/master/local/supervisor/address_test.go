@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,5 +69,34 @@ func TestAddressPending(t *testing.T) {
 	}
 	if !addressPendingIn(records, mine, addr) {
 		t.Error("an unreadable record: not pending")
+	}
+}
+
+// TestAddressRecordsDirMustBeOwn: a records dir whose parent others may write (a name in
+// /tmp made by another user) is refused, naming it: another user could rename the records
+// away. A records dir that does not exist yet has no pending address.
+func TestAddressRecordsDirMustBeOwn(t *testing.T) {
+	clock, err := readClockPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(parent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(parent, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if _, err := ensureAddressRecords(filepath.Join(parent, "addresses"), clock); err == nil || !strings.Contains(err.Error(), parent) {
+		t.Errorf("a records dir in a dir others may write: err = %v, want one naming %s", err, parent)
+	}
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureAddressRecords(filepath.Join(parent, "addresses"), clock); err != nil {
+		t.Errorf("a records dir of this user's own: %v", err)
+	}
+	if addressPendingIn(filepath.Join(t.TempDir(), "none"), t.TempDir(), "127.0.0.1:7379") {
+		t.Error("no records dir yet (a fresh boot): pending")
 	}
 }

@@ -84,8 +84,7 @@ func publishDeployment(c Config, delay time.Duration, drift string, base *replSt
 	}
 	if base != nil {
 		if why := replacedSince(*base, repl); why != "" {
-			return replState{}, fmt.Errorf("%s: its dataset is not the one the hold covers; %s is not republished for it (restart the master)",
-				why, hold.DeploymentKey)
+			return replState{}, &replacedError{why}
 		}
 	}
 	now, err := client.Time(ctx).Result()
@@ -96,14 +95,40 @@ func publishDeployment(c Config, delay time.Duration, drift string, base *replSt
 	if err != nil {
 		return replState{}, err
 	}
-	err = client.HSet(ctx, hold.DeploymentKey, hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
+	fields := []any{hold.FieldRestartDelayMS, strconv.FormatInt(int64(ms), 10),
 		hold.FieldRuntime, hold.RuntimeLocal, hold.FieldRunID, runID, hold.FieldReplID, repl.ID, hold.FieldConfigDrift, drift,
-		hold.FieldDataFS, fs, hold.FieldHeartbeatMS, now.UnixMilli()).Err()
+		hold.FieldDataFS, fs, hold.FieldHeartbeatMS, now.UnixMilli()}
+	if base == nil {
+		err = client.HSet(ctx, hold.DeploymentKey, fields...).Err()
+	} else {
+		// Rewritten, never recreated: a record gone since the start went with the keyspace.
+		var n int
+		if n, err = republishScript.Run(ctx, client, []string{hold.DeploymentKey}, fields...).Int(); err == nil && n == 0 {
+			return replState{}, &replacedError{recordGone}
+		}
+	}
 	if err != nil {
 		return replState{}, fmt.Errorf("HSET %s (the restart delay a validator reads): %w", hold.DeploymentKey, err)
 	}
 	return repl, nil
 }
+
+// replacedError says why the server's dataset is no longer the one the record vouched for
+// at the start: it is not republished, and the server is treated as one that lost its data.
+type replacedError struct{ why string }
+
+func (e *replacedError) Error() string {
+	return e.why + ": its dataset is not the one the hold covers; " + hold.DeploymentKey + " is not republished for it"
+}
+
+// recordGone is why a server whose deployment record is gone since its start is replaced.
+var recordGone = fmt.Sprintf("its %s is gone (FLUSHALL, FLUSHDB or a DEL since its start): the lock keys it held may be gone too",
+	hold.DeploymentKey)
+
+// republishScript rewrites the record's fields only while the record exists.
+var republishScript = redis.NewScript(`if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1`)
 
 // heartbeatScript stamps the record with the server's own TIME, only while the record
 // exists (a deleted or replaced record is not recreated by a heartbeat).
@@ -136,8 +161,7 @@ func heartbeat(c Config, base replState) (replaced string, now replState, err er
 	if stamped == 0 {
 		// The record is written at the start and only ever rewritten: gone, the keyspace it
 		// lived in was emptied (FLUSHALL, FLUSHDB) or the key deleted, and the lock keys with it.
-		return fmt.Sprintf("its %s is gone (FLUSHALL, FLUSHDB or a DEL since its start): the lock keys it held may be gone too",
-			hold.DeploymentKey), now, nil
+		return recordGone, now, nil
 	}
 	return "", now, nil
 }

@@ -144,8 +144,11 @@ func holdUntil(dataDir string, now time.Time, self bool, delay time.Duration) (u
 		return until, hold, why
 	}
 	c.RestartDelay = delay
-	_, stErr := ReadState(dataDir)
-	ownRecords := hasData(dataDir) || !errors.Is(stErr, os.ErrNotExist)
+	// A state that never saw a server (a start held for its address, then stopped) says
+	// nothing of this dir's past on the address.
+	st, stErr := ReadState(dataDir)
+	ownRecords := hasData(dataDir) || stErr != nil && !errors.Is(stErr, os.ErrNotExist) ||
+		stErr == nil && (st.RedisPID != 0 || !st.LastAlive.IsZero())
 	if u, h, w := addressHold(c, dataDir, now, ownRecords); h && (!hold || u.After(until)) {
 		return u, true, w
 	}

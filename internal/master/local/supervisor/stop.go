@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 )
 
 const pollInterval = 20 * time.Millisecond
@@ -144,6 +146,9 @@ func stopOrphan(ctx context.Context, c Config, pid int, rewrite bool, log *slog.
 		return fmt.Errorf("redis-server pid %d not stopped: %w", pid, err)
 	}
 	_ = signalPid(pid, syscall.SIGCONT) // a paused server could answer neither the rewrite nor SHUTDOWN
+	// No supervisor watched it: its dataset may have been replaced meanwhile (a flush, a
+	// REPLICAOF), which its clean stop would then vouch for.
+	replaced := orphanReplaced(ctx, c)
 	if rewrite {
 		compactAOF(ctx, c, log)
 	} else {
@@ -181,11 +186,37 @@ func stopOrphan(ctx context.Context, c Config, pid int, rewrite bool, log *slog.
 	if notDurable == "" {
 		notDurable = durableExit(c, pid)
 	}
+	if notDurable == "" && replaced != "" {
+		notDurable = "its dataset was replaced while no supervisor watched it: " + replaced
+	}
 	if notDurable != "" {
 		log.Warn("redis-server stopped, but not provably durably: no clean marker, the next start holds", "redis_pid", pid, "why", notDurable)
 		return nil
 	}
 	return writeCleanMarker(c.DataDir, pid)
+}
+
+// orphanReplaced says why the dataset of a server that ran without its supervisor is not
+// the one its deployment record vouched for ("": it is, or that cannot be told: then its
+// log decides as before). A server the supervisor starts has no master_replid2; one that
+// replicated another server since keeps that server's id there, and a flush takes the record.
+func orphanReplaced(ctx context.Context, c Config) string {
+	client := adminClient(c)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := client.Exists(ctx, hold.DeploymentKey).Result()
+	if err != nil {
+		return ""
+	}
+	if n == 0 {
+		return recordGone
+	}
+	repl, err := readRepl(ctx, client)
+	if err != nil {
+		return ""
+	}
+	return replacedSince(replState{Role: "master"}, repl)
 }
 
 // stopUnderway reports whether st records a stop already asked of its redis-server (a

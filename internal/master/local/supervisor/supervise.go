@@ -189,7 +189,7 @@ func (s *supervisor) run() int {
 	// Masters of other data dirs that served on the address (and this dir's own, when its
 	// records are gone) hold it too, until their locks may have expired: not a crash of this
 	// master, so no hook runs for it.
-	ownRecords := hasData(s.dir) || stateExisted
+	ownRecords := hasData(s.dir) || stateExisted && (prev.RedisPID != 0 || !prev.LastAlive.IsZero())
 	addrUntil, addrHold, addrWhy := addressHold(s.cfg, s.dir, now, ownRecords)
 	if hold {
 		// Persist the hold: HoldUntil, asked while this supervisor holds, must agree with it.
@@ -203,6 +203,9 @@ func (s *supervisor) run() int {
 	}
 	if addrHold {
 		s.st.HoldFloor = later(s.st.HoldFloor, addrUntil)
+		// The state must stay readable while it holds: a floor further ahead than any delay
+		// this dir ran under would read as out of bounds.
+		s.st.LargestDelay = max(s.st.LargestDelay, min(addrUntil.Sub(now)+time.Millisecond, maxAddressHold))
 		if why = addrWhy; hold {
 			why = ownWhy + "; " + addrWhy
 		}
@@ -452,6 +455,14 @@ func (s *supervisor) serve(restart bool) serveResult {
 			return
 		}
 		if _, err := publishDeployment(s.cfg, d, drift, repl); err != nil {
+			var r *replacedError
+			if errors.As(err, &r) && replaced == "" {
+				// As the heartbeat does: killed, held down like after a crash.
+				replaced = r.why
+				s.log.Error("the server's dataset was replaced while it served: killing it, held down as after a crash", "redis_pid", pid, "why", r.why)
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				return
+			}
 			s.log.Error("cannot publish the restart delay", "redis_pid", pid, "err", err)
 			return
 		}
