@@ -31,6 +31,9 @@ clean="$DATA_DIR/redlock.clean-stop"
 hold="$DATA_DIR/redlock.hold"
 floor="$DATA_DIR/redlock.floor"
 proof="$run_dir/stop-proof"
+# The server's pidfile (the rendered config's: hostconfig's Server.PIDFile): after a clean
+# stop it holds a token the clean marker names (see stopped).
+pidf="$DATA_DIR/${UNIT%.service}.pid"
 
 log() { echo "redlock-master: $*" >&2; }
 # fail: the master stays down (a failed ExecStartPre fails the start; systemd tries again).
@@ -146,12 +149,20 @@ aof_digest() {
 		sha256sum | cut -c1-64
 }
 
+# read_marker: the clean marker's fields: "v4 <machine> <boot> <ms> <AOF digest> <token>
+# <data dir>"; an earlier version's v3 has no token ("v3 <machine> <boot> <ms> <AOF digest>
+# <data dir>": its dir is read as m_tok).
+read_marker() { [ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_tok m_dir <"$clean"; }
+
 # clean_marker_counts BOOT: the marker was written on this machine, data dir and boot, for
-# the AOF files that are there now.
+# the AOF files that are there now, and no server started with the master's config since:
+# every start of one writes its pid over the token in the pidfile, and a clean exit removes
+# the file (whatever else its command line changes: --appendonly no, --dir). A v3 marker,
+# which names no token, never counts (fail closed: one hold after an upgrade in place).
 clean_marker_counts() {
-	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_dir <"$clean" || return 1
-	[ "$m_ver" = v3 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
-		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ]
+	read_marker || return 1
+	[ "$m_ver" = v4 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
+		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ] && [ "$(cat "$pidf" 2>/dev/null)" = "$m_tok" ]
 }
 
 # forget_clean, record_hold CONTENT: or the master stays down.
@@ -211,7 +222,7 @@ gate() {
 	until=$(hold_from_now "$now" "$boot") || bad_floor
 	why="no record of a clean stop (first start, reboot, power loss, new host)"
 	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
-		why="the clean-stop marker was written on another machine, data dir or boot, or over other AOF files"
+		why="the clean-stop marker was written on another machine, data dir or boot, over other AOF files, or before a start by hand"
 	fi
 	if [ -e "$hold" ]; then
 		why="unreadable hold record, or an unnamed server's"
@@ -459,7 +470,11 @@ stopped() {
 	read_floor "$now" "$boot" || bad_floor
 	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; exit 1; }
 	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
-		durable "$clean" "v3 $(machine_id) $boot $now $(aof_digest) $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
+		# The server removed its pidfile at its exit: a token in its place, named by the marker,
+		# is overwritten by the next server started with the config (clean_marker_counts).
+		tok=$(pw)
+		durable "$pidf" "$tok" && chown "$SERVICE_USER:$SERVICE_GROUP" "$pidf" &&
+			durable "$clean" "v4 $(machine_id) $boot $now $(aof_digest) $tok $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
 		exited "$(date +%s) 1"
 		log "clean stop recorded"
 		return 0
