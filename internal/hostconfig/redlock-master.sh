@@ -366,11 +366,13 @@ seed_mark() {
 publish() {
 	delay_ms=$RESTART_DELAY_MS
 	# The run_id and replid of the server the unit started: the record vouches for those.
-	id=$(run_id)
-	rid=$(cli INFO replication | sed -n 's/^master_replid:\([0-9a-f]*\).*/\1/p')
-	# The drift of the file the server was started on counts for its whole run (drift_check).
+	id=$(info server run_id)
+	rid=$(info replication master_replid)
+	# The drift of the file the server was started on counts for its whole run (drift_check);
+	# its run_id and master_replid2 at the start, for replaced.
 	d=$(config_drift)
-	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift"
+	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift" && echo "$id $(info replication master_replid2)" >"$run_dir/repl" ||
+		{ log "cannot write $run_dir"; return 1; }
 	fs=$(stat -f -c %T "$DATA_DIR") && [ -n "$fs" ] || { log "cannot tell the storage $DATA_DIR is on"; return 1; }
 	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" "$FS_FIELD" "$fs" 2>&1)
 	if ! is_count "$out"; then
@@ -388,7 +390,20 @@ config_drift() {
 	[ -z "${CONFIG_SHA256:-}" ] || { s=$(sha256sum <"$CONFIG_FILE" | cut -c1-64) && [ "$s" = "$CONFIG_SHA256" ] ||
 		echo "$CONFIG_FILE changed on disk since it was rendered (sha256 ${s:-unreadable}, rendered $CONFIG_SHA256)"; } 2>/dev/null
 }
-run_id() { cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
+# info SECTION FIELD: a field of INFO (letters and digits: INFO ends its lines with CR).
+info() { cli INFO "$1" | sed -n "s/^$2:\([0-9a-z]*\).*/\1/p"; }
+
+# replaced: the server the unit started (its run_id and master_replid2 at the start, which
+# publish recorded) serves another server's dataset since: it is a replica, or its
+# master_replid2 holds an id it did not have at the start (the id it had as one, kept after
+# REPLICAOF NO ONE). A new master_replid alone is no replacement: Redis makes one when a
+# replica or a backup (redis-cli --rdb) first attaches, and when the backlog is freed. The
+# local supervisor decides the same (replacedSince). No answer: not replaced.
+replaced() {
+	read -r b_id b_r2 <"$run_dir/repl" && [ "$(info server run_id)" = "$b_id" ] || return 1
+	r2=$(info replication master_replid2)
+	case $(info replication role):$r2 in slave:*) ;; master:*[!0]*) [ "$r2" != "$b_r2" ] ;; *) false ;; esac
+}
 
 # drift_check: the state timer republishes the drift: the file's now, or, with the file as
 # rendered, that this server was started on one that was not (start-drift): putting the
@@ -400,7 +415,7 @@ drift_check() {
 	d=$(config_drift) s=$(cat "$run_dir/start-drift" 2>/dev/null)
 	[ -n "$d" ] || [ -z "$s" ] || d="the server runs on a config that was not the rendered one ($s): restart it"
 	[ -z "$d" ] || log "$d"
-	id=$(run_id 2>/dev/null </dev/null) && [ -n "$id" ] || return 0
+	id=$(info server run_id 2>/dev/null </dev/null) && [ -n "$id" ] || return 0
 	out=$(cli EVAL "if redis.call('HGET',KEYS[1],ARGV[1])==ARGV[2] then return redis.call('HSET',KEYS[1],ARGV[3],ARGV[4]) end return 0" 1 \
 		"$DEPLOYMENT_KEY" "$RUN_ID_FIELD" "$id" "$DRIFT_FIELD" "$d" 2>&1 </dev/null)
 	is_count "$out" || log "cannot publish the config drift: $out"
@@ -426,6 +441,9 @@ stop() {
 	case "$conf" in
 	*" appendonly yes "*) case "$conf" in *" appendfsync always "*) durable=yes ;; esac ;;
 	esac
+	# Nor is the stop of a server whose dataset was replaced (the state timer may not have
+	# seen it yet): what it fsyncs is another server's.
+	! replaced 2>/dev/null || { log "its dataset was replaced: this stop counts as unclean"; durable=; }
 	if [ "${durable:-}" = yes ]; then
 		echo "${MAINPID:-} durable" >"$proof" || log "cannot record the durable stop in $proof"
 	else
@@ -500,6 +518,10 @@ exited() { echo "$1" >"$run_dir/last-exit" 2>/dev/null || :; }
 # contract). Both run in subshells that cannot touch the caller's variables or exit it, and
 # a failure is logged, never more.
 state() {
+	# A server whose dataset was replaced (replaced) may grant again a lock it granted: it is
+	# killed, so that systemd restarts it through the gate, which holds it restart_delay from
+	# the exit, as after a crash. The state timer looks every 30 s.
+	(! replaced 2>/dev/null </dev/null || { log "its dataset was replaced while it served (REPLICAOF): killed"; kill -KILL "$(info server process_id)"; })
 	(drift_check)
 	[ -n "${STATE_FILE:-}" ] || return 0
 	(write_state) || log "cannot write $STATE_FILE (the policy goes on)"

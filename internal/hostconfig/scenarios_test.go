@@ -152,6 +152,24 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		t.Logf("stopped:\n%s", out)
 	}
 
+	if sc.Exit == hold.ExitReplaced {
+		// The unit's server, started (its run recorded by the functions step), replicates
+		// another server and serves on as a master; the state timer's step runs, then
+		// systemd's stopped step reports the kill.
+		srv := p.startServer(p.dataDir)
+		pid := strconv.Itoa(srv.cmd.Process.Pid)
+		p.withFunctions()
+		p.run("functions")
+		p.run("started", "MAINPID="+pid)
+		p.replicateAnother(srv)
+		out, _ := p.try("state")
+		if !srv.exitedWithin(10 * time.Second) {
+			return "the state step did not kill the server whose dataset was replaced:\n" + out
+		}
+		out, _ = p.try("stopped", "SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=KILL")
+		t.Logf("stopped:\n%s", out)
+	}
+
 	var srv *testServer
 	if sc.ServerOnAddress {
 		srv = p.startServer(t.TempDir()) // no record names it, nor is it in the data dir

@@ -274,7 +274,7 @@ var Scenarios = []Scenario{
 		Address: AddressRecordsBegan, HoldLeftMS: 1_500, Want: HoldRecorded},
 	{Name: "an unreadable address record holds from now", Issue: 15, Runtimes: Local, Ran: true,
 		Marker: MarkerHere, Address: AddressRecordUnreadable, Want: HoldFromNow},
-	{Name: "a dataset replaced while the master serves holds from the exit", Issue: 15, Runtimes: Local, Ran: true,
+	{Name: "a dataset replaced while the master serves holds from the exit", Issue: 15, Runtimes: Both, Ran: true,
 		Exit: ExitReplaced, Want: HoldFromExit},
 	{Name: "a keyspace flushed while the master serves holds from the exit", Issue: 15, Runtimes: Local, Ran: true,
 		Exit: ExitFlushed, Want: HoldFromExit},
