@@ -34,6 +34,8 @@ proof="$run_dir/stop-proof"
 # The server's pidfile (the rendered config's: hostconfig's Server.PIDFile): after a clean
 # stop it holds a token the clean marker names (see stopped).
 pidf="$DATA_DIR/${UNIT%.service}.pid"
+# With seeding on: a restored AOF was found; the master is marked unseeded at its next start.
+unseeded="$DATA_DIR/redlock.unseeded"
 
 log() { echo "redlock-master: $*" >&2; }
 # fail: the master stays down (a failed ExecStartPre fails the start; systemd tries again).
@@ -165,6 +167,10 @@ clean_marker_counts() {
 		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ] && [ "$(cat "$pidf" 2>/dev/null)" = "$m_tok" ]
 }
 
+# restored: the marker (v3 or v4, of any boot) was written on this machine for this data
+# dir over other AOF files than those there now: a backup restored (or files replaced).
+restored() { read_marker && [ "$m_machine ${m_dir:-$m_tok}" = "$(machine_id) $DATA_DIR" ] && [ "$m_aof" != "$(aof_digest)" ]; }
+
 # forget_clean, record_hold CONTENT: or the master stays down.
 forget_clean() { forget "$clean" || fail "cannot remove the clean-stop marker $clean"; }
 record_hold() { durable "$hold" "$1" || fail "cannot record the hold in $hold"; }
@@ -203,13 +209,18 @@ gate() {
 		fail "no TLS key at $k"
 	fi
 	[ -z "$k" ] || { chown "$SERVICE_USER:$SERVICE_GROUP" "$k" && chmod 0600 "$k" || fail "cannot chown $k"; }
+	# With seeding on, a restore is a replacement (restored): its fence registers, and its
+	# seed record, are the backup's. It is recorded (unseeded) before anything can remove the
+	# marker (a server found running, which may have changed the files too, or the hold),
+	# until a start marks the master unseeded (seed_mark) whatever its record says.
+	[ -z "${SEED_KEY:-}" ] || ! restored || durable "$unseeded" restored || fail "cannot record $unseeded"
 	wait_out_server "$boot"
 	# With seeding on, a data dir without an AOF has no fence registers, whatever its ACL
-	# file says (live changes saved it with the lock users on): the file is made again from
-	# the rendered one (lock users off) until redlock_users seeds the master. The rule's
-	# table: internal/redisconf's SeedScenarios (the test harness runs it too).
-	# redis-server loads an AOF through its manifest only: a dir without one starts empty.
-	[ -z "${SEED_KEY:-}" ] || [ -s "$DATA_DIR/appendonlydir/appendonly.aof.manifest" ] ||
+	# file says (live changes saved it with the lock users on), nor has a restored one: the
+	# file is made again from the rendered one (lock users off) until redlock_users seeds the
+	# master. The rule's table: internal/redisconf's SeedScenarios (the test harness runs it
+	# too). redis-server loads an AOF through its manifest only: a dir without one starts empty.
+	[ -z "${SEED_KEY:-}" ] || { [ ! -e "$unseeded" ] && [ -s "$DATA_DIR/appendonlydir/appendonly.aof.manifest" ]; } ||
 		host_admin "$ACL_SEED" || fail "cannot reset $ACL_FILE"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
 		forget_clean
@@ -348,15 +359,17 @@ functions() {
 # loaded may have the lock users on: the rendered one is loaded before the mark, so that
 # redlock_users (which seeds a marked master only) cannot turn them on in between, and
 # before the library is loaded (functions), so that they can take no fence until then.
+# A restored AOF (the gate's unseeded record) is marked whatever record it brought.
 seed_mark() {
 	if [ -n "${SEED_KEY:-}" ]; then
-		had=$(cli HEXISTS "$SEED_KEY" state)
+		had=$(cli HEXISTS "$SEED_KEY" state) c=HSETNX
 		is_count "$had" || { log "cannot mark $SEED_KEY unseeded: ${had:-no answer}"; return 1; }
+		[ ! -e "$unseeded" ] || had=0 c=HSET
 		if [ "$had" = 0 ]; then
 			host_admin "$ACL_SEED" && [ "$(cli ACL LOAD 2>&1)" = OK ] ||
-				{ log "$SEED_KEY had no record: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
+				{ log "$SEED_KEY: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
 		fi
-		is_count "$(cli HSETNX "$SEED_KEY" state unseeded)" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
+		is_count "$(cli $c "$SEED_KEY" state unseeded)" && forget "$unseeded" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
 	fi
 }
 

@@ -9,6 +9,10 @@ const (
 	// writes its pid over it). A v3 marker (an earlier version's, without the token) never
 	// counts.
 	HostCleanMarker = "redlock.clean-stop"
+	// HostUnseededRecord is the host gate's record of a restore it found with seeding on
+	// (AOF files other than the clean marker names): the next start marks the master
+	// unseeded whatever its seed record says, and removes it.
+	HostUnseededRecord = "redlock.unseeded"
 	// HostHoldRecord is the host gate's pending hold: "<boot-id> <until, boot clock ms>".
 	HostHoldRecord = "redlock.hold"
 	// HostFloorRecord keeps the delays locks were granted under:
