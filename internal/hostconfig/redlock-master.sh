@@ -533,8 +533,11 @@ exited() { echo "$1" >"$run_dir/last-exit" 2>/dev/null || :; }
 state() {
 	# A server whose dataset was replaced (replaced) may grant again a lock it granted: it is
 	# killed, so that systemd restarts it through the gate, which holds it restart_delay from
-	# the exit, as after a crash. The state timer looks every 30 s.
-	(! replaced 2>/dev/null </dev/null || { log "its dataset was replaced while it served (REPLICAOF): killed"; kill -KILL "$(info server process_id)"; })
+	# the exit, as after a crash. The state timer looks every 30 s. The pid it reports is
+	# killed only if it runs the server's binary (server_seen's test).
+	(! replaced 2>/dev/null </dev/null || { p=$(info server process_id) && [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$SERVER_BINARY")" ] &&
+		kill -KILL "$p" && log "its dataset was replaced while it served (REPLICAOF): pid $p killed" ||
+		log "its dataset was replaced while it served (REPLICAOF), but pid ${p:-?} cannot be killed"; })
 	(drift_check)
 	[ -n "${STATE_FILE:-}" ] || return 0
 	(write_state) || log "cannot write $STATE_FILE (the policy goes on)"

@@ -87,7 +87,8 @@ func (s *testServer) exitedWithin(d time.Duration) bool {
 // TestStateStepKillsAReplacedServer: the state timer's step decides as the local supervisor
 // does (replacedSince) from the run_id and master_replid2 the functions step recorded at the
 // start: a master that replicated another server (REPLICAOF, synced, then NO ONE) is
-// killed, its stop after a replacement is no clean stop, and the controls serve on: a
+// killed (only when the pid it reports runs the server's binary), its stop after a
+// replacement is no clean stop, and the controls serve on: a
 // backup by SYNC (redis-cli --rdb: a new master_replid, nothing in master_replid2), and a
 // replacement in a server the record of the start does not name.
 func TestStateStepKillsAReplacedServer(t *testing.T) {
@@ -149,6 +150,24 @@ func TestStateStepKillsAReplacedServer(t *testing.T) {
 		out, _ := p.run("state")
 		if srv.exitedWithin(2*time.Second) || strings.Contains(out, "replaced") {
 			t.Fatalf("a backup by SYNC killed the server:\n%s", out)
+		}
+	})
+	t.Run("a pid that does not run the server's binary is not killed, and the step says so", func(t *testing.T) {
+		t.Parallel()
+		p, srv, _ := start(t)
+		f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString("SERVER_BINARY=/bin/true\n")
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.replicateAnother(srv)
+		out, _ := p.run("state")
+		if srv.exitedWithin(2*time.Second) || !strings.Contains(out, "cannot be killed") {
+			t.Fatalf("the state step killed a pid it could not tell was the server's, or did not say so:\n%s", out)
 		}
 	})
 	t.Run("control: a server the start's record does not name is left alone", func(t *testing.T) {
