@@ -31,6 +31,11 @@ clean="$DATA_DIR/redlock.clean-stop"
 hold="$DATA_DIR/redlock.hold"
 floor="$DATA_DIR/redlock.floor"
 proof="$run_dir/stop-proof"
+# The server's pidfile (the rendered config's: hostconfig's Server.PIDFile): after a clean
+# stop it holds a token the clean marker names (see stopped).
+pidf="$DATA_DIR/${UNIT%.service}.pid"
+# With seeding on: a restored AOF was found; the master is marked unseeded at its next start.
+unseeded="$DATA_DIR/redlock.unseeded"
 
 log() { echo "redlock-master: $*" >&2; }
 # fail: the master stays down (a failed ExecStartPre fails the start; systemd tries again).
@@ -146,13 +151,25 @@ aof_digest() {
 		sha256sum | cut -c1-64
 }
 
+# read_marker: the clean marker's fields: "v4 <machine> <boot> <ms> <AOF digest> <token>
+# <data dir>"; an earlier version's v3 has no token ("v3 <machine> <boot> <ms> <AOF digest>
+# <data dir>": its dir is read as m_tok).
+read_marker() { [ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_tok m_dir <"$clean"; }
+
 # clean_marker_counts BOOT: the marker was written on this machine, data dir and boot, for
-# the AOF files that are there now.
+# the AOF files that are there now, and no server started with the master's config since:
+# every start of one writes its pid over the token in the pidfile, and a clean exit removes
+# the file (whatever else its command line changes: --appendonly no, --dir). A v3 marker,
+# which names no token, never counts (fail closed: one hold after an upgrade in place).
 clean_marker_counts() {
-	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_dir <"$clean" || return 1
-	[ "$m_ver" = v3 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
-		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ]
+	read_marker || return 1
+	[ "$m_ver" = v4 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
+		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ] && [ "$(cat "$pidf" 2>/dev/null)" = "$m_tok" ]
 }
+
+# restored: the marker (v3 or v4, of any boot) was written on this machine for this data
+# dir over other AOF files than those there now: a backup restored (or files replaced).
+restored() { read_marker && [ "$m_machine ${m_dir:-$m_tok}" = "$(machine_id) $DATA_DIR" ] && [ "$m_aof" != "$(aof_digest)" ]; }
 
 # forget_clean, record_hold CONTENT: or the master stays down.
 forget_clean() { forget "$clean" || fail "cannot remove the clean-stop marker $clean"; }
@@ -192,13 +209,18 @@ gate() {
 		fail "no TLS key at $k"
 	fi
 	[ -z "$k" ] || { chown "$SERVICE_USER:$SERVICE_GROUP" "$k" && chmod 0600 "$k" || fail "cannot chown $k"; }
+	# With seeding on, a restore is a replacement (restored): its fence registers, and its
+	# seed record, are the backup's. It is recorded (unseeded) before anything can remove the
+	# marker (a server found running, which may have changed the files too, or the hold),
+	# until a start marks the master unseeded (seed_mark) whatever its record says.
+	[ -z "${SEED_KEY:-}" ] || ! restored || durable "$unseeded" restored || fail "cannot record $unseeded"
 	wait_out_server "$boot"
 	# With seeding on, a data dir without an AOF has no fence registers, whatever its ACL
-	# file says (live changes saved it with the lock users on): the file is made again from
-	# the rendered one (lock users off) until redlock_users seeds the master. The rule's
-	# table: internal/redisconf's SeedScenarios (the test harness runs it too).
-	# redis-server loads an AOF through its manifest only: a dir without one starts empty.
-	[ -z "${SEED_KEY:-}" ] || [ -s "$DATA_DIR/appendonlydir/appendonly.aof.manifest" ] ||
+	# file says (live changes saved it with the lock users on), nor has a restored one: the
+	# file is made again from the rendered one (lock users off) until redlock_users seeds the
+	# master. The rule's table: internal/redisconf's SeedScenarios (the test harness runs it
+	# too). redis-server loads an AOF through its manifest only: a dir without one starts empty.
+	[ -z "${SEED_KEY:-}" ] || { [ ! -e "$unseeded" ] && [ -s "$DATA_DIR/appendonlydir/appendonly.aof.manifest" ]; } ||
 		host_admin "$ACL_SEED" || fail "cannot reset $ACL_FILE"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
 		forget_clean
@@ -211,7 +233,7 @@ gate() {
 	until=$(hold_from_now "$now" "$boot") || bad_floor
 	why="no record of a clean stop (first start, reboot, power loss, new host)"
 	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
-		why="the clean-stop marker was written on another machine, data dir or boot, or over other AOF files"
+		why="the clean-stop marker was written on another machine, data dir or boot, over other AOF files, or before a start by hand"
 	fi
 	if [ -e "$hold" ]; then
 		why="unreadable hold record, or an unnamed server's"
@@ -337,15 +359,17 @@ functions() {
 # loaded may have the lock users on: the rendered one is loaded before the mark, so that
 # redlock_users (which seeds a marked master only) cannot turn them on in between, and
 # before the library is loaded (functions), so that they can take no fence until then.
+# A restored AOF (the gate's unseeded record) is marked whatever record it brought.
 seed_mark() {
 	if [ -n "${SEED_KEY:-}" ]; then
-		had=$(cli HEXISTS "$SEED_KEY" state)
+		had=$(cli HEXISTS "$SEED_KEY" state) c=HSETNX
 		is_count "$had" || { log "cannot mark $SEED_KEY unseeded: ${had:-no answer}"; return 1; }
+		[ ! -e "$unseeded" ] || had=0 c=HSET
 		if [ "$had" = 0 ]; then
 			host_admin "$ACL_SEED" && [ "$(cli ACL LOAD 2>&1)" = OK ] ||
-				{ log "$SEED_KEY had no record: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
+				{ log "$SEED_KEY: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
 		fi
-		is_count "$(cli HSETNX "$SEED_KEY" state unseeded)" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
+		is_count "$(cli $c "$SEED_KEY" state unseeded)" && forget "$unseeded" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
 	fi
 }
 
@@ -355,11 +379,13 @@ seed_mark() {
 publish() {
 	delay_ms=$RESTART_DELAY_MS
 	# The run_id and replid of the server the unit started: the record vouches for those.
-	id=$(run_id)
-	rid=$(cli INFO replication | sed -n 's/^master_replid:\([0-9a-f]*\).*/\1/p')
-	# The drift of the file the server was started on counts for its whole run (drift_check).
+	id=$(info server run_id)
+	rid=$(info replication master_replid)
+	# The drift of the file the server was started on counts for its whole run (drift_check);
+	# its run_id and master_replid2 at the start, for replaced.
 	d=$(config_drift)
-	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift"
+	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift" && echo "$id $(info replication master_replid2)" >"$run_dir/repl" ||
+		{ log "cannot write $run_dir"; return 1; }
 	fs=$(stat -f -c %T "$DATA_DIR") && [ -n "$fs" ] || { log "cannot tell the storage $DATA_DIR is on"; return 1; }
 	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" "$FS_FIELD" "$fs" 2>&1)
 	if ! is_count "$out"; then
@@ -377,7 +403,20 @@ config_drift() {
 	[ -z "${CONFIG_SHA256:-}" ] || { s=$(sha256sum <"$CONFIG_FILE" | cut -c1-64) && [ "$s" = "$CONFIG_SHA256" ] ||
 		echo "$CONFIG_FILE changed on disk since it was rendered (sha256 ${s:-unreadable}, rendered $CONFIG_SHA256)"; } 2>/dev/null
 }
-run_id() { cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
+# info SECTION FIELD: a field of INFO (letters and digits: INFO ends its lines with CR).
+info() { cli INFO "$1" | sed -n "s/^$2:\([0-9a-z]*\).*/\1/p"; }
+
+# replaced: the server the unit started (its run_id and master_replid2 at the start, which
+# publish recorded) serves another server's dataset since: it is a replica, or its
+# master_replid2 holds an id it did not have at the start (the id it had as one, kept after
+# REPLICAOF NO ONE). A new master_replid alone is no replacement: Redis makes one when a
+# replica or a backup (redis-cli --rdb) first attaches, and when the backlog is freed. The
+# local supervisor decides the same (replacedSince). No answer: not replaced.
+replaced() {
+	read -r b_id b_r2 <"$run_dir/repl" && [ "$(info server run_id)" = "$b_id" ] || return 1
+	r2=$(info replication master_replid2)
+	case $(info replication role):$r2 in slave:*) ;; master:*[!0]*) [ "$r2" != "$b_r2" ] ;; *) false ;; esac
+}
 
 # drift_check: the state timer republishes the drift: the file's now, or, with the file as
 # rendered, that this server was started on one that was not (start-drift): putting the
@@ -389,7 +428,7 @@ drift_check() {
 	d=$(config_drift) s=$(cat "$run_dir/start-drift" 2>/dev/null)
 	[ -n "$d" ] || [ -z "$s" ] || d="the server runs on a config that was not the rendered one ($s): restart it"
 	[ -z "$d" ] || log "$d"
-	id=$(run_id 2>/dev/null </dev/null) && [ -n "$id" ] || return 0
+	id=$(info server run_id 2>/dev/null </dev/null) && [ -n "$id" ] || return 0
 	out=$(cli EVAL "if redis.call('HGET',KEYS[1],ARGV[1])==ARGV[2] then return redis.call('HSET',KEYS[1],ARGV[3],ARGV[4]) end return 0" 1 \
 		"$DEPLOYMENT_KEY" "$RUN_ID_FIELD" "$id" "$DRIFT_FIELD" "$d" 2>&1 </dev/null)
 	is_count "$out" || log "cannot publish the config drift: $out"
@@ -415,6 +454,9 @@ stop() {
 	case "$conf" in
 	*" appendonly yes "*) case "$conf" in *" appendfsync always "*) durable=yes ;; esac ;;
 	esac
+	# Nor is the stop of a server whose dataset was replaced (the state timer may not have
+	# seen it yet): what it fsyncs is another server's.
+	! replaced 2>/dev/null || { log "its dataset was replaced: this stop counts as unclean"; durable=; }
 	if [ "${durable:-}" = yes ]; then
 		echo "${MAINPID:-} durable" >"$proof" || log "cannot record the durable stop in $proof"
 	else
@@ -459,7 +501,11 @@ stopped() {
 	read_floor "$now" "$boot" || bad_floor
 	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; exit 1; }
 	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
-		durable "$clean" "v3 $(machine_id) $boot $now $(aof_digest) $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
+		# The server removed its pidfile at its exit: a token in its place, named by the marker,
+		# is overwritten by the next server started with the config (clean_marker_counts).
+		tok=$(pw)
+		durable "$pidf" "$tok" && chown "$SERVICE_USER:$SERVICE_GROUP" "$pidf" &&
+			durable "$clean" "v4 $(machine_id) $boot $now $(aof_digest) $tok $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
 		exited "$(date +%s) 1"
 		log "clean stop recorded"
 		return 0
@@ -485,6 +531,13 @@ exited() { echo "$1" >"$run_dir/last-exit" 2>/dev/null || :; }
 # contract). Both run in subshells that cannot touch the caller's variables or exit it, and
 # a failure is logged, never more.
 state() {
+	# A server whose dataset was replaced (replaced) may grant again a lock it granted: it is
+	# killed, so that systemd restarts it through the gate, which holds it restart_delay from
+	# the exit, as after a crash. The state timer looks every 30 s. The pid it reports is
+	# killed only if it runs the server's binary (server_seen's test).
+	(! replaced 2>/dev/null </dev/null || { p=$(info server process_id) && [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$SERVER_BINARY")" ] &&
+		kill -KILL "$p" && log "its dataset was replaced while it served (REPLICAOF): pid $p killed" ||
+		log "its dataset was replaced while it served (REPLICAOF), but pid ${p:-?} cannot be killed"; })
 	(drift_check)
 	[ -n "${STATE_FILE:-}" ] || return 0
 	(write_state) || log "cannot write $STATE_FILE (the policy goes on)"
