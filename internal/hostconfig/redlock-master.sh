@@ -411,9 +411,12 @@ info() { cli INFO "$1" | sed -n "s/^$2:\([0-9a-z]*\).*/\1/p"; }
 # master_replid2 holds an id it did not have at the start (the id it had as one, kept after
 # REPLICAOF NO ONE). A new master_replid alone is no replacement: Redis makes one when a
 # replica or a backup (redis-cli --rdb) first attaches, and when the backlog is freed. The
-# local supervisor decides the same (replacedSince). No answer: not replaced.
+# local supervisor decides the same (replacedSince). So is a server whose deployment record
+# is gone: the functions step wrote it, and only a flush (or a DEL) takes it. No answer: not
+# replaced.
 replaced() {
 	read -r b_id b_r2 <"$run_dir/repl" && [ "$(info server run_id)" = "$b_id" ] || return 1
+	[ "$(cli EXISTS "$DEPLOYMENT_KEY")" != 0 ] || return 0
 	r2=$(info replication master_replid2)
 	case $(info replication role):$r2 in slave:*) ;; master:*[!0]*) [ "$r2" != "$b_r2" ] ;; *) false ;; esac
 }
@@ -536,8 +539,8 @@ state() {
 	# the exit, as after a crash. The state timer looks every 30 s. The pid it reports is
 	# killed only if it runs the server's binary (server_seen's test).
 	(! replaced 2>/dev/null </dev/null || { p=$(info server process_id) && [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$SERVER_BINARY")" ] &&
-		kill -KILL "$p" && log "its dataset was replaced while it served (REPLICAOF): pid $p killed" ||
-		log "its dataset was replaced while it served (REPLICAOF), but pid ${p:-?} cannot be killed"; })
+		kill -KILL "$p" && log "its dataset was replaced while it served (REPLICAOF, or a flush): pid $p killed" ||
+		log "its dataset was replaced while it served (REPLICAOF, or a flush), but pid ${p:-?} cannot be killed"; })
 	(drift_check)
 	[ -n "${STATE_FILE:-}" ] || return 0
 	(write_state) || log "cannot write $STATE_FILE (the policy goes on)"

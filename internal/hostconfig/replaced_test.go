@@ -115,6 +115,21 @@ func TestStateStepKillsAReplacedServer(t *testing.T) {
 			t.Fatalf("after the kill: clean marker %v, hold record %v", p.exists(hold.HostCleanMarker), p.exists(hold.HostHoldRecord))
 		}
 	})
+	t.Run("a flushed keyspace (the record gone): killed, then held from the exit", func(t *testing.T) {
+		t.Parallel()
+		p, srv, _ := start(t)
+		if err := srv.admin.FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := p.run("state")
+		if !srv.exitedWithin(10*time.Second) || !strings.Contains(out, "its dataset was replaced") {
+			t.Fatalf("the state step did not kill the flushed server, or did not say why:\n%s", out)
+		}
+		p.run("stopped", "SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=KILL")
+		if p.exists(hold.HostCleanMarker) || !p.exists(hold.HostHoldRecord) {
+			t.Fatalf("after the kill: clean marker %v, hold record %v", p.exists(hold.HostCleanMarker), p.exists(hold.HostHoldRecord))
+		}
+	})
 	t.Run("a stop after the replacement is no clean stop", func(t *testing.T) {
 		t.Parallel()
 		p, srv, pid := start(t)

@@ -152,16 +152,22 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		t.Logf("stopped:\n%s", out)
 	}
 
-	if sc.Exit == hold.ExitReplaced {
+	if sc.Exit == hold.ExitReplaced || sc.Exit == hold.ExitFlushed {
 		// The unit's server, started (its run recorded by the functions step), replicates
-		// another server and serves on as a master; the state timer's step runs, then
-		// systemd's stopped step reports the kill.
+		// another server and serves on as a master (or its keyspace is flushed); the state
+		// timer's step runs, then systemd's stopped step reports the kill.
 		srv := p.startServer(p.dataDir)
 		pid := strconv.Itoa(srv.cmd.Process.Pid)
 		p.withFunctions()
 		p.run("functions")
 		p.run("started", "MAINPID="+pid)
-		p.replicateAnother(srv)
+		if sc.Exit == hold.ExitFlushed {
+			if err := srv.admin.FlushAll(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			p.replicateAnother(srv)
+		}
 		out, _ := p.try("state")
 		if !srv.exitedWithin(10 * time.Second) {
 			return "the state step did not kill the server whose dataset was replaced:\n" + out

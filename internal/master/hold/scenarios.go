@@ -280,7 +280,7 @@ var Scenarios = []Scenario{
 		Marker: MarkerHere, Address: AddressRecordUnreadable, Want: HoldFromNow},
 	{Name: "a dataset replaced while the master serves holds from the exit", Issue: 15, Runtimes: Both, Ran: true,
 		Exit: ExitReplaced, Want: HoldFromExit},
-	{Name: "a keyspace flushed while the master serves holds from the exit", Issue: 15, Runtimes: Local, Ran: true,
+	{Name: "a keyspace flushed while the master serves holds from the exit", Issue: 15, Runtimes: Both, Ran: true,
 		Exit: ExitFlushed, Want: HoldFromExit},
 	{Name: "a wall-clock step forward after the hold was recorded does not shorten it", Issue: 13, Runtimes: Local, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: 3_000, WallClockStepMS: 2_000, Want: HoldRecorded},
