@@ -127,8 +127,10 @@ run_hook() {
 server_seen() {
 	# Debian's redis-server is a link to redis-check-rdb.
 	exe=$(readlink -f "$SERVER_BINARY")
-	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DATA_DIR" ] || continue
+	# One find over the processes' cwd links (its pattern: the dir, glob characters escaped),
+	# not two readlinks per process: a busy machine runs thousands.
+	for c in $(find /proc -mindepth 2 -maxdepth 2 -path '/proc/[0-9]*/cwd' -lname "$(printf %s "$DATA_DIR" | sed 's/[][*?\\]/\\&/g')" 2>/dev/null); do
+		p=${c%/cwd}
 		[ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
 		seen="pid ${p#/proc/} in $DATA_DIR"
 		return 0
