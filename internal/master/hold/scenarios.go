@@ -41,6 +41,10 @@ const (
 	MarkerNoIdentity   Marker = "without the machine, dir and boot that wrote it"
 	MarkerAOFGone      Marker = "written here, but the AOF it vouched for is gone"
 	MarkerAOFReplaced  Marker = "written here, but the AOF was replaced since (a restored backup)"
+	// MarkerRolledBack: the data dir, with this marker, moved aside (inodes and mtimes kept,
+	// as a volume snapshot restores them); a copy of it started again; then the dir moved
+	// back: the marker and its files are as they were, but a start came after them.
+	MarkerRolledBack Marker = "written here, then the data dir rolled back to it after a later clean run"
 )
 
 // HoldRecord is the record of an unclean stop found at the start.
@@ -267,6 +271,8 @@ var Scenarios = []Scenario{
 		Floor: FloorNegative, Exit: ExitKilled, Want: Refuse},
 	{Name: "a server started by hand with the master's config after its clean stop holds from now", Issue: 15, Runtimes: Both, Ran: true,
 		Marker: MarkerHere, StartedByHand: true, Want: HoldFromNow},
+	{Name: "a data dir rolled back to a snapshot of an earlier clean stop holds from now", Issue: 15, Runtimes: Local, Ran: true,
+		Marker: MarkerRolledBack, Want: HoldFromNow},
 	{Name: "a data dir emptied after its master's clean stop holds from that master's exit", Issue: 15, Runtimes: Local, Ran: true,
 		Exit: ExitDurableStop, Emptied: true, Want: HoldFromExit},
 	{Name: "a first start on an address where another data dir's master crashed holds until that master's hold ends", Issue: 15, Runtimes: Local,

@@ -202,6 +202,8 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		if err := os.WriteFile(path, old, 0o600); err != nil {
 			t.Fatal(err)
 		}
+	case hold.MarkerRolledBack:
+		m.rollBack()
 	case hold.MarkerNoIdentity:
 		if err := os.WriteFile(marker, []byte("redis-server pid 1 stopped cleanly\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -614,5 +616,28 @@ func (m *testMaster) empty() {
 		if err := os.RemoveAll(filepath.Join(m.dir, e.Name())); err != nil {
 			m.t.Fatal(err)
 		}
+	}
+}
+
+// rollBack moves the data dir aside (inodes and mtimes kept, as a snapshot keeps them), lets
+// a copy of it start once more (what every start does first: removeCleanMarker; the copy's
+// run, served and stopped, is what the rollback forgets), and moves the original back.
+func (m *testMaster) rollBack() {
+	m.t.Helper()
+	snap := m.dir + ".snap"
+	if err := os.Rename(m.dir, snap); err != nil {
+		m.t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", snap, m.dir).CombinedOutput(); err != nil {
+		m.t.Fatalf("cp -a: %v\n%s", err, out)
+	}
+	if err := removeCleanMarker(m.dir); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.RemoveAll(m.dir); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.Rename(snap, m.dir); err != nil {
+		m.t.Fatal(err)
 	}
 }
