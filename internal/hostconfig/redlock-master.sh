@@ -31,6 +31,9 @@ clean="$DATA_DIR/redlock.clean-stop"
 hold="$DATA_DIR/redlock.hold"
 floor="$DATA_DIR/redlock.floor"
 proof="$run_dir/stop-proof"
+# The token of the last clean stop, kept outside the data dir (root's, this boot's): a data
+# dir rolled back to an earlier clean stop brings that stop's marker and token, not this one.
+rtok="$run_dir/token"
 # The server's pidfile (the rendered config's: hostconfig's Server.PIDFile): after a clean
 # stop it holds a token the clean marker names (see stopped).
 pidf="$DATA_DIR/${UNIT%.service}.pid"
@@ -122,14 +125,16 @@ run_hook() {
 	return 0
 }
 
+# runs_server PID: the process runs the server's binary (or the one a package upgrade
+# replaced under it: "<path> (deleted)"). Debian's redis-server is a link to redis-check-rdb.
+runs_server() { e=$(readlink "/proc/$1/exe" 2>/dev/null) && [ "${e% (deleted)}" = "$(readlink -f "$SERVER_BINARY")" ]; }
+
 # server_seen: a server serves on the master's address or from its data dir, named by a
 # record or not (run by hand, an image's stock service): its locks count until it stops.
 server_seen() {
-	# Debian's redis-server is a link to redis-check-rdb.
-	exe=$(readlink -f "$SERVER_BINARY")
 	for p in /proc/[0-9]*; do
 		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DATA_DIR" ] || continue
-		[ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
+		runs_server "${p#/proc/}" || continue
 		seen="pid ${p#/proc/} in $DATA_DIR"
 		return 0
 	done
@@ -157,19 +162,26 @@ aof_digest() {
 read_marker() { [ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_tok m_dir <"$clean"; }
 
 # clean_marker_counts BOOT: the marker was written on this machine, data dir and boot, for
-# the AOF files that are there now, and no server started with the master's config since:
-# every start of one writes its pid over the token in the pidfile, and a clean exit removes
-# the file (whatever else its command line changes: --appendonly no, --dir). A v3 marker,
-# which names no token, never counts (fail closed: one hold after an upgrade in place).
+# the AOF files that are there now, by the last clean stop (its token in $rtok too), and no
+# server started with the master's config since: every start of one writes its pid over the
+# token in the pidfile, and a clean exit removes the file (whatever else its command line
+# changes: --appendonly no, --dir). A v3 marker, which names no token, never counts (fail
+# closed: one hold after an upgrade in place).
 clean_marker_counts() {
 	read_marker || return 1
 	[ "$m_ver" = v4 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
-		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ] && [ "$(cat "$pidf" 2>/dev/null)" = "$m_tok" ]
+		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ] &&
+		[ "$(cat "$pidf" 2>/dev/null)" = "$m_tok" ] && [ "$(cat "$rtok" 2>/dev/null)" = "$m_tok" ]
 }
 
 # restored: the marker (v3 or v4, of any boot) was written on this machine for this data
-# dir over other AOF files than those there now: a backup restored (or files replaced).
-restored() { read_marker && [ "$m_machine ${m_dir:-$m_tok}" = "$(machine_id) $DATA_DIR" ] && [ "$m_aof" != "$(aof_digest)" ]; }
+# dir over other AOF files than those there now (a backup restored, files replaced), or in
+# this boot by another stop than the last one this boot recorded ($rtok: the data dir
+# rolled back to an earlier clean stop).
+restored() {
+	read_marker && [ "$m_machine ${m_dir:-$m_tok}" = "$(machine_id) $DATA_DIR" ] && { [ "$m_aof" != "$(aof_digest)" ] ||
+		{ [ "$m_boot" = "$(boot_id)" ] && [ -e "$rtok" ] && [ "$(cat "$rtok")" != "$m_tok" ]; }; }
+}
 
 # forget_clean, record_hold CONTENT: or the master stays down.
 forget_clean() { forget "$clean" || fail "cannot remove the clean-stop marker $clean"; }
@@ -196,8 +208,14 @@ wait_out_server() {
 	log "the server is gone"
 }
 
+# gated: the gate lets the server start: the last clean stop's token is used up, and a
+# stopped step from now on follows a server's run (gating).
+gated() { echo - >"$rtok" && rm -f "$run_dir/gating" || fail "cannot write $rtok"; }
+
 gate() {
-	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" || fail "cannot prepare $run_dir"
+	# Until the gate lets the server start, a stopped step follows no run: it keeps the
+	# records as the gate left them (a gate that fails keeps the marker it read).
+	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" && : >"$run_dir/gating" || fail "cannot prepare $run_dir"
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	boot=$(boot_id)
 	# The TLS key may come by the operator's provisioning, after cloud-init (tls_key_on_host).
@@ -225,6 +243,7 @@ gate() {
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
 		forget_clean
 		open_floor "$now" "$boot"
+		gated
 		log "last stop was clean: starting at once"
 		state
 		return 0
@@ -272,6 +291,7 @@ gate() {
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	open_floor "$now" "$boot"
 	forget "$hold" || fail "cannot remove the hold record $hold"
+	gated
 	log "hold over: starting"
 	state
 }
@@ -383,15 +403,16 @@ publish() {
 	rid=$(info replication master_replid)
 	# The drift of the file the server was started on counts for its whole run (drift_check);
 	# its run_id and master_replid2 at the start, for replaced.
-	d=$(config_drift)
-	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift" && echo "$id $(info replication master_replid2)" >"$run_dir/repl" ||
-		{ log "cannot write $run_dir"; return 1; }
+	d=$(config_drift) r2=$(info replication master_replid2)
 	fs=$(stat -f -c %T "$DATA_DIR") && [ -n "$fs" ] || { log "cannot tell the storage $DATA_DIR is on"; return 1; }
 	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" "$FS_FIELD" "$fs" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1
 	fi
+	# Once the record is there: the tick takes a run whose record is gone for a flushed one.
+	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift" && echo "$id $r2" >"$run_dir/repl" ||
+		{ log "cannot write $run_dir"; return 1; }
 	log "restart delay ${delay_ms}ms recorded in $DEPLOYMENT_KEY"
 }
 
@@ -459,7 +480,7 @@ stop() {
 	esac
 	# Nor is the stop of a server whose dataset was replaced (the state timer may not have
 	# seen it yet): what it fsyncs is another server's.
-	! replaced 2>/dev/null || { log "its dataset was replaced: this stop counts as unclean"; durable=; }
+	! replaced 2>/dev/null || { log "its dataset was replaced: this stop counts as unclean"; durable=; mark_replaced; }
 	if [ "${durable:-}" = yes ]; then
 		echo "${MAINPID:-} durable" >"$proof" || log "cannot record the durable stop in $proof"
 	else
@@ -493,9 +514,9 @@ stopped() {
 	pid=$(cat "$run_dir/pid" 2>/dev/null)
 	# Whatever the records below become, the state file says so (telemetry, after them).
 	trap 'rm -f "$proof"; state' EXIT
-	if [ -e "$hold" ]; then
-		# The gate was interrupted before the server started: its hold record stays.
-		log "stopped during the hold ($result)"
+	if [ -e "$hold" ] || [ -e "$run_dir/gating" ]; then
+		# The gate was interrupted, or failed, before the server started: its records stay.
+		log "stopped during the hold or before the start ($result)"
 		return 0
 	fi
 	exited "$(date +%s) 0"
@@ -503,11 +524,13 @@ stopped() {
 	# forget the delay earlier runs granted under.
 	read_floor "$now" "$boot" || bad_floor
 	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; exit 1; }
-	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
-		# The server removed its pidfile at its exit: a token in its place, named by the marker,
-		# is overwritten by the next server started with the config (clean_marker_counts).
+	# The server removed its pidfile at its exit: one there now is a server's started by hand
+	# since (its pid), which the token must not replace.
+	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && [ ! -e "$pidf" ] && durable_exit "$pid"; then
+		# A token in its place, named by the marker (and kept in $rtok), is overwritten by the
+		# next server started with the config (clean_marker_counts).
 		tok=$(pw)
-		durable "$pidf" "$tok" && chown "$SERVICE_USER:$SERVICE_GROUP" "$pidf" &&
+		durable "$pidf" "$tok" && chown "$SERVICE_USER:$SERVICE_GROUP" "$pidf" && echo "$tok" >"$rtok" &&
 			durable "$clean" "v4 $(machine_id) $boot $now $(aof_digest) $tok $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
 		exited "$(date +%s) 1"
 		log "clean stop recorded"
@@ -515,6 +538,7 @@ stopped() {
 	fi
 	why="result $result, ${EXIT_CODE:-?} ${EXIT_STATUS:-?}"
 	[ "$result" = success ] && why="$why, no durable shutdown proven"
+	[ ! -e "$pidf" ] || why="$why, a pidfile"
 	forget "$clean" || log "cannot remove the clean-stop marker $clean"
 	until=$(hold_from_now "$now" "$boot") || bad_floor
 	if ! durable "$hold" "$boot $until"; then
@@ -529,6 +553,10 @@ stopped() {
 # exited WALL CLEAN: the server's last exit, for the state file only (this boot's).
 exited() { echo "$1" >"$run_dir/last-exit" 2>/dev/null || :; }
 
+# mark_replaced: a replaced dataset holds another server's fence registers and seed record:
+# recorded as a restore is (unseeded; with seeding off too, for a seed_fences set later).
+mark_replaced() { durable "$unseeded" replaced || log "cannot record $unseeded"; }
+
 # state: republish the config drift, and with STATE_FILE set (exporters on), publish the
 # master's state for node_exporter's textfile collector (docs/monitoring.md has the
 # contract). Both run in subshells that cannot touch the caller's variables or exit it, and
@@ -537,8 +565,8 @@ state() {
 	# A server whose dataset was replaced (replaced) may grant again a lock it granted: it is
 	# killed, so that systemd restarts it through the gate, which holds it restart_delay from
 	# the exit, as after a crash. The state timer looks every 30 s. The pid it reports is
-	# killed only if it runs the server's binary (server_seen's test).
-	(! replaced 2>/dev/null </dev/null || { p=$(info server process_id) && [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$SERVER_BINARY")" ] &&
+	# killed only if it runs the server's binary (runs_server).
+	(! replaced 2>/dev/null </dev/null || { mark_replaced; p=$(info server process_id) && runs_server "$p" &&
 		kill -KILL "$p" && log "its dataset was replaced while it served (REPLICAOF, or a flush): pid $p killed" ||
 		log "its dataset was replaced while it served (REPLICAOF, or a flush), but pid ${p:-?} cannot be killed"; })
 	(drift_check)
