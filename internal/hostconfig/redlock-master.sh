@@ -174,12 +174,13 @@ clean_marker_counts() {
 		[ "$(cat "$pidf" 2>/dev/null)" = "$m_tok" ] && [ "$(cat "$rtok" 2>/dev/null)" = "$m_tok" ]
 }
 
-# restored: the marker (v3 or v4, of any boot) was written on this machine for this data
-# dir over other AOF files than those there now (a backup restored, files replaced), or in
-# this boot by another stop than the last one this boot recorded ($rtok: the data dir
-# rolled back to an earlier clean stop).
+# restored: a marker (v3 or v4, of any boot) is there that was written on another machine
+# or for another data dir (a disk image, a volume moved: another master's dataset or an
+# older one), or over other AOF files than those there now (a backup restored, files
+# replaced), or in this boot by another stop than the last one this boot recorded ($rtok:
+# the data dir rolled back to an earlier clean stop).
 restored() {
-	read_marker && [ "$m_machine ${m_dir:-$m_tok}" = "$(machine_id) $DATA_DIR" ] && { [ "$m_aof" != "$(aof_digest)" ] ||
+	read_marker && { [ "$m_machine ${m_dir:-$m_tok} $m_aof" != "$(machine_id) $DATA_DIR $(aof_digest)" ] ||
 		{ [ "$m_boot" = "$(boot_id)" ] && [ -e "$rtok" ] && [ "$(cat "$rtok")" != "$m_tok" ]; }; }
 }
 
@@ -252,7 +253,7 @@ gate() {
 	until=$(hold_from_now "$now" "$boot") || bad_floor
 	why="no record of a clean stop (first start, reboot, power loss, new host)"
 	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
-		why="the clean-stop marker was written on another machine, data dir or boot, over other AOF files, or before a start by hand"
+		why="the clean-stop marker does not count (its machine, data dir, boot, AOF or token)"
 	fi
 	if [ -e "$hold" ]; then
 		why="unreadable hold record, or an unnamed server's"
@@ -382,14 +383,17 @@ functions() {
 # A restored AOF (the gate's unseeded record) is marked whatever record it brought.
 seed_mark() {
 	if [ -n "${SEED_KEY:-}" ]; then
-		had=$(cli HEXISTS "$SEED_KEY" state) c=HSETNX
+		had=$(cli HEXISTS "$SEED_KEY" state)
 		is_count "$had" || { log "cannot mark $SEED_KEY unseeded: ${had:-no answer}"; return 1; }
-		[ ! -e "$unseeded" ] || had=0 c=HSET
+		set -- HSETNX "$SEED_KEY" state unseeded
+		# A restored or replaced dataset's record is replaced: the backup's seeding, its reason
+		# and sources, is not this master's.
+		[ ! -e "$unseeded" ] || { had=0 && set -- EVAL "redis.call('DEL',KEYS[1]) return redis.call('HSET',KEYS[1],unpack(ARGV))" 1 "$SEED_KEY" state unseeded reason "$(cat "$unseeded")"; }
 		if [ "$had" = 0 ]; then
 			host_admin "$ACL_SEED" && [ "$(cli ACL LOAD 2>&1)" = OK ] ||
 				{ log "$SEED_KEY: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
 		fi
-		is_count "$(cli $c "$SEED_KEY" state unseeded)" && forget "$unseeded" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
+		is_count "$(cli "$@")" && forget "$unseeded" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
 	fi
 }
 
@@ -516,7 +520,7 @@ stopped() {
 	trap 'rm -f "$proof"; state' EXIT
 	if [ -e "$hold" ] || [ -e "$run_dir/gating" ]; then
 		# The gate was interrupted, or failed, before the server started: its records stay.
-		log "stopped during the hold or before the start ($result)"
+		log "stopped during the hold ($result)"
 		return 0
 	fi
 	exited "$(date +%s) 0"
@@ -538,7 +542,6 @@ stopped() {
 	fi
 	why="result $result, ${EXIT_CODE:-?} ${EXIT_STATUS:-?}"
 	[ "$result" = success ] && why="$why, no durable shutdown proven"
-	[ ! -e "$pidf" ] || why="$why, a pidfile"
 	forget "$clean" || log "cannot remove the clean-stop marker $clean"
 	until=$(hold_from_now "$now" "$boot") || bad_floor
 	if ! durable "$hold" "$boot $until"; then
@@ -566,9 +569,8 @@ state() {
 	# killed, so that systemd restarts it through the gate, which holds it restart_delay from
 	# the exit, as after a crash. The state timer looks every 30 s. The pid it reports is
 	# killed only if it runs the server's binary (runs_server).
-	(! replaced 2>/dev/null </dev/null || { mark_replaced; p=$(info server process_id) && runs_server "$p" &&
-		kill -KILL "$p" && log "its dataset was replaced while it served (REPLICAOF, or a flush): pid $p killed" ||
-		log "its dataset was replaced while it served (REPLICAOF, or a flush), but pid ${p:-?} cannot be killed"; })
+	(! replaced 2>/dev/null </dev/null || { mark_replaced; p=$(info server process_id) && runs_server "$p" && kill -KILL "$p" &&
+		w="pid $p killed" || w="pid ${p:-?} cannot be killed"; log "its dataset was replaced while it served (REPLICAOF, or a flush): $w"; })
 	(drift_check)
 	[ -n "${STATE_FILE:-}" ] || return 0
 	(write_state) || log "cannot write $STATE_FILE (the policy goes on)"
