@@ -235,12 +235,18 @@ func (p *policy) cleanMarker() string {
 	return p.marker(testMachineID, "boot-1", bootMS(p.t), p.aofDigest(), p.dataDir)
 }
 
-// marker writes a token into the server's pidfile, as the stopped step does after a clean
-// stop, and returns a clean marker naming it with the given fields.
+// marker writes a token into the server's pidfile and the run dir's copy, as the stopped
+// step does after a clean stop, and returns a clean marker naming it with the given fields.
 func (p *policy) marker(machine, boot string, ms int64, digest, dir string) string {
 	p.t.Helper()
 	const token = "5e471ne15e471ne15e471ne15e471ne1"
 	if err := os.WriteFile(p.pidFile(), []byte(token+"\n"), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(p.dir, "run"), 0o700); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, "run", "token"), []byte(token+"\n"), 0o600); err != nil {
 		p.t.Fatal(err)
 	}
 	return fmt.Sprintf("v4 %s %s %d %s %s %s\n", machine, boot, ms, digest, token, dir)

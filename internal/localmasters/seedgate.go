@@ -73,7 +73,16 @@ func (g *seedGate) afterStart(ctx context.Context, admin *redis.Client) error {
 		if err := admin.Do(ctx, "ACL", "LOAD").Err(); err != nil {
 			return fmt.Errorf("seed gate: ACL LOAD of the rendered %s: %w", g.aclFile, err)
 		}
-		err = admin.HSet(ctx, audit.FenceSeedKey, audit.FenceSeedStateField, audit.FenceSeedUnseeded).Err()
+		if g.restored {
+			// The backup's record is replaced: its seeding (reason, sources) is not this master's.
+			_, err = admin.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+				tx.Del(ctx, audit.FenceSeedKey)
+				tx.HSet(ctx, audit.FenceSeedKey, audit.FenceSeedStateField, audit.FenceSeedUnseeded, audit.FenceSeedReasonField, "restored")
+				return nil
+			})
+		} else {
+			err = admin.HSet(ctx, audit.FenceSeedKey, audit.FenceSeedStateField, audit.FenceSeedUnseeded).Err()
+		}
 	} else {
 		err = admin.HSetNX(ctx, audit.FenceSeedKey, audit.FenceSeedStateField, audit.FenceSeedUnseeded).Err()
 	}
