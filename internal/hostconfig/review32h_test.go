@@ -183,7 +183,6 @@ func TestReviewRollbackOfTheDataDirStartsAtOnce(t *testing.T) {
 	}
 }
 
-
 // TestReviewFailedGateForgetsTheRestore (finding 3): a gate that fails before the server
 // starts (here: the restore's own record cannot be written, as on a full disk right after a
 // restore) is followed by systemd's ExecStopPost: the stopped step finds no hold record,
