@@ -188,7 +188,7 @@ func TestHostsRunbook(t *testing.T) {
 				}
 				journal := d.requireHeldSince(t, i, rebooted, "clean reboot")
 				// The container's boot id is new at every boot (systemd-nspawn), like a machine's.
-				if !strings.Contains(journal, "written on another machine, data dir or boot") {
+				if !strings.Contains(journal, "the clean-stop marker does not count") {
 					t.Fatalf("the gate did not hold a reboot as a marker of another boot:\n%s", journal)
 				}
 				if !strings.Contains(journal, "function library "+redlock.FunctionLibraryName+" loaded") {
@@ -272,7 +272,7 @@ func TestHostsRunbook(t *testing.T) {
 			// stop left (from another boot), held all the same. The scenario table covers
 			// each reason on its own.
 			switch {
-			case strings.Contains(journal, "written on another machine, data dir or boot"):
+			case strings.Contains(journal, "the clean-stop marker does not count"):
 			case strings.Contains(journal, "did not stop cleanly before a reboot"):
 				t.Logf("the source's stop was counted unclean (busy machine): the clone was held for its hold record")
 			default:
