@@ -573,17 +573,23 @@ func (m *testMaster) setDelayText(text string) {
 func (m *testMaster) otherDirCrashed() time.Time {
 	m.t.Helper()
 	other := newMasterAt(m.t, m.t.TempDir(), m.cfg.Addr, m.cfg.AddressRecords, m.cfg.RestartDelay)
-	pid := other.spawn()
-	st := other.waitReady(pid)
-	other.set("lock", "granted by the other data dir's master")
-	other.killRedis(st.RedisPID)
-	held := other.waitState("the other master held", func(s State) bool { return s.Status == StatusHolding })
+	return other.crashThenStop().RestartAt
+}
+
+// crashThenStop runs the master until it granted a lock, kills its server, and stops its
+// supervisor while it holds; it returns the state it held with.
+func (m *testMaster) crashThenStop() State {
+	m.t.Helper()
+	st := m.waitReady(m.spawn())
+	m.set("lock", "granted before the crash")
+	m.killRedis(st.RedisPID)
+	held := m.waitState("held after the crash", func(s State) bool { return s.Status == StatusHolding })
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	if err := Stop(ctx, other.dir); err != nil {
-		m.t.Fatalf("Stop the other master: %v", err)
+	if err := Stop(ctx, m.dir); err != nil {
+		m.t.Fatalf("Stop while it holds: %v", err)
 	}
-	return held.RestartAt
+	return held
 }
 
 // runByHand starts a server as an operator would, with the master's config file (its dir
