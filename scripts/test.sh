@@ -22,20 +22,20 @@ ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-chec
 # The go test runs (steps): packages, -run, -skip (empty: none), -race or not, and whether
 # they need the acceptance build. A package split over steps gives each a -run/-skip pair;
 # check proves every test runs exactly once. The five-host tests, the longest, are split in two.
-HOSTS_A='^TestHosts(Runbook|Day2|TLS)$'
+HOSTS_A='^TestHosts(Runbook|Day2)$'
 HOSTS='^TestHosts'
 PROVIDER_A='^TestAcc(AuditDataSource|Master_(dataDirRemoved|badInputs|drift$|crashHeldThenRestarted))'
 PROVIDER_B='^TestAcc(Users_|Master_(writeOnly|plain|destroy))'
 STEPS=(unit-internal unit-lockagent hostlab chaos provider-a provider-b provider-c hosts-a hosts-b e2e-local)
-declare -A PKGS RUN SKIP RACE ACC
+declare -A PKGS RUN SKIP RACE ACC LAB
 # The harnesses, the library (with the README's program), its metrics and the CLI under the race detector, in two
 # processes (internal/, lockagent/; go test runs two packages at a time in each); chaos is the
 # short chaos run (one round of every fault kind).
 PKGS[unit-internal]="$(go list ./internal/... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' | tr '
 ' ' ')" RACE[unit-internal]=1
 PKGS[unit-lockagent]="./lockagent/... ./examples/go-client/" RACE[unit-lockagent]=1
-PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1
-PKGS[chaos]="./internal/chaos/" RACE[chaos]=1
+PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1 LAB[hostlab]=1
+PKGS[chaos]="./internal/chaos/" RACE[chaos]=1 LAB[chaos]=1
 # The provider's acceptance tests mostly wait (terraform, restart holds): three processes.
 PKGS[provider-a]="./provider/..." RUN[provider-a]=$PROVIDER_A ACC[provider-a]=1
 PKGS[provider-b]="./provider/..." RUN[provider-b]=$PROVIDER_B SKIP[provider-b]=$PROVIDER_A ACC[provider-b]=1
@@ -57,16 +57,19 @@ logs=build/test
 # The steps of one kind share most of their dependencies (under the race detector: the
 # standard library, go-redis; the acceptance tests: the plugin framework, terratest, gRPC), and
 # go test processes side by side would each compile them on a cold cache: the build part
-# compiles every test once, first the race-detected ones, then the acceptance ones, writing
-# its exit status to $built_race, then to $built, which the steps wait for.
+# compiles every test once: first the two lab packages (the lab lanes, the longest, start
+# as soon as they are built), then the other race-detected ones, then the acceptance ones,
+# writing its exit status to $built_lab, $built_race, then $built, which the steps wait for.
 built=$logs/.acceptance-built
 built_race=$logs/.race-built
+built_lab=$logs/.lab-built
 
 # step_cmd STEP: the step's command line.
 step_cmd() {
   local s=$1 cmd="go test"
   [ -z "${ACC[$s]:-}" ] || cmd="until [ -e $built ]; do sleep 1; done; TF_ACC=1 go test"
   [ -z "${RACE[$s]:-}" ] || cmd="until [ -e $built_race ]; do sleep 1; done; go test"
+  [ -z "${LAB[$s]:-}" ] || cmd="until [ -e $built_lab ]; do sleep 1; done; go test"
   [ -z "${RACE[$s]:-}" ] || cmd+=" -race"
   cmd+=" $GO_TEST_FLAGS"
   [ -z "${RUN[$s]:-}" ] || cmd+=" -run '${RUN[$s]}'"
@@ -78,15 +81,18 @@ step_cmd() {
 part_cmd() {
   local p=$1 s cmd="rc=0"
   case "$p" in
-    # Compiles the race-detected tests, then installs the provider, then compiles the
+    # Compiles the lab packages (race-detected), then the other race-detected tests, then
+    # installs the provider, then compiles the
     # acceptance tests and the lockagent that test/'s TestMain builds, without linking or
     # running them (go list -export compiles every
     # package, test packages included, into the build cache; a link is not cached, so the
     # steps link for themselves); then checks the steps.
     build)
-      local race_pkgs=""
-      for s in "${STEPS[@]}"; do [ -z "${RACE[$s]:-}" ] || race_pkgs+="${PKGS[$s]} "; done
-      echo "go list -export -test -race $race_pkgs >/dev/null; race_rc=\$?; echo \$race_rc >$built_race; scripts/install-provider.sh && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check && [ \$race_rc = 0 ]"
+      local race_pkgs="" lab_pkgs=""
+      for s in "${STEPS[@]}"; do
+        if [ -n "${LAB[$s]:-}" ]; then lab_pkgs+="${PKGS[$s]} "; elif [ -n "${RACE[$s]:-}" ]; then race_pkgs+="${PKGS[$s]} "; fi
+      done
+      echo "go list -export -test -race $lab_pkgs >/dev/null; lab_rc=\$?; echo \$lab_rc >$built_lab; go list -export -test -race $race_pkgs >/dev/null; race_rc=\$?; echo \$race_rc >$built_race; scripts/install-provider.sh && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check && [ \$race_rc = 0 ] && [ \$lab_rc = 0 ]"
       ;;
     modules) echo "until [ -e $built ]; do sleep 1; done; scripts/test-modules.sh" ;;
     *)
@@ -147,10 +153,10 @@ for p in "${parts[@]}"; do
 done
 
 mkdir -p "$logs"
-rm -f "$built" "$built_race"
+rm -f "$built" "$built_race" "$built_lab"
 # Without the build part, the steps compile for themselves.
 # The build part also installs the provider the acceptance steps and the module tests run.
-case " ${parts[*]} " in *" build "*) ;; *) scripts/install-provider.sh >/dev/null && echo 0 >"$built" && echo 0 >"$built_race" ;; esac
+case " ${parts[*]} " in *" build "*) ;; *) scripts/install-provider.sh >/dev/null && echo 0 >"$built" && echo 0 >"$built_race" && echo 0 >"$built_lab" ;; esac
 if [ ${#parts[@]} = 1 ]; then
   cmd=$(part_cmd "${parts[0]}")
   echo "$cmd"
