@@ -196,8 +196,9 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 			"data_dir":         schema.StringAttribute{Computed: true, MarkdownDescription: "The package's data dir (AOF and restart records)."},
 			"user_data": schema.StringAttribute{Computed: true, Sensitive: true,
 				MarkdownDescription: "`#cloud-config` user-data for the host's instance resource. About 16 KiB (its settings " +
-					"files gzipped when that is what keeps it under EC2's 16 KiB limit); with the exporters and TLS, a valkey " +
-					"server, hooks or seed_fences it can pass 16 KiB: then give `user_data_base64_gzip` instead."},
+					"files gzipped when that is what keeps it under EC2's 16 KiB limit); with the exporters (the hosts module's " +
+					"default) or TLS it passes 16 KiB, and with hooks, lock users or seed_fences it can: then give " +
+					"`user_data_base64_gzip` instead."},
 			"user_data_base64_gzip": schema.StringAttribute{Computed: true, Sensitive: true,
 				MarkdownDescription: "`user_data` gzipped and base64-encoded (e.g. `user_data_base64` of `aws_instance`); " +
 					"cloud-init unpacks it. Its gzip form is always under 16 KiB (a larger one is refused)."},

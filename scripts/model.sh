@@ -38,7 +38,7 @@ check() {
   mkdir -p "$dir"
   cp "$root/model/handoff.pml" "$dir/"
   if ! (cd "$dir" && spin -a $define handoff.pml >/dev/null &&
-    gcc -w -O1 -DSAFETY -DCOLLAPSE -DMEMLIM="$MODEL_MEMLIM" -o pan pan.c); then
+    gcc -w -O2 -DSAFETY -DCOLLAPSE -DMEMLIM="$MODEL_MEMLIM" -o pan pan.c); then
     echo "model: $name: the model ($define) does not build" >&2
     return 1
   fi

@@ -4,8 +4,9 @@
 # (restart holds, TTLs, terraform), so both are set above the 2 cores' default. This script
 # does only what Go cannot: it keeps the five-host labs (systemd containers; booting is
 # CPU-heavy) to two lanes, so that at most two labs boot at a time.
-#   scripts/test.sh            everything: the build, then every part side by side
-#   scripts/test.sh PART...    only these parts (after the build; a single part in the foreground)
+#   scripts/test.sh            everything: the build, and every part side by side once what it
+#                              runs is built (the lab lanes, the longest, first)
+#   scripts/test.sh PART...    only these parts (with the build; a single part in the foreground)
 #   scripts/test.sh check      fails when the steps miss a test or run one twice (the build
 #                              runs it too)
 # Each part writes its output to build/test/<part>.log, printed whole (never interleaved) as
@@ -26,10 +27,10 @@ ELSEWHERE="github.com/redlock-kit/redlock-kit/monitoring" # make monitoring-chec
 # The go test runs (steps): packages, -run, -skip (empty: none), -race or not, acceptance
 # (TF_ACC) or not. A package in several steps gives each a -run/-skip pair; check proves every
 # test runs exactly once. The five-host tests (test/, TestHosts*) are split over the two lanes.
-HOSTS_A='^TestHosts(Runbook|Day2|TLS)$'
+HOSTS_A='^TestHosts(Runbook|Day2)$'
 HOSTS='^TestHosts'
 STEPS=(unit acc hostlab chaos hosts-a hosts-b)
-declare -A PKGS RUN SKIP RACE ACC
+declare -A PKGS RUN SKIP RACE ACC LAB
 # The root module (library, CLI, harnesses, examples' Go program) under the race detector,
 # but the two lab packages and what another target runs.
 PKGS[unit]="$(go list ./... | grep -v -x -e '.*/internal/hostlab' -e '.*/internal/chaos' -e "$ELSEWHERE" | tr '\n' ' ')" RACE[unit]=1
@@ -37,8 +38,8 @@ PKGS[unit]="$(go list ./... | grep -v -x -e '.*/internal/hostlab' -e '.*/interna
 PKGS[acc]="./provider/... ./test/..." SKIP[acc]=$HOSTS ACC[acc]=1
 # The labs: the short chaos run (one round of every fault kind), the hostlab harness, and the
 # five-host end-to-end tests.
-PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1
-PKGS[chaos]="./internal/chaos/" RACE[chaos]=1
+PKGS[hostlab]="./internal/hostlab/" RACE[hostlab]=1 LAB[hostlab]=1
+PKGS[chaos]="./internal/chaos/" RACE[chaos]=1 LAB[chaos]=1
 PKGS[hosts-a]="./test/..." RUN[hosts-a]=$HOSTS_A ACC[hosts-a]=1
 PKGS[hosts-b]="./test/..." RUN[hosts-b]=$HOSTS SKIP[hosts-b]=$HOSTS_A ACC[hosts-b]=1
 # The parts, side by side; a part's steps run one after another. Each lab lane boots one lab
@@ -47,11 +48,22 @@ PARTS=(unit acc lab-1 lab-2 modules)
 declare -A PART_STEPS=([unit]="unit" [acc]="acc" [lab-1]="chaos hosts-a" [lab-2]="hostlab hosts-b")
 
 logs=build/test
+# The build writes its exit status to $built_lab once the two lab packages are compiled (the
+# lab lanes, the longest, start then), and to $built when everything is; the steps wait for
+# theirs and fail when it failed.
+built_lab=$logs/.lab-built
+built=$logs/.built
+
+# wait_for MARKER: a command that waits for the build's marker and fails when the build did.
+wait_for() {
+  echo "until [ -e $1 ]; do sleep 1; done; [ \"\$(cat $1)\" = 0 ] || { echo 'the build failed: $logs/build.log'; false; }"
+}
 
 # step_cmd STEP: the step's command line. The lab steps run their (few) tests one at a time.
 step_cmd() {
   local s=$1 cmd="go test"
   [ -z "${ACC[$s]:-}" ] || cmd="TF_ACC=1 go test"
+  if [ -n "${LAB[$s]:-}" ]; then cmd="$(wait_for "$built_lab") && $cmd"; else cmd="$(wait_for "$built") && $cmd"; fi
   [ -z "${RACE[$s]:-}" ] || cmd+=" -race"
   cmd+=" $GO_TEST_FLAGS"
   case "$s" in
@@ -67,7 +79,7 @@ step_cmd() {
 part_cmd() {
   local p=$1 s cmd="rc=0"
   case "$p" in
-    modules) echo "scripts/test-modules.sh" ;;
+    modules) echo "$(wait_for "$built") && scripts/test-modules.sh" ;;
     *)
       [ -n "${PART_STEPS[$p]:-}" ] || return 1
       for s in ${PART_STEPS[$p]}; do cmd+="; { $(step_cmd "$s"); } || rc=1"; done
@@ -76,17 +88,20 @@ part_cmd() {
   esac
 }
 
-# build_cmd: installs the provider (the acceptance and module tests run it), then compiles every
-# test once, without linking or running it (go list -export compiles every package, test
-# packages included, into the build cache): the race-detected ones, then the acceptance ones
+# build_cmd: compiles the two lab packages' tests (race-detected), installs the provider (the
+# acceptance and module tests run it), then compiles every other test once, without linking or
+# running it (go list -export compiles every package, test packages included, into the build
+# cache): the race-detected ones, then the acceptance ones
 # and the lockagent that test/'s TestMain builds. The parts share most of their dependencies
 # (under the race detector: the standard library, go-redis; the acceptance tests: the plugin
 # framework, terratest, gRPC), and go test processes started side by side on a cold cache
 # would each compile them. Then checks the steps.
 build_cmd() {
-  local s race_pkgs=""
-  for s in "${STEPS[@]}"; do [ -z "${RACE[$s]:-}" ] || race_pkgs+="${PKGS[$s]} "; done
-  echo "scripts/install-provider.sh && go list -export -test -race $race_pkgs >/dev/null && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check"
+  local s race_pkgs="" lab_pkgs=""
+  for s in "${STEPS[@]}"; do
+    if [ -n "${LAB[$s]:-}" ]; then lab_pkgs+="${PKGS[$s]} "; elif [ -n "${RACE[$s]:-}" ]; then race_pkgs+="${PKGS[$s]} "; fi
+  done
+  echo "go list -export -test -race $lab_pkgs >/dev/null; echo \$? >$built_lab; scripts/install-provider.sh && go list -export -test -race $race_pkgs >/dev/null && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check && [ \"\$(cat $built_lab)\" = 0 ]"
 }
 
 # selected NAME STEP: whether the step's -run/-skip select the top-level test NAME.
@@ -140,25 +155,24 @@ done
 
 mkdir -p "$logs"
 timings=build/timings/test.tsv
-rm -f "$timings" "$logs"/*.log
+rm -f "$timings" "$logs"/*.log "$built_lab" "$built"
 if [ ${#parts[@]} = 1 ]; then
+  # One part alone compiles for itself.
   scripts/install-provider.sh >/dev/null || exit 1
+  echo 0 >"$built_lab" && echo 0 >"$built" || exit 1
   cmd=$(part_cmd "${parts[0]}")
   echo "$cmd"
   exec bash -c "$cmd"
 fi
 
-echo "test: build: $(build_cmd)"
-if ! scripts/timed.sh run "$timings" build bash -c "$(build_cmd)" >"$logs/build.log" 2>&1; then
-  cat "$logs/build.log"
-  scripts/timed.sh report "$timings" "make test"
-  echo "make test: FAILED: build (output in $logs/build.log)" >&2
-  exit 1
-fi
-
-# Each part in a process group of its own, so that an interrupted run stops all of them.
+# The build and each part in a process group of its own, so that an interrupted run stops all
+# of them; the parts wait for the build's markers.
 set -m
 declare -A part_of_pid
+cmd="$(build_cmd); rc=\$?; [ -e $built_lab ] || echo \$rc >$built_lab; echo \$rc >$built; exit \$rc"
+echo "test: build: $cmd"
+scripts/timed.sh run "$timings" build bash -c "$cmd" >"$logs/build.log" 2>&1 &
+part_of_pid[$!]=build
 for p in "${parts[@]}"; do
   cmd=$(part_cmd "$p")
   echo "test: $p: $cmd"

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,8 +48,8 @@ type hostsDeployment struct {
 const hostsMaxLockTTL = 10 * time.Second
 
 // TestHostsRunbook is the runbook for five masters on five hosts: deploy, validate, then
-// crash, reboot, power loss, replacement, partitions and drift, each observed from the
-// client's side and healed; then, on the healed cluster, the monitoring runbook
+// crash, reboot, power loss, replacement, partitions, drift and a dataset replaced by
+// replication, each observed from the client's side and healed; then, on the healed cluster, the monitoring runbook
 // (hostsMonitoring) with a real Prometheus.
 func TestHostsRunbook(t *testing.T) {
 	started := time.Now()
@@ -187,7 +188,7 @@ func TestHostsRunbook(t *testing.T) {
 				}
 				journal := d.requireHeldSince(t, i, rebooted, "clean reboot")
 				// The container's boot id is new at every boot (systemd-nspawn), like a machine's.
-				if !strings.Contains(journal, "written on another machine, data dir or boot") {
+				if !strings.Contains(journal, "the clean-stop marker does not count") {
 					t.Fatalf("the gate did not hold a reboot as a marker of another boot:\n%s", journal)
 				}
 				if !strings.Contains(journal, "function library "+redlock.FunctionLibraryName+" loaded") {
@@ -271,7 +272,7 @@ func TestHostsRunbook(t *testing.T) {
 			// stop left (from another boot), held all the same. The scenario table covers
 			// each reason on its own.
 			switch {
-			case strings.Contains(journal, "written on another machine, data dir or boot"):
+			case strings.Contains(journal, "the clean-stop marker does not count"):
 			case strings.Contains(journal, "did not stop cleanly before a reboot"):
 				t.Logf("the source's stop was counted unclean (busy machine): the clone was held for its hold record")
 			default:
@@ -375,6 +376,81 @@ func TestHostsRunbook(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.planIsEmpty(t)
+	})
+
+	// The host's state timer reads the replication state of the server the unit started
+	// (what its start recorded in /run/redlock/repl); the test starts the timer's service
+	// instead of waiting up to 30 s for a tick. The source's clean restart afterwards gives it
+	// a record for its new replication id (a replica attached) and shows that a clean stop
+	// still starts at once with the pidfile's token.
+	t.Run("a dataset replaced while it serves: the state timer kills it, held restart_delay from the exit", func(t *testing.T) {
+		ctx := context.Background()
+		i, j := 2, 1
+		h := d.lab.Hosts()[i]
+		pid, err := h.MainPID(ctx, d.units[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, port, _ := net.SplitHostPort(d.endpoints[j])
+		if err := d.admin(i).ConfigSet(ctx, "masterauth", d.adminPass).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.admin(i).Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The host's own timer ticks every 30 s: on a busy machine the sync can outlast a tick,
+		// which then kills the server while it is a replica (the same rule). Either way the
+		// kill comes after this.
+		before := time.Now()
+		killedByTimer := false
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			info, err := d.admin(i).Info(ctx, "replication").Result()
+			if strings.Contains(info, "master_link_status:up") {
+				break
+			}
+			if now, perr := h.MainPID(ctx, d.units[i]); err != nil && perr == nil && now != pid {
+				killedByTimer = true
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never synced from %s, nor was it killed:\n%s", d.endpoints[i], d.endpoints[j], info)
+			}
+		}
+		if !killedByTimer {
+			if err := d.admin(i).Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := h.Systemctl(ctx, "start", "redlock-state.service"); err != nil {
+				t.Fatalf("the state timer's service: %v\n%s", err, out)
+			}
+		}
+		t.Logf("killed by the host's own timer during the sync: %v", killedByTimer)
+		down := d.waitServing(t, i).Sub(before)
+		t.Logf("state tick -> serving again: %s (restart_delay %s)", down.Round(time.Millisecond), d.restartDelay)
+		if down < d.restartDelay {
+			t.Fatalf("the replaced master served again %s after the tick, before restart_delay %s", down, d.restartDelay)
+		}
+		if newPID, err := h.MainPID(ctx, d.units[i]); err != nil || newPID == pid {
+			t.Fatalf("main pid after the tick: %d (was %d), %v: not killed", newPID, pid, err)
+		}
+		tick, _ := h.Exec(ctx, "journalctl", "-b", "-u", "redlock-state.service", "--no-pager", "-o", "cat")
+		journal, _ := h.Exec(ctx, "journalctl", "-b", "-u", d.units[i], "--no-pager", "-o", "cat", "-n", "40")
+		if !strings.Contains(tick, "its dataset was replaced") || !strings.Contains(journal, "the last run did not stop cleanly") {
+			t.Fatalf("the tick or the gate did not say why:\n%s\n%s", tick, journal)
+		}
+
+		src := d.lab.Hosts()[j]
+		restarted := fmt.Sprintf("@%d", time.Now().Unix()-1) // the hosts share the test's clock
+		if _, err := src.Systemctl(ctx, "restart", d.units[j]); err != nil {
+			t.Fatal(err)
+		}
+		d.waitServing(t, j)
+		if journal, _ := src.Exec(ctx, "journalctl", "-u", d.units[j], "--since", restarted, "--no-pager", "-o", "cat"); !strings.Contains(journal, "last stop was clean: starting at once") {
+			t.Fatalf("the source's clean restart did not start at once:\n%s", journal)
+		}
+		if out, err := d.lockagent(ctx, "validate", "-c", d.agentConfig); err != nil || !strings.Contains(out, "VERDICT: SAFE") {
+			t.Fatalf("validate after the replaced master's restart: %v\n%s", err, out)
+		}
 	})
 	t.Logf("runbook done in %s", time.Since(started).Round(time.Second))
 

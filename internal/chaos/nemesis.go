@@ -15,7 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redlock-kit/redlock-kit/internal/hostlab"
+	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
@@ -37,7 +39,7 @@ const (
 
 // Assumption-breaking kinds, only in the labelled violation run.
 const (
-	FaultWipeMajority = "VIOLATION-majority-data-loss-no-delay" // three masters lose their data (FLUSHALL) and serve on
+	FaultWipeMajority = "VIOLATION-majority-data-loss-no-delay" // three masters lose their lock keys and serve on
 	FaultClockStep    = "VIOLATION-clock-step-majority"         // three masters' clocks step 3 TTLs forward
 )
 
@@ -180,12 +182,15 @@ func (n *nemesis) inject(ctx context.Context, kind string) (Fault, error) {
 		return n.pauseClient(ctx, f)
 	case FaultWipeMajority:
 		// Three masters forget every lock at once and go on serving: what a crash that
-		// loses the AOF, restarted with no delay, does to the locks (without its downtime,
-		// which on this scale would outlast most holds).
+		// loses the AOF's tail, restarted with no delay, does to the locks (without its
+		// downtime, which on this scale would outlast most holds). The kit's own records,
+		// written long before, survive such a loss; a FLUSHALL would take them too, and
+		// the runtime takes a master without its deployment record for a flushed one and
+		// kills it (the safe outcome this run must not get).
 		return n.majority(ctx, f, func(i int) error {
 			c := d.admin(i, 0)
 			defer c.Close()
-			return c.FlushAll(ctx).Err()
+			return wipeLocks.Run(ctx, c, nil, redisconf.KitKeyPrefix).Err()
 		})
 	case FaultClockStep:
 		// The running servers' wall clocks jump: no restart, every lock they hold expires.
@@ -217,6 +222,13 @@ func (n *nemesis) clients() int {
 	}
 	return max
 }
+
+// wipeLocks deletes every key but the kit's own (ARGV[1] is their prefix), at once.
+var wipeLocks = redis.NewScript(`local n = 0
+for _, k in ipairs(redis.call('KEYS', '*')) do
+  if string.sub(k, 1, #ARGV[1]) ~= ARGV[1] then n = n + redis.call('DEL', k) end
+end
+return n`)
 
 // majority applies fn to three hosts at once and waits for them to serve again.
 func (n *nemesis) majority(ctx context.Context, f Fault, fn func(i int) error) (Fault, error) {

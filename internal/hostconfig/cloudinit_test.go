@@ -11,8 +11,9 @@ import (
 )
 
 // The user-data keeps the settings files readable when it fits that way, gzips them when
-// only that makes it fit, and keeps them readable when nothing does (its gzip form, the one
-// the cloud is then given, is smaller that way).
+// only that makes it fit (a plain host: the host script's gzip form leaves too little room
+// for them readable), and keeps them readable when nothing does (with the exporters, and with
+// TLS: its gzip form, the one the cloud is then given, is smaller that way).
 func TestUserDataReadableUnlessCompactFits(t *testing.T) {
 	tlsHost := func() Host {
 		h := exporterHost()
@@ -33,8 +34,8 @@ func TestUserDataReadableUnlessCompactFits(t *testing.T) {
 		wantFits     bool // the plain form fits
 		wantReadable bool // the server config is readable in it
 	}{
-		{"plain host: readable and fits", testHost(), true, true},
-		{"exporters: compact to fit", exporterHost(), true, false},
+		{"plain host: compact to fit", testHost(), true, false},
+		{"exporters: over anyway, readable, its gzip form fits", exporterHost(), false, true},
 		{"TLS with exporters: over anyway, readable, its gzip form fits", tlsHost(), false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,14 @@ clean="$DATA_DIR/redlock.clean-stop"
 hold="$DATA_DIR/redlock.hold"
 floor="$DATA_DIR/redlock.floor"
 proof="$run_dir/stop-proof"
+# The token of the last clean stop, kept outside the data dir (root's, this boot's): a data
+# dir rolled back to an earlier clean stop brings that stop's marker and token, not this one.
+rtok="$run_dir/token"
+# The server's pidfile (the rendered config's: hostconfig's Server.PIDFile): after a clean
+# stop it holds a token the clean marker names (see stopped).
+pidf="$DATA_DIR/${UNIT%.service}.pid"
+# With seeding on: a restored AOF was found; the master is marked unseeded at its next start.
+unseeded="$DATA_DIR/redlock.unseeded"
 
 log() { echo "redlock-master: $*" >&2; }
 # fail: the master stays down (a failed ExecStartPre fails the start; systemd tries again).
@@ -113,18 +121,22 @@ hook_env() {
 run_hook() {
 	hook_env "$1" "$3" "$4"
 	timeout -s KILL "$HOOK_TIMEOUT_S" "$0" hook "$2" </dev/null >&2 2>&1 ||
-		log "hook $1 failed (status $?); the policy goes on"
+		log "hook $1 failed (status $?)"
 	return 0
 }
+
+# runs_server PID: the process runs the server's binary (or the one a package upgrade
+# replaced under it: "<path> (deleted)"). Debian's redis-server is a link to redis-check-rdb.
+runs_server() { e=$(readlink "/proc/$1/exe" 2>/dev/null) && [ "${e% (deleted)}" = "$(readlink -f "$SERVER_BINARY")" ]; }
 
 # server_seen: a server serves on the master's address or from its data dir, named by a
 # record or not (run by hand, an image's stock service): its locks count until it stops.
 server_seen() {
-	# Debian's redis-server is a link to redis-check-rdb.
-	exe=$(readlink -f "$SERVER_BINARY")
-	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DATA_DIR" ] || continue
-		[ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
+	# One find over the processes' cwd links, not a readlink per process: a busy machine runs
+	# thousands. (The data dir is the package's: no glob characters in it.)
+	for p in $(find /proc -mindepth 2 -maxdepth 2 -name cwd -lname "$DATA_DIR" 2>/dev/null); do
+		p=${p%/cwd}
+		runs_server "${p#/proc/}" || continue
 		seen="pid ${p#/proc/} in $DATA_DIR"
 		return 0
 	done
@@ -146,12 +158,32 @@ aof_digest() {
 		sha256sum | cut -c1-64
 }
 
+# read_marker: the clean marker's fields: "v4 <machine> <boot> <ms> <AOF digest> <token>
+# <data dir>"; an earlier version's v3 has no token ("v3 <machine> <boot> <ms> <AOF digest>
+# <data dir>": its dir is read as m_tok).
+read_marker() { [ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_tok m_dir <"$clean"; }
+
 # clean_marker_counts BOOT: the marker was written on this machine, data dir and boot, for
-# the AOF files that are there now.
+# the AOF files that are there now, by the last clean stop (its token in $rtok too), and no
+# server started with the master's config since: every start of one writes its pid over the
+# token in the pidfile, and a clean exit removes the file (whatever else its command line
+# changes: --appendonly no, --dir). A v3 marker, which names no token, never counts (fail
+# closed: one hold after an upgrade in place).
 clean_marker_counts() {
-	[ -f "$clean" ] && read -r m_ver m_machine m_boot m_ms m_aof m_dir <"$clean" || return 1
-	[ "$m_ver" = v3 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
-		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ]
+	read_marker || return 1
+	[ "$m_ver" = v4 ] && [ "$m_machine" = "$(machine_id)" ] && [ "$m_boot" = "$1" ] &&
+		is_count "$m_ms" && [ "$m_dir" = "$DATA_DIR" ] && [ "$m_aof" = "$(aof_digest)" ] &&
+		[ "$(cat "$pidf" 2>/dev/null)" = "$m_tok" ] && [ "$(cat "$rtok" 2>/dev/null)" = "$m_tok" ]
+}
+
+# restored: a marker (v3 or v4, of any boot) is there that was written on another machine
+# or for another data dir (a disk image, a volume moved: another master's dataset or an
+# older one), or over other AOF files than those there now (a backup restored, files
+# replaced), or in this boot by another stop than the last one this boot recorded ($rtok:
+# the data dir rolled back to an earlier clean stop).
+restored() {
+	read_marker && { [ "$m_machine ${m_dir:-$m_tok} $m_aof" != "$(machine_id) $DATA_DIR $(aof_digest)" ] ||
+		{ [ "$m_boot" = "$(boot_id)" ] && [ -e "$rtok" ] && [ "$(cat "$rtok")" != "$m_tok" ]; }; }
 }
 
 # forget_clean, record_hold CONTENT: or the master stays down.
@@ -179,8 +211,14 @@ wait_out_server() {
 	log "the server is gone"
 }
 
+# gated: the gate lets the server start: the last clean stop's token is used up, and a
+# stopped step from now on follows a server's run (gating).
+gated() { echo - >"$rtok" && rm -f "$run_dir/gating" || fail "cannot write $rtok"; }
+
 gate() {
-	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" || fail "cannot prepare $run_dir"
+	# Until the gate lets the server start, a stopped step follows no run: it keeps the
+	# records as the gate left them (a gate that fails keeps the marker it read).
+	mkdir -p "$run_dir" && rm -f "$run_dir/restarted" "$proof" && : >"$run_dir/gating" || fail "cannot prepare $run_dir"
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	boot=$(boot_id)
 	# The TLS key may come by the operator's provisioning, after cloud-init (tls_key_on_host).
@@ -192,17 +230,23 @@ gate() {
 		fail "no TLS key at $k"
 	fi
 	[ -z "$k" ] || { chown "$SERVICE_USER:$SERVICE_GROUP" "$k" && chmod 0600 "$k" || fail "cannot chown $k"; }
+	# With seeding on, a restore is a replacement (restored): its fence registers, and its
+	# seed record, are the backup's. It is recorded (unseeded) before anything can remove the
+	# marker (a server found running, which may have changed the files too, or the hold),
+	# until a start marks the master unseeded (seed_mark) whatever its record says.
+	[ -z "${SEED_KEY:-}" ] || ! restored || durable "$unseeded" restored || fail "cannot record $unseeded"
 	wait_out_server "$boot"
 	# With seeding on, a data dir without an AOF has no fence registers, whatever its ACL
-	# file says (live changes saved it with the lock users on): the file is made again from
-	# the rendered one (lock users off) until redlock_users seeds the master. The rule's
-	# table: internal/redisconf's SeedScenarios (the test harness runs it too).
-	# redis-server loads an AOF through its manifest only: a dir without one starts empty.
-	[ -z "${SEED_KEY:-}" ] || [ -s "$DATA_DIR/appendonlydir/appendonly.aof.manifest" ] ||
+	# file says (live changes saved it with the lock users on), nor has a restored one: the
+	# file is made again from the rendered one (lock users off) until redlock_users seeds the
+	# master. The rule's table: internal/redisconf's SeedScenarios (the test harness runs it
+	# too). redis-server loads an AOF through its manifest only: a dir without one starts empty.
+	[ -z "${SEED_KEY:-}" ] || { [ ! -e "$unseeded" ] && [ -s "$DATA_DIR/appendonlydir/appendonly.aof.manifest" ]; } ||
 		host_admin "$ACL_SEED" || fail "cannot reset $ACL_FILE"
 	if [ -f "$clean" ] && [ ! -e "$hold" ] && clean_marker_counts "$boot"; then
 		forget_clean
 		open_floor "$now" "$boot"
+		gated
 		log "last stop was clean: starting at once"
 		state
 		return 0
@@ -211,7 +255,7 @@ gate() {
 	until=$(hold_from_now "$now" "$boot") || bad_floor
 	why="no record of a clean stop (first start, reboot, power loss, new host)"
 	if [ -e "$clean" ] && [ ! -e "$hold" ]; then
-		why="the clean-stop marker was written on another machine, data dir or boot, or over other AOF files"
+		why="the clean-stop marker does not count (its machine, data dir, boot, AOF or token)"
 	fi
 	if [ -e "$hold" ]; then
 		why="unreadable hold record, or an unnamed server's"
@@ -231,7 +275,7 @@ gate() {
 	state
 	if [ "$wait_ms" -gt 0 ]; then
 		restart_at=$(date -u -d "@$(($(date +%s) + (wait_ms + 999) / 1000))" +%Y-%m-%dT%H:%M:%SZ)
-		log "holding the start for ${wait_ms}ms until $restart_at (boot clock ${until}ms): $why"
+		log "holding the start for ${wait_ms}ms until $restart_at: $why"
 		run_hook before_restart hook_before_restart "" "$restart_at"
 		while now=$(now_ms) && [ "$now" -lt "$until" ]; do
 			# A server run by hand during the hold grants locks of its own: they count
@@ -250,6 +294,7 @@ gate() {
 	now=$(now_ms) || fail "cannot read the clock $uptime_file"
 	open_floor "$now" "$boot"
 	forget "$hold" || fail "cannot remove the hold record $hold"
+	gated
 	log "hold over: starting"
 	state
 }
@@ -337,15 +382,20 @@ functions() {
 # loaded may have the lock users on: the rendered one is loaded before the mark, so that
 # redlock_users (which seeds a marked master only) cannot turn them on in between, and
 # before the library is loaded (functions), so that they can take no fence until then.
+# A restored AOF (the gate's unseeded record) is marked whatever record it brought.
 seed_mark() {
 	if [ -n "${SEED_KEY:-}" ]; then
 		had=$(cli HEXISTS "$SEED_KEY" state)
 		is_count "$had" || { log "cannot mark $SEED_KEY unseeded: ${had:-no answer}"; return 1; }
+		set -- HSETNX "$SEED_KEY" state unseeded
+		# A restored or replaced dataset's record is replaced: the backup's seeding, its reason
+		# and sources, is not this master's.
+		[ ! -e "$unseeded" ] || { had=0 && set -- EVAL "redis.call('DEL',KEYS[1]) return redis.call('HSET',KEYS[1],unpack(ARGV))" 1 "$SEED_KEY" state unseeded reason "$(cat "$unseeded")"; }
 		if [ "$had" = 0 ]; then
 			host_admin "$ACL_SEED" && [ "$(cli ACL LOAD 2>&1)" = OK ] ||
-				{ log "$SEED_KEY had no record: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
+				{ log "$SEED_KEY: cannot turn the lock users off (ACL LOAD of $ACL_SEED)"; return 1; }
 		fi
-		is_count "$(cli HSETNX "$SEED_KEY" state unseeded)" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
+		is_count "$(cli "$@")" && forget "$unseeded" || { log "cannot mark $SEED_KEY unseeded"; return 1; }
 	fi
 }
 
@@ -355,17 +405,20 @@ seed_mark() {
 publish() {
 	delay_ms=$RESTART_DELAY_MS
 	# The run_id and replid of the server the unit started: the record vouches for those.
-	id=$(run_id)
-	rid=$(cli INFO replication | sed -n 's/^master_replid:\([0-9a-f]*\).*/\1/p')
-	# The drift of the file the server was started on counts for its whole run (drift_check).
-	d=$(config_drift)
-	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift"
+	id=$(info server run_id)
+	rid=$(info replication master_replid)
+	# The drift of the file the server was started on counts for its whole run (drift_check);
+	# its run_id and master_replid2 at the start, for replaced.
+	d=$(config_drift) r2=$(info replication master_replid2)
 	fs=$(stat -f -c %T "$DATA_DIR") && [ -n "$fs" ] || { log "cannot tell the storage $DATA_DIR is on"; return 1; }
 	out=$(cli HSET "$DEPLOYMENT_KEY" "$DELAY_FIELD" "$delay_ms" "$RUNTIME_FIELD" "$RUNTIME" "$RUN_ID_FIELD" "${id:-?}" "$REPL_ID_FIELD" "${rid:-?}" "$DRIFT_FIELD" "$d" "$FS_FIELD" "$fs" 2>&1)
 	if ! is_count "$out"; then
 		log "cannot record the restart delay in $DEPLOYMENT_KEY: ${out:-no answer}"
 		return 1
 	fi
+	# Once the record is there: the tick takes a run whose record is gone for a flushed one.
+	mkdir -p "$run_dir" && echo "$d" >"$run_dir/start-drift" && echo "$id $r2" >"$run_dir/repl" ||
+		{ log "cannot write $run_dir"; return 1; }
 	log "restart delay ${delay_ms}ms recorded in $DEPLOYMENT_KEY"
 }
 
@@ -377,7 +430,23 @@ config_drift() {
 	[ -z "${CONFIG_SHA256:-}" ] || { s=$(sha256sum <"$CONFIG_FILE" | cut -c1-64) && [ "$s" = "$CONFIG_SHA256" ] ||
 		echo "$CONFIG_FILE changed on disk since it was rendered (sha256 ${s:-unreadable}, rendered $CONFIG_SHA256)"; } 2>/dev/null
 }
-run_id() { cli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
+# info SECTION FIELD: a field of INFO (letters and digits: INFO ends its lines with CR).
+info() { cli INFO "$1" | sed -n "s/^$2:\([0-9a-z]*\).*/\1/p"; }
+
+# replaced: the server the unit started (its run_id and master_replid2 at the start, which
+# publish recorded) serves another server's dataset since: it is a replica, or its
+# master_replid2 holds an id it did not have at the start (the id it had as one, kept after
+# REPLICAOF NO ONE). A new master_replid alone is no replacement: Redis makes one when a
+# replica or a backup (redis-cli --rdb) first attaches, and when the backlog is freed. The
+# local supervisor decides the same (replacedSince). So is a server whose deployment record
+# is gone: the functions step wrote it, and only a flush (or a DEL) takes it. No answer: not
+# replaced.
+replaced() {
+	read -r b_id b_r2 <"$run_dir/repl" && [ "$(info server run_id)" = "$b_id" ] || return 1
+	[ "$(cli EXISTS "$DEPLOYMENT_KEY")" != 0 ] || return 0
+	r2=$(info replication master_replid2)
+	case $(info replication role):$r2 in slave:*) ;; master:*[!0]*) [ "$r2" != "$b_r2" ] ;; *) false ;; esac
+}
 
 # drift_check: the state timer republishes the drift: the file's now, or, with the file as
 # rendered, that this server was started on one that was not (start-drift): putting the
@@ -389,7 +458,7 @@ drift_check() {
 	d=$(config_drift) s=$(cat "$run_dir/start-drift" 2>/dev/null)
 	[ -n "$d" ] || [ -z "$s" ] || d="the server runs on a config that was not the rendered one ($s): restart it"
 	[ -z "$d" ] || log "$d"
-	id=$(run_id 2>/dev/null </dev/null) && [ -n "$id" ] || return 0
+	id=$(info server run_id 2>/dev/null </dev/null) && [ -n "$id" ] || return 0
 	out=$(cli EVAL "if redis.call('HGET',KEYS[1],ARGV[1])==ARGV[2] then return redis.call('HSET',KEYS[1],ARGV[3],ARGV[4]) end return 0" 1 \
 		"$DEPLOYMENT_KEY" "$RUN_ID_FIELD" "$id" "$DRIFT_FIELD" "$d" 2>&1 </dev/null)
 	is_count "$out" || log "cannot publish the config drift: $out"
@@ -415,6 +484,9 @@ stop() {
 	case "$conf" in
 	*" appendonly yes "*) case "$conf" in *" appendfsync always "*) durable=yes ;; esac ;;
 	esac
+	# Nor is the stop of a server whose dataset was replaced (the state timer may not have
+	# seen it yet): what it fsyncs is another server's.
+	! replaced 2>/dev/null || { log "its dataset was replaced: this stop counts as unclean"; durable=; mark_replaced; }
 	if [ "${durable:-}" = yes ]; then
 		echo "${MAINPID:-} durable" >"$proof" || log "cannot record the durable stop in $proof"
 	else
@@ -448,8 +520,8 @@ stopped() {
 	pid=$(cat "$run_dir/pid" 2>/dev/null)
 	# Whatever the records below become, the state file says so (telemetry, after them).
 	trap 'rm -f "$proof"; state' EXIT
-	if [ -e "$hold" ]; then
-		# The gate was interrupted before the server started: its hold record stays.
+	if [ -e "$hold" ] || [ -e "$run_dir/gating" ]; then
+		# The gate was interrupted, or failed, before the server started: its records stay.
 		log "stopped during the hold ($result)"
 		return 0
 	fi
@@ -458,8 +530,14 @@ stopped() {
 	# forget the delay earlier runs granted under.
 	read_floor "$now" "$boot" || bad_floor
 	close_floor "$now" "$boot" || { log "cannot record the restart delay floor in $floor"; exit 1; }
-	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && durable_exit "$pid"; then
-		durable "$clean" "v3 $(machine_id) $boot $now $(aof_digest) $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
+	# The server removed its pidfile at its exit: one there now is a server's started by hand
+	# since (its pid), which the token must not replace.
+	if [ "$result" = success ] && [ "${EXIT_CODE:-}" = exited ] && [ "${EXIT_STATUS:-}" = 0 ] && [ ! -e "$pidf" ] && durable_exit "$pid"; then
+		# A token in its place, named by the marker (and kept in $rtok), is overwritten by the
+		# next server started with the config (clean_marker_counts).
+		tok=$(pw)
+		durable "$pidf" "$tok" && chown "$SERVICE_USER:$SERVICE_GROUP" "$pidf" && echo "$tok" >"$rtok" &&
+			durable "$clean" "v4 $(machine_id) $boot $now $(aof_digest) $tok $DATA_DIR" || { log "cannot record the clean stop in $clean"; exit 1; }
 		exited "$(date +%s) 1"
 		log "clean stop recorded"
 		return 0
@@ -480,14 +558,24 @@ stopped() {
 # exited WALL CLEAN: the server's last exit, for the state file only (this boot's).
 exited() { echo "$1" >"$run_dir/last-exit" 2>/dev/null || :; }
 
+# mark_replaced: a replaced dataset holds another server's fence registers and seed record:
+# recorded as a restore is (unseeded; with seeding off too, for a seed_fences set later).
+mark_replaced() { durable "$unseeded" replaced || log "cannot record $unseeded"; }
+
 # state: republish the config drift, and with STATE_FILE set (exporters on), publish the
 # master's state for node_exporter's textfile collector (docs/monitoring.md has the
 # contract). Both run in subshells that cannot touch the caller's variables or exit it, and
 # a failure is logged, never more.
 state() {
+	# A server whose dataset was replaced (replaced) may grant again a lock it granted: it is
+	# killed, so that systemd restarts it through the gate, which holds it restart_delay from
+	# the exit, as after a crash. The state timer looks every 30 s. The pid it reports is
+	# killed only if it runs the server's binary (runs_server).
+	(! replaced 2>/dev/null </dev/null || { mark_replaced; p=$(info server process_id) && runs_server "$p" && kill -KILL "$p" &&
+		w="pid $p killed" || w="pid ${p:-?} cannot be killed"; log "its dataset was replaced (REPLICAOF, a flush): $w"; })
 	(drift_check)
 	[ -n "${STATE_FILE:-}" ] || return 0
-	(write_state) || log "cannot write $STATE_FILE (the policy goes on)"
+	(write_state) || log "cannot write $STATE_FILE"
 	return 0
 }
 

@@ -275,7 +275,9 @@ func masterConf(spec master.Spec, srv Server, serverConfPath, serverConfSHA256, 
 }
 
 // dropIn extends the package's unit. It keeps every sandboxing setting of that unit: the
-// policy steps run with '+' (root, outside the sandbox), the server inside it.
+// policy steps run with '+' (root, outside the sandbox), the server inside it. PIDFile= is
+// cleared (Type=notify tells systemd the main pid): systemd removes that file after every
+// stop, and the server's pidfile (Server.PIDFile) carries the clean stop's token.
 func dropIn(spec master.Spec, srv Server, serverConfPath string) string {
 	delay := spec.RestartDelay
 	// Short comments: every byte counts against the user-data's 16 KiB.
@@ -292,6 +294,7 @@ ExecStartPost=+%[5]s functions
 ExecStartPost=-+%[5]s started
 ExecStop=+%[5]s stop
 ExecStopPost=+%[5]s stopped
+PIDFile=
 Restart=always
 RestartSec=1s
 TimeoutStartSec=%[6]d

@@ -74,10 +74,15 @@ func TestRenderSafeServerConfig(t *testing.T) {
 			for _, want := range []string{"ExecStart=\nExecStart=" + srv.Binary + " /etc/redlock/" + server + ".conf --supervised systemd",
 				"ExecStartPre=+" + ScriptPath + " gate", "ExecStopPost=+" + ScriptPath + " stopped",
 				"ExecStop=+" + ScriptPath + " stop", "Restart=always", "RestartSec=1s", "StartLimitIntervalSec=0",
-				"TimeoutStartSec=151\n"} {
+				"TimeoutStartSec=151\n", "\nPIDFile=\n"} {
 				if !strings.Contains(drop, want) {
 					t.Errorf("drop-in lacks %q:\n%s", want, drop)
 				}
+			}
+			// The gate script finds the pidfile (the clean stop's token) by the data dir and
+			// unit master.conf names, and systemd must not remove it (PIDFile= cleared above).
+			if want := srv.DataDir + "/" + strings.TrimSuffix(srv.Unit, ".service") + ".pid"; srv.PIDFile != want {
+				t.Errorf("%s's pidfile is %s: the gate script looks for it at %s", server, srv.PIDFile, want)
 			}
 			mc := file(t, b, MasterConfPath).Content
 			for _, want := range []string{"RESTART_DELAY_MS='31000'", "DATA_DIR='" + srv.DataDir + "'", "UNIT='" + srv.Unit + "'",

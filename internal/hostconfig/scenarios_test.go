@@ -61,17 +61,24 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 	}
 	switch sc.Marker {
 	case hold.MarkerHere, hold.MarkerAOFGone:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
+		if sc.StartedByHand {
+			// The marker and the pidfile's token of a real durable stop, then the server
+			// run by hand with the master's config file.
+			t.Logf("stopped:\n%s", p.cleanStop())
+			p.runByHand(false, "--appendonly", "no")
+			break
+		}
+		p.write(hold.HostCleanMarker, p.marker(testMachineID, "boot-1", clock-100, digest, p.dataDir))
 	case hold.MarkerOtherBoot:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-0 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
+		p.write(hold.HostCleanMarker, p.marker(testMachineID, "boot-0", clock-100, digest, p.dataDir))
 	case hold.MarkerOtherMachine:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", "0123456789abcdef0123456789abcdef", clock-100, digest, p.dataDir))
+		p.write(hold.HostCleanMarker, p.marker("0123456789abcdef0123456789abcdef", "boot-1", clock-100, digest, p.dataDir))
 	case hold.MarkerOtherDir:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, "/var/lib/other"))
+		p.write(hold.HostCleanMarker, p.marker(testMachineID, "boot-1", clock-100, digest, "/var/lib/other"))
 	case hold.MarkerNoIdentity:
 		p.write(hold.HostCleanMarker, "boot-1 1\n")
 	case hold.MarkerAOFReplaced:
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, digest, p.dataDir))
+		p.write(hold.HostCleanMarker, p.marker(testMachineID, "boot-1", clock-100, digest, p.dataDir))
 		p.replaceAOF()
 	}
 	switch sc.Hold {
@@ -95,7 +102,7 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 		// lowered in master.conf; the exit below ends that run.
 		want = sc.LastRunDelayMS
 		p.setDelay(sc.LastRunDelayMS)
-		p.write(hold.HostCleanMarker, fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, clock-100, p.aofDigest(), p.dataDir))
+		p.write(hold.HostCleanMarker, p.marker(testMachineID, "boot-1", clock-100, p.aofDigest(), p.dataDir))
 		if log, err := p.try("gate"); err != nil || !strings.Contains(log, "starting at once") {
 			t.Fatalf("the run under the larger delay did not start at once: %v\n%s", err, log)
 		}
@@ -142,6 +149,30 @@ func runHostScenario(t *testing.T, sc hold.Scenario, delayMS int64) string {
 			t.Fatalf("the server did not exit 0 after the stop step: %v", err)
 		}
 		out, _ := p.try("stopped", "SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0")
+		t.Logf("stopped:\n%s", out)
+	}
+
+	if sc.Exit == hold.ExitReplaced || sc.Exit == hold.ExitFlushed {
+		// The unit's server, started (its run recorded by the functions step), replicates
+		// another server and serves on as a master (or its keyspace is flushed); the state
+		// timer's step runs, then systemd's stopped step reports the kill.
+		srv := p.startServer(p.dataDir)
+		pid := strconv.Itoa(srv.cmd.Process.Pid)
+		p.withFunctions()
+		p.run("functions")
+		p.run("started", "MAINPID="+pid)
+		if sc.Exit == hold.ExitFlushed {
+			if err := srv.admin.FlushAll(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			p.replicateAnother(srv)
+		}
+		out, _ := p.try("state")
+		if !srv.exitedWithin(10 * time.Second) {
+			return "the state step did not kill the server whose dataset was replaced:\n" + out
+		}
+		out, _ = p.try("stopped", "SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=KILL")
 		t.Logf("stopped:\n%s", out)
 	}
 
@@ -480,9 +511,15 @@ func (p *policy) startServerOn(dir string, port int) *testServer {
 	if err != nil {
 		p.t.Fatal("redis-server not on PATH")
 	}
-	cmd := exec.Command(bin, "--bind", p.host, "--port", strconv.Itoa(port), "--dir", dir,
+	return p.startCmd(exec.Command(bin, "--bind", p.host, "--port", strconv.Itoa(port), "--dir", dir,
 		"--requirepass", redistest.AdminPassword, "--appendonly", "yes", "--appendfsync", "always",
-		"--save", "", "--logfile", p.serverLog)
+		"--save", "", "--logfile", p.serverLog), port)
+}
+
+// startCmd starts the redis-server cmd runs, which serves on port of the test's address, and
+// waits until it answers. It is killed at cleanup.
+func (p *policy) startCmd(cmd *exec.Cmd, port int) *testServer {
+	p.t.Helper()
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}

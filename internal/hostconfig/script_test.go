@@ -229,10 +229,32 @@ func TestGate(t *testing.T) {
 	})
 }
 
-// cleanMarker is the marker a clean stop on this machine, data dir and boot writes.
+// cleanMarker is the marker a clean stop on this machine, data dir and boot writes, with
+// the token it puts in the server's pidfile.
 func (p *policy) cleanMarker() string {
-	return fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, bootMS(p.t), p.aofDigest(), p.dataDir)
+	return p.marker(testMachineID, "boot-1", bootMS(p.t), p.aofDigest(), p.dataDir)
 }
+
+// marker writes a token into the server's pidfile and the run dir's copy, as the stopped
+// step does after a clean stop, and returns a clean marker naming it with the given fields.
+func (p *policy) marker(machine, boot string, ms int64, digest, dir string) string {
+	p.t.Helper()
+	const token = "5e471ne15e471ne15e471ne15e471ne1"
+	if err := os.WriteFile(p.pidFile(), []byte(token+"\n"), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(p.dir, "run"), 0o700); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, "run", "token"), []byte(token+"\n"), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
+	return fmt.Sprintf("v4 %s %s %d %s %s %s\n", machine, boot, ms, digest, token, dir)
+}
+
+// pidFile is the server's pidfile: the rendered config's, in the data dir (Server.PIDFile),
+// where the script looks for it.
+func (p *policy) pidFile() string { return filepath.Join(p.dataDir, "redis-server.pid") }
 
 func TestStopped(t *testing.T) {
 	t.Run("clean exit records a clean stop", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-kit/redlock-kit/internal/audit"
+	"github.com/redlock-kit/redlock-kit/internal/master/hold"
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
@@ -111,6 +112,19 @@ func TestFunctionsStepMarksUnseeded(t *testing.T) {
 	if s := state(); s != audit.FenceSeedSeeded {
 		t.Fatalf("a seeded master restarted: state %q, want it still %q", s, audit.FenceSeedSeeded)
 	}
+	// A restore the gate found (its record in the data dir): the backup's record says
+	// seeded, and the master is marked unseeded all the same, its lock users turned off (the
+	// rendered ACL file, loaded); the record of the restore goes once the mark is made.
+	p.write(hold.HostUnseededRecord, "restored\n")
+	if out, err := run(); err != nil {
+		t.Fatalf("functions step after a restore: %v\n%s", err, out)
+	}
+	if s := state(); s != audit.FenceSeedUnseeded || p.exists(hold.HostUnseededRecord) {
+		t.Fatalf("a restored master: state %q, %s left %v; want %q and none", s, hold.HostUnseededRecord, p.exists(hold.HostUnseededRecord), audit.FenceSeedUnseeded)
+	}
+	if out, err := run(); err != nil || state() != audit.FenceSeedUnseeded {
+		t.Fatalf("functions step after the mark: %v, state %q\n%s", err, state(), out)
+	}
 	if err := m.Admin().Set(ctx, audit.FenceSeedKey, "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +136,11 @@ func TestFunctionsStepMarksUnseeded(t *testing.T) {
 // TestGateTurnsLockUsersOffWithoutAOF: the gate step against the seeding rule's table
 // (redisconf.SeedScenarios, which the test harness's gate also runs against): with SEED_KEY, a
 // start whose data dir has no AOF, or an empty AOF dir (a lost or replaced data disk whose
-// ACL file was kept, saved by live changes with the lock users on) makes the ACL file again
-// from the rendered one, lock users off, with the host admin's hash; redlock_users turns
-// them on once it seeded the master. The controls: with the AOF there, or without SEED_KEY,
-// the file is left as it is.
+// ACL file was kept, saved by live changes with the lock users on), or AOF files other than
+// those its clean marker names (a restored backup) makes the ACL file again from the
+// rendered one, lock users off, with the host admin's hash; redlock_users turns them on once
+// it seeded the master. The controls: with the AOF there (after a clean stop too), or
+// without SEED_KEY, the file is left as it is.
 func TestGateTurnsLockUsersOffWithoutAOF(t *testing.T) {
 	users := []redisconf.LockUser{{Name: "billing", Password: strings.Repeat("d", 64), KeyPrefix: "billing:"}}
 	render := func(off bool) string {
@@ -157,12 +172,19 @@ func TestGateTurnsLockUsersOffWithoutAOF(t *testing.T) {
 			if entries, err := os.ReadDir(aofDir); err != nil || len(entries) == 0 {
 				t.Fatalf("the policy's data dir has no AOF files to start from (%v)", err)
 			}
+			switch tc.AOF {
+			case redisconf.AOFAfterCleanStop:
+				p.write(hold.HostCleanMarker, p.cleanMarker())
+			case redisconf.AOFRestored:
+				p.write(hold.HostCleanMarker, p.cleanMarker())
+				p.replaceAOF()
+			}
 			if tc.AOF == redisconf.AOFNoManifest {
 				p.write(filepath.Join(redisconf.AOFDir, "appendonly.aof.1.incr.aof"), "")
 				if err := os.Remove(filepath.Join(aofDir, redisconf.AOFManifest)); err != nil && !os.IsNotExist(err) {
 					t.Fatal(err)
 				}
-			} else if tc.AOF != redisconf.AOFFiles {
+			} else if tc.AOF == redisconf.AOFNone || tc.AOF == redisconf.AOFDirEmpty {
 				if err := os.RemoveAll(aofDir); err != nil {
 					t.Fatal(err)
 				}
@@ -188,6 +210,11 @@ func TestGateTurnsLockUsersOffWithoutAOF(t *testing.T) {
 			acl := p.read("users.acl")
 			if got := billingOn(acl); got != wantOn {
 				t.Fatalf("billing on = %v after the gate, want %v (%s):\n%s\ngate:\n%s", got, wantOn, tc.Want, acl, out)
+			}
+			// A restore is remembered until a start marks the master unseeded (the functions
+			// step: TestFunctionsStepMarksUnseeded), whatever record the backup brought.
+			if restored := tc.SeedFences && tc.AOF == redisconf.AOFRestored; p.exists(hold.HostUnseededRecord) != restored {
+				t.Fatalf("%s after the gate: %v, want %v\ngate:\n%s", hold.HostUnseededRecord, p.exists(hold.HostUnseededRecord), restored, out)
 			}
 			if !wantOn {
 				pw, err := os.ReadFile(pwFile)

@@ -16,7 +16,12 @@ type Server struct {
 	User    string // the user the unit runs as: it owns the server config (0600: it holds the passwords) and the TLS key
 	Group   string // the group the unit runs as
 	DataDir string // the unit's writable data dir: the AOF and the restart records live here
-	PIDFile string // the unit's PIDFile=
+	// PIDFile is the server's pidfile, in its data dir: <DataDir>/<Unit without .service>.pid,
+	// where the gate script looks for it. After a clean stop the script writes a token there
+	// that the clean marker names; a server started with the master's config writes its pid
+	// over it, and removes it at a clean exit. Not the unit's PIDFile= (the drop-in clears
+	// that: systemd removes the file after every stop, and the runtime dir, /run/redis, too).
+	PIDFile string
 }
 
 // DefaultServer is the package used when none is named.
@@ -27,11 +32,11 @@ const DefaultServer = "redis-server"
 var Servers = map[string]Server{
 	"redis-server": {
 		Package: "redis-server", Unit: "redis-server.service", Binary: "/usr/bin/redis-server",
-		CLI: "/usr/bin/redis-cli", User: "redis", Group: "redis", DataDir: "/var/lib/redis", PIDFile: "/run/redis/redis-server.pid",
+		CLI: "/usr/bin/redis-cli", User: "redis", Group: "redis", DataDir: "/var/lib/redis", PIDFile: "/var/lib/redis/redis-server.pid",
 	},
 	"valkey-server": {
 		Package: "valkey-server", Unit: "valkey-server.service", Binary: "/usr/bin/valkey-server",
-		CLI: "/usr/bin/valkey-cli", User: "valkey", Group: "valkey", DataDir: "/var/lib/valkey", PIDFile: "/run/valkey/valkey-server.pid",
+		CLI: "/usr/bin/valkey-cli", User: "valkey", Group: "valkey", DataDir: "/var/lib/valkey", PIDFile: "/var/lib/valkey/valkey-server.pid",
 	},
 }
 

@@ -272,7 +272,7 @@ func TestStateFileFailureChangesNothing(t *testing.T) {
 					p.withStateFile(filepath.Join(blocker, "redlock.prom"))
 				}
 				if clean {
-					p.write("redlock.clean-stop", fmt.Sprintf("v3 %s boot-1 %d %s %s\n", testMachineID, now-100, p.aofDigest(), p.dataDir))
+					p.write("redlock.clean-stop", p.marker(testMachineID, "boot-1", now-100, p.aofDigest(), p.dataDir))
 				} else {
 					p.run("started", "MAINPID=4242")
 					p.run("stopped", "SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=KILL")

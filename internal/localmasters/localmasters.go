@@ -53,8 +53,10 @@ type Options struct {
 	// password hashes only), so users changed live (ACL SAVE) survive a restart.
 	ACLFile bool
 	// SeedFences applies the host gate's fence seeding rule at every start, as a host
-	// rendered with seed_fences does (see seedGate): a data dir with no AOF gets the rendered
-	// ACL file, lock users off, and the master marks itself unseeded where it has no record.
+	// rendered with seed_fences does (see seedGate): a data dir with no AOF, or with AOF files
+	// other than those Shutdown left (a restored backup), gets the rendered ACL file, lock
+	// users off, and the master marks itself unseeded where it has no record (or, restored,
+	// whatever its record says).
 	// Needs ACLFile and LockUsers.
 	SeedFences bool
 }
@@ -446,6 +448,10 @@ func (m *Master) Shutdown() error {
 	_ = m.Admin().Shutdown(ctx).Err() // the connection drops as the server exits
 	select {
 	case <-done:
+		// The seed gate's clean marker: a SHUTDOWN fsyncs the AOF (with it on).
+		m.mu.Lock()
+		m.seed.cleanStop(m.DataDir)
+		m.mu.Unlock()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("master %s did not shut down within 5s", m.Addr)

@@ -82,9 +82,12 @@ func TestForeignClientInterop(t *testing.T) {
 				if err := foreign.release(t); err != nil {
 					t.Fatalf("%s release: %v", name, err)
 				}
-				if n := keysOn(t, cl, prefix+key); n != 0 {
-					t.Errorf("the key is on %d masters after the foreign release, want 0", n)
+				// A foreign client's release returns at a majority (node-redlock) or at every
+				// reply: the rest may still be on its way, and lands within the key's TTL.
+				if n := keysOn(t, cl, prefix+key); n > 5-3 {
+					t.Errorf("the key is on %d masters after the foreign release, want at most 2 (a majority freed)", n)
 				}
+				waitUntil(t, "the foreign release on every master", func() bool { return keysOn(t, cl, prefix+key) == 0 })
 				l := mustAcquire(t, c, key, 5*time.Second)
 				if err := l.Release(context.Background()); err != nil {
 					t.Fatalf("lockagent Release: %v", err)

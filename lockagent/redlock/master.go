@@ -118,6 +118,10 @@ type request struct {
 	seen    bool // the round's caller took the completion (owned by it)
 }
 
+// completedAt is when the request completed: its reply (or its failure) was in hand, so
+// the master ran it, if at all, before then. Valid after completion.
+func (r *request) completedAt() time.Time { return r.queued.Add(r.latency) }
+
 // complete hands the request back to its round, once.
 func (r *request) complete(err error) {
 	r.err = err

@@ -13,9 +13,12 @@ import (
 
 // Release gives the lock up: the compare-and-delete script runs on every master. With
 // re-entrant holds, only the last handle's Release touches the masters. It returns nil
-// when a majority confirmed; ErrExpired when the validity had already run out (the work
-// may have overlapped another holder); ErrLost when the key was not ours on enough
-// masters; *UnavailableError when too few answered; ErrReleased on a second call.
+// when a majority confirmed; ErrExpired when the validity had run out before the release,
+// or before a majority answered it (the work may have overlapped another holder; a release
+// kept on its way past Deadline, by a busy machine or a paused master, may just find the
+// keys expired); ErrLost when a majority refused within the validity (their answers came
+// back before Deadline: the key was no longer ours there, held by another token or by
+// none); *UnavailableError when too few answered; ErrReleased on a second call.
 // Releasing is not cut short by ctx beyond the wait: the deletes are sent regardless.
 func (l *Lock) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
@@ -74,7 +77,7 @@ func (h *hold) release(ctx context.Context) error {
 	// answer only reports what happened (the key expires anyway), and a slow but healthy
 	// master should not turn a good release into an error. A stopped minority costs
 	// nothing: the call returns at the majority.
-	v, ctxErr := c.gatherVotes(ctx, rd, OpRelease, h.key, start.Add(c.opts.CleanupTimeout), parseRelease)
+	t, ctxErr := c.gatherRelease(ctx, rd, h.key, deadline, start.Add(c.opts.CleanupTimeout))
 	var err error
 	switch {
 	case lostCause != nil && errors.Is(lostCause, ErrLost):
@@ -83,14 +86,62 @@ func (h *hold) release(ctx context.Context) error {
 		err = fmt.Errorf("%w: release %q: the validity had ended %v before the release", ErrExpired, h.key, start.Sub(deadline).Round(time.Millisecond))
 	case ctxErr != nil:
 		err = ctxErr
-	case v.confirmed >= c.quorum:
-	case c.majorityRefused(v):
-		err = fmt.Errorf("%w: release %q: %d masters hold another token", ErrLost, h.key, v.refused)
 	default:
-		err = c.unavailable(OpRelease, h.key, v.confirmed, v.refused, v.errs, rd)
+		err = c.releaseOutcome(h.key, t, start, deadline, rd)
 	}
 	c.straggleVotes(rd, OpRelease, h.key, parseRelease)
 	return err
+}
+
+// releaseTally is a release round's votes, and when its refusals came back.
+type releaseTally struct {
+	votes
+	refusedInTime int       // refusals whose answer came back before the lock's deadline
+	lastRefusal   time.Time // when the last refusal taken came back
+}
+
+// gatherRelease collects a release round's answers as gatherVotes does, noting when each
+// refusal came back. A refusal (the release script's 0) means the key was not ours when
+// the script ran there: another token held it, or none did. Only a refusal whose answer
+// came back before the deadline proves the key gone within the validity (the script ran
+// before its answer came back). A release sent before the deadline can run on the masters
+// well after it (this process, or the masters, kept off the CPU), when the keys have just
+// expired, and the release script then hands each free key to the next waiter: such a
+// refusal says nothing about the validity.
+func (c *Client) gatherRelease(ctx context.Context, rd *round, key string, deadline, until time.Time) (releaseTally, error) {
+	var t releaseTally
+	var err error
+	t.votes, err = c.gatherVotes(ctx, rd, OpRelease, key, until, func(req *request) (bool, error) {
+		ok, err := parseRelease(req)
+		if err == nil && !ok {
+			at := req.completedAt()
+			if at.Before(deadline) {
+				t.refusedInTime++
+			}
+			if at.After(t.lastRefusal) {
+				t.lastRefusal = at
+			}
+		}
+		return ok, err
+	})
+	return t, err
+}
+
+// releaseOutcome is the error of a release round sent at start, before deadline, that
+// ended without ctx's error: nil when a majority confirmed; ErrLost when a majority
+// refused within the validity; ErrExpired when a majority refused, but only once the
+// validity was over (the keys may just have expired on the way); else *UnavailableError.
+func (c *Client) releaseOutcome(key string, t releaseTally, start, deadline time.Time, rd *round) error {
+	switch {
+	case t.confirmed >= c.quorum:
+		return nil
+	case c.majorityRefused(votes{refused: t.refusedInTime}):
+		return fmt.Errorf("%w: release %q: %d masters no longer held its token (another token or none) within the validity", ErrLost, key, t.refusedInTime)
+	case c.majorityRefused(t.votes):
+		return fmt.Errorf("%w: release %q: sent %v before the deadline, but a majority answered only %v after it: %d masters no longer held its token (expired, or another token)",
+			ErrExpired, key, deadline.Sub(start).Round(time.Millisecond), t.lastRefusal.Sub(deadline).Round(time.Millisecond), t.refused)
+	}
+	return c.unavailable(OpRelease, key, t.confirmed, t.refused, t.errs, rd)
 }
 
 // cleanup releases token on every master after a failed or cancelled acquisition,

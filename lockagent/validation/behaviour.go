@@ -242,7 +242,7 @@ func (bh *behaviour) checkRelease() outcome {
 	validateHook(bh.ctx, "release:release")
 	if err := lockA.Release(bh.ctx); err != nil {
 		if errors.Is(err, redlock.ErrLost) {
-			return evidence("client A's release found %s held by another token on a majority while A's validity ran: %v", key, err)
+			return evidence("client A's release found %s no longer A's on a majority (another token or none) while A's validity ran: %v", key, err)
 		}
 		return undecided(err, "client A's release was not confirmed by a majority: %v", err)
 	}
@@ -388,7 +388,7 @@ func (bh *behaviour) checkFencing() outcome {
 	validateHook(bh.ctx, "fencing:acquisitions")
 	if err := p.successor.Release(bh.ctx); err != nil {
 		if errors.Is(err, redlock.ErrLost) {
-			return evidence("client B's release found %s held by another token on a majority while B's validity ran: %v", p.key, err)
+			return evidence("client B's release found %s no longer B's on a majority (another token or none) while B's validity ran: %v", p.key, err)
 		}
 		return undecided(err, "client B's release was not confirmed by a majority: %v", err)
 	}

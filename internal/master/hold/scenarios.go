@@ -3,9 +3,16 @@ package hold
 // The records each runtime keeps, by the same names in the data dir (host) or beside the
 // supervisor's state (local).
 const (
-	// HostCleanMarker is the host gate's clean-stop marker:
-	// "v3 <machine-id> <boot-id> <boot clock ms> <AOF files digest> <data dir>".
+	// HostCleanMarker is the host gate's clean-stop marker: "v4 <machine-id> <boot-id>
+	// <boot clock ms> <AOF files digest> <token> <data dir>", the token being what the
+	// stopped step put in the server's pidfile (a server started with the master's config
+	// writes its pid over it). A v3 marker (an earlier version's, without the token) never
+	// counts.
 	HostCleanMarker = "redlock.clean-stop"
+	// HostUnseededRecord is the host gate's record of a restore it found with seeding on
+	// (AOF files other than the clean marker names): the next start marks the master
+	// unseeded whatever its seed record says, and removes it.
+	HostUnseededRecord = "redlock.unseeded"
 	// HostHoldRecord is the host gate's pending hold: "<boot-id> <until, boot clock ms>".
 	HostHoldRecord = "redlock.hold"
 	// HostFloorRecord keeps the delays locks were granted under:
@@ -34,6 +41,10 @@ const (
 	MarkerNoIdentity   Marker = "without the machine, dir and boot that wrote it"
 	MarkerAOFGone      Marker = "written here, but the AOF it vouched for is gone"
 	MarkerAOFReplaced  Marker = "written here, but the AOF was replaced since (a restored backup)"
+	// MarkerRolledBack: the data dir, with this marker, moved aside (inodes and mtimes kept,
+	// as a volume snapshot restores them); a copy of it started again; then the dir moved
+	// back: the marker and its files are as they were, but a start came after them.
+	MarkerRolledBack Marker = "written here, then the data dir rolled back to it after a later clean run"
 )
 
 // HoldRecord is the record of an unclean stop found at the start.
@@ -258,8 +269,10 @@ var Scenarios = []Scenario{
 		Floor: FloorOverflow, Exit: ExitKilled, Want: Refuse},
 	{Name: "a negative floor refuses, naming the file", Issue: 14, Runtimes: Both, Ran: true,
 		Floor: FloorNegative, Exit: ExitKilled, Want: Refuse},
-	{Name: "a server started by hand with the master's config after its clean stop holds from now", Issue: 15, Runtimes: Local, Ran: true,
+	{Name: "a server started by hand with the master's config after its clean stop holds from now", Issue: 15, Runtimes: Both, Ran: true,
 		Marker: MarkerHere, StartedByHand: true, Want: HoldFromNow},
+	{Name: "a data dir rolled back to a snapshot of an earlier clean stop holds from now", Issue: 15, Runtimes: Local, Ran: true,
+		Marker: MarkerRolledBack, Want: HoldFromNow},
 	{Name: "a data dir emptied after its master's clean stop holds from that master's exit", Issue: 15, Runtimes: Local, Ran: true,
 		Exit: ExitDurableStop, Emptied: true, Want: HoldFromExit},
 	{Name: "a first start on an address where another data dir's master crashed holds until that master's hold ends", Issue: 15, Runtimes: Local,
@@ -271,9 +284,9 @@ var Scenarios = []Scenario{
 		Address: AddressRecordsBegan, HoldLeftMS: 1_500, Want: HoldRecorded},
 	{Name: "an unreadable address record holds from now", Issue: 15, Runtimes: Local, Ran: true,
 		Marker: MarkerHere, Address: AddressRecordUnreadable, Want: HoldFromNow},
-	{Name: "a dataset replaced while the master serves holds from the exit", Issue: 15, Runtimes: Local, Ran: true,
+	{Name: "a dataset replaced while the master serves holds from the exit", Issue: 15, Runtimes: Both, Ran: true,
 		Exit: ExitReplaced, Want: HoldFromExit},
-	{Name: "a keyspace flushed while the master serves holds from the exit", Issue: 15, Runtimes: Local, Ran: true,
+	{Name: "a keyspace flushed while the master serves holds from the exit", Issue: 15, Runtimes: Both, Ran: true,
 		Exit: ExitFlushed, Want: HoldFromExit},
 	{Name: "a wall-clock step forward after the hold was recorded does not shorten it", Issue: 13, Runtimes: Local, Ran: true,
 		Hold: HoldThisBoot, HoldLeftMS: 3_000, WallClockStepMS: 2_000, Want: HoldRecorded},

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -73,12 +74,50 @@ func syncDir(dir string) error {
 // counts nowhere else, nor over AOF files restored from a backup or replaced since, nor after
 // a server started with the master's config since (by hand, with --appendonly no or another
 // dir: it logs to the config's logfile as it starts, see logIdentity).
+//
+// It also names a random nonce, kept outside the data dir too, in the address records' dir
+// (on /run: this boot only; cleanNoncePath), which the next start removes: a data dir rolled
+// back to a snapshot taken after an earlier clean stop (a volume snapshot restored, the dir
+// moved aside and back) brings back that stop's marker with its files, inodes and mtimes
+// as they were, but not its nonce.
 func writeCleanMarker(dataDir string, pid int) error {
-	body := fmt.Sprintf("v4 %s %s %d %s %s %s\n", machineID(), bootID(), pid, aofDigest(dataDir), logIdentity(dataDir), dataDir)
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	nonce := hex.EncodeToString(b[:])
+	path, err := cleanNoncePath(dataDir)
+	if err == nil {
+		err = replaceFile(path, []byte(nonce+"\n"), 0o600, false)
+	}
+	if err != nil {
+		return fmt.Errorf("supervisor: write the clean stop's nonce: %w", err)
+	}
+	body := fmt.Sprintf("v4 %s %s %d %s %s %s %s\n", machineID(), bootID(), pid, aofDigest(dataDir), logIdentity(dataDir), nonce, dataDir)
 	if err := writeFileAtomic(filepath.Join(dataDir, CleanMarkerName), []byte(body)); err != nil {
 		return fmt.Errorf("supervisor: write clean marker: %w", err)
 	}
 	return nil
+}
+
+// cleanNoncePath is where the clean stop of the master in dataDir keeps its nonce: in its
+// address records' dir (created if need be), named by the data dir's path (a snapshot rolled
+// back, or a dir moved aside and back, keeps it).
+func cleanNoncePath(dataDir string) (string, error) {
+	c, err := LoadConfig(dataDir)
+	if err != nil {
+		return "", err
+	}
+	clock, err := readClockPair()
+	if err != nil {
+		return "", err
+	}
+	dir := addressRecordsDir(c)
+	if _, err := ensureAddressRecords(dir, clock); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(c.DataDir)))
+	return filepath.Join(dir, ".clean-"+hex.EncodeToString(sum[:8])), nil
 }
 
 // logIdentity identifies the server's log file as it is now, "<inode>:<size>" ("-": the
@@ -127,12 +166,13 @@ func markerCounts(dataDir string) (ok bool, why string) {
 	if err != nil {
 		return false, "no clean marker"
 	}
-	// "v4 machine boot pid aof log dir"; v3, an earlier version's, has no log identity.
+	// "v4 machine boot pid aof log nonce dir"; v3, an earlier version's, has no log identity
+	// and no nonce.
 	line := strings.TrimSuffix(string(b), "\n")
-	f, logID := strings.SplitN(line, " ", 7), ""
+	f, logID, nonce := strings.SplitN(line, " ", 8), "", ""
 	switch {
-	case len(f) == 7 && f[0] == "v4":
-		logID, f = f[5], append(f[:5:5], f[6])
+	case len(f) == 8 && f[0] == "v4":
+		logID, nonce, f = f[5], f[6], append(f[:5:5], f[7])
 	case strings.HasPrefix(line, "v3 "):
 		f = strings.SplitN(line, " ", 6)
 	default:
@@ -153,8 +193,25 @@ func markerCounts(dataDir string) (ok bool, why string) {
 	case logID != "" && logID != logIdentity(dataDir):
 		return false, "a server was started with the master's config since the clean stop (its log changed: " +
 			"run by hand, say): it may have granted locks that are not in this data dir"
+	case nonce != "" && nonce != cleanNonce(dataDir):
+		return false, "the clean marker is not the last clean stop's (the data dir was rolled back to a snapshot, " +
+			"or a start since did not remove the marker): the locks granted since that stop are not in these files"
 	}
 	return true, ""
+}
+
+// cleanNonce is the nonce the last clean stop of the master in dataDir kept outside it ("":
+// none, or it cannot be read).
+func cleanNonce(dataDir string) string {
+	path, err := cleanNoncePath(dataDir)
+	if err != nil {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // aofDigest identifies the AOF files in dataDir as they are now: sha256 of a "name size
@@ -182,6 +239,12 @@ func aofDigest(dataDir string) string {
 // change, and only a new clean stop may vouch for it. The removal is made durable, or a
 // power loss could resurrect the old marker and skip the hold.
 func removeCleanMarker(dataDir string) error {
+	// The nonce first: a marker that survives without it counts nowhere.
+	if path, err := cleanNoncePath(dataDir); err == nil {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("supervisor: remove the clean stop's nonce: %w", err)
+		}
+	}
 	err := os.Remove(filepath.Join(dataDir, CleanMarkerName))
 	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("supervisor: remove clean marker: %w", err)

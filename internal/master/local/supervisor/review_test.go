@@ -39,15 +39,9 @@ func TestFlushThenReloadIsHeld(t *testing.T) {
 func TestAddressHoldLongerThanOwnDelayKeepsTheStateReadable(t *testing.T) {
 	t.Parallel()
 	a := newMaster(t, time.Hour)
-	pidA := a.spawn()
-	stA := a.waitReady(pidA)
-	a.killRedis(stA.RedisPID)
-	a.waitState("A held", func(s State) bool { return s.Status == StatusHolding })
+	a.crashThenStop()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	if err := Stop(ctx, a.dir); err != nil {
-		t.Fatal(err)
-	}
 	b := newMasterAt(t, t.TempDir(), a.cfg.Addr, a.cfg.AddressRecords, 2*time.Second)
 	pidB := b.spawn()
 	held := b.waitState("B held for the address", func(s State) bool { return s.SupervisorPID == pidB && s.Status == StatusHolding })
@@ -69,15 +63,9 @@ func TestNeverServedStateKeepsTheBootRule(t *testing.T) {
 	t.Parallel()
 	const delay = time.Hour
 	a := newMaster(t, delay)
-	pidA := a.spawn()
-	stA := a.waitReady(pidA)
-	a.killRedis(stA.RedisPID)
-	a.waitState("A held", func(s State) bool { return s.Status == StatusHolding })
+	a.crashThenStop()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	if err := Stop(ctx, a.dir); err != nil {
-		t.Fatal(err)
-	}
 	b := newMasterAt(t, t.TempDir(), a.cfg.Addr, a.cfg.AddressRecords, delay)
 	pidB := b.spawn()
 	b.waitState("B held for the address", func(s State) bool { return s.SupervisorPID == pidB && s.Status == StatusHolding })

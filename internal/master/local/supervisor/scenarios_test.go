@@ -202,6 +202,8 @@ func runLocalScenario(t *testing.T, sc hold.Scenario, delay time.Duration) strin
 		if err := os.WriteFile(path, old, 0o600); err != nil {
 			t.Fatal(err)
 		}
+	case hold.MarkerRolledBack:
+		m.rollBack()
 	case hold.MarkerNoIdentity:
 		if err := os.WriteFile(marker, []byte("redis-server pid 1 stopped cleanly\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -571,17 +573,23 @@ func (m *testMaster) setDelayText(text string) {
 func (m *testMaster) otherDirCrashed() time.Time {
 	m.t.Helper()
 	other := newMasterAt(m.t, m.t.TempDir(), m.cfg.Addr, m.cfg.AddressRecords, m.cfg.RestartDelay)
-	pid := other.spawn()
-	st := other.waitReady(pid)
-	other.set("lock", "granted by the other data dir's master")
-	other.killRedis(st.RedisPID)
-	held := other.waitState("the other master held", func(s State) bool { return s.Status == StatusHolding })
+	return other.crashThenStop().RestartAt
+}
+
+// crashThenStop runs the master until it granted a lock, kills its server, and stops its
+// supervisor while it holds; it returns the state it held with.
+func (m *testMaster) crashThenStop() State {
+	m.t.Helper()
+	st := m.waitReady(m.spawn())
+	m.set("lock", "granted before the crash")
+	m.killRedis(st.RedisPID)
+	held := m.waitState("held after the crash", func(s State) bool { return s.Status == StatusHolding })
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	if err := Stop(ctx, other.dir); err != nil {
-		m.t.Fatalf("Stop the other master: %v", err)
+	if err := Stop(ctx, m.dir); err != nil {
+		m.t.Fatalf("Stop while it holds: %v", err)
 	}
-	return held.RestartAt
+	return held
 }
 
 // runByHand starts a server as an operator would, with the master's config file (its dir
@@ -614,5 +622,28 @@ func (m *testMaster) empty() {
 		if err := os.RemoveAll(filepath.Join(m.dir, e.Name())); err != nil {
 			m.t.Fatal(err)
 		}
+	}
+}
+
+// rollBack moves the data dir aside (inodes and mtimes kept, as a snapshot keeps them), lets
+// a copy of it start once more (what every start does first: removeCleanMarker; the copy's
+// run, served and stopped, is what the rollback forgets), and moves the original back.
+func (m *testMaster) rollBack() {
+	m.t.Helper()
+	snap := m.dir + ".snap"
+	if err := os.Rename(m.dir, snap); err != nil {
+		m.t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", snap, m.dir).CombinedOutput(); err != nil {
+		m.t.Fatalf("cp -a: %v\n%s", err, out)
+	}
+	if err := removeCleanMarker(m.dir); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.RemoveAll(m.dir); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.Rename(snap, m.dir); err != nil {
+		m.t.Fatal(err)
 	}
 }

@@ -45,6 +45,11 @@ func TestHoldUntil(t *testing.T) {
 		}
 	}
 	marker := func(t *testing.T, dir string) {
+		// A clean stop keeps its nonce in the address records' dir its config names.
+		if err := WriteConfig(dir, Config{Name: "m", ServerBinary: "redis-server", ConfigFile: filepath.Join(dir, "redis.conf"),
+			Addr: "127.0.0.1:1", AdminPassword: "x", RestartDelay: delay, AddressRecords: testAddressRecords(t)}); err != nil {
+			t.Fatal(err)
+		}
 		if err := writeCleanMarker(dir, 1); err != nil {
 			t.Fatal(err)
 		}
