@@ -193,22 +193,34 @@ func (c *Client) fence(ctx context.Context, key, token string, proposed, reserve
 		}
 		return v >= 0, nil
 	}
-	v, ctxErr := c.gatherVotes(ctx, rd, OpFence, key, deadline, parse)
-	var err error
-	switch {
-	case ctxErr != nil:
-		err = ctxErr
-	case v.confirmed >= c.quorum:
-	case c.majorityRefused(v):
-		err = fmt.Errorf("%w: acquire %q: the key changed hands during the fencing round", ErrLost, key)
-	default:
-		err = c.unavailable(OpFence, key, v.confirmed, v.refused, v.errs, rd)
+	v, ctxErr := c.gatherTimed(ctx, rd, OpFence, key, lockDeadline, deadline, parse)
+	err := ctxErr
+	if err == nil {
+		err = c.fenceOutcome(key, v, lockDeadline, rd)
 	}
 	c.straggleVotes(rd, OpFence, key, parse)
 	if err != nil {
 		return 0, err
 	}
 	return proposed, nil
+}
+
+// fenceOutcome is the error of a fence round that ended without ctx's error: nil when a
+// majority confirmed; ErrLost when a majority refused within the validity (the key changed
+// hands); ErrExpired when a majority refused, but only once the validity was over (with a
+// validity of a few milliseconds, the keys expire before the round reaches them); else
+// *UnavailableError.
+func (c *Client) fenceOutcome(key string, t timedTally, lockDeadline time.Time, rd *round) error {
+	switch {
+	case t.confirmed >= c.quorum:
+		return nil
+	case c.majorityRefused(votes{refused: t.refusedInTime}):
+		return fmt.Errorf("%w: acquire %q: the key changed hands during the fencing round", ErrLost, key)
+	case c.majorityRefused(t.votes):
+		return fmt.Errorf("%w: acquire %q: the fencing round's refusals came back %v after the validity ran out (the keys expired on the way)",
+			ErrExpired, key, t.lastRefusal.Sub(lockDeadline).Round(time.Microsecond))
+	}
+	return c.unavailable(OpFence, key, t.confirmed, t.refused, t.errs, rd)
 }
 
 // freeIn estimates when the key is free on enough masters for a majority: the need-th

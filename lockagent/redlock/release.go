@@ -77,7 +77,7 @@ func (h *hold) release(ctx context.Context) error {
 	// answer only reports what happened (the key expires anyway), and a slow but healthy
 	// master should not turn a good release into an error. A stopped minority costs
 	// nothing: the call returns at the majority.
-	t, ctxErr := c.gatherRelease(ctx, rd, h.key, deadline, start.Add(c.opts.CleanupTimeout))
+	t, ctxErr := c.gatherTimed(ctx, rd, OpRelease, h.key, deadline, start.Add(c.opts.CleanupTimeout), parseRelease)
 	var err error
 	switch {
 	case lostCause != nil && errors.Is(lostCause, ErrLost):
@@ -93,26 +93,28 @@ func (h *hold) release(ctx context.Context) error {
 	return err
 }
 
-// releaseTally is a release round's votes, and when its refusals came back.
-type releaseTally struct {
+// timedTally is a round's votes, and when its refusals came back.
+type timedTally struct {
 	votes
 	refusedInTime int       // refusals whose answer came back before the lock's deadline
 	lastRefusal   time.Time // when the last refusal taken came back
 }
 
-// gatherRelease collects a release round's answers as gatherVotes does, noting when each
-// refusal came back. A refusal (the release script's 0) means the key was not ours when
-// the script ran there: another token held it, or none did. Only a refusal whose answer
-// came back before the deadline proves the key gone within the validity (the script ran
-// before its answer came back). A release sent before the deadline can run on the masters
-// well after it (this process, or the masters, kept off the CPU), when the keys have just
-// expired, and the release script then hands each free key to the next waiter: such a
-// refusal says nothing about the validity.
-func (c *Client) gatherRelease(ctx context.Context, rd *round, key string, deadline, until time.Time) (releaseTally, error) {
-	var t releaseTally
+// gatherTimed collects a round's answers as gatherVotes does (until its own deadline),
+// noting when each refusal came back against the lock's deadline. A refusal (a release or
+// fence script finding another token, or none) means the key was not ours when the script
+// ran there. Only a refusal whose answer came back before the lock's deadline proves the
+// key gone within the validity (the script ran before its answer came back). A script sent
+// before the deadline can run on the masters well after it (this process, or the masters,
+// kept off the CPU), when the keys have just expired (and a release script hands each free
+// key to the next waiter), and an answer that came in time can still be taken after it
+// (gather takes the replies already in when its timer fires): such a refusal says nothing
+// about the validity.
+func (c *Client) gatherTimed(ctx context.Context, rd *round, op Op, key string, deadline, until time.Time, parse func(*request) (bool, error)) (timedTally, error) {
+	var t timedTally
 	var err error
-	t.votes, err = c.gatherVotes(ctx, rd, OpRelease, key, until, func(req *request) (bool, error) {
-		ok, err := parseRelease(req)
+	t.votes, err = c.gatherVotes(ctx, rd, op, key, until, func(req *request) (bool, error) {
+		ok, err := parse(req)
 		if err == nil && !ok {
 			at := req.completedAt()
 			if at.Before(deadline) {
@@ -131,7 +133,7 @@ func (c *Client) gatherRelease(ctx context.Context, rd *round, key string, deadl
 // ended without ctx's error: nil when a majority confirmed; ErrLost when a majority
 // refused within the validity; ErrExpired when a majority refused, but only once the
 // validity was over (the keys may just have expired on the way); else *UnavailableError.
-func (c *Client) releaseOutcome(key string, t releaseTally, start, deadline time.Time, rd *round) error {
+func (c *Client) releaseOutcome(key string, t timedTally, start, deadline time.Time, rd *round) error {
 	switch {
 	case t.confirmed >= c.quorum:
 		return nil

@@ -225,7 +225,9 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 	}
 	// A release in the first 5ms of every 100ms of the masters' clocks leaves the key free
 	// for other clients instead of handing it over: release in the middle of a slot.
-	release := func(l *redlock.Lock) {
+	// It returns the masters' clock once the release has returned (they share this
+	// machine's clock): every hand-off it made happened at or before it.
+	release := func(l *redlock.Lock) int64 {
 		t.Helper()
 		if ms := masterMillis(t, cl.Masters[0]) % 100; ms < 20 || ms > 70 {
 			time.Sleep(time.Duration((145-ms)%100) * time.Millisecond)
@@ -233,6 +235,7 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 		if err := l.Release(context.Background()); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
+		return masterMillis(t, cl.Masters[0])
 	}
 	release(first)
 	b := <-got
@@ -243,15 +246,17 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 	// than a TTL left) was logged, and prepared the next ones: the key lives beyond the
 	// TTL. A master where the waiter took the free key itself (the holder's SET came too
 	// late) is not prepared. A majority is.
-	prepared := map[int]bool{}
+	// prepared: the master's key expiry (its clock, ms) where the hand-off was prepared.
+	prepared := map[int]int64{}
 	waitUntil(t, "the next hand-offs prepared on a majority (key expiry beyond the TTL)", func() bool {
 		if holders(t, cl, key, b.lock.Token()) != len(cl.Masters) {
 			return false
 		}
 		clear(prepared)
 		for i, m := range cl.Masters {
-			if pttl, err := m.Admin().PTTL(adminCtx(t), key).Result(); err == nil && pttl > ttl {
-				prepared[i] = true
+			at, err := m.Admin().PExpireTime(adminCtx(t), key).Result()
+			if err == nil && at.Milliseconds()-masterMillis(t, m) > ttl.Milliseconds() {
+				prepared[i] = at.Milliseconds()
 			}
 		}
 		return len(prepared) >= 3
@@ -260,13 +265,13 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 	// sets the TTL would log (had the hand-offs not been prepared, the check after the
 	// crash fails), and well within the slack (1s at this TTL).
 	time.Sleep(300 * time.Millisecond)
-	release(b.lock)
+	handedC := release(b.lock)
 	c := <-got
 	if c.err != nil {
 		t.Fatalf("second waiter: Acquire: %v", c.err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	release(c.lock)
+	handedD := release(c.lock)
 	d := <-got
 	if d.err != nil {
 		t.Fatalf("third waiter: Acquire: %v", d.err)
@@ -280,8 +285,20 @@ func TestPreparedHandOffSurvivesACrash(t *testing.T) {
 		if !aofHas(t, m, b.lock.Token()) {
 			t.Errorf("master %d: the AOF lacks the first waiter's token, handed over by a logged write", i)
 		}
-		for _, w := range []waited{c, d} {
-			if prepared[i] && aofHas(t, m, w.lock.Token()) {
+		// A prepared hand-off goes unlogged while the key it hands on has a TTL left, that
+		// is within the slack of the logged one. On a busy machine a release can come later:
+		// it is then logged, as it must be, and not counted against the hand-off; the
+		// masters' clock after the release bounds when it happened.
+		for j, w := range []waited{c, d} {
+			at, ok := prepared[i]
+			if !ok {
+				continue
+			}
+			if late := []int64{handedC, handedD}[j] - (at - ttl.Milliseconds()); late > 0 {
+				t.Logf("master %d: the hand-off to waiter %d may have come up to %dms after the slack: not checked", i, w.who, late)
+				continue
+			}
+			if aofHas(t, m, w.lock.Token()) {
 				t.Errorf("master %d: the prepared hand-off to waiter %d was logged (the AOF has its token): it paid an fsync", i, w.who)
 			}
 		}
