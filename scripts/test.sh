@@ -49,9 +49,11 @@ declare -A PART_STEPS=([unit]="unit" [acc]="acc" [lab-1]="chaos hosts-a" [lab-2]
 
 logs=build/test
 # The build writes its exit status to $built_lab once the two lab packages are compiled (the
-# lab lanes, the longest, start then), and to $built when everything is; the steps wait for
-# theirs and fail when it failed.
+# lab lanes, the longest, start then), to $built_race once the other race-detected tests are
+# (unit starts), and to $built when everything is; the steps wait for theirs and fail when it
+# failed.
 built_lab=$logs/.lab-built
+built_race=$logs/.race-built
 built=$logs/.built
 
 # wait_for MARKER: a command that waits for the build's marker and fails when the build did.
@@ -63,7 +65,13 @@ wait_for() {
 step_cmd() {
   local s=$1 cmd="go test"
   [ -z "${ACC[$s]:-}" ] || cmd="TF_ACC=1 go test"
-  if [ -n "${LAB[$s]:-}" ]; then cmd="$(wait_for "$built_lab") && $cmd"; else cmd="$(wait_for "$built") && $cmd"; fi
+  if [ -n "${LAB[$s]:-}" ]; then
+    cmd="$(wait_for "$built_lab") && $cmd"
+  elif [ -n "${RACE[$s]:-}" ]; then
+    cmd="$(wait_for "$built_race") && $cmd"
+  else
+    cmd="$(wait_for "$built") && $cmd"
+  fi
   [ -z "${RACE[$s]:-}" ] || cmd+=" -race"
   cmd+=" $GO_TEST_FLAGS"
   case "$s" in
@@ -88,11 +96,11 @@ part_cmd() {
   esac
 }
 
-# build_cmd: compiles the two lab packages' tests (race-detected), installs the provider (the
-# acceptance and module tests run it), then compiles every other test once, without linking or
-# running it (go list -export compiles every package, test packages included, into the build
-# cache): the race-detected ones, then the acceptance ones
-# and the lockagent that test/'s TestMain builds. The parts share most of their dependencies
+# build_cmd: compiles every test once, without linking or running it (go list -export compiles
+# every package, test packages included, into the build cache): the two lab packages' tests
+# (race-detected), the other race-detected ones, then installs the provider (the acceptance
+# and module tests run it) and compiles the acceptance tests and the lockagent that test/'s
+# TestMain builds. The parts share most of their dependencies
 # (under the race detector: the standard library, go-redis; the acceptance tests: the plugin
 # framework, terratest, gRPC), and go test processes started side by side on a cold cache
 # would each compile them. Then checks the steps.
@@ -101,7 +109,7 @@ build_cmd() {
   for s in "${STEPS[@]}"; do
     if [ -n "${LAB[$s]:-}" ]; then lab_pkgs+="${PKGS[$s]} "; elif [ -n "${RACE[$s]:-}" ]; then race_pkgs+="${PKGS[$s]} "; fi
   done
-  echo "go list -export -test -race $lab_pkgs >/dev/null; echo \$? >$built_lab; scripts/install-provider.sh && go list -export -test -race $race_pkgs >/dev/null && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check && [ \"\$(cat $built_lab)\" = 0 ]"
+  echo "go list -export -test -race $lab_pkgs >/dev/null; echo \$? >$built_lab; go list -export -test -race $race_pkgs >/dev/null; echo \$? >$built_race; scripts/install-provider.sh && go list -export -test ./provider/... ./test/... ./lockagent/cmd/lockagent >/dev/null && scripts/test.sh check && [ \"\$(cat $built_lab)\" = 0 ] && [ \"\$(cat $built_race)\" = 0 ]"
 }
 
 # selected NAME STEP: whether the step's -run/-skip select the top-level test NAME.
@@ -155,11 +163,11 @@ done
 
 mkdir -p "$logs"
 timings=build/timings/test.tsv
-rm -f "$timings" "$logs"/*.log "$built_lab" "$built"
+rm -f "$timings" "$logs"/*.log "$built_lab" "$built_race" "$built"
 if [ ${#parts[@]} = 1 ]; then
   # One part alone compiles for itself.
   scripts/install-provider.sh >/dev/null || exit 1
-  echo 0 >"$built_lab" && echo 0 >"$built" || exit 1
+  echo 0 >"$built_lab" && echo 0 >"$built_race" && echo 0 >"$built" || exit 1
   cmd=$(part_cmd "${parts[0]}")
   echo "$cmd"
   exec bash -c "$cmd"
@@ -169,7 +177,7 @@ fi
 # of them; the parts wait for the build's markers.
 set -m
 declare -A part_of_pid
-cmd="$(build_cmd); rc=\$?; [ -e $built_lab ] || echo \$rc >$built_lab; echo \$rc >$built; exit \$rc"
+cmd="$(build_cmd); rc=\$?; for m in $built_lab $built_race; do [ -e \$m ] || echo \$rc >\$m; done; echo \$rc >$built; exit \$rc"
 echo "test: build: $cmd"
 scripts/timed.sh run "$timings" build bash -c "$cmd" >"$logs/build.log" 2>&1 &
 part_of_pid[$!]=build
