@@ -318,13 +318,36 @@ func (k *contention) failureLines() string {
 	return fmt.Sprintf("%s\nstderr of the runs:\n%s", failures, tailLines(strings.Join(messages, "\n"), 20))
 }
 
-// failedRuns counts the runs that failed.
-func (k *contention) failedRuns() int {
+// failedRuns counts the runs that failed, and of them those whose lock outlived its
+// validity on a busy machine: each exited 70 (lost) after the run said its validity expired
+// (a 2 s TTL: a run kept off the CPU, or an extension round slower than what was left, ends
+// that way whatever the hosts do). A run refused by the masters (another holder, a TLS
+// error, no majority) is never among the expired.
+func (k *contention) failedRuns() (failed, expired int) {
 	b, err := os.ReadFile(k.failures)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	return strings.Count(string(b), "\n")
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if string(b) == "" {
+		return 0, 0
+	}
+	stderr, _ := os.ReadFile(k.stderr)
+	said := map[string]int{} // key -> runs that said their validity expired
+	for _, line := range strings.Split(string(stderr), "\n") {
+		if key, ok := strings.CutPrefix(line, `lockagent run: lock "`); ok {
+			if key, rest, ok := strings.Cut(key, `" lost (`); ok && strings.HasPrefix(rest, "redlock: lock validity expired)") {
+				said[key]++
+			}
+		}
+	}
+	for _, line := range lines {
+		if key, ok := strings.CutSuffix(line, " exit 70"); ok && said[key] > 0 {
+			said[key]--
+			expired++
+		}
+	}
+	return len(lines), expired
 }
 
 // holdEvent is one line of the holders' log.
