@@ -33,8 +33,11 @@ func TestUnloggedHandOffKeepsExpiryExactly(t *testing.T) {
 	c := scriptUser(t, m, "handoff", true)
 	checked := 0
 	for i, h := range chainHandOffs(t, m, c, "exact") {
-		if !h.prepared {
-			continue // a window left the key free before this hop, or it was the first
+		if !h.prepared || !h.inTime {
+			// A window left the key free before this hop, or it was the first; or the hop
+			// came once the released key had less than the next TTL left (a busy machine):
+			// that hop is logged by design (and prepares the next ones).
+			continue
 		}
 		checked++
 		if !h.unlogged {
@@ -45,8 +48,9 @@ func TestUnloggedHandOffKeepsExpiryExactly(t *testing.T) {
 		}
 	}
 	if checked < handOffHops/2 {
-		t.Fatalf("only %d of %d hops were prepared hand-offs: too few checked", checked, handOffHops)
+		t.Fatalf("only %d of %d hops were prepared hand-offs in time: too few checked", checked, handOffHops)
 	}
+	t.Logf("%d of %d hops checked (prepared, and within the slack)", checked, handOffHops)
 }
 
 // TestHandOffWithoutPEXPIRETIME: a lock user whose ACL predates PEXPIRETIME (an earlier
@@ -108,6 +112,7 @@ type handOffHop struct {
 	released, expiry    int64 // PEXPIRETIME of the released key, and of the new holder's
 	prepared            bool  // the releaser held by a hand-off with a note (its fence from it)
 	unlogged            bool  // handed over, and the register did not move
+	inTime              bool  // the released key had the next TTL left after the release returned
 	regBefore, regAfter string
 }
 
@@ -203,12 +208,21 @@ func chainHandOffsAs(t tb, m *redistest.Master, as func(hop int) *redis.Client, 
 	var out []handOffHop
 	for i := 2; i < 2+hops; i++ {
 		c = as(i - 1)
-		next := waiter(i, time.Second)
+		// A TTL of 4s: a logged hop prepares the next ones for its slack (1s), which
+		// a busy machine's hops (up to 100ms each, outsideWindow) do not run through at once.
+		next := waiter(i, 4*time.Second)
 		if r := attempt(next); r.flag != 0 {
 			t.Fatalf("waiter %d: %+v, want queued", i, r)
 		}
 		h := handOffHop{released: expiry(), regBefore: register(), prepared: fence != "0"}
 		handed := release(holder, fence) == 2
+		// The release ran before the master's clock read after it: when the released key
+		// had at least the next TTL left then, it had it when the release ran.
+		now, err := m.Admin().Time(ctx).Result()
+		if err != nil {
+			t.Fatalf("TIME: %v", err)
+		}
+		h.inTime = h.released-now.UnixMilli() >= next.ttl.Milliseconds()
 		if !handed {
 			h.prepared = false // a window: no hand-off; the next waiter set the key itself
 		}
