@@ -331,11 +331,12 @@ func outsideWindow(t interface {
 // logged hand-off. Such an attempt cannot set up a test that starts from a recognised note.
 func noteLost(r queuedReply) bool { return r.flag == 2 && r.handed == "" }
 
-// windowed: the waiter's attempt after a release set the key itself (flag 1): the release
-// fell in a window for polling clients on that master (a busy machine kept it from
-// running when outsideWindow chose), and handed nothing over. Such an attempt cannot set
-// up a test that starts from a hand-off either.
-func windowed(r queuedReply) bool { return r.flag == 1 }
+// windowed: the release fell in a window for polling clients on that master (a busy
+// machine kept it from running when outsideWindow chose) and handed nothing over: the
+// waiter's attempt after it set the key itself (flag 1), or, the window still open, was
+// told to wait for its end (flag 0, "window"). Such an attempt cannot set up a test that
+// starts from a hand-off either.
+func windowed(r queuedReply) bool { return r.flag == 1 || (r.flag == 0 && r.holder == "window") }
 
 // retryWhileNoteLost runs steps (each run on new masters) until a run could set itself up,
 // at most three times: a note lost to the clock three times in a row is no longer a busy
