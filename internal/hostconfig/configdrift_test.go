@@ -50,14 +50,7 @@ func TestConfigDriftPublished(t *testing.T) {
 	}
 	extra := fmt.Sprintf("HOST=%s\nPORT=%d\nCLI=%s\nFUNCTIONS_FILE=%s\nCONFIG_FILE=%s\nCONFIG_SHA256=%s\n",
 		m.Host, m.Port, cli, lib, shellQuote(confFile), sha256Hex(rendered))
-	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(extra); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	p.appendConf(extra)
 	drift := func() (string, bool) {
 		t.Helper()
 		got, err := m.Admin().HGetAll(ctx, hold.DeploymentKey).Result()

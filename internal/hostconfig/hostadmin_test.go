@@ -111,7 +111,7 @@ func TestHostMonitorPassword(t *testing.T) {
 				t.Fatal(err)
 			}
 			if exporters {
-				appendConf(t, p, "EXPORTER_ENV="+shellQuote(env)+"\n")
+				p.appendConf("EXPORTER_ENV=" + shellQuote(env) + "\n")
 			}
 			withHostAdmin(t, p, m)
 			raw, _ := os.ReadFile(env)
@@ -141,18 +141,6 @@ func TestHostMonitorPassword(t *testing.T) {
 				t.Fatalf("a second run changed the password or added its hash again:\n%s\n%s", again, acl)
 			}
 		})
-	}
-}
-
-func appendConf(t *testing.T, p *policy, lines string) {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(lines); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -2,7 +2,6 @@ package hostconfig
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,14 +23,7 @@ func (p *policy) withFunctions() {
 	if err := os.WriteFile(lib, []byte(lua.FunctionLibrary().Code), 0o644); err != nil {
 		p.t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(f, "FUNCTIONS_FILE=%s\n", shellQuote(lib)); err != nil {
-		p.t.Fatal(err)
-	}
+	p.appendConf("FUNCTIONS_FILE=" + shellQuote(lib) + "\n")
 }
 
 // replicateAnother makes srv replicate another server (REPLICAOF, a full sync), then a
@@ -170,15 +162,7 @@ func TestStateStepKillsAReplacedServer(t *testing.T) {
 	t.Run("a pid that does not run the server's binary is not killed, and the step says so", func(t *testing.T) {
 		t.Parallel()
 		p, srv, _ := start(t)
-		f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = f.WriteString("SERVER_BINARY=/bin/true\n")
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p.appendConf("SERVER_BINARY=/bin/true\n")
 		p.replicateAnother(srv)
 		out, _ := p.run("state")
 		if srv.exitedWithin(2*time.Second) || !strings.Contains(out, "cannot be killed") {

@@ -20,19 +20,6 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 )
 
-// appendConf appends lines to the test's master.conf (later assignments win).
-func (p *policy) appendConf(lines string) {
-	p.t.Helper()
-	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(lines); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
 // reviewACL renders the ACL file with one lock user, off (the rendered file with
 // seed_fences) or on (as live changes saved it).
 func reviewACL(t *testing.T, off bool) string {

@@ -368,14 +368,7 @@ func (p *policy) raceShutdown() {
 	if err := os.WriteFile(wrapper, []byte(body), 0o755); err != nil {
 		p.t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(f, "CLI=%s\n", shellQuote(wrapper)); err != nil {
-		p.t.Fatal(err)
-	}
+	p.appendConf("CLI=" + shellQuote(wrapper) + "\n")
 }
 
 // makeStuck makes the named records (those that exist) impossible to remove or replace, as

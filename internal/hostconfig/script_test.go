@@ -31,6 +31,19 @@ type policy struct {
 	port                                 int
 }
 
+// appendConf appends lines to the test's master.conf (later assignments win).
+func (p *policy) appendConf(lines string) {
+	p.t.Helper()
+	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(lines); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 func newPolicy(t *testing.T, delay time.Duration) *policy {
 	t.Helper()
 	p := &policy{t: t, dir: t.TempDir(), delay: delay}

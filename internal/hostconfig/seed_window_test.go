@@ -57,7 +57,7 @@ func recordlessMaster(t *testing.T) (p *policy, m *redistest.Master, seedFile, f
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	appendConf(t, p, fmt.Sprintf("HOST=%s\nPORT=%d\nCLI=%s\nFUNCTIONS_FILE=%s\nSEED_KEY=%s\nACL_SEED=%s\nEXPORTER_ENV=%s\n",
+	p.appendConf(fmt.Sprintf("HOST=%s\nPORT=%d\nCLI=%s\nFUNCTIONS_FILE=%s\nSEED_KEY=%s\nACL_SEED=%s\nEXPORTER_ENV=%s\n",
 		m.Host, m.Port, cli, lib, audit.FenceSeedKey, shellQuote(seedFile), shellQuote(fifo)))
 	// The AOF loaded nothing: no functions, no record; billing on as live changes saved it.
 	for _, cmd := range [][]any{{"FUNCTION", "FLUSH"}, {"DEL", audit.FenceSeedKey}, {"ACL", "SETUSER", users[0].Name, "on"}, {"ACL", "SAVE"}} {
@@ -156,7 +156,7 @@ func TestFunctionsStepGivesNoFunctionsToLockUsersOfARecordlessMaster(t *testing.
 func TestFunctionsStepFailsClosedWhenLockUsersStayOn(t *testing.T) {
 	p, m, seedFile, _, acquire := recordlessMaster(t)
 	ctx := t.Context()
-	appendConf(t, p, "EXPORTER_ENV=\n") // host_admin reads no exporter file here
+	p.appendConf("EXPORTER_ENV=\n") // host_admin reads no exporter file here
 	if err := os.WriteFile(seedFile, []byte("user default on nopass ~* &* +@all\nuser billing on no-such-rule\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -22,14 +22,7 @@ import (
 // withStateFile points the policy's STATE_FILE at path (a later assignment in master.conf wins).
 func (p *policy) withStateFile(path string) {
 	p.t.Helper()
-	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(f, "STATE_FILE=%s\n", shellQuote(path)); err != nil {
-		p.t.Fatal(err)
-	}
+	p.appendConf("STATE_FILE=" + shellQuote(path) + "\n")
 }
 
 // nodeExporter runs Debian's node_exporter with only its textfile collector on dir and
@@ -328,12 +321,7 @@ func TestStateFileTLSExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.withStateFile(path)
-	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(f, "TLS_CERT_FILE=%s\n", shellQuote(certFile))
-	f.Close()
+	p.appendConf("TLS_CERT_FILE=" + shellQuote(certFile) + "\n")
 	p.run("state")
 	if v, ok := gauge(checkState(t, url, path), "redlock_tls_cert_not_after_seconds", nil); !ok || int64(v) != parsed.NotAfter.Unix() {
 		t.Errorf("redlock_tls_cert_not_after_seconds = %v (present %v), want the certificate's NotAfter %d", v, ok, parsed.NotAfter.Unix())

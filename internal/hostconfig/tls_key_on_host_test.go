@@ -89,14 +89,7 @@ func TestGateWaitsForTLSKey(t *testing.T) {
 	p := newPolicy(t, 50*time.Millisecond)
 	keyFile := filepath.Join(p.dir, "tls-server.key")
 	conf := fmt.Sprintf("TLS_KEY_FILE=%s\nSERVICE_USER=%d\nSERVICE_GROUP=%d\n", shellQuote(keyFile), os.Getuid(), os.Getgid())
-	f, err := os.OpenFile(filepath.Join(p.dir, "master.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(conf); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	p.appendConf(conf)
 
 	out, err := p.command("gate").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no TLS key at "+keyFile) {
