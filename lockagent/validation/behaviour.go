@@ -50,15 +50,11 @@ type expiredPair struct {
 // inconclusive or denied after its retries: the masters are not answering, and the
 // remaining checks would only wait for them too.
 func runBehaviour(ctx context.Context, o *validateOptions, prefix string, closing *sync.WaitGroup) ([]BehaviourCheck, error) {
-	var lockers [3]*validateLocker
-	defer func() { closeLockers(lockers[:], closing) }()
-	for i := range lockers {
-		l, err := newValidateLocker(o)
-		if err != nil {
-			return nil, fmt.Errorf("redlock client: %w", err)
-		}
-		lockers[i] = l
+	lockers, err := newValidateLockers(ctx, o, 3)
+	if err != nil {
+		return nil, err
 	}
+	defer closeLockers(lockers, closing)
 	bh := &behaviour{ctx: ctx, prefix: prefix, a: lockers[0], b: lockers[1], probe: lockers[2]}
 	bh.ttl, bh.shortTTL = behaviourTTLs(o.cfg.MaxLockTTL.Duration)
 	defer func() {

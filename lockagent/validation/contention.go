@@ -70,9 +70,16 @@ func runRedlockPhases(ctx context.Context, o *validateOptions, w io.Writer, res 
 		return nil
 	}
 	validateHook(ctx, "contention")
+	// The same clients, connections open, for every attempt (a new key each): like the
+	// processes of an application, which keep their Client.
+	lockers, err := newValidateLockers(ctx, o, o.clients)
+	if err != nil {
+		return err
+	}
+	defer closeLockers(lockers, &closing)
 	var stats *ContentionStats
 	for attempt := 1; ; attempt++ {
-		stats, err = runContention(ctx, o, fmt.Sprintf("%s:contended:%d", prefix, attempt), &closing)
+		stats, err = runContention(ctx, o, lockers, fmt.Sprintf("%s:contended:%d", prefix, attempt))
 		if err != nil {
 			return err
 		}
@@ -127,20 +134,11 @@ func orNone(s string) string {
 // every hold expire, short enough that a hold lost to a crash frees quickly.
 func contentionTTL(maxTTL time.Duration) time.Duration { return min(maxTTL, 2*time.Second) }
 
-// runContention has o.clients independent clients compete for one key for o.duration.
+// runContention has the independent clients lockers compete for one key for o.duration.
 // Every hold is recorded as [acquired, min(validity deadline, release start)] on this
 // process's monotonic clock; the overlap checker then looks for two holders at once and
 // for fencing tokens that do not increase.
-func runContention(ctx context.Context, o *validateOptions, key string, closing *sync.WaitGroup) (*ContentionStats, error) {
-	lockers := make([]*validateLocker, 0, o.clients)
-	defer func() { closeLockers(lockers, closing) }()
-	for range o.clients {
-		l, err := newValidateLocker(o)
-		if err != nil {
-			return nil, fmt.Errorf("redlock client: %w", err)
-		}
-		lockers = append(lockers, l)
-	}
+func runContention(ctx context.Context, o *validateOptions, lockers []*validateLocker, key string) (*ContentionStats, error) {
 	ttl := contentionTTL(o.cfg.MaxLockTTL.Duration)
 	checker := overlap.New()
 	stats := &ContentionStats{Clients: o.clients, DurationMS: o.duration.Milliseconds()}

@@ -89,7 +89,7 @@ const (
 // INCONCLUSIVE; ContentionAttempts the same for the contention phase.
 const (
 	CheckAttempts      = 3
-	ContentionAttempts = 2
+	ContentionAttempts = 3
 )
 
 // retryPause is the pause after the n-th failed attempt: 100ms doubling, with jitter.
@@ -158,6 +158,38 @@ func newValidateLocker(o *validateOptions) (*validateLocker, error) {
 	}
 	l.Client = rc
 	return l, nil
+}
+
+// newValidateLockers returns n lockers whose connections are already open. Opening a
+// connection is a dial, a TLS handshake, AUTH and the identity marker read: on a busy
+// machine that can take longer than a node timeout, and each client of a phase would
+// otherwise pay it in its first rounds (a first attempt lost to node timeouts, a latency
+// that measures the handshake). Each locker PINGs every master at once, all bounded by
+// the audit timeout; a master that does not answer or refuses the user is left to the
+// checks, which report it (a PING proves nothing either way).
+func newValidateLockers(ctx context.Context, o *validateOptions, n int) ([]*validateLocker, error) {
+	lockers := make([]*validateLocker, 0, n)
+	for range n {
+		l, err := newValidateLocker(o)
+		if err != nil {
+			for _, l := range lockers {
+				l.close()
+			}
+			return nil, fmt.Errorf("redlock client: %w", err)
+		}
+		lockers = append(lockers, l)
+	}
+	wctx, cancel := context.WithTimeout(ctx, o.auditTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, l := range lockers {
+		for _, c := range l.conns {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = c.Ping(wctx).Err() }()
+		}
+	}
+	wg.Wait()
+	return lockers, nil
 }
 
 func (l *validateLocker) onReply(e redlock.MasterEvent) {

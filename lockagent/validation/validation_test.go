@@ -109,6 +109,57 @@ func TestValidateSafe(t *testing.T) {
 	assertNoValidateKeys(t, c)
 }
 
+// Connections that take longer to open than the whole contention phase (a slow TLS
+// handshake on a busy machine, a slow network path) cost the phase no attempt: its clients
+// open their connections before it starts and keep them across its attempts. Clients that
+// dialled inside the phase would see only node timeouts: INCONCLUSIVE.
+func TestSlowConnectionsCostTheContentionPhaseNothing(t *testing.T) {
+	c := redistest.StartKit(t, redistest.Options{Masters: 3})
+	opts := quick
+	slowDial := opts.Duration + opts.Duration/2 // under go-redis's 2s dial timeout
+	opts.AuditTimeout = 3 * slowDial            // it bounds the clients' warm-up
+	var slow atomic.Bool
+	var slowDials atomic.Int64
+	opts.Hook = func(point string) {
+		switch point {
+		case "contention":
+			slow.Store(true)
+		case "cleanup":
+			slow.Store(false)
+		}
+	}
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if slow.Load() {
+			slowDials.Add(1)
+			t := time.NewTimer(slowDial)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	var progress bytes.Buffer
+	opts.Progress = &progress
+	rep, err := validation.Run(context.Background(), configFor(c), opts)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if rep.Contention == nil || rep.Contention.Status != validation.StatusOK || rep.Contention.Acquisitions == 0 || rep.Contention.Attempts != 1 {
+		t.Fatalf("contention %+v, want ok with acquisitions in its first attempt:\n%s", rep.Contention, progress.String())
+	}
+	if rep.Verdict != validation.VerdictSafe {
+		t.Errorf("verdict %s, want SAFE:\n%s", rep.Verdict, progress.String())
+	}
+	if n := slowDials.Load(); n < int64(opts.Clients*len(c.Masters)) {
+		t.Errorf("%d slow dials, want at least one per contention client and master (%d): the fault was not applied", n, opts.Clients*len(c.Masters))
+	}
+	assertNoValidateKeys(t, c)
+}
+
 // appendfsync everysec on one master is UNSAFE: ValidateE returns the report and a
 // *VerdictError naming the master and the setting; Validate fails the test.
 func TestValidateUnsafeAppendfsync(t *testing.T) {
