@@ -177,8 +177,9 @@ func runContention(ctx context.Context, o *validateOptions, lockers []*validateL
 						stats.Errors++
 						firstErr = cmp.Or(firstErr, err)
 					}
+					denied := stats.deniedErr != nil
 					mu.Unlock()
-					if stats.deniedErr != nil {
+					if denied {
 						return // every attempt would be refused the same way
 					}
 					continue
