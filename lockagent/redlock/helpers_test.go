@@ -73,6 +73,21 @@ func adminCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// tryAnswered is c.TryAcquire, made again while the masters did not answer (a fresh
+// Client's first round also opens its connections, which a busy machine can make longer
+// than the node timeout): it returns the lock, or the error of an attempt the masters
+// answered (ErrTaken...), or after 5 attempts the last error.
+func tryAnswered(ctx context.Context, t *testing.T, c *redlock.Client, key string, ttl time.Duration) (*redlock.Lock, error) {
+	t.Helper()
+	for n := 1; ; n++ {
+		l, err := c.TryAcquire(ctx, key, ttl)
+		if err == nil || !errors.Is(err, redlock.ErrUnavailable) || n == 5 {
+			return l, err
+		}
+		t.Logf("TryAcquire %q, attempt %d: %v: again", key, n, err)
+	}
+}
+
 // valueOn returns the key's value on one master ("" when absent).
 func valueOn(t *testing.T, m *redistest.Master, key string) string {
 	t.Helper()

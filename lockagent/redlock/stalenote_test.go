@@ -97,7 +97,7 @@ func staleNoteAfterRewrite(t *testing.T, restart string) (setUp bool) {
 		}
 		return true
 	})
-	lb, err := b.TryAcquire(ctx, key, 5*time.Second) // step 4
+	lb, err := tryAnswered(ctx, t, b, key, 5*time.Second) // step 4
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestForeignQueueKeyRefused(t *testing.T) {
 				before[i] = dumpOf(t, m, key+redlock.QueueSuffix)
 			}
 			holder, waiter := newClient(t, cl, redlock.Options{}), newClient(t, cl, redlock.Options{})
-			l, err := holder.TryAcquire(ctx, key, 5*time.Second)
+			l, err := tryAnswered(ctx, t, holder, key, 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
