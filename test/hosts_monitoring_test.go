@@ -121,12 +121,33 @@ scrape_configs:
 		s := prom.query(ctx, `redlock:masters_serving:sum`)
 		return s == "5", "serving " + s
 	})
+	// quiet: the firing alerts but RedlockFsyncSlow. The five hosts share this machine's
+	// disk with a test run that loads it, and one real fsync above 50 ms fires that alert
+	// for the next 5 minutes (its rule is proven by the promtool tests in monitoring/): it
+	// says how the disk was, not whether the hosts serve.
+	var fsyncSlow []string
+	quiet := func() []string {
+		firing := prom.firing(ctx)
+		for _, a := range firing {
+			if strings.HasPrefix(a, "RedlockFsyncSlow ") && !slices.Contains(fsyncSlow, a) {
+				fsyncSlow = append(fsyncSlow, a)
+			}
+		}
+		return withoutAlert(firing, "RedlockFsyncSlow")
+	}
+	defer func() {
+		if len(fsyncSlow) > 0 {
+			t.Logf("fired on a slow disk (left out of the checks): %v", fsyncSlow)
+		}
+	}()
 	// The runbook's earlier steps (a drift repaired, restarts) may leave a first scrape
 	// that predates their repair: wait until the healthy hosts' alerts are quiet.
+	quietFrom := time.Now()
 	waitFor(ctx, t, "no alert firing on the healthy hosts", func() (bool, string) {
-		firing := prom.firing(ctx)
+		firing := quiet()
 		return len(firing) == 0, fmt.Sprintf("firing %v", firing)
 	})
+	t.Logf("no alert firing on the healthy hosts after %v", time.Since(quietFrom).Round(time.Second))
 
 	hosts := lab.Hosts()
 	t.Run("kill -9 of a master: held, by name, then clear", func(t *testing.T) {
@@ -148,7 +169,7 @@ scrape_configs:
 			return slices.Contains(firing, "RedlockMasterHeld master=h1"), fmt.Sprint(firing)
 		})
 		waitFor(ctx, t, "every alert clears once h1 serves again", func() (bool, string) {
-			firing := prom.firing(ctx)
+			firing := quiet()
 			if slices.Contains(firing, "RedlockMasterDown master=h1") {
 				t.Fatalf("a held master was reported down: %v", firing)
 			}
@@ -186,7 +207,7 @@ scrape_configs:
 	}
 	healed := time.Now()
 	waitFor(ctx, t, "every alert clears once the partition heals", func() (bool, string) {
-		firing := prom.firing(ctx)
+		firing := quiet()
 		return len(firing) == 0, fmt.Sprint(firing)
 	})
 	t.Logf("two of five hosts partitioned: RedlockMajorityAtRisk firing after %v (firing then: %v); healed: all clear after %v",
