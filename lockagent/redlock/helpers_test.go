@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,13 +53,26 @@ func evalClients(t *testing.T, cl *redistest.Cluster) []redis.UniversalClient {
 // behaviour test into a test of the scheduler. Correctness never depends on it.
 const testNodeTimeout = 250 * time.Millisecond
 
-// newClient returns a redlock Client over fresh lock-user connections to cl.
+// newClient returns a redlock Client over fresh lock-user connections to cl, open
+// already: each client PINGs its master once (all at once, errors ignored, at most 2 s),
+// as a Client of a running application has its connections. A test's first round then
+// does not also dial, run the TLS handshake and AUTH within its node timeout, which a
+// busy machine can make longer than that (a healthy master counted as failed).
 func newClient(t *testing.T, cl *redistest.Cluster, opts redlock.Options) *redlock.Client {
 	t.Helper()
 	if opts.NodeTimeout == 0 {
 		opts.NodeTimeout = testNodeTimeout
 	}
-	c, err := redlock.New(lockClients(t, cl), opts)
+	masters := lockClients(t, cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	var wg sync.WaitGroup
+	for _, m := range masters {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = m.Ping(ctx).Err() }()
+	}
+	wg.Wait()
+	cancel()
+	c, err := redlock.New(masters, opts)
 	if err != nil {
 		t.Fatalf("redlock.New: %v", err)
 	}
