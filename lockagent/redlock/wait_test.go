@@ -132,11 +132,19 @@ func TestWaiting(t *testing.T) {
 		}
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		l, err := c.Acquire(wctx, "expiring", time.Second)
-		if err != nil {
-			t.Fatalf("waiter (retry delay 10s+, deadline 5s): %v: only the PTTL could have woken it", err)
+		var failed []error // the attempts that failed, in order
+		l, err := c.Acquire(wctx, "expiring", time.Second, redlock.WithRetryHook(func(_ int, err error) { failed = append(failed, err) }))
+		if err == nil {
+			_ = l.Release(ctx)
+			return
 		}
-		_ = l.Release(ctx)
+		// The wake is what this shows: a second attempt within the deadline, which only the
+		// PTTL can bring before the 10s+ retry delay. On a busy machine that attempt can find
+		// every master slower than the node timeout; the next one is then 10s+ away.
+		if len(failed) < 2 || !errors.Is(err, redlock.ErrUnavailable) {
+			t.Fatalf("waiter (retry delay 10s+, deadline 5s): %v after %d failed attempt(s): only the PTTL could have woken it", err, len(failed))
+		}
+		t.Logf("the waiter woke at the key's expiry (attempt %d), but the masters did not answer it in time: %v", len(failed), failed[1])
 	})
 
 	t.Run("without notifications the waiter still acquires after a release", func(t *testing.T) {
