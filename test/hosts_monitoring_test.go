@@ -121,10 +121,8 @@ scrape_configs:
 		s := prom.query(ctx, `redlock:masters_serving:sum`)
 		return s == "5", "serving " + s
 	})
-	// quiet: the firing alerts but RedlockFsyncSlow. The five hosts share this machine's
-	// disk with a test run that loads it, and one real fsync above 50 ms fires that alert
-	// for the next 5 minutes (its rule is proven by the promtool tests in monitoring/): it
-	// says how the disk was, not whether the hosts serve.
+	// quiet: the firing alerts but RedlockFsyncSlow (withoutDiskAlerts: the five hosts
+	// share this machine's disk), which it logs.
 	var fsyncSlow []string
 	quiet := func() []string {
 		firing := prom.firing(ctx)
@@ -133,7 +131,7 @@ scrape_configs:
 				fsyncSlow = append(fsyncSlow, a)
 			}
 		}
-		return withoutAlert(firing, "RedlockFsyncSlow")
+		return withoutDiskAlerts(firing)
 	}
 	defer func() {
 		if len(fsyncSlow) > 0 {
