@@ -65,14 +65,18 @@ func TestHostsTLS(t *testing.T) {
 			}
 		}
 		const conf = "f=$(ls /etc/redlock/*-server.conf)"
+		// A tick that starts after the file changed: a start while the timer's own run is
+		// under way (it may have read the file before) waits for that run and starts none;
+		// the second start then runs the service again (a oneshot is inactive once done).
+		const tick = "systemctl start redlock-state.service && systemctl start redlock-state.service"
 		sh(conf + ` && cp -p "$f" /root/server.conf.saved && echo 'appendfsync no' >>"$f"`)
-		t.Cleanup(func() { sh(conf + ` && cat /root/server.conf.saved >"$f" && systemctl start redlock-state.service`) })
-		sh("systemctl start redlock-state.service")
+		t.Cleanup(func() { sh(conf + ` && cat /root/server.conf.saved >"$f" && ` + tick) })
+		sh(tick)
 		out, err := d.lockagent(ctx, "validate", "-c", d.agentConfig)
 		if err == nil || !strings.Contains(out, "VERDICT: UNSAFE") || !strings.Contains(out, "changed on disk") {
 			t.Fatalf("validate with the server config edited on %s: %v, want UNSAFE naming the file\n%s", h.Name(), err, out)
 		}
-		sh(conf + ` && cat /root/server.conf.saved >"$f" && systemctl start redlock-state.service`)
+		sh(conf + ` && cat /root/server.conf.saved >"$f" && ` + tick)
 		if out, err := d.lockagent(ctx, "validate", "-c", d.agentConfig); err != nil || !strings.Contains(out, "VERDICT: SAFE") {
 			t.Fatalf("validate with the file put back: %v\n%s", err, out)
 		}
