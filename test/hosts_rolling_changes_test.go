@@ -188,10 +188,18 @@ func TestHostsRollingChanges(t *testing.T) {
 		k.writeAgentConfigTo(oldOnly, oldCA.CertPEM)
 		ctx, cancel := context.WithTimeout(c.ctx, 2*time.Minute)
 		defer cancel()
-		out, err := c.lab.ClientCommand(ctx, 0, lockagentBin, "run", "-c", oldOnly, "--key", "app:old-ca", "--ttl", "2s",
-			"--wait", "5s", "--", "true").CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "certificate signed by unknown authority") {
-			t.Fatalf("lockagent run trusting only the old CA: %v, want a refused certificate:\n%s", err, out)
+		// A handshake that a loaded machine does not finish within the wait is reported as
+		// masters that did not answer: that run shows nothing either way, and runs again.
+		for try := 1; ; try++ {
+			out, err := c.lab.ClientCommand(ctx, 0, lockagentBin, "run", "-c", oldOnly, "--key", "app:old-ca", "--ttl", "2s",
+				"--wait", "5s", "--", "true").CombinedOutput()
+			if err != nil && strings.Contains(string(out), "certificate signed by unknown authority") {
+				return
+			}
+			if err == nil || try == 3 || !strings.Contains(string(out), "did not answer within the node timeout") {
+				t.Fatalf("lockagent run trusting only the old CA: %v, want a refused certificate:\n%s", err, out)
+			}
+			t.Logf("try %d: no handshake finished within the wait (a loaded machine): again\n%s", try, out)
 		}
 	})
 

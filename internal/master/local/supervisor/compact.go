@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -76,11 +77,16 @@ func rewriteAOF(ctx context.Context, client *redis.Client) error {
 }
 
 // waitRewrite polls INFO persistence until no AOF rewrite runs or is scheduled, and returns
-// aof_last_bgrewrite_status.
+// aof_last_bgrewrite_status. A reply slower than the client's read timeout (a loaded
+// machine) is asked for again while ctx lasts: the poll only reads.
 func waitRewrite(ctx context.Context, client *redis.Client) (status string, err error) {
 	for {
 		info := client.InfoMap(ctx, "persistence")
 		if err := info.Err(); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+				continue
+			}
 			return "", fmt.Errorf("INFO persistence: %w", err)
 		}
 		running, scheduled := info.Item("Persistence", "aof_rewrite_in_progress"), info.Item("Persistence", "aof_rewrite_scheduled")
