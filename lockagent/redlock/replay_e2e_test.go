@@ -3,8 +3,6 @@ package redlock_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -225,15 +223,12 @@ func (rc replayCase) resends() bool {
 // steps need.
 func replayedReleaseThroughGoRedis(t *testing.T, rcase replayCase) (twoHolders bool) {
 	t.Helper()
-	for try := 1; try <= 3; try++ {
-		twoHolders, setUp := replayedReleaseOnce(t, rcase)
-		if setUp {
-			return twoHolders
-		}
-		t.Logf("try %d: the steps could not be set up (a release in a window for polling clients): again on new masters", try)
-	}
-	t.Fatal("the steps could not be set up in 3 tries: the releases no longer hand over as the steps need")
-	return false
+	retryWhileNoteLost(t, func() bool {
+		var setUp bool
+		twoHolders, setUp = replayedReleaseOnce(t, rcase)
+		return setUp
+	})
+	return twoHolders
 }
 
 // handOffNoted reports whether the note of key's queue on m describes key as handed to
@@ -247,8 +242,7 @@ func handOffNoted(t *testing.T, m *redistest.Master, key, token string, fence ui
 	if err != nil {
 		t.Fatalf("PEXPIRETIME %s on %s: %v", key, m.Addr, err)
 	}
-	sum := sha1.Sum([]byte(token))
-	return note == fmt.Sprintf("%s:%d:%d", hex.EncodeToString(sum[:])[:8], fence, at.Milliseconds())
+	return note == fmt.Sprintf("%s:%d:%d", redlock.TokenTag(token), fence, at.Milliseconds())
 }
 
 // replayedReleaseOnce runs the steps once on new masters; setUp is false when a release fell
