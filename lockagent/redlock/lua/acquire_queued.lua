@@ -57,7 +57,7 @@ if not v then
   -- The window is over (a window refuses above), and the note of the last hand-off no
   -- longer describes the key (it may name this very token, handed earlier; noted tells
   -- even when a restart brings the note back).
-  local left = setnote(setwindow(drop(s, ARGV[4]), 0), "")
+  local left = rewrite(s, 0, "", ARGV[4])
   if left ~= s then
     quiet()
     writeq(KEYS[3], left, nowms(), 0)

@@ -38,8 +38,6 @@ local function header(w, n)
   if n == "" then return string.format("%d\n", w) end
   return string.format("%d %s\n", w, n)
 end
-local function setwindow(s, w) return header(w, note(s)) .. string.sub(s, body(s)) end
-local function setnote(s, n) return header(window(s), n) .. string.sub(s, body(s)) end
 -- tagof names a token as the masters report it: the first 8 hex digits of its SHA-1.
 local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
 -- expiry is when key expires (master ms), or PTTL's -2 (no key) or -1 (no TTL), and
@@ -97,6 +95,20 @@ local function drop(s, id)
   if e then return cut(s, e) end
   return s
 end
+-- rewrite returns the queue s with the header of window w and note n, without the line of
+-- waiter id (nil or absent: no line goes). The server hashes every string a script makes,
+-- whole, so each copy of the queue costs as much as the queue is long: the usual cases (no
+-- line goes, or the first one) are one gsub, which makes one string, where header .. sub
+-- made two per change.
+local function rewrite(s, w, n, id)
+  local e = id and find(s, id)
+  if e and e.from ~= body(s) then
+    s, e = cut(s, e), nil
+  end
+  local h = header(w, n)
+  return (string.gsub(s, e and "^[^\n]*\n[^\n]*\n" or "^[^\n]*\n", function() return h end, 1))
+end
+local function setwindow(s, w) return rewrite(s, w, note(s)) end
 local function first(s, now, skip)
   local p = body(s)
   while true do
@@ -120,6 +132,19 @@ local function bytag(s, now, tag)
     p = e.to
   end
 end
+-- lastline is where the last line of s starts (nil: s is one line), found in the tail of
+-- s (from its start when the tail holds no line break) without copying the queue.
+local function lastline(s)
+  local from = #s > 512 and #s - 512 or 1
+  while true do
+    local a, q = nil, string.find(s, "\n", from, true)
+    while q and q < #s do
+      a, q = q, string.find(s, "\n", q + 1, true)
+    end
+    if a or from == 1 then return a and a + 1 end
+    from = 1
+  end
+end
 -- put places a waiter's line by ticket (a renewal keeps its place). A newcomer's ticket is
 -- usually the latest: when the last line's ticket is not later, the line goes at the end
 -- without walking the queue (the walk would end there too: lines are in ticket order).
@@ -130,8 +155,8 @@ local function put(s, id, tk, tok, lease, ttl, n)
     return string.sub(s, 1, old.from - 1) .. line .. string.sub(s, old.to)
   end
   if old then s = cut(s, old) end
-  local r = string.find(string.reverse(s), "\n", 2, true)
-  local last = r and string.match(s, "^%S+ (%d+) %S+ %d+ %d+ %d+\n$", #s - r + 2)
+  local r = lastline(s)
+  local last = r and string.match(s, "^%S+ (%d+) %S+ %d+ %d+ %d+\n$", r)
   if last and not later(last, tk) then return s .. line end
   local p = body(s)
   while true do
@@ -181,6 +206,6 @@ local function handto(keys, s, e, f, now, keep, proven, at)
     end
   end
   quiet()
-  writeq(keys[3], setnote(drop(s, e.id), handed(keys[1], e.tok, g, now)), now, keep)
+  writeq(keys[3], rewrite(s, window(s), handed(keys[1], e.tok, g, now), e.id), now, keep)
   tell(keys[1], e, g)
 end
