@@ -15,6 +15,7 @@ import (
 	"github.com/redlock-kit/redlock-kit/internal/redisconf"
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // handOffHops is how many unlogged hand-offs the expiry tests chain: well inside the
@@ -51,6 +52,49 @@ func TestUnloggedHandOffKeepsExpiryExactly(t *testing.T) {
 		t.Fatalf("only %d of %d hops were prepared hand-offs in time: too few checked", checked, handOffHops)
 	}
 	t.Logf("%d of %d hops checked (prepared, and within the slack)", checked, handOffHops)
+}
+
+// TestLibraryForgetsARefusalBetweenCalls: the function library defines the queue's helpers
+// once for every call, so the refusal of PEXPIRETIME that one call remembers (queue.lua's
+// pxt) must not outlive that call. Before every release of a chain run through the library
+// as a user with PEXPIRETIME, a user without it releases a lock of its own (PEXPIRETIME
+// refused); the chain's hand-offs must still be unlogged, their expiry read exactly. With
+// the scripts' "pxt = true" taken out, no hop's note is proven (every hop is logged) and
+// the test fails.
+func TestLibraryForgetsARefusalBetweenCalls(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 1})
+	m := cl.Masters[0]
+	c := scriptUser(t, m, "handoff-new", true)
+	old := scriptUser(t, m, "handoff-old", false)
+	ctx := context.Background()
+	lib := lua.FunctionLibrary()
+	refused := 0
+	oldRelease := func() {
+		keys := []string{"old", "old" + redlock.FenceSuffix, "old" + redlock.QueueSuffix}
+		if err := old.Set(ctx, "old", "old-token", 10*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := old.FCall(ctx, lib.Function("release"), keys, "old-token", "", "old-token", "0", "", "").Int64()
+		if err != nil || n != 1 {
+			t.Fatalf("the old user's release: %d %v, want 1", n, err)
+		}
+		refused++
+	}
+	checked := 0
+	hops := chainHandOffsWith(t, m, func(int) *redis.Client { return c }, "library", handOffHops, chainOptions{library: true, beforeRelease: oldRelease})
+	for i, h := range hops {
+		if !h.prepared || !h.inTime {
+			continue // as in TestUnloggedHandOffKeepsExpiryExactly
+		}
+		checked++
+		if !h.unlogged {
+			t.Errorf("hop %d was logged (register %s -> %s) after the old user's call: its refusal outlived it", i+1, h.regBefore, h.regAfter)
+		}
+	}
+	if checked < handOffHops/2 {
+		t.Fatalf("only %d of %d hops were prepared hand-offs in time: too few checked", checked, handOffHops)
+	}
+	t.Logf("%d of %d hops checked, each after a call whose PEXPIRETIME was refused (%d)", checked, handOffHops, refused)
 }
 
 // TestHandOffWithoutPEXPIRETIME: a lock user whose ACL predates PEXPIRETIME (an earlier
@@ -137,7 +181,32 @@ type tb interface {
 // the next waiter's attempts) run as as(i).
 func chainHandOffsAs(t tb, m *redistest.Master, as func(hop int) *redis.Client, key string, hops int) []handOffHop {
 	t.Helper()
+	return chainHandOffsWith(t, m, as, key, hops, chainOptions{})
+}
+
+// chainOptions changes how a chain of hand-offs runs its scripts.
+type chainOptions struct {
+	// library: run the scripts as the function library's functions (FCALL), as lock users
+	// do, instead of by EVAL of their source.
+	library bool
+	// beforeRelease runs before each release of the chain.
+	beforeRelease func()
+}
+
+// chainHandOffsWith is chainHandOffsAs with options.
+func chainHandOffsWith(t tb, m *redistest.Master, as func(hop int) *redis.Client, key string, hops int, o chainOptions) []handOffHop {
+	t.Helper()
 	c := as(0)
+	run := func(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+		if o.library {
+			return c.FCall(ctx, lua.FunctionLibrary().Function(script), keys, args...)
+		}
+		src := redlock.AcquireQueuedScript()
+		if script == "release" {
+			src = redlock.ReleaseScript(false)
+		}
+		return c.Eval(ctx, src, keys, args...)
+	}
 	ctx := context.Background()
 	keys := []string{key, key + redlock.FenceSuffix, key + redlock.QueueSuffix}
 	ticket := time.Now().UnixMicro()
@@ -148,7 +217,7 @@ func chainHandOffsAs(t tb, m *redistest.Master, as func(hop int) *redis.Client, 
 	attempt := func(w *scriptWaiter) queuedReply {
 		t.Helper()
 		w.seq++
-		v, err := c.Eval(ctx, redlock.AcquireQueuedScript(), keys, w.token, w.ttl.Milliseconds(), "1",
+		v, err := run(ctx, "acquire_queued", keys, w.token, w.ttl.Milliseconds(), "1",
 			w.id, w.ticket, 60000, w.seq).Slice()
 		if err != nil {
 			t.Fatalf("acquire_queued: %v", err)
@@ -161,8 +230,11 @@ func chainHandOffsAs(t tb, m *redistest.Master, as func(hop int) *redis.Client, 
 	}
 	release := func(w *scriptWaiter, fence string) int64 {
 		t.Helper()
+		if o.beforeRelease != nil {
+			o.beforeRelease()
+		}
 		outsideWindow(t, m) // a release in a window leaves the key free instead
-		n, err := c.Eval(ctx, redlock.ReleaseScript(false), keys, w.token, "", w.token, fence, "", "").Int64()
+		n, err := run(ctx, "release", keys, w.token, "", w.token, fence, "", "").Int64()
 		if err != nil {
 			t.Fatalf("release: %v", err)
 		}

@@ -18,6 +18,7 @@
 -- {0, ms left, register, "window"} in a window. A queue key holding something else is
 -- refused with an error reply starting FOREIGN_QUEUE.
 
+pxt = true -- a new call (queue.lua)
 local reg = redis.call("get", KEYS[2]) or "0"
 local v = redis.call("get", KEYS[1])
 local s, foreign = readq(KEYS[3])

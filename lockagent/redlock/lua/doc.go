@@ -10,5 +10,6 @@
 // reply), then the code. The header is documentation only and is not part of the script
 // (Script.Source starts after it), so that rewording it changes no script's SHA-1, and so
 // no function name or library version. The wait queue's helpers (queue.lua) come before
-// the two scripts that use them (release.lua, acquire_queued.lua).
+// the two scripts that use them (release.lua, acquire_queued.lua) in Script.Source; the
+// library defines them once, at its top level, for all the functions that use them.
 package lua

@@ -49,12 +49,23 @@ const versionMarker = "function library, version "
 // generateLibrary writes one redis.register_function per script. The script's body
 // becomes the function's body as it is: KEYS and ARGV are the function's parameters, so
 // FCALL fn numkeys keys... args... runs exactly what EVAL src numkeys keys... args...
-// runs (same keys, values and replies: wire-compatible with other Redlock clients).
+// runs (same keys, values and replies: wire-compatible with other Redlock clients). A
+// prelude several scripts share (the wait queue's helpers) is defined once, at the
+// library's top level, before the functions: its helpers are made once when the library
+// loads, not at every call, and the library carries them once. A helper's state that
+// must not outlive a call is reset by the body that uses it (queue.lua's pxt).
 func generateLibrary(scripts []Script) Library {
 	scripts = versioned(scripts)
 	var body strings.Builder
 	var names []string
 	byScript := map[string]string{}
+	defined := map[string]bool{}
+	for _, s := range scripts {
+		if s.prelude != "" && !defined[s.prelude] {
+			defined[s.prelude] = true
+			fmt.Fprintf(&body, "\n%s\n", Compact(s.prelude))
+		}
+	}
 	for _, s := range scripts {
 		if byScript[s.Name] != "" {
 			panic(fmt.Sprintf("lua: two scripts are named %q", s.Name))
@@ -66,7 +77,7 @@ func generateLibrary(scripts []Script) Library {
 			flags[i] = "'" + f + "'"
 		}
 		fmt.Fprintf(&body, "\nredis.register_function{function_name='%s', flags={%s}, callback=function(KEYS, ARGV)\n%s\nend}\n",
-			s.Function, strings.Join(flags, ", "), Compact(s.Source))
+			s.Function, strings.Join(flags, ", "), Compact(s.libraryBody()))
 	}
 	version := versionOf(scripts)
 	code := fmt.Sprintf("#!lua name=%s\n-- redlock-kit %s%s: the Redlock scripts of\n"+

@@ -46,7 +46,8 @@ local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
 -- PTTL, which is not (off by as long as the master was kept off the CPU between the two
 -- calls, or by a frozen script clock): only an exact expiry proves a note (noted), so such
 -- a user's hand-offs are all logged. The first refusal is remembered for the rest of the
--- script: one error reply per call, not one per key read.
+-- script: one error reply per call, not one per key read. The library defines these
+-- helpers once for every call, so each script that uses them starts with pxt = true.
 local pxt = true -- PEXPIRETIME not refused yet
 local function expiry(key, now)
   local at = pxt and redis.pcall("pexpiretime", key)
@@ -98,15 +99,14 @@ end
 -- rewrite returns the queue s with the header of window w and note n, without the line of
 -- waiter id (nil or absent: no line goes). The server hashes every string a script makes,
 -- whole, so each copy of the queue costs as much as the queue is long: the usual cases (no
--- line goes, or the first one) are one gsub, which makes one string, where header .. sub
--- made two per change.
+-- line goes, or the first one) make two strings (the rest of the queue, then the new
+-- queue), where taking the line out and then changing the header made four.
 local function rewrite(s, w, n, id)
   local e = id and find(s, id)
   if e and e.from ~= body(s) then
     s, e = cut(s, e), nil
   end
-  local h = header(w, n)
-  return (string.gsub(s, e and "^[^\n]*\n[^\n]*\n" or "^[^\n]*\n", function() return h end, 1))
+  return header(w, n) .. string.sub(s, e and e.to or body(s))
 end
 local function setwindow(s, w) return rewrite(s, w, note(s)) end
 local function first(s, now, skip)

@@ -75,6 +75,7 @@
 -- ARGV[5] the caller's waiter id or ""; ARGV[6] "", "drop", "leave" or "leave <tag>".
 -- Returns 0 when the key is not ours, 1 released, 2 released and handed to a waiter.
 
+pxt = true -- a new call (queue.lua)
 local s = readq(KEYS[3]) -- nil: no queue of ours, only the release runs
 local read = s
 local mode = ARGV[6] or "" -- callers of the bare release pass only ARGV[1-3]

@@ -30,6 +30,10 @@ type Script struct {
 	Function string
 	// Flags are the function's flags (redis.register_function).
 	Flags []string
+	// prelude is the helpers Source carries after its lead (queue.lua), "" when none; body
+	// is the rest of Source, its lead first: the library defines a prelude once, for every
+	// function that has it (see generateLibrary).
+	prelude, body string
 }
 
 // Constants of the scripts, put into their code where it names them (GRANT_CHANNEL, ...).
@@ -63,9 +67,9 @@ const allowOOM = "allow-oom"
 // put together with the constants above; versioned names their functions.
 var scripts = versioned([]Script{
 	newScript("acquire", code("acquire.lua")),
-	newScript("acquire_queued", code("queue.lua")+code("acquire_queued.lua")),
-	newScript("release", "local durable = false"+code("queue.lua")+code("release.lua"), allowOOM),
-	newScript("release_durable", "local durable = true"+code("queue.lua")+code("release.lua"), allowOOM),
+	withPrelude("acquire_queued", "", code("queue.lua"), code("acquire_queued.lua")),
+	withPrelude("release", "local durable = false", code("queue.lua"), code("release.lua"), allowOOM),
+	withPrelude("release_durable", "local durable = true", code("queue.lua"), code("release.lua"), allowOOM),
 	newScript("extend", code("extend.lua")),
 	newScript("fence", code("fence.lua")),
 })
@@ -138,4 +142,23 @@ func newScript(name, src string, flags ...string) Script {
 	sum := sha1.Sum([]byte(src))
 	sha := hex.EncodeToString(sum[:])
 	return Script{Name: name, Source: src, SHA1: sha, Flags: flags}
+}
+
+// withPrelude makes a script whose Source is lead, then the helpers of prelude, then body
+// (lead declares what the helpers do not use). EVAL sends all of it at every call; the
+// library defines the prelude once, at its top level, and the function is lead and body
+// (generateLibrary).
+func withPrelude(name, lead, prelude, body string, flags ...string) Script {
+	s := newScript(name, lead+prelude+body, flags...)
+	s.prelude, s.body = prelude, lead+"\n"+body
+	return s
+}
+
+// libraryBody is the script's code in the library: its body after a prelude the library
+// defines once, else its whole Source.
+func (s Script) libraryBody() string {
+	if s.prelude == "" {
+		return s.Source
+	}
+	return s.body
 }
