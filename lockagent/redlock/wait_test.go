@@ -70,6 +70,37 @@ func TestWaiting(t *testing.T) {
 		})
 	})
 
+	t.Run("the waiter's subscriptions come back after its masters restart", func(t *testing.T) {
+		// Three masters (a majority) restart while the waiter waits: its subscriptions there
+		// break, and the notices of the release must still reach it, on new connections
+		// subscribed again, before its next attempt (20 s and more away).
+		holder := newClient(t, cl, redlock.Options{})
+		waiter := newClient(t, cl, slowPolling)
+		l := mustAcquire(t, holder, "wake-restarted", 30*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		res := acquireAsync(waiter, wctx, "wake-restarted", 5*time.Second)
+		waitUntil(t, "the waiter's subscription", func() bool { return subscribed(t, cl, "wake-restarted") })
+		restarted := &redistest.Cluster{Masters: cl.Masters[:3]}
+		for _, m := range restarted.Masters {
+			if err := m.Shutdown(); err != nil { // clean: the AOF keeps the holder's key
+				t.Fatal(err)
+			}
+			if err := m.Restart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitUntil(t, "the waiter's subscriptions on the restarted masters", func() bool { return subscribed(t, restarted, "wake-restarted") })
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := <-res
+		if r.err != nil {
+			t.Fatalf("waiter (retry delay 10s+, deadline 15s): %v: only the notices could have woken it", r.err)
+		}
+		defer r.l.Release(ctx)
+	})
+
 	t.Run("local waiters get the lock first come, first served", func(t *testing.T) {
 		c := newClient(t, cl, slowPolling)
 		l := mustAcquire(t, c, "fifo", 20*time.Second)
