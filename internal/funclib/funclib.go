@@ -80,22 +80,22 @@ func Check(ctx context.Context, admin redis.Cmdable) (Status, error) {
 	return st, nil
 }
 
-// functionsOf is a library's code from its first function registration on (what runs),
-// when what precedes it is the shebang line, comment and empty lines only; else the whole code.
+// functionsOf is a library's code after its header (what runs): the shebang line, then the
+// comment and empty lines before its first line of code (the shared helpers the functions
+// use, or the first function registration).
 func functionsOf(code string) string {
-	i := strings.Index(code, "\nredis.register_function")
-	if i < 0 {
-		return code
-	}
-	for n, line := range strings.Split(code[:i], "\n") {
+	rest := code
+	for n := 0; rest != ""; n++ {
+		line, after, _ := strings.Cut(rest, "\n")
 		// "--[": a long comment can end on its line and leave code after it there.
 		// "\r": Lua ends a short comment at a carriage return too, so code can follow it.
 		comment := strings.HasPrefix(line, "--") && !strings.HasPrefix(line, "--[") && !strings.Contains(line, "\r")
 		if !(n == 0 && strings.HasPrefix(line, "#!lua ")) && !comment && line != "" {
-			return code
+			return rest
 		}
+		rest = after
 	}
-	return code[i:]
+	return rest
 }
 
 // CurrentVersion is this build's library version.
