@@ -46,24 +46,37 @@ func TestWaiting(t *testing.T) {
 	ctx := context.Background()
 	slowPolling := redlock.Options{RetryDelayMin: 10 * time.Second, RetryDelayMax: 20 * time.Second}
 
-	t.Run("a release in another process wakes the waiter (pub/sub)", func(t *testing.T) {
+	// wokenByRelease: a holder in one Client releases while a waiter in another waits,
+	// with attempts 20 s and more apart, so that only the release's notices can wake it
+	// before its deadline; meanwhile runs once the waiter is subscribed, before the release.
+	wokenByRelease := func(t *testing.T, key string, deadline time.Duration, meanwhile func()) (held, woken *redlock.Lock) {
+		t.Helper()
 		holder := newClient(t, cl, redlock.Options{})
 		waiter := newClient(t, cl, slowPolling)
-		l := mustAcquire(t, holder, "wake-remote", 20*time.Second)
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l := mustAcquire(t, holder, key, 20*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, deadline)
 		defer cancel()
-		res := acquireAsync(waiter, wctx, "wake-remote", 5*time.Second)
-		waitUntil(t, "the waiter's subscription", func() bool { return subscribed(t, cl, "wake-remote") })
+		res := acquireAsync(waiter, wctx, key, 5*time.Second)
+		waitUntil(t, "the waiter's subscription", func() bool { return subscribed(t, cl, key) })
+		meanwhile()
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		r := <-res
 		if r.err != nil {
-			t.Fatalf("waiter (retry delay 10s+, holder TTL 20s, deadline 5s): %v: only the notification could have woken it", r.err)
+			t.Fatalf("waiter (retry delay 10s+, holder TTL 20s, deadline %s): %v: only the notices could have woken it", deadline, r.err)
 		}
-		defer r.l.Release(ctx)
-		if r.l.Fence() <= l.Fence() {
-			t.Errorf("fence %d after %d", r.l.Fence(), l.Fence())
+		t.Cleanup(func() { _ = r.l.Release(ctx) })
+		return l, r.l
+	}
+
+	t.Run("a release in another process wakes the waiter (pub/sub)", func(t *testing.T) {
+		l, woken := wokenByRelease(t, "wake-remote", 5*time.Second, func() {})
+		if woken.Fence() <= l.Fence() {
+			t.Errorf("fence %d after %d", woken.Fence(), l.Fence())
+		}
+		if err := woken.Release(ctx); err != nil {
+			t.Fatal(err)
 		}
 		waitUntil(t, "the subscription to end with the last waiter", func() bool {
 			return cl.Masters[0].Admin().PubSubNumSub(adminCtx(t), "wake-remote"+redlock.ReleaseChannelSuffix).Val()["wake-remote"+redlock.ReleaseChannelSuffix] == 0
@@ -73,32 +86,19 @@ func TestWaiting(t *testing.T) {
 	t.Run("the waiter's subscriptions come back after its masters restart", func(t *testing.T) {
 		// Three masters (a majority) restart while the waiter waits: its subscriptions there
 		// break, and the notices of the release must still reach it, on new connections
-		// subscribed again, before its next attempt (20 s and more away).
-		holder := newClient(t, cl, redlock.Options{})
-		waiter := newClient(t, cl, slowPolling)
-		l := mustAcquire(t, holder, "wake-restarted", 30*time.Second)
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		res := acquireAsync(waiter, wctx, "wake-restarted", 5*time.Second)
-		waitUntil(t, "the waiter's subscription", func() bool { return subscribed(t, cl, "wake-restarted") })
+		// subscribed again.
 		restarted := &redistest.Cluster{Masters: cl.Masters[:3]}
-		for _, m := range restarted.Masters {
-			if err := m.Shutdown(); err != nil { // clean: the AOF keeps the holder's key
-				t.Fatal(err)
+		wokenByRelease(t, "wake-restarted", 15*time.Second, func() {
+			for _, m := range restarted.Masters {
+				if err := m.Shutdown(); err != nil { // clean: the AOF keeps the holder's key
+					t.Fatal(err)
+				}
+				if err := m.Restart(); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := m.Restart(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		waitUntil(t, "the waiter's subscriptions on the restarted masters", func() bool { return subscribed(t, restarted, "wake-restarted") })
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		r := <-res
-		if r.err != nil {
-			t.Fatalf("waiter (retry delay 10s+, deadline 15s): %v: only the notices could have woken it", r.err)
-		}
-		defer r.l.Release(ctx)
+			waitUntil(t, "the waiter's subscriptions on the restarted masters", func() bool { return subscribed(t, restarted, "wake-restarted") })
+		})
 	})
 
 	t.Run("local waiters get the lock first come, first served", func(t *testing.T) {
