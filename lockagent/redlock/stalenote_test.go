@@ -216,6 +216,36 @@ func TestForeignQueueKeyRefused(t *testing.T) {
 	}
 }
 
+// TestUnreadableLastLineEndsTheQueue: a queue whose last line is cut short (no line break)
+// ends before that line, as any unreadable line ends it: a waiter joining goes in before it
+// instead of the script failing (it raised "arithmetic on nil" while looking for the
+// line's end).
+func TestUnreadableLastLineEndsTheQueue(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 1})
+	m := cl.Masters[0]
+	ctx := context.Background()
+	const key, cut = "cut-queue", "x 1 t 99999999999999 5 1"
+	keys := []string{key, key + redlock.FenceSuffix, key + redlock.QueueSuffix}
+	if err := m.Admin().Set(ctx, key, "holder-token", 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Admin().Set(ctx, keys[2], "0\n"+cut, 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ticket := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	v, err := m.Admin().Eval(ctx, redlock.AcquireQueuedScript(), keys, "w-token", 1000, "0", "c/1", ticket, 60000, 1).Slice()
+	if err != nil {
+		t.Fatalf("a waiter joining a queue whose last line is cut short: %v", err)
+	}
+	if v[0].(int64) != 0 {
+		t.Fatalf("reply %v, want queued (the key is held)", v)
+	}
+	q := m.Admin().Get(ctx, keys[2]).Val()
+	if !strings.HasPrefix(q, "0\nc/1 "+ticket+" w-token ") || !strings.HasSuffix(q, "\n"+cut) {
+		t.Fatalf("queue %q: want the waiter's line, then the cut line as it was", q)
+	}
+}
+
 // acquireEverywhere acquires key with a key on every master (acquireHeldOn).
 func acquireEverywhere(t *testing.T, c *redlock.Client, cl *redistest.Cluster, key string) *redlock.Lock {
 	t.Helper()

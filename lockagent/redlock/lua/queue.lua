@@ -161,8 +161,9 @@ local function put(s, id, tk, tok, lease, ttl, n)
   local p = body(s)
   while true do
     local t = string.match(s, "^%S+ (%d+) ", p)
-    if not t or later(t, tk) then break end
-    p = string.find(s, "\n", p, true) + 1
+    local q = t and not later(t, tk) and string.find(s, "\n", p, true)
+    if not q then break end -- a later ticket, or an unreadable line (it ends the queue)
+    p = q + 1
   end
   return string.sub(s, 1, p - 1) .. line .. string.sub(s, p)
 end
