@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -60,12 +59,7 @@ func TestDeploymentRecordPublished(t *testing.T) {
 	}
 	// The supervisor kills a server whose record is gone at its next tick (a flushed
 	// keyspace); on a busy machine that tick can come before the test's kill.
-	if isRedisProcess(st.RedisPID, m.cfg) {
-		if err := syscall.Kill(st.RedisPID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, "the server to be gone", func() bool { return !processAlive(st.RedisPID) })
+	m.killRedisOrGone(st.RedisPID)
 	m.waitState("holding", func(s State) bool { return s.Status == StatusHolding })
 	m.waitReady(pid)
 	want("after a crash and its hold", "2000")
