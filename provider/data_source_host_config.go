@@ -195,10 +195,9 @@ func (d *hostConfigDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 			"unit":             schema.StringAttribute{Computed: true, MarkdownDescription: "The systemd unit that runs the master."},
 			"data_dir":         schema.StringAttribute{Computed: true, MarkdownDescription: "The package's data dir (AOF and restart records)."},
 			"user_data": schema.StringAttribute{Computed: true, Sensitive: true,
-				MarkdownDescription: "`#cloud-config` user-data for the host's instance resource. About 16 KiB (its settings " +
-					"files gzipped when that is what keeps it under EC2's 16 KiB limit); with the exporters (the hosts module's " +
-					"default) or TLS it passes 16 KiB, and with hooks, lock users or seed_fences it can: then give " +
-					"`user_data_base64_gzip` instead."},
+				MarkdownDescription: "`#cloud-config` user-data for the host's instance resource, for clouds that take " +
+					"more than EC2's 16 KiB: about 18 KiB (its settings files are gzipped when that would keep it under the " +
+					"limit, and it does not). Give `user_data_base64_gzip` to an EC2 instance."},
 			"user_data_base64_gzip": schema.StringAttribute{Computed: true, Sensitive: true,
 				MarkdownDescription: "`user_data` gzipped and base64-encoded (e.g. `user_data_base64` of `aws_instance`); " +
 					"cloud-init unpacks it. Its gzip form is always under 16 KiB (a larger one is refused)."},

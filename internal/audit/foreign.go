@@ -26,7 +26,7 @@ import (
 // (foreignLockLimit), or that has no TTL at all (a lock that never expires). The kit's own
 // keys pass: its locks have a TTL of at most max_lock_ttl plus the hand-off slack, its
 // fence registers (key + lua.FenceSuffix, a decimal) have none, and its wait queues (key +
-// queueSuffix, a value in the queue's format) are not locks. The sample is what the kit
+// queueSuffix, and their pages, + ":<n>": values in the queue's format) are not locks. The sample is what the kit
 // can see at one moment: a long lock taken after the audit is found by the next one (the
 // monitoring rule RedlockForeignLockUnbounded reads the same sample, taken by the
 // supervisor). A sample the bound cut short vouches for nothing: the check is unmade.
@@ -177,7 +177,7 @@ func lockKeys(keys []string) []string {
 // namedRecord reports whether key is named like a fence register or a wait queue, whose
 // value the sample reads to tell the kit's from a lock.
 func namedRecord(key string) bool {
-	return strings.HasSuffix(key, lua.FenceSuffix) || strings.HasSuffix(key, queueSuffix)
+	return strings.HasSuffix(key, lua.FenceSuffix) || strings.HasSuffix(key, queueSuffix) || queuePage.MatchString(key)
 }
 
 // queueSuffix names a lock's wait queue (lockagent/redlock.queueSuffix).
@@ -186,8 +186,10 @@ const queueSuffix = ":waitq"
 var (
 	fenceValue = regexp.MustCompile(`^[0-9]+$`)
 	// queueHeader and queueEntry are the wait queue's lines (lockagent/redlock/lua/queue.lua):
-	// "<end of the open window>[ <note>]", then "<id> <ticket> <token> <lease end> <ttl> <attempt>".
-	queueHeader = regexp.MustCompile(`^[0-9]+ ?[0-9A-Fa-f:]*$`)
+	// "<end of the open window>[ <note>][ +<first page>-<last page>]", then "<id> <ticket>
+	// <token> <lease end> <ttl> <attempt>". A page (queuePage) is a queue whose header is "0".
+	queueHeader = regexp.MustCompile(`^[0-9]+ ?[0-9A-Fa-f:]* ?(\+[0-9]+-[0-9]+)?$`)
+	queuePage   = regexp.MustCompile(queueSuffix + `:[0-9]+$`)
 	queueEntry  = regexp.MustCompile(`^[^ ]+ [0-9]+ [^ ]+ [0-9]+ [0-9]+ [0-9]+$`)
 )
 
@@ -197,7 +199,7 @@ func kitRecord(key string, pttl int64, v string) bool {
 	switch {
 	case strings.HasSuffix(key, lua.FenceSuffix):
 		return pttl == -1 && fenceValue.MatchString(v)
-	case strings.HasSuffix(key, queueSuffix):
+	case strings.HasSuffix(key, queueSuffix), queuePage.MatchString(key):
 		return isQueue(v)
 	}
 	return false

@@ -193,6 +193,13 @@ func TestKitWaitQueueIsNoForeignLock(t *testing.T) {
 	// A value that is not a queue, set by the user's own Lua: checked.
 	runAs(t, c, u, "EVAL", "return redis.call('SET', KEYS[1], 'x', 'PX', ARGV[1])", "1", "orders:other"+redlock.QueueSuffix, time.Hour.Milliseconds())
 	requireForeign(t, run(t, tgt), "orders", "orders:other"+redlock.QueueSuffix)
+
+	// A page of a long queue (the queue key + ":<n>", in the queue's format, a lease above
+	// the limit): the kit's, not a lock. A value that is not a page under such a name is checked.
+	set := "return redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1])"
+	runAs(t, c, u, "EVAL", set, "1", queue+":1", time.Hour.Milliseconds(), "0\nw/1 1 tok 99999999999999 1000 1\n")
+	runAs(t, c, u, "EVAL", set, "1", "orders:other"+redlock.QueueSuffix+":2", time.Hour.Milliseconds(), "x")
+	requireForeign(t, run(t, tgt), "orders", "orders:other"+redlock.QueueSuffix, "orders:other"+redlock.QueueSuffix+":2")
 }
 
 // TestForeignLockLimitWithinRestartHold: with the restart delay at its least (max_lock_ttl

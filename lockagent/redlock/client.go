@@ -16,7 +16,8 @@ import (
 )
 
 // Key suffixes of the siblings a lock key may have. They are reserved: a lock name ending
-// in FenceSuffix or QueueSuffix is refused.
+// in FenceSuffix or QueueSuffix, or with QueueSuffix+":" in it (a queue's pages), is
+// refused.
 const (
 	// FenceSuffix names the fencing register of a lock: key+FenceSuffix, a plain integer
 	// string with no TTL.
@@ -24,7 +25,8 @@ const (
 	// ReleaseChannelSuffix names the pub/sub channel a release publishes on.
 	ReleaseChannelSuffix = ":released"
 	// QueueSuffix names the wait queue of a lock: key+QueueSuffix, a string key with a TTL
-	// written only by this package's scripts, never logged (see doc.go).
+	// written only by this package's scripts, never logged (see doc.go); a long queue goes
+	// on in pages, key+QueueSuffix+":<n>".
 	QueueSuffix = ":waitq"
 	// GrantChannelInfix names the channel on which a release tells a Client that it handed
 	// the lock to one of its waiters: key+GrantChannelInfix+<the Client's id>.
@@ -151,6 +153,9 @@ func (c *Client) keyFor(name string, ttl time.Duration) (string, error) {
 	}
 	if strings.HasSuffix(key, QueueSuffix) {
 		return "", fmt.Errorf("%w: lock name %q ends in %q, which names wait queues: choose another name", ErrInvalid, name, QueueSuffix)
+	}
+	if strings.Contains(key, QueueSuffix+":") {
+		return "", fmt.Errorf("%w: lock name %q has %q in it, which names the pages of wait queues: choose another name", ErrInvalid, name, QueueSuffix+":")
 	}
 	if err := c.checkTTL(ttl); err != nil {
 		return "", err

@@ -107,7 +107,7 @@
 // compare-and-delete, so a lock held through this package and one held through another
 // Redlock library (for example redsync) under the same name exclude each other. Sibling
 // names are reserved: key+FenceSuffix (the fencing register), key+QueueSuffix (the wait
-// queue), and the pub/sub channels key+ReleaseChannelSuffix and
+// queue) and key+QueueSuffix+":<n>" (its pages), and the pub/sub channels key+ReleaseChannelSuffix and
 // key+GrantChannelInfix+<Client id>. They all start with the key, so a lock user confined
 // to a key prefix can use every feature.
 //
@@ -141,7 +141,10 @@
 //     have the same waiters order them alike), its Client's id, the token it will hold
 //     the key with, its TTL and a lease. It renews the entry (and the lease) with an
 //     attempt every 2*RetryDelayMax or so; queue writes are never logged to the AOF (a
-//     hint, like releases).
+//     hint, like releases). The queue key holds the first entries (about 3 KB of them);
+//     the later ones go on in pages (key+QueueSuffix+":<n>"), so that a hand-off reads
+//     only the first entries and a newcomer only the last page: neither costs more with
+//     a longer queue.
 //   - The release script deletes the key as always (compare-and-delete) and, when the
 //     queue has a live entry, sets the key to the first one's token, in the same atomic
 //     step: a logged, fsynced write, like every acquisition (unless prepared, below). The
@@ -281,8 +284,8 @@
 // while it describes the key as it is (token and expiry); the queue only orders waiters
 // (a lost or stale queue can make a master refuse, never grant); a waiter's record of a
 // grant is replaced by a newer hand-off and dropped for an older one, and its validity
-// counts from the attempt before the key was set. A value at the queue's key that is not
-// a queue is refused, never overwritten.
+// counts from the attempt before the key was set. A value at the queue's key (or at one of
+// its pages) that is not a queue is refused, never overwritten.
 //
 // A script call is sent once. A message may be lost, but a command is never delivered
 // twice: go-redis resends a command whose reply it lost on a connection error unless the
@@ -445,7 +448,7 @@
 // NOAUTH, NOPERM; the *DeniedError carries the server's message, and Acquire returns it
 // at once when the denying masters leave no majority, else retries), ErrLost, ErrExpired, ErrTTLTooLong, ErrExtensionLimit,
 // ErrReleased, ErrClosed, ErrInvalid (bad arguments, such as a name ending in
-// FenceSuffix or QueueSuffix). errors.Is(err, syscall.ECONNREFUSED) and the like work through the
+// FenceSuffix or QueueSuffix, or with QueueSuffix+":" in it). errors.Is(err, syscall.ECONNREFUSED) and the like work through the
 // per-master errors. The caller's context errors pass through (Acquire wraps them
 // together with the last attempt's error). WithRetryHook shows each failed attempt of
 // Acquire while it waits.

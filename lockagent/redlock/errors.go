@@ -262,13 +262,14 @@ func (e *UnavailableError) Unwrap() []error {
 	return errs
 }
 
-// ForeignQueueError reports a lock whose wait-queue key (the lock's key + QueueSuffix)
-// holds a value that is not a wait queue on a master: another application uses that name.
+// ForeignQueueError reports a lock whose wait-queue key (the lock's key + QueueSuffix, or
+// one of its pages, + ":<n>") holds a value that is not a wait queue on a master: another
+// application uses that name.
 // The library never reads such a value as a queue nor overwrites it; Acquire returns this
 // error (it matches ErrInvalid) instead of waiting in a queue it cannot keep. Fix: rename
 // the other application's key or lock another name.
 type ForeignQueueError struct {
-	Key    string // the wait-queue key
+	Key    string // the wait-queue key (or page) that holds it
 	Master int    // index of the master that refused
 }
 
@@ -281,10 +282,14 @@ func (e *ForeignQueueError) Error() string {
 func (e *ForeignQueueError) Is(target error) bool { return target == ErrInvalid }
 
 // asForeignQueue returns the *ForeignQueueError for an error reply that starts with
-// lua.ForeignQueueCode (acquire_queued on a queue key that holds something else), else nil.
+// lua.ForeignQueueCode (acquire_queued on a queue key, or a page of it, that holds
+// something else: the reply names it), else nil. key is the queue key.
 func asForeignQueue(err error, key string, master int) *ForeignQueueError {
 	var re redis.Error
 	if errors.As(err, &re) && strings.HasPrefix(re.Error(), lua.ForeignQueueCode) {
+		if f := strings.Fields(re.Error()); len(f) > 1 && strings.HasPrefix(f[1], key+":") {
+			key = f[1]
+		}
 		return &ForeignQueueError{Key: key, Master: master}
 	}
 	return nil

@@ -18,6 +18,7 @@ type hold struct {
 	fence  uint64
 	owner  string // re-entrant owner, "" when not re-entrant
 	waiter string // id of the wait-queue entries the acquisition may have left behind
+	ticket string // their ticket (place in line)
 	votes  int
 	ctx    context.Context
 	cancel context.CancelCauseFunc

@@ -67,7 +67,7 @@ func (h *hold) release(ctx context.Context) error {
 	// on every master. After a few such hand-offs in a row the next one waits for the
 	// release to complete and competes with other processes' waiters (see notifier).
 	handOff := c.notify.handOff(h.key, h.token)
-	rd := c.releaseRound(OpRelease, h.key, h.token, h.fence, h.waiter, handOff, start.Add(c.opts.CleanupTimeout))
+	rd := c.releaseRound(OpRelease, h.key, h.token, h.fence, h.waiter, h.ticket, handOff, start.Add(c.opts.CleanupTimeout))
 	if handOff {
 		c.notify.wakeLocal(h.key)
 	} else {
@@ -157,7 +157,7 @@ func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) 
 		acquire.abandonUnseen()
 		c.straggle(acquire, c.reportAcquireReply(key, !c.opts.NoFencing))
 	}
-	rd := c.releaseRound(OpCleanup, key, token, 0, "", false, time.Now().Add(c.opts.CleanupTimeout))
+	rd := c.releaseRound(OpCleanup, key, token, 0, "", "", false, time.Now().Add(c.opts.CleanupTimeout))
 	report := func(req *request) {
 		ok, err := parseRelease(req)
 		c.masterEvent(OpCleanup, key, req, ok, err)
@@ -174,7 +174,7 @@ func (c *Client) cleanup(key, token string, acquire *round, wait time.Duration) 
 // wait-queue entries the acquisition may have left on masters it did not need (they go,
 // so that no later release hands the key to a finished acquisition); handedOff says that
 // a waiter of this Client takes the lock next (the notification tells other processes so).
-func (c *Client) releaseRound(op Op, key, token string, fence uint64, waiter string, handedOff bool, sendBy time.Time) *round {
+func (c *Client) releaseRound(op Op, key, token string, fence uint64, waiter, ticket string, handedOff bool, sendBy time.Time) *round {
 	channel, msg := "", token
 	if !c.opts.NoNotifications {
 		channel = key + ReleaseChannelSuffix
@@ -186,14 +186,14 @@ func (c *Client) releaseRound(op Op, key, token string, fence uint64, waiter str
 	if waiter != "" {
 		mode = "drop" // the entries the acquisition left on masters it did not need
 	}
-	return c.broadcast(op, key, sendBy, c.releaseCall(key, token, channel, msg, fence, waiter, mode))
+	return c.broadcast(op, key, sendBy, c.releaseCall(key, token, channel, msg, fence, waiter, ticket, mode))
 }
 
 // releaseCall is the release script with its arguments (see lua/release.lua).
-func (c *Client) releaseCall(key, token, channel, msg string, fence uint64, waiter, mode string) call {
+func (c *Client) releaseCall(key, token, channel, msg string, fence uint64, waiter, ticket, mode string) call {
 	s := releaseScript
 	if c.opts.DurableRelease {
 		s = durableReleaseScript
 	}
-	return scriptCall(s, []string{key, key + FenceSuffix, key + QueueSuffix}, token, channel, msg, strconv.FormatUint(fence, 10), waiter, mode)
+	return scriptCall(s, []string{key, key + FenceSuffix, key + QueueSuffix}, token, channel, msg, strconv.FormatUint(fence, 10), waiter, mode, ticket)
 }

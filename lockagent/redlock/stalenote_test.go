@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlock-kit/redlock-kit/internal/redistest"
 	"github.com/redlock-kit/redlock-kit/lockagent/redlock"
+	"github.com/redlock-kit/redlock-kit/lockagent/redlock/lua"
 )
 
 // TestStaleNoteAfterRewriteAndRestart is the stale-note hole, step by step on real
@@ -213,6 +217,93 @@ func TestForeignQueueKeyRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestForeignQueuePageRefused: a page of a queue (the queue key + ":<n>") that holds
+// something else is never read as a page nor overwritten: a waiter that would join it gets
+// a ForeignQueueError naming that key, and a release still releases (the queue ends there).
+func TestForeignQueuePageRefused(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 3})
+	ctx := context.Background()
+	const key = "foreign-page"
+	page := key + redlock.QueueSuffix + ":1"
+	for _, m := range cl.Masters {
+		if err := m.Admin().Set(ctx, key+redlock.QueueSuffix, "0 +1-1\n", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Admin().Set(ctx, page, "not a page", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dumps := func() (out []string) {
+		for _, m := range cl.Masters {
+			out = append(out, dumpOf(t, m, key+redlock.QueueSuffix), dumpOf(t, m, page))
+		}
+		return out
+	}
+	before := dumps()
+	holder, waiter := newClient(t, cl, redlock.Options{}), newClient(t, cl, redlock.Options{})
+	l, err := tryAnswered(ctx, t, holder, key, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = waiter.Acquire(actx, key, time.Second)
+	var fq *redlock.ForeignQueueError
+	if !errors.As(err, &fq) || !errors.Is(err, redlock.ErrInvalid) || fq.Key != page {
+		t.Fatalf("Acquire with a foreign value at %s: %v, want a ForeignQueueError naming it", page, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release with a foreign page: %v", err)
+	}
+	if n := keysOn(t, cl, key); n != 0 {
+		t.Errorf("the key is still on %d masters after the release", n)
+	}
+	if after := dumps(); !slices.Equal(after, before) {
+		t.Error("the queue or its foreign page changed")
+	}
+}
+
+// TestForeignValueWhereANewPageGoes: a waiter whose line would start a new page refuses a
+// value there that is not a page (another application's key, say another Redlock
+// library's lock named like a page) instead of overwriting it. Found by review: it was
+// overwritten.
+func TestForeignValueWhereANewPageGoes(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 1})
+	m := cl.Masters[0]
+	ctx := context.Background()
+	const key = "foreign-new-page"
+	q := key + redlock.QueueSuffix
+	tok := strings.Repeat("t", lua.QueueBytes*4/10) // two lines fill the front, a third starts a page
+	if err := m.Admin().Set(ctx, key, "holder", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A full front, no page yet.
+	if err := m.Admin().Set(ctx, q, "0\nA/1 200 "+tok+" 99999999999999 1000 1\nB/1 300 "+tok+" 99999999999999 1000 1\n", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"someone else's lock", ""} {
+		if v == "" {
+			if err := m.Admin().Del(ctx, q+":1").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Admin().RPush(ctx, q+":1", "a list").Err(); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := m.Admin().Set(ctx, q+":1", v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before := dumpOf(t, m, q+":1")
+		script := redis.NewScript(redlock.AcquireQueuedScript())
+		err := script.Run(ctx, m.Admin(), []string{key, key + redlock.FenceSuffix, q}, "x-"+tok, 10000, "0", "X/1", 400, 30000, 1).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), lua.ForeignQueueCode+" "+q+":1 ") {
+			t.Errorf("a join that would start a page over a foreign value: %v, want an error naming %s", err, q+":1")
+		}
+		if dumpOf(t, m, q+":1") != before {
+			t.Errorf("the foreign value at %s changed", q+":1")
+		}
 	}
 }
 

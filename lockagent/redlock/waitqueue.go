@@ -381,7 +381,7 @@ func (qw *queuedWait) tryLock(ctx context.Context, cfg lockConfig) (*Lock, error
 		return nil, nil
 	}
 	l := c.newHold(qw.key, qw.token, qw.ttl, fence, len(since), deadline, cfg)
-	l.h.waiter = qw.id // read by Release only, after this returns
+	l.h.waiter, l.h.ticket = qw.id, qw.ticket // read by Release only, after this returns
 	return l, nil
 }
 
@@ -461,7 +461,7 @@ func (qw *queuedWait) leaveTo(keeper string) {
 		mode += " " + keeper
 	}
 	rd := c.broadcast(OpCleanup, qw.key, time.Now().Add(c.opts.CleanupTimeout),
-		c.releaseCall(qw.key, qw.token, qw.key+ReleaseChannelSuffix, qw.token, 0, qw.id, mode))
+		c.releaseCall(qw.key, qw.token, qw.key+ReleaseChannelSuffix, qw.token, 0, qw.id, qw.ticket, mode))
 	c.straggleVotes(rd, OpCleanup, qw.key, parseRelease)
 }
 

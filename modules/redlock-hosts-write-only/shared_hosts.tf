@@ -68,13 +68,13 @@ data "redlock_host_config" "this" {
 }
 
 output "user_data" {
-  description = "#cloud-config user-data of every host, in the order of var.hosts: give each to its instance resource unchanged. Holds no password: SHA-256 hashes only (and the TLS key with tls)."
+  description = "#cloud-config user-data of every host, in the order of var.hosts: about 18 KiB, over EC2's 16 KiB limit (give user_data_base64_gzip there). Holds no password: SHA-256 hashes only (and the TLS key with tls)."
   value       = data.redlock_host_config.this[*].user_data
   sensitive   = true
 }
 
 output "user_data_base64_gzip" {
-  description = "The same user-data gzipped and base64-encoded (aws_instance's user_data_base64, azurerm's custom_data)."
+  description = "The same user-data gzipped and base64-encoded, under 16 KiB gzipped (aws_instance's user_data_base64, azurerm's custom_data)."
   value       = data.redlock_host_config.this[*].user_data_base64_gzip
   sensitive   = true
 }

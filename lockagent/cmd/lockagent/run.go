@@ -60,8 +60,9 @@ Lock:
   --key K              lock name (required). The Redis key is the lock user's key prefix
                        (--key-prefix, agent.json's key_prefix) followed by K: with prefix
                        "billing:", --key nightly locks the key billing:nightly; with no
-                       prefix, K itself. A name ending in ":fence" or ":waitq" is refused:
-                       those keys are a lock's fencing register and its wait queue
+                       prefix, K itself. A name ending in ":fence" or ":waitq", or with
+                       ":waitq:" in it, is refused: those keys are a lock's fencing
+                       register, its wait queue and the queue's pages
   --ttl D              lock TTL (default 30s, or the deployment's max lock TTL when that is
                        shorter; never more). The holder may use the lock for its validity:
                        TTL - acquisition time - drift (TTL*1% + 2ms)
@@ -294,6 +295,8 @@ func (o *runOptions) check() error {
 		return fmt.Errorf("--key %q: a name ending in %q names a lock's fencing register; choose another name", o.key, redlock.FenceSuffix)
 	case strings.HasSuffix(o.key, redlock.QueueSuffix):
 		return fmt.Errorf("--key %q: a name ending in %q names a lock's wait queue; choose another name", o.key, redlock.QueueSuffix)
+	case strings.Contains(o.key, redlock.QueueSuffix+":"):
+		return fmt.Errorf("--key %q: a name with %q in it names a page of a lock's wait queue; choose another name", o.key, redlock.QueueSuffix+":")
 	case o.wait.d < 0:
 		return fmt.Errorf("--wait %v: must be 0 (one attempt), positive, or forever", o.wait.d)
 	case o.conflictCode < 0 || o.conflictCode > 255:

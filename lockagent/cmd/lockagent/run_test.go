@@ -424,6 +424,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"conflict exit code out of range", args(append(good, "--key", "k", "--conflict-exit-code", "300"), sh("true")), "--conflict-exit-code"},
 		{"fencing register name", args(append(good, "--key", "jobs:fence"), sh("true")), ":fence"},
 		{"wait queue name", args(append(good, "--key", "jobs:waitq"), sh("true")), ":waitq"},
+		{"wait queue page name", args(append(good, "--key", "jobs:waitq:1"), sh("true")), ":waitq:"},
 		{"bad log level", args(append(good, "--key", "k", "--log-level", "loud"), sh("true")), "--log-level"},
 		{"ttl above max lock ttl", args(append(good, "--key", "k", "--ttl", "40s", "--max-lock-ttl", "30s"), sh("true")), "--ttl 40s"},
 		{"no endpoints", args([]string{"--password", "p", "--key", "k"}, sh("true")), "endpoints"},

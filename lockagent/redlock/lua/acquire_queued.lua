@@ -22,6 +22,7 @@ pxt = true -- a new call (queue.lua)
 local reg = redis.call("get", KEYS[2]) or "0"
 local v = redis.call("get", KEYS[1])
 local s, foreign = readq(KEYS[3])
+strict = true -- a page that is not one is refused (queue.lua)
 if foreign then
   return redis.error_reply(FOREIGN_QUEUE .. " " .. KEYS[3] .. " holds a value that is not a wait queue")
 end
@@ -45,12 +46,13 @@ if not v then
   local head
   head, s = first(s, now, ARGV[4])
   if head and later(ARGV[5], head.tk) then
-    s = put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7])
+    s = put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7], ARGV[7] == "1", leasems)
     handto(KEYS, s, head, 0, now, leasems, false, 0)
     return {0, tonumber(head.ttl), reg, tagof(head.tok)}
   end
 end
 if not v then
+  loud() -- logged, whatever the queue's writes above were
   redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2])
   if ARGV[3] ~= "0" and string.match(reg, "^%d+$") and tonumber(reg) < tonumber(ARGV[3]) then
     redis.call("set", KEYS[2], ARGV[3])
@@ -58,7 +60,7 @@ if not v then
   -- The window is over (a window refuses above), and the note of the last hand-off no
   -- longer describes the key (it may name this very token, handed earlier; noted tells
   -- even when a restart brings the note back).
-  local left = rewrite(s, 0, "", ARGV[4])
+  local left = rewrite(drop(s, ARGV[4], ""), 0, "")
   if left ~= s then
     quiet()
     writeq(KEYS[3], left, nowms(), 0)
@@ -67,5 +69,5 @@ if not v then
 end
 quiet()
 local now = nowms()
-writeq(KEYS[3], put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7]), now, leasems)
+writeq(KEYS[3], put(s, ARGV[4], ARGV[5], ARGV[1], string.format("%d", now + leasems), ARGV[2], ARGV[7], ARGV[7] == "1", leasems), now, leasems)
 return {0, redis.call("pttl", KEYS[1]), reg, tagof(v)}

@@ -1,16 +1,17 @@
 -- queue.lua: the wait queue's helpers, shared by the scripts that read or write it
 -- (release.lua, acquire_queued.lua; see "Waiting across processes" in the redlock package
--- doc). The queue is a string key: a first line "<end of the open window>" (master ms,
--- 0: none), then one line per waiter, in ticket order:
--- "<waiter id> <ticket> <token> <lease end, master ms> <ttl ms> <attempt>\n", where
--- attempt numbers the waiter's attempt that last renewed the entry. It is written with
--- redis.set_repl(REPL_NONE): never logged, never fsynced, a hint only. A value of another
--- type is left alone and treated as no queue; a string that is not a queue is treated as
--- an empty one, and an unreadable line ends the queue. The scripts run on every attempt
--- and release of a contended lock, so they work on the string (plain finds and
--- substrings, the first live entry is the head) and never parse the whole queue into
--- tables. Tickets stay strings (Lua prints large numbers in exponent form) and compare as
--- numbers: a longer decimal is larger.
+-- doc). The queue is a string key, the front: a first line "<end of the open window>"
+-- (master ms, 0: none)[ <note>][ +<first page>-<last page>], then one line per waiter, in
+-- ticket order: "<waiter id> <ticket> <token> <lease end, master ms> <ttl ms> <attempt>\n",
+-- where attempt numbers the waiter's attempt that last renewed the entry; the order goes
+-- on in the pages (see readpage). It is written with redis.set_repl(REPL_NONE): never
+-- logged, never fsynced, a hint only. A value of another type is left alone and treated
+-- as no queue; a string that is not a queue is treated as an empty one, and an unreadable line ends the queue. The
+-- scripts run on every attempt and release of a contended lock, so they work on the
+-- strings (plain finds and substrings, the first live entry is the head), never parse a
+-- whole queue into tables, and never read all of a long one: Redis hashes every string a
+-- script makes, so a copy costs as much as it is long. Tickets stay strings (Lua prints
+-- large numbers in exponent form) and compare as numbers: a longer decimal is larger.
 --
 -- "releaseBody" in the comments below is the release (release.lua).
 
@@ -20,23 +21,34 @@ local function nowms()
   local t = redis.call("time")
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- Per call (readq resets them): the queue's key, the front as read, and the pages pulled
+-- into the front (pull).
+local qk, qread, gone, strict = "", false, {}, false
 -- readq returns the queue at k ("0\n" when there is none) and whether k holds something
 -- else: a value that is not a queue (another type, or a string not in the queue's format)
 -- belongs to someone else and is never read as a queue nor overwritten.
 local function readq(k)
+  qk, qread, gone, strict = k, false, {}, false
   local ok, s = pcall(redis.call, "get", k)
   if not ok then return nil, true end
   if not s then return "0\n", false end
-  if not string.find(s, "^%d+ ?[%x:%d]*\n") then return nil, true end
+  qread = s
+  if not string.find(s, "^%d+ ?[%x:%d]* ?%+?%d*%-?%d*\n") then return nil, true end
   return s, false
 end
 local function window(s) return tonumber(string.match(s, "^(%d+)")) end
-local function note(s) return string.match(s, "^%d+ ([%x:%d]+)\n") or "" end
+local function note(s) return string.match(s, "^%d+ ([%x:%d]+)[ \n]") or "" end
+local function pages(s)
+  local lo, hi = string.match(s, "^[^\n]- %+(%d+)%-(%d+)\n")
+  if lo then return tonumber(lo), tonumber(hi) end
+end
 local function body(s) return string.find(s, "\n", 1, true) + 1 end
-local function empty(s) return body(s) > #s end
-local function header(w, n)
-  if n == "" then return string.format("%d\n", w) end
-  return string.format("%d %s\n", w, n)
+local function empty(s) return body(s) > #s and not pages(s) end
+local function header(w, n, lo, hi)
+  local h = string.format("%d", w)
+  if n ~= "" then h = h .. " " .. n end
+  if lo and lo <= hi then h = h .. string.format(" +%d-%d", lo, hi) end
+  return h .. "\n"
 end
 -- tagof names a token as the masters report it: the first 8 hex digits of its SHA-1.
 local function tagof(tok) return string.sub(redis.sha1hex(tok), 1, 8) end
@@ -53,6 +65,7 @@ local function expiry(key, now)
   local at = pxt and redis.pcall("pexpiretime", key)
   if type(at) == "number" then return at, true end
   pxt = false
+  now = now or nowms() -- before PTTL: never later than the key's expiry
   local ttl = redis.call("pttl", key)
   if ttl < 0 then return ttl, false end
   return now + ttl, false
@@ -68,9 +81,9 @@ end
 -- the handed key expired) gives it an expiry later by at least its TTL, and a master keeps
 -- and restores expiries as absolute times (PXAT). A note whose expiry was not read exactly
 -- is never later than the key's: it matches no later key either.
-local function handed(key, tok, g, now)
+local function handed(key, tok, g, now, at)
   if not string.match(g, "^%d+$") then return "" end
-  return tagof(tok) .. ":" .. g .. ":" .. string.format("%d", (expiry(key, now)))
+  return tagof(tok) .. ":" .. g .. ":" .. string.format("%d", at or (expiry(key, now)))
 end
 local function noted(n, key, tok, now, at, exact)
   local tag, f, nat = string.match(n, "^(%x+):(%d+):(%d+)$")
@@ -91,11 +104,6 @@ local function find(s, id)
   local a = string.find(s, "\n" .. id .. " ", 1, true)
   if a then return entry(s, a + 1) end
 end
-local function drop(s, id)
-  local e = find(s, id)
-  if e then return cut(s, e) end
-  return s
-end
 -- rewrite returns the queue s with the header of window w and note n, without the line of
 -- waiter id (nil or absent: no line goes). The server hashes every string a script makes,
 -- whole, so each copy of the queue costs as much as the queue is long: the usual cases (no
@@ -106,31 +114,94 @@ local function rewrite(s, w, n, id)
   if e and e.from ~= body(s) then
     s, e = cut(s, e), nil
   end
-  return header(w, n) .. string.sub(s, e and e.to or body(s))
+  return header(w, n, pages(s)) .. string.sub(s, e and e.to or body(s))
 end
 local function setwindow(s, w) return rewrite(s, w, note(s)) end
-local function first(s, now, skip)
+-- Pages: the lines after the front's (ticket order goes on across them) live in pages,
+-- "<queue key>:<n>" for n from lo to hi, the header's "+<lo>-<hi>", so that no script
+-- copies the whole queue: a hand-off reads the front, a newcomer the last page. A page is
+-- a queue with an empty header ("0\n"); a missing one (expired) has no lines. Pages are
+-- written like the front (unlogged) and outlive their lines' leases. readpage returns page
+-- p, nil when it holds something else (never read as a page nor overwritten: a release
+-- takes it as the queue's end, a waiter is refused).
+local function readpage(p)
+  local ok, t = pcall(redis.call, "get", qk .. ":" .. p)
+  if ok and not t then return "0\n" end
+  if ok and string.find(t, "^0\n") then return t end
+end
+local function page(p)
+  return readpage(p) or error({err = FOREIGN_QUEUE .. " " .. qk .. ":" .. p .. " holds a value that is not a wait queue page"})
+end
+local function writepage(p, t, keep)
+  local k = qk .. ":" .. p
+  for i = #gone, 1, -1 do
+    if gone[i] == p then table.remove(gone, i) end -- pulled, and a page again
+  end
+  quiet()
+  if body(t) > #t then
+    redis.call("del", k)
+  elseif keep <= 0 then
+    redis.call("set", k, t, "KEEPTTL")
+  else
+    redis.call("set", k, t, "PX", string.format("%d", math.max(redis.call("pttl", k), keep)))
+  end
+end
+-- pull returns the front s with the lines of its first page appended (nil: no page, or a
+-- page that is not one, which a waiter's attempt refuses: strict); the page key goes when
+-- the front is written (writeq).
+local function pull(s)
+  local lo, hi = pages(s)
+  local t = lo and (strict and page(lo) or readpage(lo))
+  if not t then return nil end
+  gone[#gone + 1] = lo
+  if lo == hi then lo = nil end
+  return header(window(s), note(s), lo and lo + 1, hi) .. string.sub(s, body(s)) .. string.sub(t, 3)
+end
+-- scan returns the first live entry of s (not skip's, or with the token tag when tag is
+-- given), pulling pages while the front has none, and s as it then is (expired lines cut).
+local function scan(s, now, skip, tag)
   local p = body(s)
   while true do
     local e = entry(s, p)
-    if not e then return nil, string.sub(s, 1, p - 1) end
-    if e.lease < now then
+    if not e then
+      local t = p > #s and pull(s)
+      if not t then return nil, string.sub(s, 1, p - 1) end
+      p, s = p - body(s) + body(t), t
+    elseif e.lease < now and not tag then
       s = cut(s, e)
-    elseif e.id ~= skip then
+    elseif e.lease >= now and e.id ~= skip and (not tag or tagof(e.tok) == tag) then
       return e, s
     else
       p = e.to
     end
   end
 end
+local function first(s, now, skip) return scan(s, now, skip) end
+-- bytag returns the first live entry whose token has tag: in the front, else in a page
+-- (e.page, e.pt: its number and content), read in place.
 local function bytag(s, now, tag)
-  local p = body(s)
-  while true do
-    local e = entry(s, p)
-    if not e then return nil end
-    if e.lease >= now and tagof(e.tok) == tag then return e end
-    p = e.to
+  local lo, hi = pages(s)
+  local t, p = s, nil
+  while t do
+    local i = body(t)
+    while true do
+      local e = entry(t, i)
+      if not e then break end
+      if e.lease >= now and tagof(e.tok) == tag then
+        if p then e.page, e.pt = p, t end
+        return e
+      end
+      i = e.to
+    end
+    p = p and p + 1 or lo
+    t = p and p <= hi and readpage(p)
   end
+end
+-- taken returns the front s with header (w, n), without the line of entry e, which leaves
+-- its page when it is in one (bytag).
+local function taken(s, e, w, n)
+  if e.page then writepage(e.page, cut(e.pt, e), 0) end
+  return rewrite(s, w, n, e.id)
 end
 -- lastline is where the last line of s starts (nil: s is one line), found in the tail of
 -- s (from its start when the tail holds no line break) without copying the queue.
@@ -145,18 +216,64 @@ local function lastline(s)
     from = 1
   end
 end
--- put places a waiter's line by ticket (a renewal keeps its place). A newcomer's ticket is
--- usually the latest: when the last line's ticket is not later, the line goes at the end
--- without walking the queue (the walk would end there too: lines are in ticket order).
-local function put(s, id, tk, tok, lease, ttl, n)
-  local line = id .. " " .. tk .. " " .. tok .. " " .. lease .. " " .. ttl .. " " .. n .. "\n"
-  local old = find(s, id)
-  if old and old.tk == tk then
-    return string.sub(s, 1, old.from - 1) .. line .. string.sub(s, old.to)
-  end
-  if old then s = cut(s, old) end
+-- lastticket is the ticket of the last line of s (a front or a page), nil when none.
+local function lastticket(s)
   local r = lastline(s)
-  local last = r and string.match(s, "^%S+ (%d+) %S+ %d+ %d+ %d+\n$", r)
+  return r and string.match(s, "^%S+ (%d+) %S+ %d+ %d+ %d+\n$", r)
+end
+-- drop returns the front s without the line of waiter id, taken out of its page when it is
+-- in one; tk, the waiter's ticket ("": not known), tells which pages it can be in.
+local function drop(s, id, tk)
+  local e = find(s, id)
+  if e then return cut(s, e) end
+  local lo, hi = pages(s)
+  local last = lo and lastticket(s)
+  for p = lo or 1, hi or 0 do
+    if tk ~= "" and last and later(last, tk) then break end
+    local t = readpage(p)
+    if not t then break end
+    e = find(t, id)
+    if e then
+      writepage(p, cut(t, e), 0)
+      break
+    end
+    last = lastticket(t)
+  end
+  return s
+end
+-- seek returns the first of pages lo..hi whose last line's ticket is not earlier than tk
+-- (hi when none is), by bisection; from an empty page on, it gives up and returns where
+-- the search stands.
+local function seek(lo, hi, tk)
+  while lo < hi do
+    local m = math.floor((lo + hi) / 2)
+    local l = lastticket(page(m))
+    if not l then return lo end
+    if later(tk, l) then lo = m + 1 else hi = m end
+  end
+  return lo
+end
+-- inpages returns the page that holds waiter id's line (its number, content and the
+-- line's entry), nil when none does: first where ticket tk puts it, then in every page (a
+-- line of another ticket: a waiter back with a new one).
+local function inpages(lo, hi, id, tk)
+  local from = seek(lo, hi, tk)
+  for pass = 1, 2 do
+    for p = from, hi do
+      local t = page(p)
+      local e = find(t, id)
+      if e then return p, t, e end
+      local f = pass == 1 and string.match(t, "^%S+ (%d+) ", 3)
+      if f and later(f, tk) then break end
+    end
+    from = lo
+  end
+end
+-- placed returns s (a front or a page) with line placed by ticket tk; last is the ticket
+-- of s's last line (lastticket). A newcomer's ticket is usually the latest: when the last
+-- line's ticket is not later, the line goes at the end without walking s (the walk would
+-- end there too: lines are in ticket order).
+local function placed(s, line, tk, last)
   if last and not later(last, tk) then return s .. line end
   local p = body(s)
   while true do
@@ -167,9 +284,72 @@ local function put(s, id, tk, tok, lease, ttl, n)
   end
   return string.sub(s, 1, p - 1) .. line .. string.sub(s, p)
 end
+-- put places a waiter's line by ticket (a renewal keeps its place) and returns the front.
+-- new: the waiter's first attempt here (its line is in no page: none are read for it). A
+-- line after every line goes to the front while it has room, then to the last page, or to
+-- a new one when that is full; an earlier one goes where its ticket puts it. keep: the
+-- lease (ms), which the page written outlives.
+-- QUEUE_BYTES bounds the front and each page for lines that go at the end.
+local function put(s, id, tk, tok, lease, ttl, n, new, keep)
+  local line = id .. " " .. tk .. " " .. tok .. " " .. lease .. " " .. ttl .. " " .. n .. "\n"
+  local old = find(s, id)
+  if old and old.tk == tk then
+    return string.sub(s, 1, old.from - 1) .. line .. string.sub(s, old.to)
+  end
+  if old then s = cut(s, old) end
+  local lo, hi = pages(s)
+  if lo and not old and not new then
+    local p, t, e = inpages(lo, hi, id, tk)
+    if e and e.tk == tk then
+      writepage(p, string.sub(t, 1, e.from - 1) .. line .. string.sub(t, e.to), keep)
+      return s
+    end
+    if e then writepage(p, cut(t, e), 0) end
+  end
+  local last = lastticket(s)
+  if last and later(last, tk) or not lo and #s + #line <= QUEUE_BYTES then
+    return placed(s, line, tk, last)
+  end
+  if not lo then
+    page(1) -- refused when it is someone else's
+    writepage(1, "0\n" .. line, keep)
+    return header(window(s), note(s), 1, 1) .. string.sub(s, body(s))
+  end
+  -- Into the first page whose last line is later than tk, else the last page, or a new
+  -- one after it when that is full.
+  local at, t
+  for p = hi, lo, -1 do
+    local u = page(p)
+    local l = lastticket(u)
+    if p == hi then t, last = u, l end
+    if l and not later(l, tk) then break end
+    if l then at, t, last = p, u, l end
+  end
+  at = at or hi
+  if at == hi and #t + #line > QUEUE_BYTES and not (last and later(last, tk)) then
+    page(hi + 1) -- refused when it is someone else's
+    writepage(hi + 1, "0\n" .. line, keep)
+    return header(window(s), note(s), lo, hi + 1) .. string.sub(s, body(s))
+  end
+  writepage(at, placed(t, line, tk, last), keep)
+  return s
+end
+-- writeq writes the front s (the pages pulled into it go), or deletes it when nothing is
+-- left, keeping it at least keep ms (the lease of a line just written; 0: as long as it
+-- was kept): an unchanged front only has its expiry moved later (PEXPIRE GT).
 local function writeq(k, s, now, keep)
+  for _, p in ipairs(gone) do redis.call("del", k .. ":" .. p) end
+  gone = {}
   if empty(s) and window(s) <= now and note(s) == "" then
     redis.call("del", k)
+    return
+  end
+  if s == qread then
+    if keep > 0 then redis.call("pexpire", k, string.format("%d", keep), "GT") end
+    return
+  end
+  if qread and keep <= 0 then
+    redis.call("set", k, s, "KEEPTTL")
     return
   end
   local ms = redis.call("pttl", k)
@@ -189,13 +369,13 @@ end
 local function slack(ttl) return math.min(math.floor(tonumber(ttl) / 4), 1000) end
 local function handto(keys, s, e, f, now, keep, proven, at)
   local reg = redis.call("get", keys[2]) or "0"
-  local g = "r" .. reg
+  local g, set = "r" .. reg, nil
   local numeric = string.match(reg, "^%d+$") and tonumber(reg) < 9007199254740992 - CHAIN_FENCES
   if proven and numeric and tonumber(reg) > f and at - now >= tonumber(e.ttl) then
     -- Unlogged (see releaseBody): the key keeps the released key's expiry to the
     -- millisecond (PXAT), the fence is the releaser's plus one, at or below the register.
     quiet()
-    g = string.format("%d", f + 1)
+    g, set = string.format("%d", f + 1), at
     redis.call("set", keys[1], e.tok, "PXAT", string.format("%d", at))
   else
     loud()
@@ -207,6 +387,6 @@ local function handto(keys, s, e, f, now, keep, proven, at)
     end
   end
   quiet()
-  writeq(keys[3], rewrite(s, window(s), handed(keys[1], e.tok, g, now), e.id), now, keep)
+  writeq(keys[3], taken(s, e, window(s), handed(keys[1], e.tok, g, now, set)), now, keep)
   tell(keys[1], e, g)
 end

@@ -80,7 +80,7 @@ local s = readq(KEYS[3]) -- nil: no queue of ours, only the release runs
 local read = s
 local mode = ARGV[6] or "" -- callers of the bare release pass only ARGV[1-3]
 local leaving = string.sub(mode, 1, 5) == "leave"
-if s and (leaving or mode == "drop") then s = drop(s, ARGV[5]) end
+if s and (leaving or mode == "drop") then s = drop(s, ARGV[5], ARGV[7] or "") end
 local v = redis.call("get", KEYS[1])
 local ours = v == ARGV[1]
 if v and not ours then
@@ -92,7 +92,7 @@ if v and not ours then
 end
 local at, exact, proven = 0, false, false
 if ours then
-  at, exact = expiry(KEYS[1], nowms())
+  at, exact = expiry(KEYS[1])
   -- The key is the one this master's last hand-off set, with the fence the releaser
   -- names, untouched since (any other SET of it, even of the same token by an extension
   -- after it expired, gives it another expiry time).

@@ -53,8 +53,11 @@ const (
 	// minus one past the new holder's fence, so that up to as many hand-offs after it need
 	// no log write for their fence (see release.lua).
 	ChainFences = 100
+	// QueueBytes bounds, in bytes, the wait queue's key (the first waiters) and each of its
+	// pages for lines that go at the end (see queue.lua): about 30 waiters each.
+	QueueBytes = 3072
 	// ForeignQueueCode starts the error reply of acquire_queued on a master whose queue
-	// key holds a value that is not a wait queue.
+	// key, or a page of it, holds a value that is not a wait queue.
 	ForeignQueueCode = "REDLOCKFOREIGNQUEUE"
 )
 
@@ -129,6 +132,7 @@ var constants = strings.NewReplacer(
 	"HANDOFF_PERIOD", strconv.FormatInt(HandOffPeriod.Milliseconds(), 10),
 	"OPEN_WINDOW", strconv.FormatInt(OpenWindow.Milliseconds(), 10),
 	"CHAIN_FENCES", strconv.Itoa(ChainFences),
+	"QUEUE_BYTES", strconv.Itoa(QueueBytes),
 	"FOREIGN_QUEUE", `"`+ForeignQueueCode+`"`)
 
 // newScript makes a script: name (lower case letters, digits and '_') is stable across

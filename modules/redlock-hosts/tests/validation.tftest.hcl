@@ -239,6 +239,6 @@ run "exporters_off" {
 
   assert {
     condition     = alltrue([for i, u in output.user_data : !strcontains(u, "exporter") && length(output.user_data_base64_gzip[i]) <= 21848]) && length(output.scrape_targets.redis) == 0
-    error_message = "exporters = false installs no exporter and lists no target, within the user-data limit (its gzip form: the plain one is near 16 KiB and a valkey host passes it)"
+    error_message = "exporters = false installs no exporter and lists no target, within the user-data limit (its gzip form: the plain one passes 16 KiB)"
   }
 }
