@@ -221,33 +221,16 @@ local function lastticket(s)
   local r = lastline(s)
   return r and string.match(s, "^%S+ (%d+) %S+ %d+ %d+ %d+\n$", r)
 end
--- drop returns the front s without the line of waiter id, taken out of its page when it is
--- in one; tk, the waiter's ticket ("": not known), tells which pages it can be in.
-local function drop(s, id, tk)
-  local e = find(s, id)
-  if e then return cut(s, e) end
-  local lo, hi = pages(s)
-  local last = lo and lastticket(s)
-  for p = lo or 1, hi or 0 do
-    if tk ~= "" and last and later(last, tk) then break end
-    local t = readpage(p)
-    if not t then break end
-    e = find(t, id)
-    if e then
-      writepage(p, cut(t, e), 0)
-      break
-    end
-    last = lastticket(t)
-  end
-  return s
-end
 -- seek returns the first of pages lo..hi whose last line's ticket is not earlier than tk
--- (hi when none is), by bisection; from an empty page on, it gives up and returns where
--- the search stands.
-local function seek(lo, hi, tk)
+-- (hi when none is), by bisection, reading pages with read (page, or readpage: a page that
+-- is not one then gives nil); from an empty page on, it gives up and returns where the
+-- search stands.
+local function seek(lo, hi, tk, read)
   while lo < hi do
     local m = math.floor((lo + hi) / 2)
-    local l = lastticket(page(m))
+    local t = (read or page)(m)
+    if not t then return nil end
+    local l = lastticket(t)
     if not l then return lo end
     if later(tk, l) then lo = m + 1 else hi = m end
   end
@@ -269,6 +252,32 @@ local function inpages(lo, hi, id, tk)
     from = lo
   end
 end
+-- drop returns the front s without the line of waiter id, taken out of its page when it is
+-- in one; tk, the waiter's ticket ("": not known), tells which pages it can be in (seek).
+-- A page that is not one ends the search (never an error: a release calls drop).
+local function drop(s, id, tk)
+  local e = find(s, id)
+  if e then return cut(s, e) end
+  local lo, hi = pages(s)
+  if not lo then return s end
+  if tk ~= "" then
+    local last = lastticket(s)
+    if last and later(last, tk) then return s end
+    lo = seek(lo, hi, tk, readpage) or lo
+  end
+  for p = lo, hi do
+    local t = readpage(p)
+    if not t then break end
+    e = find(t, id)
+    if e then
+      writepage(p, cut(t, e), 0)
+      break
+    end
+    local f = tk ~= "" and string.match(t, "^%S+ (%d+) ", 3)
+    if f and later(f, tk) then break end
+  end
+  return s
+end
 -- placed returns s (a front or a page) with line placed by ticket tk; last is the ticket
 -- of s's last line (lastticket). A newcomer's ticket is usually the latest: when the last
 -- line's ticket is not later, the line goes at the end without walking s (the walk would
@@ -289,7 +298,7 @@ end
 -- line after every line goes to the front while it has room, then to the last page, or to
 -- a new one when that is full; an earlier one goes where its ticket puts it. keep: the
 -- lease (ms), which the page written outlives.
--- QUEUE_BYTES bounds the front and each page for lines that go at the end.
+-- The front and each page take lines at their end up to lua.QueueBytes.
 local function put(s, id, tk, tok, lease, ttl, n, new, keep)
   local line = id .. " " .. tk .. " " .. tok .. " " .. lease .. " " .. ttl .. " " .. n .. "\n"
   local old = find(s, id)
