@@ -75,7 +75,12 @@ goreleaser_snapshot() {
   # A snapshot build of this machine's platform with the config's build settings (flags,
   # ldflags, binary names); `make cross` builds every release platform, and the tag-time
   # `goreleaser release` adds the archives, checksums, signature and registry manifest.
-  bin/goreleaser build --snapshot --clean --single-target --parallelism 2 >/dev/null 2>dist.log || { cat dist.log >&2; rm -f dist.log; exit 1; }
+  # The release's own tag (vX.Y.Z): the modules' tags on the same commit (provider/vX.Y.Z,
+  # test/vX.Y.Z) would otherwise name the snapshot's version (git describe takes any of
+  # them), and the provider's binary name with it.
+  local tag
+  tag=$(git describe --tags --abbrev=0 --match 'v[0-9]*' 2>/dev/null || true)
+  GORELEASER_CURRENT_TAG=$tag bin/goreleaser build --snapshot --clean --single-target --parallelism 2 >/dev/null 2>dist.log || { cat dist.log >&2; rm -f dist.log; exit 1; }
   rm -f dist.log
   find dist -type f -perm -u+x -name 'terraform-provider-redlock_v*' | grep . >/dev/null || { echo "release-check: no provider binary built" >&2; exit 1; }
   find dist -type f -perm -u+x -name lockagent | grep . >/dev/null || { echo "release-check: no lockagent binary built" >&2; exit 1; }
