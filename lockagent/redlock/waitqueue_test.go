@@ -132,20 +132,12 @@ func startWaiters(t *testing.T, cl *redistest.Cluster, key string, n int) <-chan
 	return got
 }
 
-// TestWaitQueueHandsOffInOrder: waiters in different Clients (as in different processes)
-// get a released lock first come, first served, each by a hand-off (the release sets the
-// key to the first waiter's token on every master), with fences that keep increasing.
-func TestWaitQueueHandsOffInOrder(t *testing.T) {
-	cl := redistest.Start(t, redistest.Options{Masters: 5})
-	const key = "queue-order"
-	holder := newClient(t, cl, redlock.Options{})
-	first := mustAcquire(t, holder, key, 10*time.Second)
-	got := startWaiters(t, cl, key, 3)
-	if err := first.Release(context.Background()); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	prev := first.Fence()
-	for want := range 3 {
+// servedInTurn takes the n waiters of startWaiters as they get the lock and releases each:
+// they must get it in the order they started, each holding the key on a majority, with
+// fences above prev that keep increasing.
+func servedInTurn(t *testing.T, cl *redistest.Cluster, key string, got <-chan waited, n int, prev uint64) {
+	t.Helper()
+	for want := range n {
 		r := <-got
 		if r.err != nil {
 			t.Fatalf("waiter %d: Acquire: %v", r.who, r.err)
@@ -164,6 +156,21 @@ func TestWaitQueueHandsOffInOrder(t *testing.T) {
 			t.Fatalf("waiter %d: Release: %v", r.who, err)
 		}
 	}
+}
+
+// TestWaitQueueHandsOffInOrder: waiters in different Clients (as in different processes)
+// get a released lock first come, first served, each by a hand-off (the release sets the
+// key to the first waiter's token on every master), with fences that keep increasing.
+func TestWaitQueueHandsOffInOrder(t *testing.T) {
+	cl := redistest.Start(t, redistest.Options{Masters: 5})
+	const key = "queue-order"
+	holder := newClient(t, cl, redlock.Options{})
+	first := mustAcquire(t, holder, key, 10*time.Second)
+	got := startWaiters(t, cl, key, 3)
+	if err := first.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	servedInTurn(t, cl, key, got, 3, first.Fence())
 	waitUntil(t, "the queue and the key gone from every master", func() bool {
 		return keysOn(t, cl, key) == 0 && keysOn(t, cl, key+redlock.QueueSuffix) == 0
 	})
@@ -194,23 +201,7 @@ func TestWaitQueueInPages(t *testing.T) {
 	if err := first.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	prev := first.Fence()
-	for want := range n {
-		r := <-got
-		if r.err != nil {
-			t.Fatalf("waiter %d: Acquire: %v", r.who, r.err)
-		}
-		if r.who != want {
-			t.Errorf("waiter %d got the lock in turn %d, want waiter %d first", r.who, want, want)
-		}
-		if r.lock.Fence() <= prev {
-			t.Errorf("waiter %d got fence %d after fence %d: fences must increase", r.who, r.lock.Fence(), prev)
-		}
-		prev = r.lock.Fence()
-		if err := r.lock.Release(context.Background()); err != nil {
-			t.Fatalf("waiter %d: Release: %v", r.who, err)
-		}
-	}
+	servedInTurn(t, cl, key, got, n, first.Fence())
 	waitUntil(t, "the queue, its pages and the key gone from every master", func() bool {
 		left := keysOn(t, cl, key) + keysOn(t, cl, key+redlock.QueueSuffix)
 		for p := 1; p <= 8; p++ {

@@ -157,9 +157,9 @@ local function pull(s)
   if lo == hi then lo = nil end
   return header(window(s), note(s), lo and lo + 1, hi) .. string.sub(s, body(s)) .. string.sub(t, 3)
 end
--- scan returns the first live entry of s (not skip's, or with the token tag when tag is
--- given), pulling pages while the front has none, and s as it then is (expired lines cut).
-local function scan(s, now, skip, tag)
+-- first returns the first live entry of s that is not skip's, pulling pages while the
+-- front has none, and s as it then is (the expired lines before it cut).
+local function first(s, now, skip)
   local p = body(s)
   while true do
     local e = entry(s, p)
@@ -167,16 +167,15 @@ local function scan(s, now, skip, tag)
       local t = p > #s and pull(s)
       if not t then return nil, string.sub(s, 1, p - 1) end
       p, s = p - body(s) + body(t), t
-    elseif e.lease < now and not tag then
+    elseif e.lease < now then
       s = cut(s, e)
-    elseif e.lease >= now and e.id ~= skip and (not tag or tagof(e.tok) == tag) then
+    elseif e.id ~= skip then
       return e, s
     else
       p = e.to
     end
   end
 end
-local function first(s, now, skip) return scan(s, now, skip) end
 -- bytag returns the first live entry whose token has tag: in the front, else in a page
 -- (e.page, e.pt: its number and content), read in place.
 local function bytag(s, now, tag)
@@ -228,7 +227,7 @@ end
 local function seek(lo, hi, tk, read)
   while lo < hi do
     local m = math.floor((lo + hi) / 2)
-    local t = (read or page)(m)
+    local t = read(m)
     if not t then return nil end
     local l = lastticket(t)
     if not l then return lo end
@@ -237,45 +236,36 @@ local function seek(lo, hi, tk, read)
   return lo
 end
 -- inpages returns the page that holds waiter id's line (its number, content and the
--- line's entry), nil when none does: first where ticket tk puts it, then in every page (a
--- line of another ticket: a waiter back with a new one).
-local function inpages(lo, hi, id, tk)
-  local from = seek(lo, hi, tk)
-  for pass = 1, 2 do
+-- line's entry), nil when none does, reading pages with read (a nil page ends the search):
+-- where ticket tk puts it ("": every page), then, when again is set, in every page (a line
+-- of another ticket: a waiter back with a new one).
+local function inpages(lo, hi, id, tk, read, again)
+  local from = tk ~= "" and seek(lo, hi, tk, read) or lo
+  repeat
     for p = from, hi do
-      local t = page(p)
+      local t = read(p)
+      if not t then return end
       local e = find(t, id)
       if e then return p, t, e end
-      local f = pass == 1 and string.match(t, "^%S+ (%d+) ", 3)
+      local f = tk ~= "" and string.match(t, "^%S+ (%d+) ", 3)
       if f and later(f, tk) then break end
     end
-    from = lo
-  end
+    from, again = again and tk ~= "" and lo, false
+    tk = ""
+  until not from
 end
 -- drop returns the front s without the line of waiter id, taken out of its page when it is
--- in one; tk, the waiter's ticket ("": not known), tells which pages it can be in (seek).
--- A page that is not one ends the search (never an error: a release calls drop).
+-- in one; tk, the waiter's ticket ("": not known), tells which pages it can be in. A page
+-- that is not one ends the search (never an error: a release calls drop).
 local function drop(s, id, tk)
   local e = find(s, id)
   if e then return cut(s, e) end
   local lo, hi = pages(s)
-  if not lo then return s end
-  if tk ~= "" then
-    local last = lastticket(s)
-    if last and later(last, tk) then return s end
-    lo = seek(lo, hi, tk, readpage) or lo
-  end
-  for p = lo, hi do
-    local t = readpage(p)
-    if not t then break end
-    e = find(t, id)
-    if e then
-      writepage(p, cut(t, e), 0)
-      break
-    end
-    local f = tk ~= "" and string.match(t, "^%S+ (%d+) ", 3)
-    if f and later(f, tk) then break end
-  end
+  local last = lo and tk ~= "" and lastticket(s)
+  if not lo or last and later(last, tk) then return s end
+  local p, t
+  p, t, e = inpages(lo, hi, id, tk, readpage)
+  if e then writepage(p, cut(t, e), 0) end
   return s
 end
 -- placed returns s (a front or a page) with line placed by ticket tk; last is the ticket
@@ -308,7 +298,7 @@ local function put(s, id, tk, tok, lease, ttl, n, new, keep)
   if old then s = cut(s, old) end
   local lo, hi = pages(s)
   if lo and not old and not new then
-    local p, t, e = inpages(lo, hi, id, tk)
+    local p, t, e = inpages(lo, hi, id, tk, page, true)
     if e and e.tk == tk then
       writepage(p, string.sub(t, 1, e.from - 1) .. line .. string.sub(t, e.to), keep)
       return s
