@@ -69,6 +69,14 @@ type CrossProcess struct {
 	// SETs are left out of MasterCalls, and their CPU (at FloorCPU each) of MasterCPU.
 	FloorLoaded  time.Duration
 	FloorLoadedN int
+	// RoundIdle is the median of bare rounds (see bareRound: a PING to every master,
+	// timed to the majority's reply) measured after the floor, before the window;
+	// RoundLoaded the median of those made during the window, one between two floor
+	// writes (RoundLoadedN of them). RoundLoaded - RoundIdle is what the window's load
+	// costs one round through the masters, whatever the lock does. Zero when not
+	// measured.
+	RoundIdle, RoundLoaded time.Duration
+	RoundLoadedN           int
 	// WorkerCPU and WorkerWakeups are the worker processes' CPU time and voluntary
 	// context switches (each a sleep, so a wake-up) per acquisition, all workers together.
 	WorkerCPU     time.Duration
@@ -417,6 +425,22 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			floorCPU = (before.cpu - floorStart.cpu) / floorWriteSamples
 		}
 	}
+	// The bare round, idle, after the counts: its PINGs are left out of them below.
+	var roundIdle time.Duration
+	if floorP50 > 0 {
+		if roundIdle, err = bareRounds(ctx, floor, roundSamples); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			cfg.Log.Warn("bench: the bare round could not be measured", "err", err)
+		}
+	}
+	if len(admins) > 0 && roundIdle > 0 {
+		if before, err = readMasterWork(ctx, admins); err != nil {
+			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
+			admins = nil
+		}
+	}
 	now, err := monoNow()
 	if err != nil {
 		return nil, err
@@ -429,8 +453,8 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 		}
 	}
 	type loaded struct {
-		p50 time.Duration
-		n   int
+		p50, round time.Duration
+		n, rounds  int
 	}
 	during := make(chan loaded, 1)
 	duringCtx, stopDuring := context.WithCancel(ctx)
@@ -440,8 +464,8 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			during <- loaded{}
 			return
 		}
-		p50, n := floorDuring(duringCtx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, startAt, startAt+int64(cfg.Duration))
-		during <- loaded{p50, n}
+		p50, n, round, rounds := floorDuring(duringCtx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, startAt, startAt+int64(cfg.Duration))
+		during <- loaded{p50, round, n, rounds}
 	}()
 	results := make([]workerResult, len(workers))
 	// A lock call that started in the window may wait up to the implementation's own
@@ -475,10 +499,14 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	c := summarizeCross(results, fenced)
 	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
 	c.FloorLoaded, c.FloorLoadedN = fl.p50, fl.n
+	if roundIdle > 0 && fl.rounds > 0 {
+		c.RoundIdle, c.RoundLoaded, c.RoundLoadedN = roundIdle, fl.round, fl.rounds
+	}
 	if len(admins) > 0 {
 		if after, err := readMasterWork(ctx, admins); err == nil {
 			// The floor writes during the window are not the hand-offs' work.
 			after.calls["set"] -= int64(fl.n * len(floor))
+			after.calls["ping"] -= int64(fl.rounds * len(floor))
 			after.cpu -= time.Duration(fl.n) * floorCPU
 			c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(before, c.Acquisitions)
 			c.FloorCPU = floorCPU

@@ -146,9 +146,9 @@ func TestCrossProcessWorkers(t *testing.T) {
 			// The hand-off against its floor, and the masters' work, were measured.
 			if c.FloorWrite <= 0 || c.FloorWriteP99 < c.FloorWrite || c.GapP99 < c.GapP50 || c.Held < cfg.Hold ||
 				c.Utilisation <= 0 || c.Utilisation > 1 || c.MasterCPU <= 0 || c.FloorCPU <= 0 || c.FloorLoaded <= 0 || c.FloorLoadedN == 0 ||
-				c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 {
-				t.Errorf("hand-off: floor %v/%v, gap %v/%v, hold %v, utilisation %v, master CPU %v",
-					c.FloorWrite, c.FloorWriteP99, c.GapP50, c.GapP99, c.Held, c.Utilisation, c.MasterCPU)
+				c.RoundIdle <= 0 || c.RoundLoaded <= 0 || c.RoundLoadedN == 0 || c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 {
+				t.Errorf("hand-off: floor %v/%v, gap %v/%v, hold %v, utilisation %v, master CPU %v, bare round %v/%v (%d)",
+					c.FloorWrite, c.FloorWriteP99, c.GapP50, c.GapP99, c.Held, c.Utilisation, c.MasterCPU, c.RoundIdle, c.RoundLoaded, c.RoundLoadedN)
 			}
 			script := "fcall"
 			if impl == Redsync {
@@ -379,4 +379,28 @@ func TestRunCrossProcess(t *testing.T) {
 		}
 	}
 	assertReaped(t, started)
+}
+
+// TestGapLessLoad: the gap less the load takes off what the window's load cost a bare
+// round, never adds what it saved, and is unknown without both rounds.
+func TestGapLessLoad(t *testing.T) {
+	us := time.Microsecond
+	for _, tt := range []struct {
+		name              string
+		gap, idle, loaded time.Duration
+		want              time.Duration
+		known             bool
+	}{
+		{"load made the round longer", 500 * us, 200 * us, 320 * us, 380 * us, true},
+		{"load made it no longer", 500 * us, 200 * us, 180 * us, 500 * us, true},
+		{"no idle round", 500 * us, 0, 320 * us, 0, false},
+		{"no round under load", 500 * us, 200 * us, 0, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &CrossProcess{GapP50: tt.gap, RoundIdle: tt.idle, RoundLoaded: tt.loaded}
+			if got, known := c.GapLessLoad(); got != tt.want || known != tt.known {
+				t.Errorf("GapLessLoad() = %v, %v; want %v, %v", got, known, tt.want, tt.known)
+			}
+		})
+	}
 }

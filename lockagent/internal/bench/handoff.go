@@ -42,11 +42,17 @@ func floorWrites(ctx context.Context, clients []*redis.Client, key string, ttl t
 // one is a write (and so fsynced with appendfsync always). It returns once every master
 // answered.
 func floorWrite(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration) (time.Duration, error) {
+	return majority(clients, func(c *redis.Client) error { return c.Set(ctx, key, "floor", ttl).Err() }, "floor write")
+}
+
+// majority runs do on every client at once and returns how long the majority's replies
+// took; it returns once every client answered. what names the operation in its error.
+func majority(clients []*redis.Client, do func(*redis.Client) error, what string) (time.Duration, error) {
 	quorum := len(clients)/2 + 1
 	start := time.Now()
 	replies := make(chan error, len(clients))
 	for _, c := range clients {
-		go func() { replies <- c.Set(ctx, key, "floor", ttl).Err() }()
+		go func() { replies <- do(c) }()
 	}
 	ok, failed := 0, 0
 	var at time.Duration
@@ -60,21 +66,22 @@ func floorWrite(ctx context.Context, clients []*redis.Client, key string, ttl ti
 		}
 	}
 	if ok < quorum {
-		return 0, fmt.Errorf("bench: floor write: %d of %d masters failed: %w", failed, len(clients), last)
+		return 0, fmt.Errorf("bench: %s: %d of %d masters failed: %w", what, failed, len(clients), last)
 	}
 	return at, nil
 }
 
-// floorDuring measures a floor write every floorDuringEvery from the shared clock's
-// startAt to end (ns), while the workers run: the floor under the window's load. It
-// returns the median and how many writes it made; errors end it early.
-func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, startAt, end int64) (time.Duration, int) {
+// floorDuring measures, while the workers run, a floor write every floorDuringEvery from
+// the shared clock's startAt to end (ns), and a bare round halfway between two of them:
+// the floor and the round under the window's load. It returns the medians and how many
+// of each it made; errors end them early (a round that fails is left out).
+func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, startAt, end int64) (floor time.Duration, writes int, round time.Duration, rounds int) {
 	now, err := monoNow()
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0, 0
 	}
 	time.Sleep(time.Duration(startAt - now))
-	var lat []time.Duration
+	var lat, rlat []time.Duration
 	for ctx.Err() == nil {
 		if now, _ = monoNow(); now >= end {
 			break
@@ -84,9 +91,40 @@ func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl t
 			break
 		}
 		lat = append(lat, d)
-		time.Sleep(floorDuringEvery)
+		time.Sleep(floorDuringEvery / 2)
+		if d, err := bareRound(ctx, clients); err == nil {
+			rlat = append(rlat, d)
+		}
+		time.Sleep(floorDuringEvery / 2)
 	}
-	return percentile(lat, 0.50), len(lat)
+	return percentile(lat, 0.50), len(lat), percentile(rlat, 0.50), len(rlat)
+}
+
+// roundSamples is how many bare rounds a cell's idle round is the median of.
+const roundSamples = 200
+
+// bareRounds measures n bare rounds on clients, one after another, and returns the
+// median.
+func bareRounds(ctx context.Context, clients []*redis.Client, n int) (time.Duration, error) {
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		d, err := bareRound(ctx, clients)
+		if err != nil {
+			return 0, err
+		}
+		lat = append(lat, d)
+	}
+	return percentile(lat, 0.50), nil
+}
+
+// bareRound is the least a message can do through a majority of the masters: a PING to
+// every master at once, timed to the majority's reply, with no write, no script and no
+// fsync. A hand-off is at least that (the holder's release reaches a majority, and the
+// next holder hears back from it), so how much longer a bare round takes in a window
+// than on the idle machine is what the window's load costs any hand-off there. It
+// returns once every master answered.
+func bareRound(ctx context.Context, clients []*redis.Client) (time.Duration, error) {
+	return majority(clients, func(c *redis.Client) error { return c.Ping(ctx).Err() }, "bare round")
 }
 
 // floorDuringEvery spaces the floor writes during a window: few enough that their
