@@ -70,7 +70,9 @@ Scenarios:
                next holder's acquisition (p50/p99) and the utilisation (time held /
                wall time), beside one fsynced majority write (SET PX to every master,
                timed to the majority's reply) measured on the same masters just before
-               each window; with --spawn (or an admin user in agent.json) also the
+               each window, and beside a bare round (a PING to every master, timed to
+               the majority's reply) measured idle and during the window: the gap less
+               what the window's load costs such a round; with --spawn (or an admin user in agent.json) also the
                masters' CPU time and commands per acquisition (INFO)
 Then the ratios of FCALL vs EVALSHA, of the library vs redsync and vs the floor, and
 the issue's targets.
