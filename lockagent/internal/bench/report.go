@@ -389,6 +389,10 @@ func (r *Report) CrossTargets() []Target {
 		if c.FloorWrite > 0 && c.Processes >= 8 {
 			ts = append(ts, Target{Name: fmt.Sprintf("cross-process, %d processes: hand-off gap p50 <= 1.1x one fsynced majority write", c.Processes),
 				Limit: 1.1, Ratio: float64(c.GapP50) / float64(c.FloorWrite), Known: true})
+			if g, ok := c.GapLessLoad(); ok {
+				ts = append(ts, Target{Name: fmt.Sprintf("cross-process, %d processes: hand-off gap p50 less the load <= 1.1x one fsynced majority write", c.Processes),
+					Limit: 1.1, Ratio: float64(g) / float64(c.FloorWrite), Known: true})
+			}
 		}
 		if c.Processes >= 8 {
 			ts = append(ts, Target{Name: fmt.Sprintf("cross-process, %d processes: Jain >= 0.99", c.Processes), Limit: 0.99, AtLeast: true, Ratio: c.Jain, Known: true, Value: true})
