@@ -145,13 +145,13 @@ func TestBenchCrossProcess(t *testing.T) {
 	for _, impl := range []string{"lockagent", "redsync"} {
 		found := false
 		for _, l := range strings.Split(handOff, "\n") {
-			if f := strings.Fields(l); len(f) >= 15 && f[0] == impl && f[1] == "3" {
+			if f := strings.Fields(l); len(f) >= 16 && f[0] == impl && f[1] == "3" {
 				found = true
 				if f[2] == "n/a" || f[7] == "n/a" {
 					t.Errorf("%s: floor write %s, under load %s, want both measured:\n%s", impl, f[2], f[7], stdout)
 				}
-				if idle, loaded, ok := strings.Cut(f[9], "/"); !ok || idle == "n/a" || loaded == "n/a" || f[10] == "n/a" {
-					t.Errorf("%s: bare round %s, gap less the load %s, want both measured:\n%s", impl, f[9], f[10], stdout)
+				if idle, loaded, ok := strings.Cut(f[9], "/"); !ok || idle == "n/a" || loaded == "n/a" || f[11] == "n/a" {
+					t.Errorf("%s: bare round %s (%s under load), gap less the load %s, want them measured:\n%s", impl, f[9], f[10], f[11], stdout)
 				}
 			}
 		}

@@ -414,31 +414,36 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 		}
 		cfg.Log.Warn("bench: the floor write could not be measured", "err", err)
 	}
-	var before masterWork
+	// The bare round, idle, after the floor. The readings around each tell what one of
+	// the bench's own SETs and PINGs costs the masters, to take those of the window out
+	// of the hand-offs' work below.
+	var afterFloor, before masterWork
+	var setCost, pingCost benchCommand
 	var floorCPU time.Duration
 	if len(admins) > 0 {
-		if before, err = readMasterWork(ctx, admins); err != nil {
+		if afterFloor, err = readMasterWork(ctx, admins); err != nil {
 			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
 			admins = nil
-		}
-		if floorP50 > 0 {
-			floorCPU = (before.cpu - floorStart.cpu) / floorWriteSamples
+		} else if floorP50 > 0 {
+			floorCPU = (afterFloor.cpu - floorStart.cpu) / floorWriteSamples
+			setCost = afterFloor.costOf("set", floorStart)
 		}
 	}
-	// The bare round, idle, after the counts: its PINGs are left out of them below.
 	var roundIdle time.Duration
 	if floorP50 > 0 {
-		if roundIdle, err = bareRounds(ctx, floor, roundSamples); err != nil {
+		if roundIdle, _, err = bareRounds(ctx, floor, roundSamples); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			cfg.Log.Warn("bench: the bare round could not be measured", "err", err)
 		}
 	}
-	if len(admins) > 0 && roundIdle > 0 {
+	if len(admins) > 0 {
 		if before, err = readMasterWork(ctx, admins); err != nil {
 			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
 			admins = nil
+		} else {
+			pingCost = before.costOf("ping", afterFloor)
 		}
 	}
 	now, err := monoNow()
@@ -452,20 +457,15 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			return nil, fmt.Errorf("bench: worker %d: %w; its stderr: %s", w.pid(), err, w.stderr.String())
 		}
 	}
-	type loaded struct {
-		p50, round time.Duration
-		n, rounds  int
-	}
-	during := make(chan loaded, 1)
+	during := make(chan loadedSamples, 1)
 	duringCtx, stopDuring := context.WithCancel(ctx)
 	defer stopDuring()
 	go func() {
 		if floorP50 <= 0 {
-			during <- loaded{}
+			during <- loadedSamples{}
 			return
 		}
-		p50, n, round, rounds := floorDuring(duringCtx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, startAt, startAt+int64(cfg.Duration))
-		during <- loaded{p50, round, n, rounds}
+		during <- floorDuring(duringCtx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, startAt, startAt+int64(cfg.Duration))
 	}()
 	results := make([]workerResult, len(workers))
 	// A lock call that started in the window may wait up to the implementation's own
@@ -498,16 +498,16 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	fl := <-during
 	c := summarizeCross(results, fenced)
 	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
-	c.FloorLoaded, c.FloorLoadedN = fl.p50, fl.n
+	c.FloorLoaded, c.FloorLoadedN = fl.floor, fl.writes
 	if roundIdle > 0 && fl.rounds > 0 {
 		c.RoundIdle, c.RoundLoaded, c.RoundLoadedN = roundIdle, fl.round, fl.rounds
 	}
 	if len(admins) > 0 {
 		if after, err := readMasterWork(ctx, admins); err == nil {
-			// The floor writes during the window are not the hand-offs' work.
-			after.calls["set"] -= int64(fl.n * len(floor))
-			after.calls["ping"] -= int64(fl.rounds * len(floor))
-			after.cpu -= time.Duration(fl.n) * floorCPU
+			// The floor writes and bare rounds during the window are not the hand-offs'
+			// work: every SET and PING a master answered, at what one cost when idle.
+			after.less("set", fl.sets, setCost)
+			after.less("ping", fl.pings, pingCost)
 			c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(before, c.Acquisitions)
 			c.FloorCPU = floorCPU
 		}

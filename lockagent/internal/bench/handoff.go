@@ -28,7 +28,7 @@ const floorWriteSamples = 200
 func floorWrites(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, n int) (p50, p99 time.Duration, err error) {
 	lat := make([]time.Duration, 0, n)
 	for range n {
-		d, err := floorWrite(ctx, clients, key, ttl)
+		d, _, err := floorWrite(ctx, clients, key, ttl)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -40,19 +40,27 @@ func floorWrites(ctx context.Context, clients []*redis.Client, key string, ttl t
 // floorWrite is one fsynced majority write: a SET PX of key to every master at once,
 // timed to the majority's reply. It is the floor's SET NX PX without NX, so that every
 // one is a write (and so fsynced with appendfsync always). It returns once every master
-// answered.
-func floorWrite(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration) (time.Duration, error) {
-	return majority(clients, func(c *redis.Client) error { return c.Set(ctx, key, "floor", ttl).Err() }, "floor write")
+// answered (or majorityTimeout passed), with how many of them ran the SET.
+func floorWrite(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration) (time.Duration, int, error) {
+	return majority(ctx, clients, func(ctx context.Context, c *redis.Client) error { return c.Set(ctx, key, "floor", ttl).Err() }, "floor write")
 }
 
+// majorityTimeout bounds one floor write or bare round: a master that does not answer
+// (stopped, or cut off) costs a sample this long, not go-redis's read timeout and its
+// retries, for each of hundreds of samples.
+const majorityTimeout = 2 * time.Second
+
 // majority runs do on every client at once and returns how long the majority's replies
-// took; it returns once every client answered. what names the operation in its error.
-func majority(clients []*redis.Client, do func(*redis.Client) error, what string) (time.Duration, error) {
+// took and how many clients answered without an error; it returns once every client
+// answered or majorityTimeout passed. what names the operation in its error.
+func majority(ctx context.Context, clients []*redis.Client, do func(context.Context, *redis.Client) error, what string) (time.Duration, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, majorityTimeout)
+	defer cancel()
 	quorum := len(clients)/2 + 1
 	start := time.Now()
 	replies := make(chan error, len(clients))
 	for _, c := range clients {
-		go func() { replies <- do(c) }()
+		go func() { replies <- do(ctx, c) }()
 	}
 	ok, failed := 0, 0
 	var at time.Duration
@@ -66,65 +74,99 @@ func majority(clients []*redis.Client, do func(*redis.Client) error, what string
 		}
 	}
 	if ok < quorum {
-		return 0, fmt.Errorf("bench: %s: %d of %d masters failed: %w", what, failed, len(clients), last)
+		return 0, ok, fmt.Errorf("bench: %s: %d of %d masters failed: %w", what, failed, len(clients), last)
 	}
-	return at, nil
+	return at, ok, nil
+}
+
+// loadedSamples is what floorDuring measured during a window: the floor writes and the
+// bare rounds' medians, how many of each it made (a failed one is left out), and how
+// many SETs and PINGs the masters answered (failed samples included): the bench's own
+// commands, to take out of the masters' work.
+type loadedSamples struct {
+	floor, round   time.Duration
+	writes, rounds int
+	sets, pings    int
 }
 
 // floorDuring measures, while the workers run, a floor write every floorDuringEvery from
 // the shared clock's startAt to end (ns), and a bare round halfway between two of them:
-// the floor and the round under the window's load. It returns the medians and how many
-// of each it made; errors end them early (a round that fails is left out).
-func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, startAt, end int64) (floor time.Duration, writes int, round time.Duration, rounds int) {
+// the floor and the round under the window's load. A failed floor write ends it; a
+// failed round is left out.
+func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, startAt, end int64) loadedSamples {
+	var s loadedSamples
 	now, err := monoNow()
-	if err != nil {
-		return 0, 0, 0, 0
+	if err != nil || !sleepCtx(ctx, time.Duration(startAt-now)) {
+		return s
 	}
-	time.Sleep(time.Duration(startAt - now))
 	var lat, rlat []time.Duration
 	for ctx.Err() == nil {
 		if now, _ = monoNow(); now >= end {
 			break
 		}
-		d, err := floorWrite(ctx, clients, key, ttl)
+		d, ran, err := floorWrite(ctx, clients, key, ttl)
+		s.sets += ran
 		if err != nil {
 			break
 		}
 		lat = append(lat, d)
-		time.Sleep(floorDuringEvery / 2)
-		if d, err := bareRound(ctx, clients); err == nil {
+		if !sleepCtx(ctx, floorDuringEvery/2) {
+			break
+		}
+		if now, _ = monoNow(); now >= end {
+			break
+		}
+		d, ran, err = bareRound(ctx, clients)
+		s.pings += ran
+		if err == nil {
 			rlat = append(rlat, d)
 		}
-		time.Sleep(floorDuringEvery / 2)
+		if !sleepCtx(ctx, floorDuringEvery/2) {
+			break
+		}
 	}
-	return percentile(lat, 0.50), len(lat), percentile(rlat, 0.50), len(rlat)
+	s.floor, s.writes, s.round, s.rounds = percentile(lat, 0.50), len(lat), percentile(rlat, 0.50), len(rlat)
+	return s
+}
+
+// sleepCtx sleeps for d unless ctx ends first; it reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // roundSamples is how many bare rounds a cell's idle round is the median of.
 const roundSamples = 200
 
 // bareRounds measures n bare rounds on clients, one after another, and returns the
-// median.
-func bareRounds(ctx context.Context, clients []*redis.Client, n int) (time.Duration, error) {
+// median and how many PINGs the masters answered (those of a failed round included).
+func bareRounds(ctx context.Context, clients []*redis.Client, n int) (p50 time.Duration, pings int, err error) {
 	lat := make([]time.Duration, 0, n)
 	for range n {
-		d, err := bareRound(ctx, clients)
+		d, ran, err := bareRound(ctx, clients)
+		pings += ran
 		if err != nil {
-			return 0, err
+			return 0, pings, err
 		}
 		lat = append(lat, d)
 	}
-	return percentile(lat, 0.50), nil
+	return percentile(lat, 0.50), pings, nil
 }
 
 // bareRound is the least a message can do through a majority of the masters: a PING to
 // every master at once, timed to the majority's reply, with no write, no script and no
-// fsync. A hand-off is at least that (the holder's release reaches a majority, and the
-// next holder hears back from it), so how much longer a bare round takes in a window
-// than on the idle machine is what the window's load costs any hand-off there. It
-// returns once every master answered.
-func bareRound(ctx context.Context, clients []*redis.Client) (time.Duration, error) {
-	return majority(clients, func(c *redis.Client) error { return c.Ping(ctx).Err() }, "bare round")
+// fsync. A hand-off needs at least as much (the holder's release reaches a majority, and
+// the next holder hears back from it). Measured idle and during a window, it shows how
+// much longer any round through the masters took under the window's load, the lock's
+// own work included. It returns once every master answered, with how many ran the PING.
+func bareRound(ctx context.Context, clients []*redis.Client) (time.Duration, int, error) {
+	return majority(ctx, clients, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }, "bare round")
 }
 
 // floorDuringEvery spaces the floor writes during a window: few enough that their
@@ -158,6 +200,31 @@ func handOffs(holds []crossHold) (gaps []time.Duration, utilisation float64) {
 type masterWork struct {
 	calls, usec map[string]int64
 	cpu, sys    time.Duration // sys: the part in the kernel (network, AOF writes and fsyncs)
+}
+
+// benchCommand is what one of the bench's own commands (a floor write's SET, a bare
+// round's PING) cost the masters, measured while the workers were idle.
+type benchCommand struct {
+	usec float64 // time of one call, µs (INFO commandstats)
+	cpu  time.Duration
+}
+
+// costOf is what one call of name cost between the reading since and w, when the bench
+// alone ran it in between (zero when it did not run).
+func (w masterWork) costOf(name string, since masterWork) benchCommand {
+	n := w.calls[name] - since.calls[name]
+	if n <= 0 {
+		return benchCommand{}
+	}
+	return benchCommand{usec: float64(w.usec[name]-since.usec[name]) / float64(n), cpu: (w.cpu - since.cpu) / time.Duration(n)}
+}
+
+// less takes n of the bench's own calls of name out of the reading: their count, their
+// time and their CPU, at cost each.
+func (w *masterWork) less(name string, n int, cost benchCommand) {
+	w.calls[name] -= int64(n)
+	w.usec[name] -= int64(float64(n) * cost.usec)
+	w.cpu -= time.Duration(n) * cost.cpu
 }
 
 // readMasterWork reads INFO commandstats and cpu on every admin client.
