@@ -62,19 +62,20 @@ type CrossProcess struct {
 	Held           time.Duration // the mean hold
 	// FloorWrite is the median (FloorWriteP99 the 99th percentile) of one fsynced
 	// majority write measured on the same masters just before the window (see
-	// floorWrites): the floor of a hand-off. Zero when not measured.
+	// probe.floorWrites): the floor of a hand-off. Zero when not measured.
 	FloorWrite, FloorWriteP99 time.Duration
 	// FloorLoaded is the median of the floor writes made during the window, one every
 	// floorDuringEvery (FloorLoadedN of them): the floor under the window's load. Their
-	// SETs are left out of MasterCalls, and their CPU (at FloorCPU each) of MasterCPU.
+	// SETs, like the bare rounds' PINGs, are taken out of the masters' work (calls, time
+	// and CPU, at what one cost before the window).
 	FloorLoaded  time.Duration
 	FloorLoadedN int
 	// RoundIdle is the median of bare rounds (see bareRound: a PING to every master,
 	// timed to the majority's reply) measured after the floor, before the window;
 	// RoundLoaded the median of those made during the window, one between two floor
-	// writes (RoundLoadedN of them). RoundLoaded - RoundIdle is what the window's load
-	// costs one round through the masters, whatever the lock does. Zero when not
-	// measured.
+	// writes (RoundLoadedN of them). RoundLoaded - RoundIdle is how much longer a round
+	// through the masters took under the window's load, the lock's own work included.
+	// Zero when not measured (RoundLoadedN is then 0 too).
 	RoundIdle, RoundLoaded time.Duration
 	RoundLoadedN           int
 	// WorkerCPU and WorkerWakeups are the worker processes' CPU time and voluntary
@@ -407,7 +408,13 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			admins = nil
 		}
 	}
-	floorP50, floorP99, err := floorWrites(ctx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples)
+	pr := newProbe(floor)
+	defer func() {
+		if out := pr.leftOut(); len(out) > 0 {
+			cfg.Log.Warn("bench: masters left out of the floor writes and bare rounds", "masters", out)
+		}
+	}()
+	floorP50, floorP99, err := pr.floorWrites(ctx, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -431,7 +438,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	}
 	var roundIdle time.Duration
 	if floorP50 > 0 {
-		if roundIdle, _, err = bareRounds(ctx, floor, roundSamples); err != nil {
+		if roundIdle, err = pr.bareRounds(ctx, roundSamples); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -465,7 +472,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			during <- loadedSamples{}
 			return
 		}
-		during <- floorDuring(duringCtx, floor, cfg.KeyPrefix+"floor-write", cfg.TTL, startAt, startAt+int64(cfg.Duration))
+		during <- pr.floorDuring(duringCtx, cfg.KeyPrefix+"floor-write", cfg.TTL, startAt, startAt+int64(cfg.Duration))
 	}()
 	results := make([]workerResult, len(workers))
 	// A lock call that started in the window may wait up to the implementation's own

@@ -425,14 +425,20 @@ func TestGapLessLoad(t *testing.T) {
 	}
 }
 
-// TestBareRoundAndFloorWriteWithPausedMasters: a master that does not answer (paused)
-// does not fail a bare round or a floor write while a majority answers, and both say how
-// many masters ran their command; with a majority paused they fail, naming it.
-func TestBareRoundAndFloorWriteWithPausedMasters(t *testing.T) {
+// TestProbeLeavesOutAPausedMaster: a master that does not answer (paused) does not fail
+// a bare round or a floor write while a majority answers; the sample that met it ends at
+// majorityTimeout (its clients have no read timeout of their own: without the bound the
+// test would hang) and leaves it out of the probe's later samples, which count the
+// masters that answered; with a majority paused a sample fails, naming it.
+func TestProbeLeavesOutAPausedMaster(t *testing.T) {
 	cluster := redistest.Start(t, redistest.Options{Masters: 3})
 	var clients []*redis.Client
 	for _, m := range cluster.Masters {
-		clients = append(clients, m.Admin())
+		o := *m.Admin().Options()
+		o.ReadTimeout, o.ContextTimeoutEnabled = -1, true
+		c := redis.NewClient(&o)
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
 	}
 	ctx := context.Background()
 	pause := func(m *localmasters.Master) {
@@ -441,15 +447,24 @@ func TestBareRoundAndFloorWriteWithPausedMasters(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = m.Resume() })
 	}
+	p := newProbe(clients)
 	pause(cluster.Masters[2])
-	if _, ran, err := bareRound(ctx, clients); err != nil || ran != 2 {
-		t.Errorf("bare round with one master of three paused: %d ran, err %v; want 2, nil", ran, err)
+	if _, answered, err := p.bareRound(ctx); err != nil || answered != 2 {
+		t.Errorf("bare round with one master of three paused: %d answered, err %v; want 2, nil", answered, err)
 	}
-	if _, ran, err := floorWrite(ctx, clients, "floor-write", time.Second); err != nil || ran != 2 {
-		t.Errorf("floor write with one master of three paused: %d ran, err %v; want 2, nil", ran, err)
+	if out := p.leftOut(); len(out) != 1 || !strings.Contains(out[0], cluster.Masters[2].Addr) || !strings.Contains(out[0], "no answer within 2s") {
+		t.Errorf("left out %q, want the paused master, with no answer within 2s", out)
+	}
+	for range 3 {
+		if _, answered, err := p.floorWrite(ctx, "floor-write", time.Second); err != nil || answered != 2 {
+			t.Errorf("floor write with the paused master left out: %d answered, err %v; want 2, nil", answered, err)
+		}
 	}
 	pause(cluster.Masters[1])
-	if _, ran, err := bareRound(ctx, clients); err == nil || ran != 1 || !strings.Contains(err.Error(), "bare round: 2 of 3 masters failed") {
-		t.Errorf("bare round with two masters of three paused: %d ran, err %v; want 1 and the failure named", ran, err)
+	if _, answered, err := p.bareRound(ctx); err == nil || answered != 1 || !strings.Contains(err.Error(), "bare round: 2 of 3 masters failed") {
+		t.Errorf("bare round with two masters of three paused: %d answered, err %v; want 1 and the failure named", answered, err)
+	}
+	if out := p.leftOut(); len(out) != 2 {
+		t.Errorf("left out %q, want both paused masters", out)
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -23,12 +24,36 @@ import (
 // floorWriteSamples is how many fsynced majority writes a cell's floor is the median of.
 const floorWriteSamples = 200
 
-// floorWrites measures n fsynced majority writes on clients (the floor's), one after
-// another, and returns the median and the 99th percentile.
-func floorWrites(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, n int) (p50, p99 time.Duration, err error) {
+// probe sends the bench's own commands to the masters: floor writes and bare rounds. A
+// master that does not answer one within majorityTimeout is left out of the probe's later
+// samples (out keeps why), so that it costs one sample that long, not each of hundreds;
+// the majority is still counted over every master.
+type probe struct {
+	clients []*redis.Client
+	out     []error
+}
+
+func newProbe(clients []*redis.Client) *probe {
+	return &probe{clients: clients, out: make([]error, len(clients))}
+}
+
+// leftOut names the masters the probe left out, and why.
+func (p *probe) leftOut() []string {
+	var names []string
+	for i, err := range p.out {
+		if err != nil {
+			names = append(names, fmt.Sprintf("%s (%v)", p.clients[i].Options().Addr, err))
+		}
+	}
+	return names
+}
+
+// floorWrites measures n fsynced majority writes, one after another, and returns the
+// median and the 99th percentile.
+func (p *probe) floorWrites(ctx context.Context, key string, ttl time.Duration, n int) (p50, p99 time.Duration, err error) {
 	lat := make([]time.Duration, 0, n)
 	for range n {
-		d, _, err := floorWrite(ctx, clients, key, ttl)
+		d, _, err := p.floorWrite(ctx, key, ttl)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -40,49 +65,66 @@ func floorWrites(ctx context.Context, clients []*redis.Client, key string, ttl t
 // floorWrite is one fsynced majority write: a SET PX of key to every master at once,
 // timed to the majority's reply. It is the floor's SET NX PX without NX, so that every
 // one is a write (and so fsynced with appendfsync always). It returns once every master
-// answered (or majorityTimeout passed), with how many of them ran the SET.
-func floorWrite(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration) (time.Duration, int, error) {
-	return majority(ctx, clients, func(ctx context.Context, c *redis.Client) error { return c.Set(ctx, key, "floor", ttl).Err() }, "floor write")
+// answered or majorityTimeout passed, with how many answered.
+func (p *probe) floorWrite(ctx context.Context, key string, ttl time.Duration) (time.Duration, int, error) {
+	return p.majority(ctx, func(ctx context.Context, c *redis.Client) error { return c.Set(ctx, key, "floor", ttl).Err() }, "floor write")
 }
 
-// majorityTimeout bounds one floor write or bare round: a master that does not answer
-// (stopped, or cut off) costs a sample this long, not go-redis's read timeout and its
-// retries, for each of hundreds of samples.
+// majorityTimeout bounds one floor write or bare round.
 const majorityTimeout = 2 * time.Second
 
-// majority runs do on every client at once and returns how long the majority's replies
-// took and how many clients answered without an error; it returns once every client
-// answered or majorityTimeout passed. what names the operation in its error.
-func majority(ctx context.Context, clients []*redis.Client, do func(context.Context, *redis.Client) error, what string) (time.Duration, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, majorityTimeout)
+// majority runs do on every master not left out, at once, and returns how long the
+// majority's replies took and how many masters answered without an error; it returns
+// once each answered or majorityTimeout passed, and leaves out those that had not. what
+// names the operation in its error.
+func (p *probe) majority(ctx context.Context, do func(context.Context, *redis.Client) error, what string) (time.Duration, int, error) {
+	sample, cancel := context.WithTimeout(ctx, majorityTimeout)
 	defer cancel()
-	quorum := len(clients)/2 + 1
-	start := time.Now()
-	replies := make(chan error, len(clients))
-	for _, c := range clients {
-		go func() { replies <- do(ctx, c) }()
+	type reply struct {
+		i   int
+		err error
 	}
-	ok, failed := 0, 0
+	quorum := len(p.clients)/2 + 1
+	start := time.Now()
+	replies := make(chan reply, len(p.clients))
+	sent := 0
+	for i, c := range p.clients {
+		if p.out[i] == nil {
+			sent++
+			go func() { replies <- reply{i, do(sample, c)} }()
+		}
+	}
+	ok, failed := 0, len(p.clients)-sent
 	var at time.Duration
 	var last error
-	for range clients {
-		if e := <-replies; e != nil {
-			failed++
-			last = e
-		} else if ok++; ok == quorum {
-			at = time.Since(start)
+	for range sent {
+		r := <-replies
+		if r.err == nil {
+			if ok++; ok == quorum {
+				at = time.Since(start)
+			}
+			continue
+		}
+		failed++
+		last = r.err
+		if sample.Err() != nil && ctx.Err() == nil {
+			p.out[r.i] = fmt.Errorf("no answer within %v: %w", majorityTimeout, r.err)
+			last = p.out[r.i]
 		}
 	}
 	if ok < quorum {
-		return 0, ok, fmt.Errorf("bench: %s: %d of %d masters failed: %w", what, failed, len(clients), last)
+		if last == nil {
+			last = errors.Join(p.out...)
+		}
+		return 0, ok, fmt.Errorf("bench: %s: %d of %d masters failed: %w", what, failed, len(p.clients), last)
 	}
 	return at, ok, nil
 }
 
-// loadedSamples is what floorDuring measured during a window: the floor writes and the
+// loadedSamples is what floorDuring measured during a window: the floor writes' and the
 // bare rounds' medians, how many of each it made (a failed one is left out), and how
-// many SETs and PINGs the masters answered (failed samples included): the bench's own
-// commands, to take out of the masters' work.
+// many SETs and PINGs the masters answered (those of failed samples included): the
+// bench's own commands, to take out of the masters' work.
 type loadedSamples struct {
 	floor, round   time.Duration
 	writes, rounds int
@@ -93,7 +135,7 @@ type loadedSamples struct {
 // the shared clock's startAt to end (ns), and a bare round halfway between two of them:
 // the floor and the round under the window's load. A failed floor write ends it; a
 // failed round is left out.
-func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl time.Duration, startAt, end int64) loadedSamples {
+func (p *probe) floorDuring(ctx context.Context, key string, ttl time.Duration, startAt, end int64) loadedSamples {
 	var s loadedSamples
 	now, err := monoNow()
 	if err != nil || !sleepCtx(ctx, time.Duration(startAt-now)) {
@@ -104,8 +146,8 @@ func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl t
 		if now, _ = monoNow(); now >= end {
 			break
 		}
-		d, ran, err := floorWrite(ctx, clients, key, ttl)
-		s.sets += ran
+		d, answered, err := p.floorWrite(ctx, key, ttl)
+		s.sets += answered
 		if err != nil {
 			break
 		}
@@ -116,8 +158,8 @@ func floorDuring(ctx context.Context, clients []*redis.Client, key string, ttl t
 		if now, _ = monoNow(); now >= end {
 			break
 		}
-		d, ran, err = bareRound(ctx, clients)
-		s.pings += ran
+		d, answered, err = p.bareRound(ctx)
+		s.pings += answered
 		if err == nil {
 			rlat = append(rlat, d)
 		}
@@ -144,19 +186,17 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // roundSamples is how many bare rounds a cell's idle round is the median of.
 const roundSamples = 200
 
-// bareRounds measures n bare rounds on clients, one after another, and returns the
-// median and how many PINGs the masters answered (those of a failed round included).
-func bareRounds(ctx context.Context, clients []*redis.Client, n int) (p50 time.Duration, pings int, err error) {
+// bareRounds measures n bare rounds, one after another, and returns the median.
+func (p *probe) bareRounds(ctx context.Context, n int) (time.Duration, error) {
 	lat := make([]time.Duration, 0, n)
 	for range n {
-		d, ran, err := bareRound(ctx, clients)
-		pings += ran
+		d, _, err := p.bareRound(ctx)
 		if err != nil {
-			return 0, pings, err
+			return 0, err
 		}
 		lat = append(lat, d)
 	}
-	return percentile(lat, 0.50), pings, nil
+	return percentile(lat, 0.50), nil
 }
 
 // bareRound is the least a message can do through a majority of the masters: a PING to
@@ -164,9 +204,10 @@ func bareRounds(ctx context.Context, clients []*redis.Client, n int) (p50 time.D
 // fsync. A hand-off needs at least as much (the holder's release reaches a majority, and
 // the next holder hears back from it). Measured idle and during a window, it shows how
 // much longer any round through the masters took under the window's load, the lock's
-// own work included. It returns once every master answered, with how many ran the PING.
-func bareRound(ctx context.Context, clients []*redis.Client) (time.Duration, int, error) {
-	return majority(ctx, clients, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }, "bare round")
+// own work included. It returns once every master answered or majorityTimeout passed,
+// with how many answered.
+func (p *probe) bareRound(ctx context.Context) (time.Duration, int, error) {
+	return p.majority(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }, "bare round")
 }
 
 // floorDuringEvery spaces the floor writes during a window: few enough that their
@@ -200,13 +241,15 @@ func handOffs(holds []crossHold) (gaps []time.Duration, utilisation float64) {
 type masterWork struct {
 	calls, usec map[string]int64
 	cpu, sys    time.Duration // sys: the part in the kernel (network, AOF writes and fsyncs)
+	// bench counts the bench's own calls taken out (less), by name.
+	bench map[string]int64
 }
 
 // benchCommand is what one of the bench's own commands (a floor write's SET, a bare
 // round's PING) cost the masters, measured while the workers were idle.
 type benchCommand struct {
-	usec float64 // time of one call, µs (INFO commandstats)
-	cpu  time.Duration
+	usec     float64 // time of one call, µs (INFO commandstats)
+	cpu, sys time.Duration
 }
 
 // costOf is what one call of name cost between the reading since and w, when the bench
@@ -216,15 +259,21 @@ func (w masterWork) costOf(name string, since masterWork) benchCommand {
 	if n <= 0 {
 		return benchCommand{}
 	}
-	return benchCommand{usec: float64(w.usec[name]-since.usec[name]) / float64(n), cpu: (w.cpu - since.cpu) / time.Duration(n)}
+	return benchCommand{usec: float64(w.usec[name]-since.usec[name]) / float64(n),
+		cpu: (w.cpu - since.cpu) / time.Duration(n), sys: (w.sys - since.sys) / time.Duration(n)}
 }
 
 // less takes n of the bench's own calls of name out of the reading: their count, their
-// time and their CPU, at cost each.
+// time and their CPU (the kernel's part too), at cost each.
 func (w *masterWork) less(name string, n int, cost benchCommand) {
 	w.calls[name] -= int64(n)
 	w.usec[name] -= int64(float64(n) * cost.usec)
 	w.cpu -= time.Duration(n) * cost.cpu
+	w.sys -= time.Duration(n) * cost.sys
+	if w.bench == nil {
+		w.bench = map[string]int64{}
+	}
+	w.bench[name] += int64(n)
 }
 
 // readMasterWork reads INFO commandstats and cpu on every admin client.
@@ -271,7 +320,11 @@ func (w masterWork) perAcquisition(before masterWork, acquisitions int) (calls m
 	for name, n := range w.calls {
 		if d := n - before.calls[name]; d > 0 && name != "info" {
 			calls[name] = float64(d) / float64(acquisitions)
-			each[name] = time.Duration(w.usec[name]-before.usec[name]) * time.Microsecond / time.Duration(d)
+			// A command that was mostly the bench's own gets no time per call: what is
+			// left of its time is the error of taking the bench's out at their idle cost.
+			if d >= w.bench[name] {
+				each[name] = time.Duration(w.usec[name]-before.usec[name]) * time.Microsecond / time.Duration(d)
+			}
 		}
 	}
 	n := time.Duration(acquisitions)
