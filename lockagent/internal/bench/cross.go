@@ -401,13 +401,20 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	// The floor, on the same masters, with every worker started and idle.
 	// A user that may not SET (a lock user confined to the kit's functions, without an
 	// EVAL user) leaves the floor unmeasured: n/a in the table.
-	var floorStart masterWork
-	if len(admins) > 0 {
-		if floorStart, err = readMasterWork(ctx, admins); err != nil {
+	// count reads the masters' work; a reading that fails ends the counting for the cell.
+	count := func() (masterWork, bool) {
+		if len(admins) == 0 {
+			return masterWork{}, false
+		}
+		w, err := readMasterWork(ctx, admins)
+		if err != nil {
 			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
 			admins = nil
+			return w, false
 		}
+		return w, true
 	}
+	floorStart, _ := count()
 	pr := newProbe(floor)
 	defer func() {
 		if out := pr.leftOut(); len(out) > 0 {
@@ -424,17 +431,12 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	// The bare round, idle, after the floor. The readings around each tell what one of
 	// the bench's own SETs and PINGs costs the masters, to take those of the window out
 	// of the hand-offs' work below.
-	var afterFloor, before masterWork
 	var setCost, pingCost benchCommand
 	var floorCPU time.Duration
-	if len(admins) > 0 {
-		if afterFloor, err = readMasterWork(ctx, admins); err != nil {
-			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
-			admins = nil
-		} else if floorP50 > 0 {
-			floorCPU = (afterFloor.cpu - floorStart.cpu) / floorWriteSamples
-			setCost = afterFloor.costOf("set", floorStart)
-		}
+	afterFloor, ok := count()
+	if ok && floorP50 > 0 {
+		floorCPU = (afterFloor.cpu - floorStart.cpu) / floorWriteSamples
+		setCost = afterFloor.costOf("set", floorStart)
 	}
 	var roundIdle time.Duration
 	if floorP50 > 0 {
@@ -445,13 +447,9 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			cfg.Log.Warn("bench: the bare round could not be measured", "err", err)
 		}
 	}
-	if len(admins) > 0 {
-		if before, err = readMasterWork(ctx, admins); err != nil {
-			cfg.Log.Warn("bench: the masters' work could not be counted", "err", err)
-			admins = nil
-		} else {
-			pingCost = before.costOf("ping", afterFloor)
-		}
+	before, ok := count()
+	if ok {
+		pingCost = before.costOf("ping", afterFloor)
 	}
 	now, err := monoNow()
 	if err != nil {
@@ -509,15 +507,13 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	if roundIdle > 0 && fl.rounds > 0 {
 		c.RoundIdle, c.RoundLoaded, c.RoundLoadedN = roundIdle, fl.round, fl.rounds
 	}
-	if len(admins) > 0 {
-		if after, err := readMasterWork(ctx, admins); err == nil {
-			// The floor writes and bare rounds during the window are not the hand-offs'
-			// work: every SET and PING a master answered, at what one cost when idle.
-			after.less("set", fl.sets, setCost)
-			after.less("ping", fl.pings, pingCost)
-			c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(before, c.Acquisitions)
-			c.FloorCPU = floorCPU
-		}
+	if after, ok := count(); ok {
+		// The floor writes and bare rounds during the window are not the hand-offs'
+		// work: every SET and PING a master answered, at what one cost when idle.
+		after.less("set", fl.sets, setCost)
+		after.less("ping", fl.pings, pingCost)
+		c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(before, c.Acquisitions)
+		c.FloorCPU = floorCPU
 	}
 	return c, nil
 }

@@ -51,15 +51,25 @@ func (p *probe) leftOut() []string {
 // floorWrites measures n fsynced majority writes, one after another, and returns the
 // median and the 99th percentile.
 func (p *probe) floorWrites(ctx context.Context, key string, ttl time.Duration, n int) (p50, p99 time.Duration, err error) {
+	lat, err := series(n, func() (time.Duration, int, error) { return p.floorWrite(ctx, key, ttl) })
+	if err != nil {
+		return 0, 0, err
+	}
+	return percentile(lat, 0.50), percentile(lat, 0.99), nil
+}
+
+// series takes n samples, one after another, and returns their times; the first that
+// fails ends it.
+func series(n int, sample func() (time.Duration, int, error)) ([]time.Duration, error) {
 	lat := make([]time.Duration, 0, n)
 	for range n {
-		d, _, err := p.floorWrite(ctx, key, ttl)
+		d, _, err := sample()
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		lat = append(lat, d)
 	}
-	return percentile(lat, 0.50), percentile(lat, 0.99), nil
+	return lat, nil
 }
 
 // floorWrite is one fsynced majority write: a SET PX of key to every master at once,
@@ -188,13 +198,9 @@ const roundSamples = 200
 
 // bareRounds measures n bare rounds, one after another, and returns the median.
 func (p *probe) bareRounds(ctx context.Context, n int) (time.Duration, error) {
-	lat := make([]time.Duration, 0, n)
-	for range n {
-		d, _, err := p.bareRound(ctx)
-		if err != nil {
-			return 0, err
-		}
-		lat = append(lat, d)
+	lat, err := series(n, func() (time.Duration, int, error) { return p.bareRound(ctx) })
+	if err != nil {
+		return 0, err
 	}
 	return percentile(lat, 0.50), nil
 }
