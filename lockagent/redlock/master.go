@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/internal/handofftrace"
 )
 
 // master multiplexes every operation of the Client on one Redis master: a batcher
@@ -234,6 +236,7 @@ func (m *master) exec(batch []*request) {
 		return
 	}
 	ctx := m.execContext(now)
+	handofftrace.Sent()
 	execErr := m.pipeline(ctx, live, anyScript)
 	if anyScript {
 		m.retryScripts(ctx, live)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/internal/handofftrace"
 )
 
 // notifier wakes waiting Acquire calls when a lock they wait for is released.
@@ -500,6 +502,7 @@ func (s *subscriber) run() {
 						}
 					case *redis.Message:
 						if key, grant := s.n.channelKey(m.Channel); grant {
+							handofftrace.Notice()
 							s.n.deliverGrant(key, s.m.index, m.Payload)
 						} else {
 							s.n.deliver(key, m.Payload)

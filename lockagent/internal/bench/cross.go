@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-kit/redlock-kit/lockagent/internal/handofftrace"
 )
 
 // CrossImplementations are the implementations the cross-process scenario covers, in
@@ -101,6 +103,8 @@ type CrossProcess struct {
 	// FloorCPU is the masters' CPU time per floor write (all masters together), to set
 	// MasterCPU against.
 	FloorCPU time.Duration
+	// Timeline is where the gap goes, step by step (the library only; zero N otherwise).
+	Timeline Timeline
 }
 
 // workerSpec is what the bench sends a worker process on its stdin (one JSON line); the
@@ -122,12 +126,20 @@ type crossHold struct {
 	Start, End int64
 	Fence      uint64
 	Wait       int64
+	// Notices: when the lock call heard hand-off notices; Sends: when the unlock call's
+	// requests left (ns after the common start; the library only).
+	Notices, Sends []int64
 }
 
 // workerResult is a worker's report. Each hold is four numbers, kept compact: the start
 // as ns after the common start time, the hold's length, the fence and the wait (ns).
 type workerResult struct {
 	Holds [][4]int64 `json:"holds"`
+	// Notices and Sends are, per hold (the library only, else empty), when its lock
+	// call heard hand-off notices and when its unlock call's requests left for the
+	// masters, ns after the common start (see timelineRecorder).
+	Notices [][]int64 `json:"notices,omitempty"`
+	Sends   [][]int64 `json:"sends,omitempty"`
 	// CPU (ns) and Wakeups (voluntary context switches) of the worker process over its
 	// window.
 	CPU     int64    `json:"cpu,omitempty"`
@@ -215,8 +227,12 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 		time.Sleep(d)
 	}
 	end := startAt + int64(spec.Duration)
+	var tl timelineRecorder
+	handofftrace.Set(tl.sent, tl.notice)
+	defer handofftrace.Set(nil, nil)
 	cpu0, wake0 := processUsage()
 	var errs errorSamples
+	var calls [][4]int64 // per hold: lock call, its return, unlock call, its return
 	for {
 		t0, _ := monoNow()
 		if t0 >= end || ctx.Err() != nil {
@@ -239,10 +255,14 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 			errs.add(err)
 		}
 		cancel()
+		t3, _ := monoNow()
+		calls = append(calls, [4]int64{t0, t1, t2, t3})
 	}
 	cpu1, wake1 := processUsage()
 	res.CPU, res.Wakeups = int64(cpu1-cpu0), wake1-wake0
 	res.Errors = errs.examples
+	handofftrace.Set(nil, nil)
+	res.Notices, res.Sends = tl.perHold(calls, startAt)
 	return res, nil
 }
 
@@ -501,7 +521,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	}
 	stopDuring()
 	fl := <-during
-	c := summarizeCross(results, fenced)
+	c := summarizeCross(results, fenced, len(floor))
 	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
 	c.FloorLoaded, c.FloorLoadedN = fl.floor, fl.writes
 	if roundIdle > 0 && fl.rounds > 0 {
@@ -528,7 +548,7 @@ func workerFailure(b []byte) string {
 
 // summarizeCross computes a cell's numbers from the workers' reports (times relative
 // to the common start) and checks every hold against every other.
-func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
+func summarizeCross(results []workerResult, fenced bool, masters int) *CrossProcess {
 	c := &CrossProcess{Processes: len(results), Fenced: fenced}
 	var holds []crossHold
 	per := make([]int, len(results))
@@ -544,9 +564,13 @@ func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
 		for _, e := range r.Errors {
 			errs.add(errors.New(e))
 		}
-		for _, h := range r.Holds {
+		for j, h := range r.Holds {
 			end := h[0] + h[1]
-			holds = append(holds, crossHold{Start: h[0], End: end, Fence: uint64(h[2]), Wait: h[3]})
+			ch := crossHold{Start: h[0], End: end, Fence: uint64(h[2]), Wait: h[3]}
+			if j < len(r.Notices) && j < len(r.Sends) {
+				ch.Notices, ch.Sends = r.Notices[j], r.Sends[j]
+			}
+			holds = append(holds, ch)
 			waits = append(waits, time.Duration(h[3]))
 			lastEnd = max(lastEnd, end)
 		}
@@ -563,6 +587,7 @@ func summarizeCross(results []workerResult, fenced bool) *CrossProcess {
 	c.Jain, c.MinPer, c.MaxPer = fairness(per)
 	c.Overlaps, c.FenceViolations = checkHolds(holds, fenced) // sorts holds by start
 	gaps, util := handOffs(holds)
+	c.Timeline = handOffTimeline(holds, masters)
 	if fenced {
 		var chained []time.Duration
 		for i := 1; i < len(holds); i++ {

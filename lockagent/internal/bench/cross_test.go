@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -156,6 +157,17 @@ func TestCrossProcessWorkers(t *testing.T) {
 			if left := c.MasterCalls["ping"] * float64(c.Acquisitions); left >= float64(c.RoundLoadedN) {
 				t.Errorf("%.0f PINGs left in the masters' work, want fewer than the %d bare rounds under load", left, c.RoundLoadedN)
 			}
+			// Where the gap goes: the library's hand-offs by notice, step by step, in
+			// order; the others send no notice.
+			if tl := c.Timeline; impl == Lockagent {
+				quorum := len(cluster.Masters)/2 + 1
+				if tl.N == 0 || len(tl.Notices) != quorum || tl.Sent <= 0 || tl.Notices[0] <= 0 || tl.After < 0 ||
+					!slices.IsSorted(tl.Notices) || tl.Notices[quorum-1] > c.GapP99 {
+					t.Errorf("timeline %+v (gap p99 %v), want %d notices in order, after requests that left", tl, c.GapP99, quorum)
+				}
+			} else if tl.N != 0 {
+				t.Errorf("timeline %+v, want none: %s sends no hand-off notice", tl, impl)
+			}
 			script := "fcall"
 			if impl == Redsync {
 				script = "evalsha"
@@ -269,7 +281,7 @@ func TestSummarizeCross(t *testing.T) {
 		{Holds: [][4]int64{{0, 1 * ms, 1, 5 * ms}, {4 * ms, 1 * ms, 3, 1 * ms}}, Fenced: true},
 		{Holds: [][4]int64{{2 * ms, 1 * ms, 2, 2 * ms}}, Failed: 1, Errors: []string{"gave up"}, Fenced: true},
 	}
-	c := summarizeCross(res, true)
+	c := summarizeCross(res, true, 3)
 	if c.Processes != 2 || c.Acquisitions != 3 || c.Failed != 1 || c.MinPer != 1 || c.MaxPer != 2 || c.Overlaps != 0 || c.FenceViolations != 0 {
 		t.Errorf("summary %+v", c)
 	}
@@ -296,8 +308,56 @@ func TestSummarizeCross(t *testing.T) {
 		{Holds: [][4]int64{{0, 3 * ms, 7, 0}}},
 		{Holds: [][4]int64{{2 * ms, 1 * ms, 6, 0}}},
 	}
-	if c := summarizeCross(bad, true); c.Overlaps != 1 || c.FenceViolations != 1 {
+	if c := summarizeCross(bad, true, 3); c.Overlaps != 1 || c.FenceViolations != 1 {
 		t.Errorf("overlapping holds with a fence regression: %d overlaps, %d fence violations; want 1, 1", c.Overlaps, c.FenceViolations)
+	}
+}
+
+// TestHandOffTimeline: a hand-off's steps are measured from the releasing client's
+// unlock call, with the notices the next holder heard between that call and its
+// acquisition only; a hand-off whose next holder heard fewer than a majority (it took
+// the lock by its own attempt) is left out.
+func TestHandOffTimeline(t *testing.T) {
+	const us = int64(time.Microsecond)
+	holds := []crossHold{
+		{Start: 0, End: 1000 * us, Sends: []int64{1010 * us, 1020 * us, 1030 * us, 1040 * us, 1050 * us}},
+		// Heard one notice before the unlock call (an older hand-off's) and one after its
+		// acquisition: neither counts.
+		{Start: 1500 * us, End: 2500 * us, Notices: []int64{900 * us, 1200 * us, 1300 * us, 1400 * us, 1600 * us},
+			Sends: []int64{2600 * us, 2700 * us}},
+		// Two notices: not a hand-off by notice.
+		{Start: 3000 * us, End: 4000 * us, Notices: []int64{2800 * us, 2900 * us}},
+		{Start: 4600 * us, Notices: []int64{4100 * us, 4200 * us, 4400 * us, 4500 * us}},
+	}
+	tl := handOffTimeline(holds, 5)
+	want := Timeline{N: 2, Sent: 30 * time.Microsecond, // 30µs; the third hold sent too few to count
+		Notices: []time.Duration{100 * time.Microsecond, 200 * time.Microsecond, 400 * time.Microsecond}, After: 100 * time.Microsecond}
+	// A p50 of two samples is the lower one: notices 200/100, 300/200, 400/400; after 100/200.
+	if tl.N != want.N || tl.Sent != want.Sent || !slices.Equal(tl.Notices, want.Notices) || tl.After != want.After {
+		t.Errorf("timeline %+v, want %+v", tl, want)
+	}
+	if tl := handOffTimeline(holds, 0); tl.N != 0 || tl.Notices != nil {
+		t.Errorf("timeline without masters %+v, want none", tl)
+	}
+	if tl := handOffTimeline(holds[2:3], 5); tl.N != 0 {
+		t.Errorf("timeline of one hold %+v, want none", tl)
+	}
+}
+
+// TestTimelineRecorderPerHold: each hold gets the notices its lock call heard and the
+// requests its unlock call sent, from the call to its return, relative to the start.
+func TestTimelineRecorderPerHold(t *testing.T) {
+	r := &timelineRecorder{notices: []int64{105, 99, 120, 150}, sends: []int64{131, 130, 160, 200}}
+	calls := [][4]int64{{100, 120, 130, 140}, {140, 150, 160, 170}}
+	notices, sends := r.perHold(calls, 100)
+	if want := [][]int64{{5, 20}, {50}}; !slices.EqualFunc(notices, want, slices.Equal) {
+		t.Errorf("notices %v, want %v", notices, want)
+	}
+	if want := [][]int64{{30, 31}, {60}}; !slices.EqualFunc(sends, want, slices.Equal) {
+		t.Errorf("sends %v, want %v", sends, want)
+	}
+	if n, s := (&timelineRecorder{}).perHold(calls, 100); n != nil || s != nil {
+		t.Errorf("nothing reported: %v %v, want nil", n, s)
 	}
 }
 
@@ -319,16 +379,22 @@ func TestCrossReport(t *testing.T) {
 	rep.Results[0].Cross[0].RoundLoadedN = 97
 	rep.Results[0].Cross[0].MasterCalls, rep.Results[0].Cross[0].MasterCPU = map[string]float64{"fcall": 10, "publish": 5}, 80*time.Microsecond
 	rep.Results[0].Cross[0].MasterCall = map[string]time.Duration{"fcall": 45 * time.Microsecond}
+	rep.Results[0].Cross[0].Timeline = Timeline{N: 9, Sent: 70 * time.Microsecond,
+		Notices: []time.Duration{260 * time.Microsecond, 330 * time.Microsecond, 400 * time.Microsecond}, After: 12 * time.Microsecond}
 	var b strings.Builder
 	if err := rep.writeCross(&b); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, want := range []string{"1.30x", "0.10x", "1.00x", "0.20x", "n/a", "ok",
-		"1.25x", "0.600", "0.714", "100µs/220µs", " 97 ", "380µs", "0.95x", "n/a/n/a", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00"} {
+		"1.25x", "0.600", "0.714", "100µs/220µs", " 97 ", "380µs", "0.95x", "n/a/n/a", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00",
+		"lockagent, 8 processes: timeline of 9 hand-offs by notice: 3rd request out at 70µs; notices at the next holder at 260µs, 330µs, 400µs; its lock call returned 12µs after the 3rd"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cross table lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "16 processes: timeline") {
+		t.Errorf("a timeline line for a cell without one:\n%s", out)
 	}
 	met := map[string]bool{}
 	for _, tg := range rep.CrossTargets() {
