@@ -161,6 +161,10 @@ func TestBenchCrossProcess(t *testing.T) {
 		if !strings.Contains(handOff, impl+", 3 processes: master CPU") {
 			t.Errorf("no masters' work for %s:\n%s", impl, stdout)
 		}
+		// Only the library sends hand-off notices, so only it has a timeline.
+		if got, want := strings.Contains(handOff, impl+", 3 processes: timeline of "), impl == "lockagent"; got != want {
+			t.Errorf("a timeline line for %s: %v, want %v:\n%s", impl, got, want, stdout)
+		}
 	}
 	for _, impl := range []string{"lockagent", "redsync"} {
 		f := rows[impl]
