@@ -236,7 +236,7 @@ func (m *master) exec(batch []*request) {
 		return
 	}
 	ctx := m.execContext(now)
-	handofftrace.Sent()
+	handofftrace.Sent(m.index)
 	execErr := m.pipeline(ctx, live, anyScript)
 	if anyScript {
 		m.retryScripts(ctx, live)

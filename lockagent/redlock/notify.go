@@ -189,8 +189,12 @@ func (n *notifier) deliverGrant(key string, i int, payload string) {
 		return
 	}
 	if w := q.byToken[token]; w != nil {
+		g := newGrantMsg(i, fence, attempt)
+		if g.turnIn == 0 {
+			handofftrace.Notice(i) // a hand-off, not a window
+		}
 		select {
-		case w.grants <- newGrantMsg(i, fence, attempt):
+		case w.grants <- g:
 		default:
 		}
 	}
@@ -502,7 +506,6 @@ func (s *subscriber) run() {
 						}
 					case *redis.Message:
 						if key, grant := s.n.channelKey(m.Channel); grant {
-							handofftrace.Notice()
 							s.n.deliverGrant(key, s.m.index, m.Payload)
 						} else {
 							s.n.deliver(key, m.Payload)

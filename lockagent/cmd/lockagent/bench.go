@@ -74,11 +74,12 @@ Scenarios:
                the majority's reply) measured idle and during the window: the gap less
                how much longer such a round took under the window's load, a
                diagnostic (that load is mostly the lock's own work); for the
-               library, the hand-off's timeline: when the releasing client's
-               majority-th request left, when each notice of a majority reached the
-               next holder, and when its lock call returned (p50s after the unlock
-               call); with --spawn (or an admin user in agent.json) also the
-               masters' CPU time and commands per acquisition (INFO)
+               library, the hand-off's timeline (p50s after the unlock call): when
+               the request to the majority-th master started to go out, when each
+               of a majority of masters' notices reached the next holder, and how
+               long after the last of them its lock call returned; with --spawn (or
+               an admin user in agent.json) also the masters' CPU time and commands
+               per acquisition (INFO)
 Then the ratios of FCALL vs EVALSHA, of the library vs redsync and vs the floor, and
 the issue's targets.
 Numbers depend on the machine and its disk (appendfsync always fsyncs every write).

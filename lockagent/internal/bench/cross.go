@@ -127,8 +127,8 @@ type crossHold struct {
 	Fence      uint64
 	Wait       int64
 	// Notices: when the lock call heard hand-off notices; Sends: when the unlock call's
-	// requests left (ns after the common start; the library only).
-	Notices, Sends []int64
+	// requests started to go out ({ns after the common start, master}; the library only).
+	Notices, Sends [][2]int64
 }
 
 // workerResult is a worker's report. Each hold is four numbers, kept compact: the start
@@ -136,10 +136,10 @@ type crossHold struct {
 type workerResult struct {
 	Holds [][4]int64 `json:"holds"`
 	// Notices and Sends are, per hold (the library only, else empty), when its lock
-	// call heard hand-off notices and when its unlock call's requests left for the
-	// masters, ns after the common start (see timelineRecorder).
-	Notices [][]int64 `json:"notices,omitempty"`
-	Sends   [][]int64 `json:"sends,omitempty"`
+	// call heard hand-off notices and when its unlock call's requests started to go out,
+	// each {ns after the common start, master} (see timelineRecorder).
+	Notices [][][2]int64 `json:"notices,omitempty"`
+	Sends   [][][2]int64 `json:"sends,omitempty"`
 	// CPU (ns) and Wakeups (voluntary context switches) of the worker process over its
 	// window.
 	CPU     int64    `json:"cpu,omitempty"`
@@ -227,7 +227,10 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 		time.Sleep(d)
 	}
 	end := startAt + int64(spec.Duration)
-	var tl timelineRecorder
+	tl, err := newTimelineRecorder()
+	if err != nil {
+		return res, err
+	}
 	handofftrace.Set(tl.sent, tl.notice)
 	defer handofftrace.Set(nil, nil)
 	cpu0, wake0 := processUsage()

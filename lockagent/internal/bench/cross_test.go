@@ -161,9 +161,10 @@ func TestCrossProcessWorkers(t *testing.T) {
 			// order; the others send no notice.
 			if tl := c.Timeline; impl == Lockagent {
 				quorum := len(cluster.Masters)/2 + 1
-				if tl.N == 0 || len(tl.Notices) != quorum || tl.Sent <= 0 || tl.Notices[0] <= 0 || tl.After < 0 ||
-					!slices.IsSorted(tl.Notices) || tl.Notices[quorum-1] > c.GapP99 {
-					t.Errorf("timeline %+v (gap p99 %v), want %d notices in order, after requests that left", tl, c.GapP99, quorum)
+				// Hand-offs by notice are the rule with the wait queue (the others follow a
+				// window or an expiry), and each counts a majority of masters.
+				if tl.N < (c.Acquisitions-1)/2 || len(tl.Notices) != quorum || tl.Sent <= 0 {
+					t.Errorf("timeline %+v of %d acquisitions, want most of them by %d masters' notices, after requests that went out", tl, c.Acquisitions, quorum)
 				}
 			} else if tl.N != 0 {
 				t.Errorf("timeline %+v, want none: %s sends no hand-off notice", tl, impl)
@@ -303,6 +304,19 @@ func TestSummarizeCross(t *testing.T) {
 		t.Errorf("chained %d (gap %v), want 2 (1ms)", c.Chained, c.ChainedGapP50)
 	}
 
+	// The workers' notices and sends become the timeline: the second process heard masters
+	// 0 and 1 (of 3) 100µs and 300µs after the first's unlock call at 1ms, and acquired
+	// at 2ms; the first had started sending to both 10µs and 20µs after its unlock call.
+	res[0].Notices = [][][2]int64{nil, nil}
+	res[0].Sends = [][][2]int64{{{1*ms + 10_000, 0}, {1*ms + 20_000, 1}}, nil}
+	res[1].Notices = [][][2]int64{{{1*ms + 100_000, 1}, {1*ms + 300_000, 0}}}
+	res[1].Sends = [][][2]int64{nil}
+	tl := summarizeCross(res, true, 3).Timeline
+	if want := (Timeline{N: 1, Sent: 20 * time.Microsecond, Notices: []time.Duration{100 * time.Microsecond, 300 * time.Microsecond}, After: 700 * time.Microsecond}); tl.N != want.N ||
+		tl.Sent != want.Sent || !slices.Equal(tl.Notices, want.Notices) || tl.After != want.After {
+		t.Errorf("timeline %+v, want %+v", tl, want)
+	}
+
 	// The second process starts while the first still holds (0..3ms), with a lower fence.
 	bad := []workerResult{
 		{Holds: [][4]int64{{0, 3 * ms, 7, 0}}},
@@ -314,27 +328,33 @@ func TestSummarizeCross(t *testing.T) {
 }
 
 // TestHandOffTimeline: a hand-off's steps are measured from the releasing client's
-// unlock call, with the notices the next holder heard between that call and its
-// acquisition only; a hand-off whose next holder heard fewer than a majority (it took
-// the lock by its own attempt) is left out.
+// unlock call, with each master's first notice that the next holder heard between that
+// call and its acquisition (the call excluded, the acquisition included); a hand-off whose
+// next holder heard fewer masters than a majority (it took the lock by its own attempt)
+// is left out, and the releasing client's requests count once per master.
 func TestHandOffTimeline(t *testing.T) {
 	const us = int64(time.Microsecond)
+	ev := func(at int64, master int64) [2]int64 { return [2]int64{at * us, master} }
 	holds := []crossHold{
-		{Start: 0, End: 1000 * us, Sends: []int64{1010 * us, 1020 * us, 1030 * us, 1040 * us, 1050 * us}},
-		// Heard one notice before the unlock call (an older hand-off's) and one after its
-		// acquisition: neither counts.
-		{Start: 1500 * us, End: 2500 * us, Notices: []int64{900 * us, 1200 * us, 1300 * us, 1400 * us, 1600 * us},
-			Sends: []int64{2600 * us, 2700 * us}},
-		// Two notices: not a hand-off by notice.
-		{Start: 3000 * us, End: 4000 * us, Notices: []int64{2800 * us, 2900 * us}},
-		{Start: 4600 * us, Notices: []int64{4100 * us, 4200 * us, 4400 * us, 4500 * us}},
+		{Start: 0, End: 1000 * us, Sends: [][2]int64{ev(1010, 0), ev(1015, 0), ev(1020, 1), ev(1030, 2), ev(1040, 3)}},
+		// A notice at the unlock call itself and one after the acquisition do not count;
+		// master 1's second notice does not either. The 3rd master's notice (master 2)
+		// comes at 1400, and the lock call returns at the acquisition, 1500.
+		{Start: 1500 * us, End: 2500 * us, Notices: [][2]int64{ev(1000, 4), ev(1200, 1), ev(1250, 1), ev(1300, 0), ev(1400, 2), ev(1450, 3), ev(1501, 4)},
+			Sends: [][2]int64{ev(2600, 0), ev(2700, 1)}},
+		// Two masters: not a hand-off by notice.
+		{Start: 3000 * us, End: 4000 * us, Notices: [][2]int64{ev(2800, 0), ev(2900, 1), ev(2950, 1)}},
 	}
 	tl := handOffTimeline(holds, 5)
-	want := Timeline{N: 2, Sent: 30 * time.Microsecond, // 30µs; the third hold sent too few to count
-		Notices: []time.Duration{100 * time.Microsecond, 200 * time.Microsecond, 400 * time.Microsecond}, After: 100 * time.Microsecond}
-	// A p50 of two samples is the lower one: notices 200/100, 300/200, 400/400; after 100/200.
+	want := Timeline{N: 1, Sent: 30 * time.Microsecond, // the 3rd master's (master 2) first request
+		Notices: []time.Duration{200 * time.Microsecond, 300 * time.Microsecond, 400 * time.Microsecond}, After: 100 * time.Microsecond}
 	if tl.N != want.N || tl.Sent != want.Sent || !slices.Equal(tl.Notices, want.Notices) || tl.After != want.After {
 		t.Errorf("timeline %+v, want %+v", tl, want)
+	}
+	// A notice exactly at the acquisition counts.
+	holds[2].Notices = append(holds[2].Notices, ev(3000, 2))
+	if tl := handOffTimeline(holds, 5); tl.N != 2 || tl.After != 0 {
+		t.Errorf("timeline %+v, want 2 hand-offs, the second acquired at its 3rd master's notice", tl)
 	}
 	if tl := handOffTimeline(holds, 0); tl.N != 0 || tl.Notices != nil {
 		t.Errorf("timeline without masters %+v, want none", tl)
@@ -345,19 +365,32 @@ func TestHandOffTimeline(t *testing.T) {
 }
 
 // TestTimelineRecorderPerHold: each hold gets the notices its lock call heard and the
-// requests its unlock call sent, from the call to its return, relative to the start.
+// requests its unlock call started, from the call to its return, relative to the start
+// and with their masters, whatever order the goroutines reported them in.
 func TestTimelineRecorderPerHold(t *testing.T) {
-	r := &timelineRecorder{notices: []int64{105, 99, 120, 150}, sends: []int64{131, 130, 160, 200}}
+	r := &timelineRecorder{notices: []masterEvent{{105, 0}, {99, 1}, {120, 2}, {150, 1}},
+		sends: []masterEvent{{131, 1}, {130, 0}, {160, 2}, {200, 0}}}
 	calls := [][4]int64{{100, 120, 130, 140}, {140, 150, 160, 170}}
 	notices, sends := r.perHold(calls, 100)
-	if want := [][]int64{{5, 20}, {50}}; !slices.EqualFunc(notices, want, slices.Equal) {
+	if want := [][][2]int64{{{5, 0}, {20, 2}}, {{50, 1}}}; !slices.EqualFunc(notices, want, slices.Equal) {
 		t.Errorf("notices %v, want %v", notices, want)
 	}
-	if want := [][]int64{{30, 31}, {60}}; !slices.EqualFunc(sends, want, slices.Equal) {
+	if want := [][][2]int64{{{30, 0}, {31, 1}}, {{60, 2}}}; !slices.EqualFunc(sends, want, slices.Equal) {
 		t.Errorf("sends %v, want %v", sends, want)
 	}
 	if n, s := (&timelineRecorder{}).perHold(calls, 100); n != nil || s != nil {
 		t.Errorf("nothing reported: %v %v, want nil", n, s)
+	}
+	// The recorder's clock is CLOCK_MONOTONIC, read without a system call.
+	rec, err := newTimelineRecorder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := monoNow()
+	rec.notice(3)
+	after, _ := monoNow()
+	if e := rec.notices[0]; e.master != 3 || e.at < before-int64(time.Millisecond) || e.at > after+int64(time.Millisecond) {
+		t.Errorf("notice %+v, want master 3 between %d and %d (CLOCK_MONOTONIC)", e, before, after)
 	}
 }
 
@@ -388,7 +421,7 @@ func TestCrossReport(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{"1.30x", "0.10x", "1.00x", "0.20x", "n/a", "ok",
 		"1.25x", "0.600", "0.714", "100µs/220µs", " 97 ", "380µs", "0.95x", "n/a/n/a", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00",
-		"lockagent, 8 processes: timeline of 9 hand-offs by notice: 3rd request out at 70µs; notices at the next holder at 260µs, 330µs, 400µs; its lock call returned 12µs after the 3rd"} {
+		"lockagent, 8 processes: timeline of 9 hand-offs by notice: request to the 3rd master going out at 70µs; notices from 3 masters at the next holder at 260µs, 330µs, 400µs; its lock call returned 12µs after the 3rd"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cross table lacks %q:\n%s", want, out)
 		}

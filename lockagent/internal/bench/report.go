@@ -295,8 +295,8 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 			work = append(work, fmt.Sprintf("  %s, %d processes: workers: CPU %s, %.1f wake-ups; chained hand-offs %s", res.Name, c.Processes,
 				fmtDuration(c.WorkerCPU), c.WorkerWakeups, chained))
 			if tl := c.Timeline; tl.N > 0 {
-				work = append(work, fmt.Sprintf("  %s, %d processes: timeline of %d hand-offs by notice: %s request out at %s; notices at the next holder at %s; its lock call returned %s after the %s",
-					res.Name, c.Processes, tl.N, ordinal(len(tl.Notices)), orNA(tl.Sent), joinDurations(tl.Notices), fmtDuration(tl.After), ordinal(len(tl.Notices))))
+				work = append(work, fmt.Sprintf("  %s, %d processes: timeline of %d hand-offs by notice: request to the %s master going out at %s; notices from %d masters at the next holder at %s; its lock call returned %s after the %s",
+					res.Name, c.Processes, tl.N, ordinal(len(tl.Notices)), orNA(tl.Sent), len(tl.Notices), joinDurations(tl.Notices), fmtDuration(tl.After), ordinal(len(tl.Notices))))
 			}
 			lessLoad, lessLoadRatio := "n/a", "n/a"
 			if g, ok := c.GapLessLoad(); ok {
@@ -319,7 +319,7 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	fmt.Fprintf(w, "bare round: a PING to every master at once, timed to the majority's reply (no write, no script, no fsync), %d idle just before the window and, during it, one halfway between two floor writes (rounds: how many); gap p50 less the load = gap p50 - (bare round under load - bare round idle), never below zero, with %d rounds under load at least: the gap without what the window's load added to a bare round. A diagnostic, not a floor: that load is mostly the lock's own work.\n", roundSamples, minLoadedRounds)
 	fmt.Fprintln(w, "utilisation = time held / wall time; utilisation at floor = hold mean / (hold mean + floor write p50), what a gap of one fsynced majority write would give.")
 	if len(work) > 0 {
-		fmt.Fprintln(w, "work per acquisition: workers (all together: CPU time, voluntary context switches = wake-ups; chained = fence is the previous hold's + 1, a hand-off without a log write); timeline (p50s after the releasing client's unlock call, of the hand-offs whose next holder heard a majority of the masters' notices before it acquired: when the majority-th of the unlock call's requests left for its master, when each notice of that majority reached the next holder, and how long after the last one its lock call returned); masters (all together: INFO cpu and commandstats over the window; scripts' commands included, and counted in the script's time too; in parentheses the mean time of one call):")
+		fmt.Fprintln(w, "work per acquisition: workers (all together: CPU time, voluntary context switches = wake-ups; chained = fence is the previous hold's + 1, a hand-off without a log write); timeline (p50s after the releasing client's unlock call, of the hand-offs whose next holder heard notices from a majority of the masters before it acquired: when the unlock call's request to the majority-th master started to go out, when the notice of each master of that majority reached the next holder, and how long after the last of them its lock call returned); masters (all together: INFO cpu and commandstats over the window; scripts' commands included, and counted in the script's time too; in parentheses the mean time of one call):")
 		for _, l := range work {
 			fmt.Fprintln(w, l)
 		}

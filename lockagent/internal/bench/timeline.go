@@ -1,45 +1,64 @@
 package bench
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"sync"
 	"time"
 )
 
 // timelineRecorder keeps, in a worker process, the moments the library reports through
-// handofftrace, on CLOCK_MONOTONIC: its requests leaving for the masters, and hand-off
-// notices arriving.
+// handofftrace, on CLOCK_MONOTONIC: a master's goroutine starting to send it a request,
+// and a hand-off notice arriving from a master. The moments are read from Go's monotonic
+// clock (the vDSO, no system call on the paths it times) and put on CLOCK_MONOTONIC by one
+// reading of both taken when the recorder starts.
 type timelineRecorder struct {
+	mono0          int64     // CLOCK_MONOTONIC (ns) ...
+	since          time.Time // ... when this was read
 	mu             sync.Mutex
-	sends, notices []int64
+	sends, notices []masterEvent
 }
 
-func (r *timelineRecorder) sent()   { r.add(&r.sends) }
-func (r *timelineRecorder) notice() { r.add(&r.notices) }
+// masterEvent is a moment (CLOCK_MONOTONIC ns) and the master it concerns.
+type masterEvent struct {
+	at     int64
+	master int
+}
 
-func (r *timelineRecorder) add(to *[]int64) {
-	t, err := monoNow()
+func newTimelineRecorder() (*timelineRecorder, error) {
+	mono0, err := monoNow()
 	if err != nil {
-		return
+		return nil, err
 	}
+	return &timelineRecorder{mono0: mono0, since: time.Now(),
+		sends: make([]masterEvent, 0, 1<<14), notices: make([]masterEvent, 0, 1<<13)}, nil
+}
+
+func (r *timelineRecorder) sent(master int)   { r.add(&r.sends, master) }
+func (r *timelineRecorder) notice(master int) { r.add(&r.notices, master) }
+
+func (r *timelineRecorder) add(to *[]masterEvent, master int) {
+	e := masterEvent{at: r.mono0 + int64(time.Since(r.since)), master: master}
 	r.mu.Lock()
-	*to = append(*to, t)
+	*to = append(*to, e)
 	r.mu.Unlock()
 }
 
 // perHold gives each hold the notices its lock call heard (from the call to its return)
-// and the requests its unlock call sent (likewise), ns after startAt; calls are the
-// holds' lock call, its return, unlock call and its return. Nil when nothing was
-// reported (an implementation other than the library).
-func (r *timelineRecorder) perHold(calls [][4]int64, startAt int64) (notices, sends [][]int64) {
+// and the requests its unlock call started sending (likewise), each as {ns after startAt,
+// master}; calls are the holds' lock call, its return, unlock call and its return. Nil
+// when nothing was reported (an implementation other than the library).
+func (r *timelineRecorder) perHold(calls [][4]int64, startAt int64) (notices, sends [][][2]int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.sends) == 0 && len(r.notices) == 0 {
 		return nil, nil
 	}
-	slices.Sort(r.sends) // goroutines append concurrently
-	slices.Sort(r.notices)
-	notices, sends = make([][]int64, len(calls)), make([][]int64, len(calls))
+	byTime := func(a, b masterEvent) int { return cmp.Compare(a.at, b.at) } // goroutines append concurrently
+	slices.SortFunc(r.sends, byTime)
+	slices.SortFunc(r.notices, byTime)
+	notices, sends = make([][][2]int64, len(calls)), make([][][2]int64, len(calls))
 	for i, c := range calls {
 		notices[i] = within(r.notices, c[0], c[1], startAt)
 		sends[i] = within(r.sends, c[2], c[3], startAt)
@@ -47,49 +66,48 @@ func (r *timelineRecorder) perHold(calls [][4]int64, startAt int64) (notices, se
 	return notices, sends
 }
 
-// within returns the sorted times ts from from to to (inclusive), less startAt.
-func within(ts []int64, from, to, startAt int64) []int64 {
-	i, _ := slices.BinarySearch(ts, from)
-	var out []int64
-	for ; i < len(ts) && ts[i] <= to; i++ {
-		out = append(out, ts[i]-startAt)
+// within returns the events of es (sorted) from from to to (inclusive), their times less
+// startAt.
+func within(es []masterEvent, from, to, startAt int64) [][2]int64 {
+	i, _ := slices.BinarySearchFunc(es, from, func(e masterEvent, t int64) int { return cmp.Compare(e.at, t) })
+	var out [][2]int64
+	for ; i < len(es) && es[i].at <= to; i++ {
+		out = append(out, [2]int64{es[i].at - startAt, int64(es[i].master)})
 	}
 	return out
 }
 
 // Timeline is where a hand-off's gap goes, from the releasing client's unlock call to
-// the next holder's acquisition, for the hand-offs by notice: the next holder heard at
-// least a majority of the masters' hand-off notices between that unlock call and its
-// acquisition (the library only: other implementations send none). Each is a p50 after
-// the unlock call.
+// the next holder's acquisition, for the hand-offs by notice: the next holder heard
+// hand-off notices from a majority of the masters between that unlock call and its
+// acquisition (the library only: other implementations send none; a waiter that took
+// the lock with its own attempt, after a window or an expiry, heard none). Each is a p50
+// after the unlock call, over the hand-offs measured (Sent over those whose releasing
+// client's requests were seen going to a majority).
 type Timeline struct {
 	N int // hand-offs measured
-	// Sent: the unlock call's majority-th request left for its master (requests leave
-	// one per master, each from its own goroutine).
+	// Sent: the unlock call's request to the majority-th master started to go out (its
+	// master's goroutine began sending it; go-redis then builds and writes it).
 	Sent time.Duration
-	// Notices: the k-th notice arrived at the next holder, k = 1 to a majority.
+	// Notices: the notice of the k-th master (by its first notice) reached the next
+	// holder, k = 1 to a majority.
 	Notices []time.Duration
-	// After: the next holder's lock call returned, after the last of Notices (its own
-	// p50, not the difference of two).
+	// After: the next holder's lock call returned, after the majority-th master's notice
+	// (its own p50, not a difference of two).
 	After time.Duration
 }
 
 // handOffTimeline measures the Timeline of holds sorted by start, on masters masters.
 func handOffTimeline(holds []crossHold, masters int) Timeline {
-	quorum := masters/2 + 1
 	if masters <= 0 {
 		return Timeline{}
 	}
+	quorum := masters/2 + 1
 	var sent, after []time.Duration
 	notices := make([][]time.Duration, quorum)
 	for i := 1; i < len(holds); i++ {
 		prev, cur := holds[i-1], holds[i]
-		var heard []int64
-		for _, t := range cur.Notices {
-			if t > prev.End && t <= cur.Start {
-				heard = append(heard, t)
-			}
-		}
+		heard := firstPerMaster(cur.Notices, prev.End, cur.Start)
 		if len(heard) < quorum {
 			continue
 		}
@@ -97,8 +115,8 @@ func handOffTimeline(holds []crossHold, masters int) Timeline {
 			notices[k] = append(notices[k], time.Duration(heard[k]-prev.End))
 		}
 		after = append(after, time.Duration(cur.Start-heard[quorum-1]))
-		if len(prev.Sends) >= quorum {
-			sent = append(sent, time.Duration(prev.Sends[quorum-1]-prev.End))
+		if out := firstPerMaster(prev.Sends, prev.End-1, math.MaxInt64); len(out) >= quorum {
+			sent = append(sent, time.Duration(out[quorum-1]-prev.End))
 		}
 	}
 	if len(after) == 0 {
@@ -109,4 +127,18 @@ func handOffTimeline(holds []crossHold, masters int) Timeline {
 		tl.Notices = append(tl.Notices, percentile(d, 0.50))
 	}
 	return tl
+}
+
+// firstPerMaster returns the time of each master's first event after from and up to to,
+// in time order (events are sorted by time).
+func firstPerMaster(es [][2]int64, from, to int64) []int64 {
+	var out []int64
+	seen := map[int64]bool{}
+	for _, e := range es {
+		if e[0] > from && e[0] <= to && !seen[e[1]] {
+			seen[e[1]] = true
+			out = append(out, e[0])
+		}
+	}
+	return out
 }
