@@ -10,7 +10,8 @@ import (
 
 // TestNoticeTraceCountsHandOffsOnly: the benchmark's hook hears a hand-off notice for a
 // waiter of this Client, with its master, and not a window's notice (the waiter then takes
-// the lock with its own attempt) nor a notice for a token no waiter has.
+// the lock with its own attempt) nor a notice for a token no waiter has. Not parallel: the
+// hook is process-wide.
 func TestNoticeTraceCountsHandOffsOnly(t *testing.T) {
 	var mu sync.Mutex
 	var heard []int

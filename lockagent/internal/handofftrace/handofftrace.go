@@ -14,8 +14,9 @@ var sent, notice atomic.Pointer[func(master int)]
 // go-redis builds and writes it), and onNotice, called as a hand-off notice for a waiter
 // of the process arrives from a master (not a window's notice, nor one for a token no
 // waiter has); nil removes one. master is the master's index in the Client's list. The
-// functions run on the library's goroutines: they must be fast and safe for concurrent
-// use. The two are stored one after the other: set them before the Client works.
+// functions run on the library's goroutines, onNotice with the Client's notifier locked:
+// they must be fast and safe for concurrent use. The two are stored one after the other:
+// set them before the Client works.
 func Set(onSent, onNotice func(master int)) {
 	store(&sent, onSent)
 	store(&notice, onNotice)
