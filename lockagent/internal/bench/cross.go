@@ -264,7 +264,7 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 	cpu1, wake1 := processUsage()
 	res.CPU, res.Wakeups = int64(cpu1-cpu0), wake1-wake0
 	res.Errors = errs.examples
-	handofftrace.Set(nil, nil)
+	handofftrace.Set(nil, nil) // the window is over: later moments (stragglers) are no hold's
 	res.Notices, res.Sends = tl.perHold(calls, startAt)
 	return res, nil
 }

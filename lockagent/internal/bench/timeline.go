@@ -11,8 +11,8 @@ import (
 // timelineRecorder keeps, in a worker process, the moments the library reports through
 // handofftrace, on CLOCK_MONOTONIC: a master's goroutine starting to send it a request,
 // and a hand-off notice arriving from a master. The moments are read from Go's monotonic
-// clock (the vDSO, no system call on the paths it times) and put on CLOCK_MONOTONIC by one
-// reading of both taken when the recorder starts.
+// clock (the vDSO, no system call on the paths it times) and put on CLOCK_MONOTONIC by the
+// closest pair of readings of both taken when the recorder starts (newTimelineRecorder).
 type timelineRecorder struct {
 	mono0          int64     // CLOCK_MONOTONIC (ns) ...
 	since          time.Time // ... when this was read
