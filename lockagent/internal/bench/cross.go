@@ -232,7 +232,6 @@ func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (w
 		return res, err
 	}
 	handofftrace.Set(tl.sent, tl.notice)
-	defer handofftrace.Set(nil, nil)
 	cpu0, wake0 := processUsage()
 	var errs errorSamples
 	var calls [][4]int64 // per hold: lock call, its return, unlock call, its return

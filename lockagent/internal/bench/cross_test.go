@@ -337,8 +337,9 @@ func TestHandOffTimeline(t *testing.T) {
 	ev := func(at int64, master int64) [2]int64 { return [2]int64{at * us, master} }
 	holds := []crossHold{
 		{Start: 0, End: 1000 * us, Sends: [][2]int64{ev(1010, 0), ev(1015, 0), ev(1020, 1), ev(1030, 2), ev(1040, 3)}},
-		// A notice at the unlock call itself and one after the acquisition do not count;
-		// master 1's second notice does not either. The 3rd master's notice (master 2)
+		// A notice at the unlock call itself does not count (one after the acquisition is
+		// never there: perHold ends the notices at the lock call's return); master 1's
+		// second notice does not either. The 3rd master's notice (master 2)
 		// comes at 1400, and the lock call returns at the acquisition, 1500.
 		{Start: 1500 * us, End: 2500 * us, Notices: [][2]int64{ev(1000, 4), ev(1200, 1), ev(1250, 1), ev(1300, 0), ev(1400, 2), ev(1450, 3), ev(1501, 4)},
 			Sends: [][2]int64{ev(2600, 0), ev(2700, 1)}},

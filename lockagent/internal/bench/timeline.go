@@ -2,7 +2,6 @@ package bench
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -117,7 +116,7 @@ func handOffTimeline(holds []crossHold, masters int) Timeline {
 	notices := make([][]time.Duration, quorum)
 	for i := 1; i < len(holds); i++ {
 		prev, cur := holds[i-1], holds[i]
-		heard := firstPerMaster(cur.Notices, prev.End, cur.Start)
+		heard := firstPerMaster(cur.Notices, prev.End)
 		if len(heard) < quorum {
 			continue
 		}
@@ -125,7 +124,7 @@ func handOffTimeline(holds []crossHold, masters int) Timeline {
 			notices[k] = append(notices[k], time.Duration(heard[k]-prev.End))
 		}
 		after = append(after, time.Duration(cur.Start-heard[quorum-1]))
-		if out := firstPerMaster(prev.Sends, prev.End-1, math.MaxInt64); len(out) >= quorum {
+		if out := firstPerMaster(prev.Sends, prev.End-1); len(out) >= quorum {
 			sent = append(sent, time.Duration(out[quorum-1]-prev.End))
 		}
 	}
@@ -139,13 +138,14 @@ func handOffTimeline(holds []crossHold, masters int) Timeline {
 	return tl
 }
 
-// firstPerMaster returns the time of each master's first event after from and up to to,
-// in time order (events are sorted by time).
-func firstPerMaster(es [][2]int64, from, to int64) []int64 {
+// firstPerMaster returns the time of each master's first event after from, in time order
+// (events are sorted by time; perHold already ended a hold's notices at its acquisition
+// and its sends at its unlock call's return).
+func firstPerMaster(es [][2]int64, from int64) []int64 {
 	var out []int64
 	seen := map[int64]bool{}
 	for _, e := range es {
-		if e[0] > from && e[0] <= to && !seen[e[1]] {
+		if e[0] > from && !seen[e[1]] {
 			seen[e[1]] = true
 			out = append(out, e[0])
 		}
