@@ -70,16 +70,18 @@ Scenarios:
                next holder's acquisition (p50/p99) and the utilisation (time held /
                wall time), beside one fsynced majority write (SET PX to every master,
                timed to the majority's reply) measured on the same masters just before
-               each window, and beside a bare round (a PING to every master, timed to
-               the majority's reply) measured idle and during the window: the gap less
-               how much longer such a round took under the window's load, a
-               diagnostic (that load is mostly the lock's own work); for the
-               library, the hand-off's timeline (p50s after the unlock call): when
-               the request to the majority-th master started to go out, when each
-               of a majority of masters' notices reached the next holder, and how
-               long after the last of them its lock call returned; with --spawn (or
-               an admin user in agent.json) also the masters' CPU time and commands
-               per acquisition (INFO)
+               each window, one after another and, to read a long hold against, each
+               after a pause as long as the hold (at most 100ms), and beside a bare
+               round (a PING to every master, timed to the majority's reply) measured
+               idle and during the window: the gap less how much longer such a
+               round took under the window's load, a diagnostic (that load is
+               mostly the lock's own work); for the library, the hand-off's
+               timeline (p50s after the unlock call): when the request to the
+               majority-th master started to go out, when each of a majority of
+               masters' notices reached the next holder, and how long after the last
+               of them its lock call returned; with --spawn (or an admin user in
+               agent.json) also the masters' CPU time and commands per acquisition
+               (INFO)
 Then the ratios of FCALL vs EVALSHA, of the library vs redsync and vs the floor, and
 the issue's targets.
 Numbers depend on the machine and its disk (appendfsync always fsyncs every write).

@@ -140,18 +140,19 @@ func TestBenchCrossProcess(t *testing.T) {
 			rows[f[0]] = f
 		}
 	}
-	// The hand-off against the floor: the floor and the bare round were measured (on the
-	// EVAL user), and the masters' work counted (--spawn's admin user).
+	// The hand-off against the floor: the floor (one write after another, and after the
+	// hold's pause) and the bare round were measured (on the EVAL user), and the masters'
+	// work counted (--spawn's admin user).
 	for _, impl := range []string{"lockagent", "redsync"} {
 		found := false
 		for _, l := range strings.Split(handOff, "\n") {
-			if f := strings.Fields(l); len(f) >= 16 && f[0] == impl && f[1] == "3" {
+			if f := strings.Fields(l); len(f) >= 18 && f[0] == impl && f[1] == "3" {
 				found = true
-				if f[2] == "n/a" || f[7] == "n/a" {
-					t.Errorf("%s: floor write %s, under load %s, want both measured:\n%s", impl, f[2], f[7], stdout)
+				if f[2] == "n/a" || f[7] == "n/a" || f[9] == "n/a" {
+					t.Errorf("%s: floor write %s, at the hold's pace %s, under load %s, want all three measured:\n%s", impl, f[2], f[7], f[9], stdout)
 				}
-				if idle, loaded, ok := strings.Cut(f[9], "/"); !ok || idle == "n/a" || loaded == "n/a" || f[11] == "n/a" {
-					t.Errorf("%s: bare round %s (%s under load), gap less the load %s, want them measured:\n%s", impl, f[9], f[10], f[11], stdout)
+				if idle, loaded, ok := strings.Cut(f[11], "/"); !ok || idle == "n/a" || loaded == "n/a" || f[13] == "n/a" {
+					t.Errorf("%s: bare round %s (%s under load), gap less the load %s, want them measured:\n%s", impl, f[11], f[12], f[13], stdout)
 				}
 			}
 		}

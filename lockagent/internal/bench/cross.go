@@ -66,6 +66,11 @@ type CrossProcess struct {
 	// majority write measured on the same masters just before the window (see
 	// probe.floorWrites): the floor of a hand-off. Zero when not measured.
 	FloorWrite, FloorWriteP99 time.Duration
+	// FloorPaced is the median of the same write made after a pause of FloorPause (the
+	// hold, at most pacedFloorMaxPause) each, just before the floor writes: the floor of
+	// a hand-off made after a hold, on a machine that was quiet that long (see
+	// pacedFloor). Zero when not measured.
+	FloorPaced, FloorPause time.Duration
 	// FloorLoaded is the median of the floor writes made during the window, one every
 	// floorDuringEvery (FloorLoadedN of them): the floor under the window's load. Their
 	// SETs, like the bare rounds' PINGs, are taken out of the masters' work (calls, time
@@ -436,13 +441,22 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 		}
 		return w, true
 	}
-	floorStart, _ := count()
 	pr := newProbe(floor)
 	defer func() {
 		if out := pr.leftOut(); len(out) > 0 {
 			cfg.Log.Warn("bench: masters left out of the floor writes and bare rounds", "masters", out)
 		}
 	}()
+	// The paced floor first, before the masters' work is read: its SETs are in no reading.
+	pause, paced := pacedFloor(cfg.Hold)
+	floorPaced, err := pr.floorWritesPaced(ctx, cfg.KeyPrefix+"floor-write", cfg.TTL, pause, paced)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		cfg.Log.Warn("bench: the paced floor write could not be measured", "err", err)
+	}
+	floorStart, _ := count()
 	floorP50, floorP99, err := pr.floorWrites(ctx, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -525,6 +539,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	fl := <-during
 	c := summarizeCross(results, fenced, len(floor))
 	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
+	c.FloorPaced, c.FloorPause = floorPaced, pause
 	c.FloorLoaded, c.FloorLoadedN = fl.floor, fl.writes
 	if roundIdle > 0 && fl.rounds > 0 {
 		c.RoundIdle, c.RoundLoaded, c.RoundLoadedN = roundIdle, fl.round, fl.rounds

@@ -148,9 +148,11 @@ func TestCrossProcessWorkers(t *testing.T) {
 			// The hand-off against its floor, and the masters' work, were measured.
 			if c.FloorWrite <= 0 || c.FloorWriteP99 < c.FloorWrite || c.GapP99 < c.GapP50 || c.Held < cfg.Hold ||
 				c.Utilisation <= 0 || c.Utilisation > 1 || c.MasterCPU <= 0 || c.FloorCPU <= 0 || c.FloorLoaded <= 0 || c.FloorLoadedN == 0 ||
-				c.RoundIdle <= 0 || c.RoundLoaded <= 0 || c.RoundLoadedN == 0 || c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 {
-				t.Errorf("hand-off: floor %v/%v, gap %v/%v, hold %v, utilisation %v, master CPU %v, bare round %v/%v (%d)",
-					c.FloorWrite, c.FloorWriteP99, c.GapP50, c.GapP99, c.Held, c.Utilisation, c.MasterCPU, c.RoundIdle, c.RoundLoaded, c.RoundLoadedN)
+				c.RoundIdle <= 0 || c.RoundLoaded <= 0 || c.RoundLoadedN == 0 || c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 ||
+				c.FloorPaced <= 0 || c.FloorPause != cfg.Hold {
+				t.Errorf("hand-off: floor %v/%v, gap %v/%v, hold %v, utilisation %v, master CPU %v, bare round %v/%v (%d), paced floor %v after %v",
+					c.FloorWrite, c.FloorWriteP99, c.GapP50, c.GapP99, c.Held, c.Utilisation, c.MasterCPU, c.RoundIdle, c.RoundLoaded, c.RoundLoadedN,
+					c.FloorPaced, c.FloorPause)
 			}
 			// The bench's own PINGs (the bare rounds) are not the lock's: what is left of
 			// them per acquisition is less than the rounds one master answered.
@@ -410,6 +412,8 @@ func TestCrossReport(t *testing.T) {
 		{Name: Redsync, Cross: []*CrossProcess{{Processes: 8, PerSecond: 200, P99Wait: 100 * time.Millisecond, Jain: 0.8}, {Processes: 16, PerSecond: 200, P99Wait: 100 * time.Millisecond, Overlaps: 1}}},
 	}}
 	rep.Results[0].Cross[0].FloorWrite, rep.Results[0].Cross[0].GapP50 = 400*time.Microsecond, 500*time.Microsecond
+	// A write after a hold's pause took 625µs: the gap is 0.80x of that.
+	rep.Results[0].Cross[0].FloorPaced, rep.Results[0].Cross[0].FloorPause = 625*time.Microsecond, time.Millisecond
 	rep.Results[0].Cross[0].Held, rep.Results[0].Cross[0].Utilisation = time.Millisecond, 0.6
 	// The window's load cost a bare round 120µs: the gap less the load is 380µs, 0.95x.
 	rep.Results[0].Cross[0].RoundIdle, rep.Results[0].Cross[0].RoundLoaded = 100*time.Microsecond, 220*time.Microsecond
@@ -424,7 +428,7 @@ func TestCrossReport(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"1.30x", "0.10x", "1.00x", "0.20x", "n/a", "ok",
-		"1.25x", "0.600", "0.714", "100µs/220µs", " 97 ", "380µs", "0.95x", "n/a/n/a", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00",
+		"1.25x", "0.600", "0.714", "100µs/220µs", "625µs", "0.80x", "each made after a pause as long as the hold (1ms; at most 100ms)", " 97 ", "380µs", "0.95x", "n/a/n/a", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00",
 		"lockagent, 8 processes: timeline of 9 hand-offs by notice: request to the 3rd master going out at 70µs; notices from 3 masters at the next holder at 260µs, 330µs, 400µs; its lock call returned 12µs after the 3rd"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cross table lacks %q:\n%s", want, out)
@@ -569,5 +573,70 @@ func TestProbeLeavesOutAPausedMaster(t *testing.T) {
 	}
 	if out := p.leftOut(); len(out) != 2 {
 		t.Errorf("left out %q, want both paused masters", out)
+	}
+}
+
+// TestPacedFloor: a paced write waits one hold, at most pacedFloorMaxPause; a cell makes
+// floorWriteSamples of them unless their pauses would pass pacedFloorBudget, and never
+// fewer than pacedFloorMin.
+func TestPacedFloor(t *testing.T) {
+	for _, c := range []struct {
+		hold, pause time.Duration
+		n           int
+	}{
+		{50 * time.Microsecond, 50 * time.Microsecond, floorWriteSamples},
+		{time.Millisecond, time.Millisecond, floorWriteSamples},
+		{20 * time.Millisecond, 20 * time.Millisecond, 100},
+		{100 * time.Millisecond, 100 * time.Millisecond, pacedFloorMin},
+		{time.Minute, pacedFloorMaxPause, pacedFloorMin},
+	} {
+		if pause, n := pacedFloor(c.hold); pause != c.pause || n != c.n {
+			t.Errorf("pacedFloor(%v) = %v, %d; want %v, %d", c.hold, pause, n, c.pause, c.n)
+		}
+	}
+}
+
+// TestFloorWritesPaced: the paced floor makes its n writes on every master, each after
+// the pause, and the pause is not in the time of a write.
+func TestFloorWritesPaced(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	var clients []*redis.Client
+	for _, m := range cluster.Masters {
+		clients = append(clients, m.Admin())
+	}
+	ctx := context.Background()
+	sets := func() (n int64) {
+		for _, c := range clients {
+			info, err := c.Info(ctx, "commandstats").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, rest, _ := strings.Cut(info, "cmdstat_set:calls=")
+			var calls int64
+			fmt.Sscan(strings.SplitN(rest, ",", 2)[0], &calls)
+			n += calls
+		}
+		return n
+	}
+	const n, pause = 3, 400 * time.Millisecond
+	before, start := sets(), time.Now()
+	p50, err := newProbe(clients).floorWritesPaced(ctx, "paced-floor", time.Second, pause, n)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sets() - before; got != n*int64(len(clients)) {
+		t.Errorf("%d SETs on the masters, want %d (%d writes on each of %d)", got, n*len(clients), n, len(clients))
+	}
+	if took < n*pause {
+		t.Errorf("%d paced writes took %v, want at least %d pauses of %v", n, took, n, pause)
+	}
+	if p50 <= 0 || p50 >= pause {
+		t.Errorf("median write %v, want a write's time, without the %v pause", p50, pause)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := newProbe(clients).floorWritesPaced(cancelled, "paced-floor", time.Second, time.Hour, n); !errors.Is(err, context.Canceled) {
+		t.Errorf("paced writes with a cancelled context: %v, want it cancelled at once", err)
 	}
 }

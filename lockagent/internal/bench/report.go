@@ -284,7 +284,7 @@ func (r *Report) writeCross(w io.Writer) error {
 func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	fmt.Fprintln(w, "\nhand-off against the floor: gap = a holder's unlock call to the next holder's acquisition (across processes, CLOCK_MONOTONIC); floor = one fsynced majority write on the same masters, measured just before each window:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "impl\tprocesses\tfloor write p50\tgap p50\tgap p50/floor\tgap p99\tgap p99/floor p99\tfloor under load p50\tgap p50/floor under load\tbare round p50 idle/under load\trounds\tgap p50 less the load\t/floor\thold mean\tutilisation\tutilisation at floor\t")
+	fmt.Fprintln(tw, "impl\tprocesses\tfloor write p50\tgap p50\tgap p50/floor\tgap p99\tgap p99/floor p99\tfloor at the hold's pace p50\tgap p50/it\tfloor under load p50\tgap p50/floor under load\tbare round p50 idle/under load\trounds\tgap p50 less the load\t/floor\thold mean\tutilisation\tutilisation at floor\t")
 	var work []string
 	for _, res := range rows {
 		for _, c := range res.Cross {
@@ -302,9 +302,9 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 			if g, ok := c.GapLessLoad(); ok {
 				lessLoad, lessLoadRatio = fmtDuration(g), over(g, c.FloorWrite)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t\n", res.Name, c.Processes, orNA(c.FloorWrite),
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t\n", res.Name, c.Processes, orNA(c.FloorWrite),
 				fmtDuration(c.GapP50), over(c.GapP50, c.FloorWrite), fmtDuration(c.GapP99), over(c.GapP99, c.FloorWriteP99),
-				orNA(c.FloorLoaded), over(c.GapP50, c.FloorLoaded), orNA(c.RoundIdle), orNA(c.RoundLoaded), c.RoundLoadedN, lessLoad, lessLoadRatio,
+				orNA(c.FloorPaced), over(c.GapP50, c.FloorPaced), orNA(c.FloorLoaded), over(c.GapP50, c.FloorLoaded), orNA(c.RoundIdle), orNA(c.RoundLoaded), c.RoundLoadedN, lessLoad, lessLoadRatio,
 				fmtDuration(c.Held), c.Utilisation, utilAtFloor(c))
 			if c.MasterCalls != nil {
 				work = append(work, fmt.Sprintf("  %s, %d processes: master CPU %s (kernel %s; a floor write: %s); %s", res.Name, c.Processes,
@@ -315,6 +315,7 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "floor at the hold's pace: the same write, each made after a pause as long as the hold (%v; at most %v), as a hand-off is made after a hold: on a machine quiet for that long, every step may wake an idle CPU; read a long hold's gap against it.\n", min(r.Config.Hold, pacedFloorMaxPause), pacedFloorMaxPause)
 	fmt.Fprintf(w, "floor under load: floor writes during the window, one every %v; hold mean above the hold (%v): how late nanosleep(2) woke the holder, this machine's wake-up latency under the window's load.\n", floorDuringEvery, r.Config.Hold)
 	fmt.Fprintf(w, "bare round: a PING to every master at once, timed to the majority's reply (no write, no script, no fsync), %d idle just before the window and, during it, one halfway between two floor writes (rounds: how many); gap p50 less the load = gap p50 - (bare round under load - bare round idle), never below zero, with %d rounds under load at least: the gap without what the window's load added to a bare round. A diagnostic, not a floor: that load is mostly the lock's own work.\n", roundSamples, minLoadedRounds)
 	fmt.Fprintln(w, "utilisation = time held / wall time; utilisation at floor = hold mean / (hold mean + floor write p50), what a gap of one fsynced majority write would give.")
