@@ -152,7 +152,7 @@ func TestBenchCrossProcess(t *testing.T) {
 					t.Errorf("%s: floor write %s, at the hold's pace %s, under load %s, want all three measured:\n%s", impl, f[2], f[7], f[9], stdout)
 				}
 				if idle, loaded, ok := strings.Cut(f[11], "/"); !ok || idle == "n/a" || loaded == "n/a" || f[13] == "n/a" {
-					t.Errorf("%s: bare round %s (%s under load), gap less the load %s, want them measured:\n%s", impl, f[11], f[12], f[13], stdout)
+					t.Errorf("%s: bare round %s (%s rounds under load), gap less the load %s, want them measured:\n%s", impl, f[11], f[12], f[13], stdout)
 				}
 			}
 		}

@@ -425,9 +425,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			return nil, fmt.Errorf("bench: worker %d: %s", w.pid(), workerFailure(b))
 		}
 	}
-	// The floor, on the same masters, with every worker started and idle.
-	// A user that may not SET (a lock user confined to the kit's functions, without an
-	// EVAL user) leaves the floor unmeasured: n/a in the table.
+	// The floor, on the same masters, with every worker started and idle (measureIdle).
 	// count reads the masters' work; a reading that fails ends the counting for the cell.
 	count := func() (masterWork, bool) {
 		if len(admins) == 0 {
@@ -447,46 +445,11 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			cfg.Log.Warn("bench: masters left out of the floor writes and bare rounds", "masters", out)
 		}
 	}()
-	// The paced floor first, before the masters' work is read: its SETs are in no reading.
-	pause, paced := pacedFloor(cfg.Hold)
-	floorPaced, err := pr.floorWritesPaced(ctx, cfg.KeyPrefix+"floor-write", cfg.TTL, pause, paced)
+	idle, err := measureIdle(ctx, cfg, pr, count)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		cfg.Log.Warn("bench: the paced floor write could not be measured", "err", err)
+		return nil, err
 	}
-	floorStart, _ := count()
-	floorP50, floorP99, err := pr.floorWrites(ctx, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		cfg.Log.Warn("bench: the floor write could not be measured", "err", err)
-	}
-	// The bare round, idle, after the floor. The readings around each tell what one of
-	// the bench's own SETs and PINGs costs the masters, to take those of the window out
-	// of the hand-offs' work below.
-	var setCost, pingCost benchCommand
-	var floorCPU time.Duration
-	afterFloor, ok := count()
-	if ok && floorP50 > 0 {
-		floorCPU = (afterFloor.cpu - floorStart.cpu) / floorWriteSamples
-		setCost = afterFloor.costOf("set", floorStart)
-	}
-	var roundIdle time.Duration
-	if floorP50 > 0 {
-		if roundIdle, err = pr.bareRounds(ctx, roundSamples); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			cfg.Log.Warn("bench: the bare round could not be measured", "err", err)
-		}
-	}
-	before, ok := count()
-	if ok {
-		pingCost = before.costOf("ping", afterFloor)
-	}
+	floorP50, roundIdle := idle.p50, idle.round
 	now, err := monoNow()
 	if err != nil {
 		return nil, err
@@ -538,8 +501,8 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	stopDuring()
 	fl := <-during
 	c := summarizeCross(results, fenced, len(floor))
-	c.FloorWrite, c.FloorWriteP99 = floorP50, floorP99
-	c.FloorPaced, c.FloorPause = floorPaced, pause
+	c.FloorWrite, c.FloorWriteP99 = idle.p50, idle.p99
+	c.FloorPaced, c.FloorPause = idle.paced, idle.pause
 	c.FloorLoaded, c.FloorLoadedN = fl.floor, fl.writes
 	if roundIdle > 0 && fl.rounds > 0 {
 		c.RoundIdle, c.RoundLoaded, c.RoundLoadedN = roundIdle, fl.round, fl.rounds
@@ -547,10 +510,10 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	if after, ok := count(); ok {
 		// The floor writes and bare rounds during the window are not the hand-offs'
 		// work: every SET and PING a master answered, at what one cost when idle.
-		after.less("set", fl.sets, setCost)
-		after.less("ping", fl.pings, pingCost)
-		c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(before, c.Acquisitions)
-		c.FloorCPU = floorCPU
+		after.less("set", fl.sets, idle.setCost)
+		after.less("ping", fl.pings, idle.pingCost)
+		c.MasterCalls, c.MasterCall, c.MasterCPU, c.MasterSys = after.perAcquisition(idle.before, c.Acquisitions)
+		c.FloorCPU = idle.cpu
 	}
 	return c, nil
 }
@@ -705,4 +668,61 @@ func (r *Result) CrossAt(procs int) *CrossProcess {
 		}
 	}
 	return nil
+}
+
+// idleFloor is what a cell measures before its window, with every worker started and idle.
+type idleFloor struct {
+	paced, pause      time.Duration // the paced floor writes' median, and the pause before each
+	p50, p99          time.Duration // the floor writes, one after another
+	cpu               time.Duration // the masters' CPU per floor write (all masters), 0 when not read
+	round             time.Duration // the bare rounds' median
+	setCost, pingCost benchCommand  // what one of the bench's SETs and PINGs cost the masters
+	before            masterWork    // the masters' work when the window starts (count's last reading)
+}
+
+// measureIdle makes the paced floor writes, then the floor writes, then the bare rounds,
+// reading the masters' work (count) before and after the last two, so that what one floor
+// write and one bare round cost the masters comes from the readings around them, and the
+// paced writes are in no reading. A user that may not SET (a lock user confined to the
+// kit's functions, without an EVAL user) leaves the floor unmeasured: n/a in the table. A
+// measurement that fails is warned about and left zero; ctx's end is the error.
+func measureIdle(ctx context.Context, cfg Config, pr *probe, count func() (masterWork, bool)) (idleFloor, error) {
+	var f idleFloor
+	warn := func(what string, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		cfg.Log.Warn("bench: the "+what+" could not be measured", "err", err)
+		return nil
+	}
+	var paced int
+	f.pause, paced = pacedFloor(cfg.Hold)
+	var err error
+	if f.paced, err = pr.floorWritesPaced(ctx, cfg.KeyPrefix+"floor-write", cfg.TTL, f.pause, paced); err != nil {
+		if err := warn("paced floor write", err); err != nil {
+			return f, err
+		}
+	}
+	floorStart, _ := count()
+	if f.p50, f.p99, err = pr.floorWrites(ctx, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples); err != nil {
+		if err := warn("floor write", err); err != nil {
+			return f, err
+		}
+	}
+	afterFloor, ok := count()
+	if ok && f.p50 > 0 {
+		f.cpu = (afterFloor.cpu - floorStart.cpu) / floorWriteSamples
+		f.setCost = afterFloor.costOf("set", floorStart)
+	}
+	if f.p50 > 0 {
+		if f.round, err = pr.bareRounds(ctx, roundSamples); err != nil {
+			if err := warn("bare round", err); err != nil {
+				return f, err
+			}
+		}
+	}
+	if f.before, ok = count(); ok {
+		f.pingCost = f.before.costOf("ping", afterFloor)
+	}
+	return f, nil
 }

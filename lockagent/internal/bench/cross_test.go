@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -577,8 +580,7 @@ func TestProbeLeavesOutAPausedMaster(t *testing.T) {
 }
 
 // TestPacedFloor: a paced write waits one hold, at most pacedFloorMaxPause; a cell makes
-// floorWriteSamples of them unless their pauses would pass pacedFloorBudget, and never
-// fewer than pacedFloorMin.
+// floorWriteSamples of them unless their pauses would pass pacedFloorBudget (20 at least).
 func TestPacedFloor(t *testing.T) {
 	for _, c := range []struct {
 		hold, pause time.Duration
@@ -587,8 +589,9 @@ func TestPacedFloor(t *testing.T) {
 		{50 * time.Microsecond, 50 * time.Microsecond, floorWriteSamples},
 		{time.Millisecond, time.Millisecond, floorWriteSamples},
 		{20 * time.Millisecond, 20 * time.Millisecond, 100},
-		{100 * time.Millisecond, 100 * time.Millisecond, pacedFloorMin},
-		{time.Minute, pacedFloorMaxPause, pacedFloorMin},
+		{30 * time.Millisecond, 30 * time.Millisecond, 66},
+		{100 * time.Millisecond, 100 * time.Millisecond, 20},
+		{time.Minute, pacedFloorMaxPause, 20},
 	} {
 		if pause, n := pacedFloor(c.hold); pause != c.pause || n != c.n {
 			t.Errorf("pacedFloor(%v) = %v, %d; want %v, %d", c.hold, pause, n, c.pause, c.n)
@@ -631,12 +634,59 @@ func TestFloorWritesPaced(t *testing.T) {
 	if took < n*pause {
 		t.Errorf("%d paced writes took %v, want at least %d pauses of %v", n, took, n, pause)
 	}
-	if p50 <= 0 || p50 >= pause {
-		t.Errorf("median write %v, want a write's time, without the %v pause", p50, pause)
+	// The writes took what was left after the pauses; the median of three is no more.
+	if writes := took - n*pause; p50 <= 0 || p50 > writes {
+		t.Errorf("median write %v, want a write's time, without the %v pause (the %d writes took %v in all)", p50, pause, n, writes)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := newProbe(clients).floorWritesPaced(cancelled, "paced-floor", time.Second, time.Hour, n); !errors.Is(err, context.Canceled) {
-		t.Errorf("paced writes with a cancelled context: %v, want it cancelled at once", err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := newProbe(clients).floorWritesPaced(cancelled, "paced-floor", time.Second, time.Hour, n)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("paced writes with a cancelled context: %v, want it cancelled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("paced writes with a cancelled context still pausing (an hour each) after a minute")
+	}
+}
+
+// TestMeasureIdleOrder: before a window the paced floor writes come first, then the
+// floor writes and the bare rounds, each between two readings of the masters' work: the
+// cost of one floor write and one bare round is read around them alone, and the paced
+// writes are in no reading.
+func TestMeasureIdleOrder(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	var clients []*redis.Client
+	for _, m := range cluster.Masters {
+		clients = append(clients, m.Admin())
+	}
+	pr := newProbe(clients)
+	var readings []map[string]int
+	count := func() (masterWork, bool) {
+		readings = append(readings, maps.Clone(pr.answered))
+		return masterWork{}, true
+	}
+	cfg := Config{Hold: 10 * time.Millisecond, TTL: time.Second, KeyPrefix: "idle:", Log: slog.New(slog.DiscardHandler)}
+	f, err := measureIdle(context.Background(), cfg, pr, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.paced <= 0 || f.pause != cfg.Hold || f.p50 <= 0 || f.round <= 0 {
+		t.Errorf("paced %v after %v, floor %v, bare round %v: want all measured, the pause the hold", f.paced, f.pause, f.p50, f.round)
+	}
+	_, paced := pacedFloor(cfg.Hold)
+	m := len(clients)
+	want := []map[string]int{
+		{"floor write": paced * m},
+		{"floor write": (paced + floorWriteSamples) * m},
+		{"floor write": (paced + floorWriteSamples) * m, "bare round": roundSamples * m},
+	}
+	if !reflect.DeepEqual(readings, want) {
+		t.Errorf("the bench's own commands answered at each reading: %v, want %v", readings, want)
 	}
 }

@@ -31,10 +31,13 @@ const floorWriteSamples = 200
 type probe struct {
 	clients []*redis.Client
 	out     []error
+	// answered counts the masters' answers by what was asked ("floor write", "bare
+	// round"): the bench's own commands.
+	answered map[string]int
 }
 
 func newProbe(clients []*redis.Client) *probe {
-	return &probe{clients: clients, out: make([]error, len(clients))}
+	return &probe{clients: clients, out: make([]error, len(clients)), answered: map[string]int{}}
 }
 
 // leftOut names the masters the probe left out, and why.
@@ -62,22 +65,21 @@ func (p *probe) floorWrites(ctx context.Context, key string, ttl time.Duration, 
 // pacedFloorMaxPause), as a hand-off is made after its holder held the lock. On a
 // machine that was quiet for a while every step wakes a process whose CPU may have
 // gone idle, so one write costs more than in a series of writes one after another
-// (measured: on the development VM, about 1.7x after a 20 ms pause, the same after
-// 1 ms). It is the floor to read a long hold's gap against.
+// (measured on the development VM: 1.6x-2.0x after a 20 ms pause; after a 1 ms pause,
+// a median of 5% more). It is the floor to read a long hold's gap against.
 const (
 	pacedFloorMaxPause = 100 * time.Millisecond
-	pacedFloorBudget   = 2 * time.Second // the pauses of one cell's paced writes, at most...
-	pacedFloorMin      = 20              // ... unless fewer writes than this would fit
+	pacedFloorBudget   = 2 * time.Second // the pauses of one cell's paced writes, at most
 )
 
 // pacedFloor returns the pause before each paced floor write (the hold, at most
 // pacedFloorMaxPause) and how many to make: floorWriteSamples, fewer when their pauses
-// would add up to more than pacedFloorBudget, but never fewer than pacedFloorMin.
+// would add up to more than pacedFloorBudget (so 20 at least: 2s of 100ms pauses).
 func pacedFloor(hold time.Duration) (pause time.Duration, n int) {
 	pause = min(hold, pacedFloorMaxPause)
 	n = floorWriteSamples
 	if pause > 0 {
-		n = min(n, max(pacedFloorMin, int(pacedFloorBudget/pause)))
+		n = min(n, int(pacedFloorBudget/pause))
 	}
 	return pause, n
 }
@@ -161,6 +163,7 @@ func (p *probe) majority(ctx context.Context, do func(context.Context, *redis.Cl
 			last = p.out[r.i]
 		}
 	}
+	p.answered[what] += ok
 	if ok < quorum {
 		if last == nil {
 			last = errors.Join(p.out...)
