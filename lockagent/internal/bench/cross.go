@@ -449,7 +449,6 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	if err != nil {
 		return nil, err
 	}
-	floorP50, roundIdle := idle.p50, idle.round
 	now, err := monoNow()
 	if err != nil {
 		return nil, err
@@ -465,7 +464,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	duringCtx, stopDuring := context.WithCancel(ctx)
 	defer stopDuring()
 	go func() {
-		if floorP50 <= 0 {
+		if idle.p50 <= 0 {
 			during <- loadedSamples{}
 			return
 		}
@@ -504,8 +503,8 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	c.FloorWrite, c.FloorWriteP99 = idle.p50, idle.p99
 	c.FloorPaced, c.FloorPause = idle.paced, idle.pause
 	c.FloorLoaded, c.FloorLoadedN = fl.floor, fl.writes
-	if roundIdle > 0 && fl.rounds > 0 {
-		c.RoundIdle, c.RoundLoaded, c.RoundLoadedN = roundIdle, fl.round, fl.rounds
+	if idle.round > 0 && fl.rounds > 0 {
+		c.RoundIdle, c.RoundLoaded, c.RoundLoadedN = idle.round, fl.round, fl.rounds
 	}
 	if after, ok := count(); ok {
 		// The floor writes and bare rounds during the window are not the hand-offs'
@@ -676,7 +675,7 @@ type idleFloor struct {
 	p50, p99          time.Duration // the floor writes, one after another
 	cpu               time.Duration // the masters' CPU per floor write (all masters), 0 when not read
 	round             time.Duration // the bare rounds' median
-	setCost, pingCost benchCommand  // what one of the bench's SETs and PINGs cost the masters
+	setCost, pingCost benchCommand  // what one of the bench's SETs and PINGs cost the masters (to take the window's out of the hand-offs' work)
 	before            masterWork    // the masters' work when the window starts (count's last reading)
 }
 
