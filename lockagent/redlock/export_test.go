@@ -12,6 +12,25 @@ import (
 // waiters without sleeping.
 func QueuedWaiters(c *Client, key string) int { return c.notify.queuedWaiters(key) }
 
+// SetSubscriptionLinger sets how long c keeps a key subscribed after its last waiter
+// left (subscriptionLinger otherwise). Set it before use.
+func SetSubscriptionLinger(c *Client, d time.Duration) {
+	c.notify.mu.Lock()
+	defer c.notify.mu.Unlock()
+	c.notify.linger = d
+}
+
+// LingerTimersArmed counts the times c armed a key's linger timer.
+func LingerTimersArmed(c *Client) int {
+	c.notify.mu.Lock()
+	defer c.notify.mu.Unlock()
+	return c.notify.lingerArmed
+}
+
+// Subscribed reports whether c keeps key subscribed: a waiter waits for it, or the last
+// one left less than the linger ago.
+func Subscribed(c *Client, key string) bool { return c.notify.hot(key) }
+
 // SetBeforeExtendSend makes every Extend of c call f just before its request goes out,
 // so tests can order an extension against a concurrent Release. Set it before use.
 func SetBeforeExtendSend(c *Client, f func()) { c.beforeExtendSend = f }

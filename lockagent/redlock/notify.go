@@ -50,6 +50,10 @@ type notifier struct {
 	keys map[string]*keyQueue
 	subs []*subscriber // per master, started on first use
 	done bool
+	// linger is how long a key stays subscribed after its last waiter left
+	// (subscriptionLinger); lingerArmed counts the times a key's linger timer was armed.
+	linger      time.Duration
+	lingerArmed int
 }
 
 type keyQueue struct {
@@ -63,7 +67,12 @@ type keyQueue struct {
 	recent    [8]string // tokens already delivered: each release arrives once per master
 	next      int
 	localRun  int // consecutive hand-offs to this Client's own waiters
-	idle      int // times the last waiter left (a lingering subscription ends only after the latest)
+	// The subscription lingers subscriptionLinger after the last waiter left (lastLeft).
+	// One timer per key ends it, armed while lingering: a Client that locks the key in a
+	// loop re-arms nothing, so its waiting process is not woken by a timer per acquisition.
+	lastLeft  time.Time
+	linger    *time.Timer
+	lingering bool
 }
 
 // maxLocalHandOffs bounds consecutive hand-offs of a key to this Client's own waiters
@@ -94,7 +103,7 @@ type grantMsg struct {
 }
 
 func newNotifier(c *Client) *notifier {
-	return &notifier{c: c, keys: map[string]*keyQueue{}}
+	return &notifier{c: c, keys: map[string]*keyQueue{}, linger: subscriptionLinger}
 }
 
 // queued reports whether key has local waiters (a newcomer then queues behind them).
@@ -228,23 +237,41 @@ func (n *notifier) leave(w *waiter) {
 		// Keep the subscription a while: a Client that locks the key again soon (a worker
 		// in a loop) would otherwise subscribe again every time, and a hand-off sent before
 		// its subscription is confirmed is only found by its next attempt.
-		q.idle++
-		idle := q.idle
-		time.AfterFunc(subscriptionLinger, func() {
-			n.mu.Lock()
-			defer n.mu.Unlock()
-			if len(q.waiters) == 0 && q.idle == idle && n.keys[q.key] == q {
-				delete(n.keys, q.key)
-				for _, s := range n.subs {
-					s.kick()
-				}
+		q.lastLeft = time.Now()
+		if !q.lingering {
+			q.lingering = true
+			n.lingerArmed++
+			if q.linger == nil {
+				q.linger = time.AfterFunc(n.linger, func() { n.endLinger(q) })
+			} else {
+				q.linger.Reset(n.linger)
 			}
-		})
+		}
+	}
+}
+
+// endLinger ends q's subscription once its last waiter left n.linger ago and none came
+// since; while one waits, the next to leave arms the timer again.
+func (n *notifier) endLinger(q *keyQueue) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q.lingering = false
+	if len(q.waiters) > 0 || n.keys[q.key] != q {
+		return
+	}
+	if left := n.linger - time.Since(q.lastLeft); left > 0 {
+		q.lingering = true // a waiter came and left since the timer was armed
+		q.linger.Reset(left)
+		return
+	}
+	delete(n.keys, q.key)
+	for _, s := range n.subs {
+		s.kick()
 	}
 }
 
 // subscriptionLinger is how long a key's channels stay subscribed after its last waiter
-// left.
+// left (notifier.linger; tests shorten it).
 const subscriptionLinger = 5 * time.Second
 
 // idle marks w as waiting again after a failed attempt. A notification that arrived while
@@ -421,6 +448,11 @@ func (n *notifier) close() {
 	n.mu.Lock()
 	n.done = true
 	subs := n.subs
+	for _, q := range n.keys {
+		if q.linger != nil {
+			q.linger.Stop()
+		}
+	}
 	n.mu.Unlock()
 	for _, s := range subs {
 		close(s.stop)
