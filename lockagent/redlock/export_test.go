@@ -28,7 +28,8 @@ func LingerTimersArmed(c *Client) int {
 }
 
 // Subscribed reports whether c keeps key subscribed: a waiter waits for it, or the last
-// one left less than the linger ago.
+// one left recently (the subscription ends when the linger timer fires, the linger after
+// that, or a little later).
 func Subscribed(c *Client, key string) bool { return c.notify.hot(key) }
 
 // SetBeforeExtendSend makes every Extend of c call f just before its request goes out,

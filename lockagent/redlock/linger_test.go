@@ -69,14 +69,19 @@ func TestLingerTimerOncePerIdleSpell(t *testing.T) {
 func TestLingerEndsAfterTheLastWaiterLeft(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 3})
 	a, b := newClient(t, cl, redlock.Options{}), newClient(t, cl, redlock.Options{})
-	const linger = 400 * time.Millisecond
+	// A linger long against the pause below, so that the key still lingers when the
+	// second waiter comes even on a machine that stalls for a second.
+	const linger, pause = 2 * time.Second, 500 * time.Millisecond
 	redlock.SetSubscriptionLinger(b, linger)
 	const key = "linger-ends"
 	lingering(t, a, b, key) // the timer is armed as this waiter leaves
-	time.Sleep(linger / 2)
+	time.Sleep(pause)
 	// Another waiter comes and leaves while the key lingers (the key is subscribed, so
 	// Acquire waits in the queue): the linger now runs from here.
 	last := time.Now()
+	if !redlock.Subscribed(b, key) {
+		t.Fatalf("the key no longer lingers %v after its waiter left, with a linger of %v", pause, linger)
+	}
 	l, err := b.Acquire(context.Background(), key, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

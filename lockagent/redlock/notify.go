@@ -238,7 +238,7 @@ func (n *notifier) leave(w *waiter) {
 		// in a loop) would otherwise subscribe again every time, and a hand-off sent before
 		// its subscription is confirmed is only found by its next attempt.
 		q.lastLeft = time.Now()
-		if !q.lingering {
+		if !q.lingering && !n.done {
 			q.lingering = true
 			n.lingerArmed++
 			if q.linger == nil {
@@ -251,12 +251,13 @@ func (n *notifier) leave(w *waiter) {
 }
 
 // endLinger ends q's subscription once its last waiter left n.linger ago and none came
-// since; while one waits, the next to leave arms the timer again.
+// since; while one waits, the next to leave arms the timer again. After close it does
+// nothing (and leave arms nothing).
 func (n *notifier) endLinger(q *keyQueue) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	q.lingering = false
-	if len(q.waiters) > 0 || n.keys[q.key] != q {
+	if len(q.waiters) > 0 || n.keys[q.key] != q || n.done {
 		return
 	}
 	if left := n.linger - time.Since(q.lastLeft); left > 0 {
