@@ -704,7 +704,7 @@ func measureIdle(ctx context.Context, cfg Config, pr *probe, count func() (maste
 	}
 	floorStart, _ := count()
 	if f.p50, f.p99, err = pr.floorWrites(ctx, cfg.KeyPrefix+"floor-write", cfg.TTL, floorWriteSamples); err != nil {
-		if err := warn("floor write", err); err != nil {
+		if err := warn(floorWriteOp, err); err != nil {
 			return f, err
 		}
 	}
@@ -715,7 +715,7 @@ func measureIdle(ctx context.Context, cfg Config, pr *probe, count func() (maste
 	}
 	if f.p50 > 0 {
 		if f.round, err = pr.bareRounds(ctx, roundSamples); err != nil {
-			if err := warn("bare round", err); err != nil {
+			if err := warn(bareRoundOp, err); err != nil {
 				return f, err
 			}
 		}

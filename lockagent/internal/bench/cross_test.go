@@ -608,18 +608,12 @@ func TestFloorWritesPaced(t *testing.T) {
 		clients = append(clients, m.Admin())
 	}
 	ctx := context.Background()
-	sets := func() (n int64) {
-		for _, c := range clients {
-			info, err := c.Info(ctx, "commandstats").Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, rest, _ := strings.Cut(info, "cmdstat_set:calls=")
-			var calls int64
-			fmt.Sscan(strings.SplitN(rest, ",", 2)[0], &calls)
-			n += calls
+	sets := func() int64 {
+		w, err := readMasterWork(ctx, clients)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return n
+		return w.calls["set"]
 	}
 	const n, pause = 3, 400 * time.Millisecond
 	before, start := sets(), time.Now()
@@ -682,9 +676,9 @@ func TestMeasureIdleOrder(t *testing.T) {
 	_, paced := pacedFloor(cfg.Hold)
 	m := len(clients)
 	want := []map[string]int{
-		{"floor write": paced * m},
-		{"floor write": (paced + floorWriteSamples) * m},
-		{"floor write": (paced + floorWriteSamples) * m, "bare round": roundSamples * m},
+		{floorWriteOp: paced * m},
+		{floorWriteOp: (paced + floorWriteSamples) * m},
+		{floorWriteOp: (paced + floorWriteSamples) * m, bareRoundOp: roundSamples * m},
 	}
 	if !reflect.DeepEqual(readings, want) {
 		t.Errorf("the bench's own commands answered at each reading: %v, want %v", readings, want)

@@ -24,6 +24,12 @@ import (
 // floorWriteSamples is how many fsynced majority writes a cell's floor is the median of.
 const floorWriteSamples = 200
 
+// What the probe asks the masters, as majority names it (and counts it in answered).
+const (
+	floorWriteOp = "floor write"
+	bareRoundOp  = "bare round"
+)
+
 // probe sends the bench's own commands to the masters: floor writes and bare rounds. A
 // master that does not answer one within majorityTimeout is left out of the probe's later
 // samples (out keeps why), so that it costs one sample that long, not each of hundreds;
@@ -31,8 +37,8 @@ const floorWriteSamples = 200
 type probe struct {
 	clients []*redis.Client
 	out     []error
-	// answered counts the masters' answers by what was asked ("floor write", "bare
-	// round"): the bench's own commands.
+	// answered counts the masters' answers by what was asked (floorWriteOp, bareRoundOp):
+	// the bench's own commands.
 	answered map[string]int
 }
 
@@ -118,7 +124,7 @@ func series(n int, sample func() (time.Duration, int, error)) ([]time.Duration, 
 // one is a write (and so fsynced with appendfsync always). It returns once every master
 // answered or majorityTimeout passed, with how many answered.
 func (p *probe) floorWrite(ctx context.Context, key string, ttl time.Duration) (time.Duration, int, error) {
-	return p.majority(ctx, func(ctx context.Context, c *redis.Client) error { return c.Set(ctx, key, "floor", ttl).Err() }, "floor write")
+	return p.majority(ctx, func(ctx context.Context, c *redis.Client) error { return c.Set(ctx, key, "floor", ttl).Err() }, floorWriteOp)
 }
 
 // majorityTimeout bounds one floor write or bare round.
@@ -187,8 +193,10 @@ type loadedSamples struct {
 // the shared clock's startAt to end (ns), and a bare round halfway between two of them:
 // the floor and the round under the window's load. A failed floor write ends it; a
 // failed round is left out.
-func (p *probe) floorDuring(ctx context.Context, key string, ttl time.Duration, startAt, end int64) loadedSamples {
-	var s loadedSamples
+func (p *probe) floorDuring(ctx context.Context, key string, ttl time.Duration, startAt, end int64) (s loadedSamples) {
+	// The masters' answers to the bench's own commands (failed samples' included).
+	sets0, pings0 := p.answered[floorWriteOp], p.answered[bareRoundOp]
+	defer func() { s.sets, s.pings = p.answered[floorWriteOp]-sets0, p.answered[bareRoundOp]-pings0 }()
 	now, err := monoNow()
 	if err != nil || !sleepCtx(ctx, time.Duration(startAt-now)) {
 		return s
@@ -198,8 +206,7 @@ func (p *probe) floorDuring(ctx context.Context, key string, ttl time.Duration, 
 		if now, _ = monoNow(); now >= end {
 			break
 		}
-		d, answered, err := p.floorWrite(ctx, key, ttl)
-		s.sets += answered
+		d, _, err := p.floorWrite(ctx, key, ttl)
 		if err != nil {
 			break
 		}
@@ -210,8 +217,7 @@ func (p *probe) floorDuring(ctx context.Context, key string, ttl time.Duration, 
 		if now, _ = monoNow(); now >= end {
 			break
 		}
-		d, answered, err = p.bareRound(ctx)
-		s.pings += answered
+		d, _, err = p.bareRound(ctx)
 		if err == nil {
 			rlat = append(rlat, d)
 		}
@@ -255,7 +261,7 @@ func (p *probe) bareRounds(ctx context.Context, n int) (time.Duration, error) {
 // own work included. It returns once every master answered or majorityTimeout passed,
 // with how many answered.
 func (p *probe) bareRound(ctx context.Context) (time.Duration, int, error) {
-	return p.majority(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }, "bare round")
+	return p.majority(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }, bareRoundOp)
 }
 
 // floorDuringEvery spaces the floor writes during a window: few enough that their

@@ -315,7 +315,8 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "floor at the hold's pace: the same write, each made after a pause as long as the hold (%v; at most %v), as a hand-off is made after a hold: on a machine quiet for that long, every step may wake an idle CPU; read a long hold's gap against it.\n", min(r.Config.Hold, pacedFloorMaxPause), pacedFloorMaxPause)
+	pause, _ := pacedFloor(r.Config.Hold)
+	fmt.Fprintf(w, "floor at the hold's pace: the same write, each made after a pause as long as the hold (%v; at most %v), as a hand-off is made after a hold: on a machine quiet for that long, every step may wake an idle CPU; read a long hold's gap against it.\n", pause, pacedFloorMaxPause)
 	fmt.Fprintf(w, "floor under load: floor writes during the window, one every %v; hold mean above the hold (%v): how late nanosleep(2) woke the holder, this machine's wake-up latency under the window's load.\n", floorDuringEvery, r.Config.Hold)
 	fmt.Fprintf(w, "bare round: a PING to every master at once, timed to the majority's reply (no write, no script, no fsync), %d idle just before the window and, during it, one halfway between two floor writes (rounds: how many); gap p50 less the load = gap p50 - (bare round under load - bare round idle), never below zero, with %d rounds under load at least: the gap without what the window's load added to a bare round. A diagnostic, not a floor: that load is mostly the lock's own work.\n", roundSamples, minLoadedRounds)
 	fmt.Fprintln(w, "utilisation = time held / wall time; utilisation at floor = hold mean / (hold mean + floor write p50), what a gap of one fsynced majority write would give.")
