@@ -162,9 +162,17 @@ func TestBenchCrossProcess(t *testing.T) {
 		if !strings.Contains(handOff, impl+", 3 processes: master CPU") {
 			t.Errorf("no masters' work for %s:\n%s", impl, stdout)
 		}
-		// Only the library sends hand-off notices, so only it has a timeline.
+		// Only the library sends hand-off notices, so only it has a timeline, and the
+		// bare relay runs beside the library's cells.
 		if got, want := strings.Contains(handOff, impl+", 3 processes: timeline of "), impl == "lockagent"; got != want {
 			t.Errorf("a timeline line for %s: %v, want %v:\n%s", impl, got, want, stdout)
+		}
+		_, relay, got := strings.Cut(handOff, impl+", 3 processes: bare relay: ")
+		if want := impl == "lockagent"; got != want {
+			t.Errorf("a bare relay line for %s: %v, want %v:\n%s", impl, got, want, stdout)
+		}
+		if relay, _, _ = strings.Cut(relay, "\n"); got && !strings.Contains(relay, " turns in order, gap p50 ") {
+			t.Errorf("bare relay: %s, want its turns in order, and its gap:\n%s", relay, stdout)
 		}
 	}
 	for _, impl := range []string{"lockagent", "redsync"} {

@@ -110,6 +110,12 @@ type CrossProcess struct {
 	FloorCPU time.Duration
 	// Timeline is where the gap goes, step by step (the library only; zero N otherwise).
 	Timeline Timeline
+	// Relay is the bare relay run right after the library's cell with as many worker
+	// processes (see relayWork): the same hold, masters and client stack, and no lock.
+	// Its gap is the least a hand-off by notice costs with that many processes on this
+	// machine; how it grows with the processes is the machine's, not the lock's. The
+	// library's cells only; nil when not run.
+	Relay *CrossProcess `json:",omitempty"`
 }
 
 // workerSpec is what the bench sends a worker process on its stdin (one JSON line); the
@@ -123,6 +129,9 @@ type workerSpec struct {
 	Hold       time.Duration   `json:"hold"`
 	Duration   time.Duration   `json:"duration"`
 	Deployment json.RawMessage `json:"deployment"` // opaque to the bench: for the worker's newClients
+	// Index and Count place a relay worker in its ring (Impl relayImpl only).
+	Index int `json:"index,omitempty"`
+	Count int `json:"count,omitempty"`
 }
 
 // crossHold is one hold on CLOCK_MONOTONIC (ns): from the lock call's return to the
@@ -180,6 +189,9 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer, newClients fu
 	clients, err := newClients(spec.Deployment)
 	if err != nil {
 		return report(workerResult{Err: err.Error()})
+	}
+	if spec.Impl == relayImpl {
+		return serveRelay(ctx, r, out, spec, clients, report)
 	}
 	l, err := newLocker(ctx, spec.Impl, clients)
 	if err != nil {
@@ -355,18 +367,23 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	if sendsOwnLua[impl] && cfg.WorkerEvalDeployment != nil {
 		deployment = cfg.WorkerEvalDeployment
 	}
-	spec, err := json.Marshal(workerSpec{Impl: impl, Key: cfg.KeyPrefix + impl + ":cross", TTL: cfg.TTL, Hold: cfg.Hold,
-		Duration: cfg.Duration, Deployment: deployment})
-	if err != nil {
-		return nil, err
-	}
+	relay := impl == relayImpl
 	workers := make([]*crossWorker, 0, procs)
 	defer func() {
 		for _, w := range workers {
 			w.stop()
 		}
 	}()
-	for range procs {
+	for i := range procs {
+		ws := workerSpec{Impl: impl, Key: cfg.KeyPrefix + impl + ":cross", TTL: cfg.TTL, Hold: cfg.Hold,
+			Duration: cfg.Duration, Deployment: deployment}
+		if relay {
+			ws.Index, ws.Count = i, procs
+		}
+		spec, err := json.Marshal(ws)
+		if err != nil {
+			return nil, err
+		}
 		cmd, err := cfg.SpawnWorker()
 		if err != nil {
 			return nil, fmt.Errorf("bench: a worker process: %w", err)
@@ -445,9 +462,12 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 			cfg.Log.Warn("bench: masters left out of the floor writes and bare rounds", "masters", out)
 		}
 	}()
-	idle, err := measureIdle(ctx, cfg, pr, count)
-	if err != nil {
-		return nil, err
+	var idle idleFloor
+	if !relay { // the relay is read against the lock's cell, which has them
+		var err error
+		if idle, err = measureIdle(ctx, cfg, pr, count); err != nil {
+			return nil, err
+		}
 	}
 	now, err := monoNow()
 	if err != nil {
@@ -506,7 +526,7 @@ func runCross(ctx context.Context, cfg Config, impl string, procs int, floor, ad
 	if idle.round > 0 && fl.rounds > 0 {
 		c.RoundIdle, c.RoundLoaded, c.RoundLoadedN = idle.round, fl.round, fl.rounds
 	}
-	if after, ok := count(); ok {
+	if after, ok := count(); ok && !relay {
 		// The floor writes and bare rounds during the window are not the hand-offs'
 		// work: every SET and PING a master answered, at what one cost when idle.
 		after.less("set", fl.sets, idle.setCost)
@@ -651,6 +671,12 @@ func runCrossAll(ctx context.Context, cfg Config, subjects []*subject) error {
 				return fmt.Errorf("%w (cross-process, %s, %d processes)", err, s.name, p)
 			}
 			s.res.Cross = append(s.res.Cross, c)
+			if s.name == Lockagent {
+				cfg.Log.Info("bench: bare relay", "processes", p, "duration", cfg.Duration)
+				if c.Relay, err = runCross(ctx, cfg, relayImpl, p, floor, nil); err != nil {
+					return fmt.Errorf("%w (cross-process, the bare relay, %d processes)", err, p)
+				}
+			}
 		}
 	}
 	for _, s := range cross {

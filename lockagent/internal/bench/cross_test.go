@@ -425,6 +425,12 @@ func TestCrossReport(t *testing.T) {
 	rep.Results[0].Cross[0].MasterCall = map[string]time.Duration{"fcall": 45 * time.Microsecond}
 	rep.Results[0].Cross[0].Timeline = Timeline{N: 9, Sent: 70 * time.Microsecond,
 		Notices: []time.Duration{260 * time.Microsecond, 330 * time.Microsecond, 400 * time.Microsecond}, After: 12 * time.Microsecond}
+	// The bare relay beside the lock: 150µs at 8 processes, 190µs at 16, where the lock's
+	// gap grew from 500µs to 560µs; the second relay's turns were not in order.
+	rep.Results[0].Cross[0].Relay = &CrossProcess{Acquisitions: 40, GapP50: 150 * time.Microsecond, GapP99: 300 * time.Microsecond,
+		WorkerCPU: 400 * time.Microsecond, WorkerWakeups: 24}
+	rep.Results[0].Cross[1].GapP50 = 560 * time.Microsecond
+	rep.Results[0].Cross[1].Relay = &CrossProcess{Acquisitions: 30, GapP50: 190 * time.Microsecond, GapP99: 350 * time.Microsecond, FenceViolations: 2}
 	var b strings.Builder
 	if err := rep.writeCross(&b); err != nil {
 		t.Fatal(err)
@@ -432,9 +438,24 @@ func TestCrossReport(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{"1.30x", "0.10x", "1.00x", "0.20x", "n/a", "ok",
 		"1.25x", "0.600", "0.714", "100µs/220µs", "625µs", "0.80x", "each made after a pause as long as the hold (1ms; at most 100ms)", " 97 ", "380µs", "0.95x", "n/a/n/a", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00",
-		"lockagent, 8 processes: timeline of 9 hand-offs by notice: request to the 3rd master going out at 70µs; notices from 3 masters at the next holder at 260µs, 330µs, 400µs; its lock call returned 12µs after the 3rd"} {
+		"lockagent, 8 processes: timeline of 9 hand-offs by notice: request to the 3rd master going out at 70µs; notices from 3 masters at the next holder at 260µs, 330µs, 400µs; its lock call returned 12µs after the 3rd",
+		"lockagent, 8 processes: bare relay: 40 turns in order, gap p50 150µs, p99 300µs; workers: CPU 400µs, 24.0 wake-ups per turn\n",
+		"lockagent, 16 processes: bare relay: 30 turns NOT in order (0 overlaps, 2 out of order), gap p50 190µs, p99 350µs; workers: CPU 0, 0.0 wake-ups per turn; since 8 processes, the relay's gap p50 grew +40µs, the lock's +60µs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cross table lacks %q:\n%s", want, out)
+		}
+	}
+	// The hand-off table's last two columns: the relay's gap and the lock's over it.
+	_, handOff, _ := strings.Cut(out, "hand-off against the floor")
+	relayCols := map[string]string{}
+	for _, l := range strings.Split(handOff, "\n") {
+		if f := strings.Fields(l); len(f) >= 20 && (f[0] == Lockagent || f[0] == Redsync) {
+			relayCols[f[0]+" "+f[1]] = strings.Join(f[len(f)-2:], " ")
+		}
+	}
+	for row, want := range map[string]string{"lockagent 8": "150µs 350µs", "lockagent 16": "190µs 370µs", "redsync 8": "n/a n/a"} {
+		if relayCols[row] != want {
+			t.Errorf("%s: relay columns %q, want %q:\n%s", row, relayCols[row], want, out)
 		}
 	}
 	if strings.Contains(out, "16 processes: timeline") {
@@ -469,8 +490,9 @@ func TestCrossReport(t *testing.T) {
 }
 
 // TestRunCrossProcess: Run adds the cross-process scenario for the selected
-// implementations it covers (not for the others), and the table prints it beside the
-// in-process contention row, with its targets.
+// implementations it covers (not for the others), with the bare relay beside the
+// library's cells, and the table prints it beside the in-process contention row, with
+// its targets.
 func TestRunCrossProcess(t *testing.T) {
 	cluster := redistest.Start(t, redistest.Options{Masters: 3})
 	var started []*exec.Cmd
@@ -490,6 +512,11 @@ func TestRunCrossProcess(t *testing.T) {
 		for i, c := range res.Cross {
 			if c.Processes != cfg.Processes[i] || c.Acquisitions == 0 || c.Overlaps != 0 || c.FenceViolations != 0 {
 				t.Errorf("%s: cell %+v", res.Name, c)
+			}
+			// The bare relay runs with as many processes after the library's cells only.
+			if r := c.Relay; res.Name == Lockagent && (r == nil || r.Processes != c.Processes || r.Acquisitions == 0 || r.Overlaps != 0 || r.FenceViolations != 0) ||
+				res.Name != Lockagent && r != nil {
+				t.Errorf("%s, %d processes: bare relay %+v", res.Name, c.Processes, r)
 			}
 		}
 	}

@@ -284,9 +284,10 @@ func (r *Report) writeCross(w io.Writer) error {
 func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	fmt.Fprintln(w, "\nhand-off against the floor: gap = a holder's unlock call to the next holder's acquisition (across processes, CLOCK_MONOTONIC); floor = one fsynced majority write on the same masters, measured just before each window:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "impl\tprocesses\tfloor write p50\tgap p50\tgap p50/floor\tgap p99\tgap p99/floor p99\tfloor at the hold's pace p50\tgap p50/it\tfloor under load p50\tgap p50/floor under load\tbare round p50 idle/under load\trounds\tgap p50 less the load\t/floor\thold mean\tutilisation\tutilisation at floor\t")
+	fmt.Fprintln(tw, "impl\tprocesses\tfloor write p50\tgap p50\tgap p50/floor\tgap p99\tgap p99/floor p99\tfloor at the hold's pace p50\tgap p50/it\tfloor under load p50\tgap p50/floor under load\tbare round p50 idle/under load\trounds\tgap p50 less the load\t/floor\thold mean\tutilisation\tutilisation at floor\tbare relay gap p50\tgap p50 - relay\t")
 	var work []string
 	for _, res := range rows {
+		var base *CrossProcess // the first cell with a relay: growth is read from it
 		for _, c := range res.Cross {
 			chained := "n/a"
 			if c.Fenced && c.Acquisitions > 1 {
@@ -302,10 +303,28 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 			if g, ok := c.GapLessLoad(); ok {
 				lessLoad, lessLoadRatio = fmtDuration(g), over(g, c.FloorWrite)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t\n", res.Name, c.Processes, orNA(c.FloorWrite),
+			relayGap, lockOwn := "n/a", "n/a"
+			if r := c.Relay; r != nil && r.GapP50 > 0 {
+				relayGap, lockOwn = fmtDuration(r.GapP50), fmtDuration(c.GapP50-r.GapP50)
+				if base == nil {
+					base = c
+				}
+				order := "in order"
+				if r.Overlaps > 0 || r.FenceViolations > 0 {
+					order = fmt.Sprintf("NOT in order (%d overlaps, %d out of order)", r.Overlaps, r.FenceViolations)
+				}
+				line := fmt.Sprintf("  %s, %d processes: bare relay: %d turns %s, gap p50 %s, p99 %s; workers: CPU %s, %.1f wake-ups per turn",
+					res.Name, c.Processes, r.Acquisitions, order, fmtDuration(r.GapP50), fmtDuration(r.GapP99), fmtDuration(r.WorkerCPU), r.WorkerWakeups)
+				if base != c {
+					line += fmt.Sprintf("; since %d processes, the relay's gap p50 grew %s, the lock's %s", base.Processes,
+						signed(r.GapP50-base.Relay.GapP50), signed(c.GapP50-base.GapP50))
+				}
+				work = append(work, line)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%s\t%s\t\n", res.Name, c.Processes, orNA(c.FloorWrite),
 				fmtDuration(c.GapP50), over(c.GapP50, c.FloorWrite), fmtDuration(c.GapP99), over(c.GapP99, c.FloorWriteP99),
 				orNA(c.FloorPaced), over(c.GapP50, c.FloorPaced), orNA(c.FloorLoaded), over(c.GapP50, c.FloorLoaded), orNA(c.RoundIdle), orNA(c.RoundLoaded), c.RoundLoadedN, lessLoad, lessLoadRatio,
-				fmtDuration(c.Held), c.Utilisation, utilAtFloor(c))
+				fmtDuration(c.Held), c.Utilisation, utilAtFloor(c), relayGap, lockOwn)
 			if c.MasterCalls != nil {
 				work = append(work, fmt.Sprintf("  %s, %d processes: master CPU %s (kernel %s; a floor write: %s); %s", res.Name, c.Processes,
 					fmtDuration(c.MasterCPU), fmtDuration(c.MasterSys), orNA(c.FloorCPU), fmtCalls(c.MasterCalls, c.MasterCall)))
@@ -320,6 +339,7 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	fmt.Fprintf(w, "floor under load: floor writes during the window, one every %v; hold mean above the hold (%v): how late nanosleep(2) woke the holder, this machine's wake-up latency under the window's load.\n", floorDuringEvery, r.Config.Hold)
 	fmt.Fprintf(w, "bare round: a PING to every master at once, timed to the majority's reply (no write, no script, no fsync), %d idle just before the window and, during it, one halfway between two floor writes (rounds: how many); gap p50 less the load = gap p50 - (bare round under load - bare round idle), never below zero, with %d rounds under load at least: the gap without what the window's load added to a bare round. A diagnostic, not a floor: that load is mostly the lock's own work.\n", roundSamples, minLoadedRounds)
 	fmt.Fprintln(w, "utilisation = time held / wall time; utilisation at floor = hold mean / (hold mean + floor write p50), what a gap of one fsynced majority write would give.")
+	fmt.Fprintln(w, "bare relay: right after the library's cell, as many worker processes pass a turn around a ring through the same masters, with the same hold and client stack and no lock: a PUBLISH to every master at once, and the next process takes its turn at the majority's messages (no script, no key, no fsync). Its gap is the least a hand-off by notice costs with that many processes on this machine, so how it grows with the processes is the machine's; gap p50 - relay is what the lock adds to it.")
 	if len(work) > 0 {
 		fmt.Fprintln(w, "work per acquisition: workers (all together: CPU time, voluntary context switches = wake-ups; chained = fence is the previous hold's + 1, a hand-off without a log write); timeline (p50s after the releasing client's unlock call, of the hand-offs whose next holder heard notices from a majority of the masters before it acquired: when the unlock call's request to the majority-th master started to go out, when the notice of each master of that majority reached the next holder, and how long after the last of them its lock call returned); masters (all together: INFO cpu and commandstats over the window; scripts' commands included, and counted in the script's time too; in parentheses the mean time of one call):")
 		for _, l := range work {
@@ -327,6 +347,14 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 		}
 	}
 	return nil
+}
+
+// signed writes d with its sign: "+48µs", "-3µs".
+func signed(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtDuration(-d)
+	}
+	return "+" + fmtDuration(d)
 }
 
 // ordinal writes n as "1st", "2nd", "3rd", "4th"...

@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redlock-kit/redlock-kit/internal/redistest"
+)
+
+// TestRelayTakesATurnAtTheMajority: a relay worker takes a turn once a majority of the
+// masters sent it (a minority's turn is never taken, nor a turn already taken again when
+// the rest of its messages come), passes the next turn to the next worker on every
+// master, and stops on the stop message; the worker that takes a turn after the window
+// publishes the stop on every master instead of passing the turn on.
+func TestRelayTakesATurnAtTheMajority(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	clients := cluster.LockClients()
+	t.Cleanup(func() { _ = closeAll(clients) })
+	ctx := context.Background()
+	observe := func(channel string) func() []string {
+		var subs []func() []string
+		for _, m := range cluster.Masters {
+			ps := m.Admin().Subscribe(ctx, channel)
+			t.Cleanup(func() { _ = ps.Close() })
+			if _, err := ps.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			subs = append(subs, func() []string {
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				m, err := ps.ReceiveMessage(rctx)
+				if err != nil {
+					return []string{err.Error()}
+				}
+				return []string{m.Payload}
+			})
+		}
+		return func() []string {
+			var got []string
+			for _, s := range subs {
+				got = append(got, s()...)
+			}
+			return got
+		}
+	}
+	start := func() int64 {
+		now, err := monoNow()
+		if err != nil {
+			t.Skip(err)
+		}
+		return now
+	}
+
+	t.Run("a majority's turn, then the next one's", func(t *testing.T) {
+		next := observe("relay:2")
+		msgs := make(chan string, 8)
+		for _, m := range []string{"1", "2", "2", "2", "bad", "1", relayStop} {
+			msgs <- m
+		}
+		spec := workerSpec{Key: "relay", Index: 1, Count: 3, Hold: time.Millisecond, Duration: time.Hour}
+		res, err := relayWork(ctx, spec, clients, msgs, start())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var turns []int64
+		for _, h := range res.Holds {
+			turns = append(turns, h[2])
+			if h[1] < int64(spec.Hold) {
+				t.Errorf("turn %d held %v, want the hold (%v) at least", h[2], time.Duration(h[1]), spec.Hold)
+			}
+		}
+		if !slices.Equal(turns, []int64{2}) {
+			t.Errorf("turns taken %v, want [2]: turn 1 came from one master of 3", turns)
+		}
+		if got := next(); !slices.Equal(got, []string{"3", "3", "3"}) {
+			t.Errorf("the next worker heard %v, want turn 3 from every master", got)
+		}
+	})
+
+	t.Run("after the window: the stop, not the next turn", func(t *testing.T) {
+		stop := observe("relay:" + relayStop)
+		spec := workerSpec{Key: "relay", Index: 0, Count: 3, Hold: time.Millisecond} // a window of 0
+		res, err := relayWork(ctx, spec, clients, make(chan string), start())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Holds) != 0 {
+			t.Errorf("holds %v after the window, want none", res.Holds)
+		}
+		if got := stop(); !slices.Equal(got, []string{relayStop, relayStop, relayStop}) {
+			t.Errorf("the relay's stop channel heard %v, want the stop from every master", got)
+		}
+	})
+}
+
+// TestRelayWorkers: the bare relay runs real worker processes on real masters, each
+// with its own clients: the turns go round the ring (every process takes its turns in
+// rotation, so their counts differ by one at most), in order and one at a time, every
+// process reports its work, and every worker is reaped. No floor is measured for it and
+// it writes no key.
+func TestRelayWorkers(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	var started []*exec.Cmd
+	cfg := crossConfig(t, cluster, &started)
+	const procs = 3
+	c, err := runCrossCell(context.Background(), t, cfg, relayImpl, procs)
+	if err != nil {
+		t.Fatalf("runCross: %v", err)
+	}
+	if c.Processes != procs || c.Acquisitions < procs || c.MinPer < 1 || c.MaxPer-c.MinPer > 1 {
+		t.Errorf("%d turns by %d processes, %d to %d each, want every process's turns in rotation", c.Acquisitions, c.Processes, c.MinPer, c.MaxPer)
+	}
+	if !c.Fenced || c.Overlaps != 0 || c.FenceViolations != 0 {
+		t.Errorf("turns numbered %v: %d overlapping, %d out of order, want none", c.Fenced, c.Overlaps, c.FenceViolations)
+	}
+	if c.GapP50 <= 0 || c.GapP99 < c.GapP50 || c.Held < cfg.Hold || c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 {
+		t.Errorf("gap %v/%v, hold %v, worker CPU %v, %v wake-ups, want them measured", c.GapP50, c.GapP99, c.Held, c.WorkerCPU, c.WorkerWakeups)
+	}
+	if c.FloorWrite != 0 || c.MasterCalls != nil || c.Relay != nil {
+		t.Errorf("floor %v, master calls %v, relay %v: the relay is read against the lock's cell, want none of its own", c.FloorWrite, c.MasterCalls, c.Relay)
+	}
+	for _, m := range cluster.Masters {
+		if keys, err := m.Admin().Keys(context.Background(), cfg.KeyPrefix+"*").Result(); err != nil || len(keys) != 0 {
+			t.Errorf("master %s: keys %v (err %v), want none", m.Addr, keys, err)
+		}
+	}
+	if len(started) != procs {
+		t.Errorf("%d worker processes started, want %d", len(started), procs)
+	}
+	assertReaped(t, started)
+}
