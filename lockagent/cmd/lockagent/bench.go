@@ -84,8 +84,8 @@ Scenarios:
                (INFO); after the library's cell, a bare relay with as many worker
                processes: a turn passed around a ring by a PUBLISH to every master,
                taken at the majority's messages, held for --hold (no lock, no
-               script, no fsync), the least a hand-off by notice costs with that
-               many processes on this machine, and how it grows with them
+               script, no fsync): a hand-off by notice without the lock's work,
+               with that many processes, and how it grows with them
 Then the ratios of FCALL vs EVALSHA, of the library vs redsync and vs the floor, and
 the issue's targets.
 Numbers depend on the machine and its disk (appendfsync always fsyncs every write).

@@ -13,50 +13,69 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// relayImpl names the bare relay in a worker's spec: not a lock, the least a hand-off by
-// notice costs with as many processes (see relayWork).
+// relayImpl names the bare relay in a worker's spec: not a lock, a hand-off by notice
+// without the lock's work, with as many processes (see relayWork).
 const relayImpl = "relay"
 
 // relayStop is the message that ends a relay: every worker stops on it.
 const relayStop = "stop"
 
+// relayGrace bounds a relay worker's wait for its turn after the window: a turn or a stop
+// lost on every master ends the relay then, not at the bench's limit for a worker.
+const relayGrace = 5 * time.Second
+
 // serveRelay is a relay worker (ServeWorker with spec.Impl relayImpl): it subscribes to its
-// own channel and the relay's stop channel on every master, says "ready", waits for the
-// start time and runs relayWork.
+// own channel and the relay's stop channel on every master (a master that does not confirm
+// within 10 s is left out, while a majority does), says "ready", waits for the start time
+// and runs relayWork. It receives as the library's notifier does: go-redis's message
+// channel, then one reader goroutine per master.
 func serveRelay(ctx context.Context, r *bufio.Reader, out io.Writer, spec workerSpec, clients []*redis.Client, report func(workerResult) error) error {
 	defer func() { _ = closeAll(clients) }()
 	if spec.Count < 1 || spec.Index < 0 || spec.Index >= spec.Count {
 		return report(workerResult{Err: fmt.Sprintf("relay worker %d of %d", spec.Index, spec.Count)})
 	}
+	// The worker's context: it ends with ctx, or when the bench closes stdin (below).
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
 	msgs := make(chan string, 16*len(clients))
 	var subs []*redis.PubSub
+	var readers sync.WaitGroup
 	defer func() {
 		for _, s := range subs {
-			_ = s.Close()
+			_ = s.Close() // ends its channel, and so its reader
 		}
+		readers.Wait()
 	}()
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	sctx, cancel := context.WithTimeout(wctx, 10*time.Second)
+	var lastErr error
 	for _, c := range clients {
 		s := c.Subscribe(sctx, relayChannel(spec.Key, spec.Index), spec.Key+":"+relayStop)
-		subs = append(subs, s)
+		var err error
 		for range 2 { // both subscriptions confirmed before "ready"
-			if _, err := s.Receive(sctx); err != nil {
-				cancel()
-				return report(workerResult{Err: "relay: subscribing: " + err.Error()})
+			if _, err = s.Receive(sctx); err != nil {
+				break
 			}
 		}
+		if err != nil {
+			lastErr = err
+			_ = s.Close()
+			continue
+		}
+		subs = append(subs, s)
 	}
 	cancel()
+	if len(subs) < len(clients)/2+1 {
+		return report(workerResult{Err: fmt.Sprintf("relay: subscribed on %d of %d masters, a majority needed: %v", len(subs), len(clients), lastErr)})
+	}
 	for _, s := range subs {
+		ch := s.Channel()
+		readers.Add(1)
 		go func() {
-			for {
-				m, err := s.ReceiveMessage(ctx)
-				if err != nil {
-					return // closed when the worker ends
-				}
+			defer readers.Done()
+			for m := range ch {
 				select {
 				case msgs <- m.Payload:
-				case <-ctx.Done():
+				case <-wctx.Done():
 					return
 				}
 			}
@@ -73,13 +92,11 @@ func serveRelay(ctx context.Context, r *bufio.Reader, out io.Writer, spec worker
 	if err != nil {
 		return fmt.Errorf("bench relay worker: start time: %w", err)
 	}
-	ctx, cancel = context.WithCancel(ctx)
-	defer cancel()
 	go func() {
 		_, _ = io.Copy(io.Discard, r) // the bench closes stdin once it has the result
-		cancel()
+		stop()
 	}()
-	res, err := relayWork(ctx, spec, clients, msgs, startAt)
+	res, err := relayWork(wctx, spec, clients, msgs, startAt)
 	if err != nil {
 		return report(workerResult{Err: err.Error()})
 	}
@@ -91,12 +108,14 @@ func relayChannel(key string, i int) string { return key + ":" + strconv.Itoa(i)
 // relayWork passes a turn around a ring of spec.Count processes, through every master:
 // worker 0 takes turn 1 at startAt; a worker whose turn t came from a majority of the
 // masters (one message each) holds it for spec.Hold, as a lock holder does, then publishes
-// t+1 on the next worker's channel on every master at once, one goroutine per master, as
-// the library sends a release. No script, no key, no queue, no fsync: a turn is one PUBLISH
-// per master and a majority of messages back, with as many processes as the lock's cell
-// sleeping meanwhile. Each turn is reported as a hold (from its majority to the publish
-// calls) whose fence is the turn number, so the lock's checks and gaps apply as they are.
-// The worker that takes a turn after the window ends publishes the stop instead.
+// t+1 on the next worker's channel on every master at once, each through a sender
+// goroutine of its own, as the library's Client sends a release through one per master.
+// No script, no key, no queue, no fsync: a turn is one PUBLISH per master and a majority
+// of messages back, with as many processes as the lock's cell sleeping meanwhile. Each
+// turn is reported as a hold (from its majority to the publish calls) whose fence is the
+// turn number, so the lock's checks and gaps apply as they are. The worker that takes a
+// turn after the window ends publishes the stop instead; one still waiting relayGrace
+// after the window's end stops too.
 func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, msgs <-chan string, startAt int64) (res workerResult, err error) {
 	res = workerResult{Holds: [][4]int64{}, Fenced: true}
 	quorum := len(clients)/2 + 1
@@ -104,19 +123,29 @@ func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, ms
 	next := relayChannel(spec.Key, (spec.Index+1)%spec.Count)
 	heard := map[int]int{}
 	done := 0 // the last turn taken: later messages of it (the minority's) are ignored
-	var sends sync.WaitGroup
-	publish := func(channel, msg string) {
-		for _, c := range clients {
-			sends.Add(1)
-			go func() {
-				defer sends.Done()
+	type message struct{ channel, payload string }
+	queues := make([]chan message, len(clients))
+	var senders sync.WaitGroup
+	for i, c := range clients {
+		queues[i] = make(chan message, 4)
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			for m := range queues[i] {
 				pctx, cancel := releaseCtx()
-				_ = c.Publish(pctx, channel, msg).Err()
+				_ = c.Publish(pctx, m.channel, m.payload).Err()
 				cancel()
-			}()
+			}
+		}()
+	}
+	publish := func(channel, payload string) {
+		for _, q := range queues {
+			select {
+			case q <- message{channel, payload}:
+			default: // a master that has not taken the last ones: the others' majority goes on
+			}
 		}
 	}
-	defer sends.Wait()
 	now, err := monoNow()
 	if err != nil {
 		return res, err
@@ -125,10 +154,16 @@ func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, ms
 		time.Sleep(d)
 	}
 	cpu0, wake0 := processUsage()
-	defer func() { // the result's, at every return
+	defer func() { // the result's, at every return, once the last publish went out
+		for _, q := range queues {
+			close(q)
+		}
+		senders.Wait()
 		cpu1, wake1 := processUsage()
 		res.CPU, res.Wakeups = int64(cpu1-cpu0), wake1-wake0
 	}()
+	giveUp := time.NewTimer(time.Duration(end-startAt) + relayGrace)
+	defer giveUp.Stop()
 	waitFrom := startAt
 	turn := 0
 	if spec.Index == 0 {
@@ -140,6 +175,8 @@ func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, ms
 			select {
 			case m = <-msgs:
 			case <-ctx.Done():
+				return res, nil
+			case <-giveUp.C:
 				return res, nil
 			}
 			if m == relayStop {

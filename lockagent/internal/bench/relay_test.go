@@ -11,10 +11,10 @@ import (
 )
 
 // TestRelayTakesATurnAtTheMajority: a relay worker takes a turn once a majority of the
-// masters sent it (a minority's turn is never taken, nor a turn already taken again when
-// the rest of its messages come), passes the next turn to the next worker on every
-// master, and stops on the stop message; the worker that takes a turn after the window
-// publishes the stop on every master instead of passing the turn on.
+// masters sent it, and times it from that message (a minority's turn is never taken, nor
+// a turn already taken again when more of its messages come), passes the next turn to the
+// next worker on every master, and stops on the stop message; the worker that takes a
+// turn after the window publishes the stop on every master and passes no turn on.
 func TestRelayTakesATurnAtTheMajority(t *testing.T) {
 	cluster := redistest.Start(t, redistest.Options{Masters: 3})
 	clients := cluster.LockClients()
@@ -56,14 +56,32 @@ func TestRelayTakesATurnAtTheMajority(t *testing.T) {
 
 	t.Run("a majority's turn, then the next one's", func(t *testing.T) {
 		next := observe("relay:2")
-		msgs := make(chan string, 8)
-		for _, m := range []string{"1", "2", "2", "2", "bad", "1", relayStop} {
+		msgs := make(chan string) // each message taken before the next is sent
+		spec := workerSpec{Key: "relay", Index: 1, Count: 3, Hold: time.Millisecond, Duration: time.Hour}
+		type result struct {
+			res workerResult
+			err error
+		}
+		out := make(chan result, 1)
+		startAt := start()
+		go func() {
+			res, err := relayWork(ctx, spec, clients, msgs, startAt)
+			out <- result{res, err}
+		}()
+		msgs <- "1"
+		msgs <- "2"
+		msgs <- "bad"       // taken once the "2" before it was handled
+		majority := start() // turn 2's majority is the next message
+		for _, m := range []string{"2", "2", "2", "1", relayStop} {
 			msgs <- m
 		}
-		spec := workerSpec{Key: "relay", Index: 1, Count: 3, Hold: time.Millisecond, Duration: time.Hour}
-		res, err := relayWork(ctx, spec, clients, msgs, start())
+		r := <-out
+		res, err := r.res, r.err
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(res.Holds) > 0 && res.Holds[0][0]+startAt < majority {
+			t.Errorf("turn 2 taken %v before its majority's message was sent", time.Duration(majority-res.Holds[0][0]-startAt))
 		}
 		var turns []int64
 		for _, h := range res.Holds {
@@ -73,7 +91,7 @@ func TestRelayTakesATurnAtTheMajority(t *testing.T) {
 			}
 		}
 		if !slices.Equal(turns, []int64{2}) {
-			t.Errorf("turns taken %v, want [2]: turn 1 came from one master of 3", turns)
+			t.Errorf("turns taken %v, want [2]: turn 1 came from one master of 3, turn 2's later messages after it was taken", turns)
 		}
 		if got := next(); !slices.Equal(got, []string{"3", "3", "3"}) {
 			t.Errorf("the next worker heard %v, want turn 3 from every master", got)
@@ -81,7 +99,7 @@ func TestRelayTakesATurnAtTheMajority(t *testing.T) {
 	})
 
 	t.Run("after the window: the stop, not the next turn", func(t *testing.T) {
-		stop := observe("relay:" + relayStop)
+		stop, next := observe("relay:"+relayStop), observe("relay:1")
 		spec := workerSpec{Key: "relay", Index: 0, Count: 3, Hold: time.Millisecond} // a window of 0
 		res, err := relayWork(ctx, spec, clients, make(chan string), start())
 		if err != nil {
@@ -92,6 +110,16 @@ func TestRelayTakesATurnAtTheMajority(t *testing.T) {
 		}
 		if got := stop(); !slices.Equal(got, []string{relayStop, relayStop, relayStop}) {
 			t.Errorf("the relay's stop channel heard %v, want the stop from every master", got)
+		}
+		// The next worker's first message on every master is one sent after relayWork
+		// returned: it was told nothing.
+		for _, m := range cluster.Masters {
+			if err := m.Admin().Publish(ctx, "relay:1", "after").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := next(); !slices.Equal(got, []string{"after", "after", "after"}) {
+			t.Errorf("the next worker heard %v first, want nothing before the stop's end", got)
 		}
 	})
 }
@@ -116,8 +144,8 @@ func TestRelayWorkers(t *testing.T) {
 	if !c.Fenced || c.Overlaps != 0 || c.FenceViolations != 0 {
 		t.Errorf("turns numbered %v: %d overlapping, %d out of order, want none", c.Fenced, c.Overlaps, c.FenceViolations)
 	}
-	if c.GapP50 <= 0 || c.GapP99 < c.GapP50 || c.Held < cfg.Hold || c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 {
-		t.Errorf("gap %v/%v, hold %v, worker CPU %v, %v wake-ups, want them measured", c.GapP50, c.GapP99, c.Held, c.WorkerCPU, c.WorkerWakeups)
+	if c.GapP50 <= 0 || c.GapP99 < c.GapP50 || c.Held < cfg.Hold || c.P50Wait <= 0 || c.WorkerCPU <= 0 || c.WorkerWakeups <= 0 {
+		t.Errorf("gap %v/%v, hold %v, wait %v, worker CPU %v, %v wake-ups, want them measured", c.GapP50, c.GapP99, c.Held, c.P50Wait, c.WorkerCPU, c.WorkerWakeups)
 	}
 	if c.FloorWrite != 0 || c.MasterCalls != nil || c.Relay != nil {
 		t.Errorf("floor %v, master calls %v, relay %v: the relay is read against the lock's cell, want none of its own", c.FloorWrite, c.MasterCalls, c.Relay)

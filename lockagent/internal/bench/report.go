@@ -306,6 +306,9 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 			relayGap, lockOwn := "n/a", "n/a"
 			if r := c.Relay; r != nil && r.GapP50 > 0 {
 				relayGap, lockOwn = fmtDuration(r.GapP50), fmtDuration(c.GapP50-r.GapP50)
+				if c.GapP50 < r.GapP50 {
+					lockOwn = "-" + fmtDuration(r.GapP50-c.GapP50)
+				}
 				if base == nil {
 					base = c
 				}
@@ -339,7 +342,7 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	fmt.Fprintf(w, "floor under load: floor writes during the window, one every %v; hold mean above the hold (%v): how late nanosleep(2) woke the holder, this machine's wake-up latency under the window's load.\n", floorDuringEvery, r.Config.Hold)
 	fmt.Fprintf(w, "bare round: a PING to every master at once, timed to the majority's reply (no write, no script, no fsync), %d idle just before the window and, during it, one halfway between two floor writes (rounds: how many); gap p50 less the load = gap p50 - (bare round under load - bare round idle), never below zero, with %d rounds under load at least: the gap without what the window's load added to a bare round. A diagnostic, not a floor: that load is mostly the lock's own work.\n", roundSamples, minLoadedRounds)
 	fmt.Fprintln(w, "utilisation = time held / wall time; utilisation at floor = hold mean / (hold mean + floor write p50), what a gap of one fsynced majority write would give.")
-	fmt.Fprintln(w, "bare relay: right after the library's cell, as many worker processes pass a turn around a ring through the same masters, with the same hold and client stack and no lock: a PUBLISH to every master at once, and the next process takes its turn at the majority's messages (no script, no key, no fsync). Its gap is the least a hand-off by notice costs with that many processes on this machine, so how it grows with the processes is the machine's; gap p50 - relay is what the lock adds to it.")
+	fmt.Fprintln(w, "bare relay: right after the library's cell, as many worker processes pass a turn around a ring through the same masters, with the same hold and client stack and no lock: a PUBLISH to every master at once, and the next process takes its turn at the majority's messages (no script, no key, no fsync): a hand-off by notice without the lock's work, so growth it shows with the processes is there without the lock; gap p50 - relay is what the lock adds to it (which may grow too: its scripts and its workers do more per acquisition with more waiters).")
 	if len(work) > 0 {
 		fmt.Fprintln(w, "work per acquisition: workers (all together: CPU time, voluntary context switches = wake-ups; chained = fence is the previous hold's + 1, a hand-off without a log write); timeline (p50s after the releasing client's unlock call, of the hand-offs whose next holder heard notices from a majority of the masters before it acquired: when the unlock call's request to the majority-th master started to go out, when the notice of each master of that majority reached the next holder, and how long after the last of them its lock call returned); masters (all together: INFO cpu and commandstats over the window; scripts' commands included, and counted in the script's time too; in parentheses the mean time of one call):")
 		for _, l := range work {
