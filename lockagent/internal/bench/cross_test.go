@@ -463,6 +463,14 @@ func TestCrossReport(t *testing.T) {
 			t.Errorf("%s: relay columns %q, want %q:\n%s", row, relayCols[row], want, out)
 		}
 	}
+	// Without a relay in any cell there is no relay legend.
+	var none strings.Builder
+	if err := (&Report{Config: rep.Config, Results: rep.Results[1:]}).writeCross(&none); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "\nbare relay: ") || strings.Contains(none.String(), "\nbare relay: ") {
+		t.Errorf("the relay's legend: with relays %v, without %v, want only with:\n%s", strings.Contains(out, "\nbare relay: "), strings.Contains(none.String(), "\nbare relay: "), none.String())
+	}
 	if strings.Contains(out, "16 processes: timeline") {
 		t.Errorf("a timeline line for a cell without one:\n%s", out)
 	}

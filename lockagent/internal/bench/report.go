@@ -286,6 +286,7 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "impl\tprocesses\tfloor write p50\tgap p50\tgap p50/floor\tgap p99\tgap p99/floor p99\tfloor at the hold's pace p50\tgap p50/it\tfloor under load p50\tgap p50/floor under load\tbare round p50 idle/under load\trounds\tgap p50 less the load\t/floor\thold mean\tutilisation\tutilisation at floor\tbare relay gap p50\tgap p50 - relay\t")
 	var work []string
+	relays := false // some cell has a relay: its legend is printed
 	for _, res := range rows {
 		var base *CrossProcess // the first cell with a relay: growth is read from it
 		for _, c := range res.Cross {
@@ -305,13 +306,11 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 			}
 			relayGap, lockOwn := "n/a", "n/a"
 			if r := c.Relay; r != nil && r.GapP50 > 0 {
-				relayGap, lockOwn = fmtDuration(r.GapP50), fmtDuration(c.GapP50-r.GapP50)
-				if c.GapP50 < r.GapP50 {
-					lockOwn = "-" + fmtDuration(r.GapP50-c.GapP50)
-				}
+				relayGap, lockOwn = fmtDuration(r.GapP50), strings.TrimPrefix(signed(c.GapP50-r.GapP50), "+")
 				if base == nil {
 					base = c
 				}
+				relays = true
 				order := "in order"
 				if r.Overlaps > 0 || r.FenceViolations > 0 {
 					order = fmt.Sprintf("NOT in order (%d overlaps, %d out of order)", r.Overlaps, r.FenceViolations)
@@ -342,7 +341,9 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 	fmt.Fprintf(w, "floor under load: floor writes during the window, one every %v; hold mean above the hold (%v): how late nanosleep(2) woke the holder, this machine's wake-up latency under the window's load.\n", floorDuringEvery, r.Config.Hold)
 	fmt.Fprintf(w, "bare round: a PING to every master at once, timed to the majority's reply (no write, no script, no fsync), %d idle just before the window and, during it, one halfway between two floor writes (rounds: how many); gap p50 less the load = gap p50 - (bare round under load - bare round idle), never below zero, with %d rounds under load at least: the gap without what the window's load added to a bare round. A diagnostic, not a floor: that load is mostly the lock's own work.\n", roundSamples, minLoadedRounds)
 	fmt.Fprintln(w, "utilisation = time held / wall time; utilisation at floor = hold mean / (hold mean + floor write p50), what a gap of one fsynced majority write would give.")
-	fmt.Fprintln(w, "bare relay: right after the library's cell, as many worker processes pass a turn around a ring through the same masters, with the same hold and client stack and no lock: a PUBLISH to every master at once, and the next process takes its turn at the majority's messages (no script, no key, no fsync): a hand-off by notice without the lock's work, so growth it shows with the processes is there without the lock; gap p50 - relay is what the lock adds to it (which may grow too: its scripts and its workers do more per acquisition with more waiters).")
+	if relays {
+		fmt.Fprintln(w, "bare relay: right after the library's cell, as many worker processes pass a turn around a ring through the same masters, with the same hold and client stack and no lock: a PUBLISH to every master at once, and the next process takes its turn at the majority's messages (no script, no key, no fsync): a hand-off by notice without the lock's work, so growth it shows with the processes is there without the lock; gap p50 - relay is what the lock adds to it (which may grow too: its scripts and its workers do more per acquisition with more waiters).")
+	}
 	if len(work) > 0 {
 		fmt.Fprintln(w, "work per acquisition: workers (all together: CPU time, voluntary context switches = wake-ups; chained = fence is the previous hold's + 1, a hand-off without a log write); timeline (p50s after the releasing client's unlock call, of the hand-offs whose next holder heard notices from a majority of the masters before it acquired: when the unlock call's request to the majority-th master started to go out, when the notice of each master of that majority reached the next holder, and how long after the last of them its lock call returned); masters (all together: INFO cpu and commandstats over the window; scripts' commands included, and counted in the script's time too; in parentheses the mean time of one call):")
 		for _, l := range work {
