@@ -430,7 +430,7 @@ func TestCrossReport(t *testing.T) {
 	rep.Results[0].Cross[0].Relay = &CrossProcess{Acquisitions: 40, GapP50: 150 * time.Microsecond, GapP99: 300 * time.Microsecond,
 		WorkerCPU: 400 * time.Microsecond, WorkerWakeups: 24}
 	rep.Results[0].Cross[1].GapP50 = 560 * time.Microsecond
-	rep.Results[0].Cross[1].Relay = &CrossProcess{Acquisitions: 30, GapP50: 190 * time.Microsecond, GapP99: 350 * time.Microsecond, FenceViolations: 2}
+	rep.Results[0].Cross[1].Relay = &CrossProcess{Acquisitions: 30, GapP50: 190 * time.Microsecond, GapP99: 350 * time.Microsecond, FenceViolations: 2, Failed: 1}
 	// A cell whose gap was shorter than its relay's.
 	rep.Results[0].Cross = append(rep.Results[0].Cross, cell(32, 250, 20*time.Millisecond, 0))
 	rep.Results[0].Cross[2].GapP50 = 200 * time.Microsecond
@@ -444,7 +444,7 @@ func TestCrossReport(t *testing.T) {
 		"1.25x", "0.600", "0.714", "100µs/220µs", "625µs", "0.80x", "each made after a pause as long as the hold (1ms; at most 100ms)", " 97 ", "380µs", "0.95x", "n/a/n/a", "lockagent, 8 processes: master CPU 80µs (kernel 0; a floor write: n/a); fcall 10.00 (45µs) publish 5.00",
 		"lockagent, 8 processes: timeline of 9 hand-offs by notice: request to the 3rd master going out at 70µs; notices from 3 masters at the next holder at 260µs, 330µs, 400µs; its lock call returned 12µs after the 3rd",
 		"lockagent, 8 processes: bare relay: 40 turns in order, gap p50 150µs, p99 300µs; workers: CPU 400µs, 24.0 wake-ups per turn\n",
-		"lockagent, 16 processes: bare relay: 30 turns NOT in order (0 overlaps, 2 out of order), gap p50 190µs, p99 350µs; workers: CPU 0, 0.0 wake-ups per turn; since 8 processes, the relay's gap p50 grew +40µs, the lock's +60µs",
+		"lockagent, 16 processes: bare relay: 30 turns NOT in order (0 overlaps, 2 out of order), STALLED: 1 of its workers gave up waiting for a turn, gap p50 190µs, p99 350µs; workers: CPU 0, 0.0 wake-ups per turn; since 8 processes, the relay's gap p50 grew +40µs, the lock's +60µs",
 		"lockagent, 32 processes: bare relay: 30 turns in order, gap p50 250µs, p99 0; workers: CPU 0, 0.0 wake-ups per turn; since 8 processes, the relay's gap p50 grew +100µs, the lock's -300µs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cross table lacks %q:\n%s", want, out)

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -21,13 +22,21 @@ const relayImpl = "relay"
 const relayStop = "stop"
 
 // relayGrace bounds a relay worker's wait for its turn after the window: a turn or a stop
-// lost on every master ends the relay then, not at the bench's limit for a worker.
-const relayGrace = 5 * time.Second
+// lost on every master ends the relay then, not at the bench's limit for a worker, and
+// the worker reports that it gave up (a variable for the tests).
+var relayGrace = 5 * time.Second
+
+// relaySubscribe bounds each master's subscription, relayPublish each PUBLISH (variables
+// for the tests).
+var relaySubscribe, relayPublish = 10 * time.Second, 5 * time.Second
+
+// errRelayStalled is what a relay worker that gave up waiting reports.
+var errRelayStalled = errors.New("relay: no turn and no stop came until well after the window: a turn was lost")
 
 // serveRelay is a relay worker (ServeWorker with spec.Impl relayImpl): it subscribes to its
-// own channel and the relay's stop channel on every master (a master that does not confirm
-// within 10 s is left out, while a majority does), says "ready", waits for the start time
-// and runs relayWork. It receives as the library's notifier does: go-redis's message
+// own channel and the relay's stop channel on every master at once (a master that does not
+// confirm within relaySubscribe is left out, while a majority does), says "ready", waits for the
+// start time and runs relayWork. It receives as the library's notifier does: go-redis's message
 // channel, then one reader goroutine per master.
 func serveRelay(ctx context.Context, r *bufio.Reader, out io.Writer, spec workerSpec, clients []*redis.Client, report func(workerResult) error) error {
 	defer func() { _ = closeAll(clients) }()
@@ -41,29 +50,43 @@ func serveRelay(ctx context.Context, r *bufio.Reader, out io.Writer, spec worker
 	var subs []*redis.PubSub
 	var readers sync.WaitGroup
 	defer func() {
+		stop() // a reader blocked on msgs returns (before the start, nothing else ends it)
 		for _, s := range subs {
 			_ = s.Close() // ends its channel, and so its reader
 		}
 		readers.Wait()
 	}()
-	sctx, cancel := context.WithTimeout(wctx, 10*time.Second)
-	var lastErr error
-	for _, c := range clients {
-		s := c.Subscribe(sctx, relayChannel(spec.Key, spec.Index), spec.Key+":"+relayStop)
-		var err error
-		for range 2 { // both subscriptions confirmed before "ready"
-			if _, err = s.Receive(sctx); err != nil {
-				break
+	// Every master at once, each within its own bound: a master that hangs does not use up
+	// the others' time.
+	confirmed := make([]*redis.PubSub, len(clients))
+	errs := make([]error, len(clients))
+	var subscribing sync.WaitGroup
+	for i, c := range clients {
+		subscribing.Add(1)
+		go func() {
+			defer subscribing.Done()
+			sctx, cancel := context.WithTimeout(wctx, relaySubscribe)
+			defer cancel()
+			s := c.Subscribe(sctx, relayChannel(spec.Key, spec.Index), spec.Key+":"+relayStop)
+			for range 2 { // both subscriptions confirmed before "ready"
+				if _, err := s.Receive(sctx); err != nil {
+					errs[i] = err
+					_ = s.Close()
+					return
+				}
 			}
-		}
-		if err != nil {
-			lastErr = err
-			_ = s.Close()
-			continue
-		}
-		subs = append(subs, s)
+			confirmed[i] = s
+		}()
 	}
-	cancel()
+	subscribing.Wait()
+	var lastErr error
+	for i, s := range confirmed {
+		if s != nil {
+			subs = append(subs, s)
+		} else {
+			lastErr = errs[i]
+		}
+	}
 	if len(subs) < len(clients)/2+1 {
 		return report(workerResult{Err: fmt.Sprintf("relay: subscribed on %d of %d masters, a majority needed: %v", len(subs), len(clients), lastErr)})
 	}
@@ -132,7 +155,7 @@ func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, ms
 		go func() {
 			defer senders.Done()
 			for m := range queues[i] {
-				pctx, cancel := releaseCtx()
+				pctx, cancel := context.WithTimeout(context.Background(), relayPublish)
 				_ = c.Publish(pctx, m.channel, m.payload).Err()
 				cancel()
 			}
@@ -177,6 +200,8 @@ func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, ms
 			case <-ctx.Done():
 				return res, nil
 			case <-giveUp.C:
+				res.Failed++
+				res.Errors = append(res.Errors, errRelayStalled.Error())
 				return res, nil
 			}
 			if m == relayStop {

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"os/exec"
 	"slices"
 	"testing"
@@ -122,6 +125,79 @@ func TestRelayTakesATurnAtTheMajority(t *testing.T) {
 			t.Errorf("the next worker heard %v first, want nothing before the stop's end", got)
 		}
 	})
+}
+
+// TestRelayGivesUp: a relay worker that no turn and no stop reach by relayGrace after the
+// window stops waiting and reports that it gave up.
+func TestRelayGivesUp(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	clients := cluster.LockClients()
+	t.Cleanup(func() { _ = closeAll(clients) })
+	grace := relayGrace
+	relayGrace = 50 * time.Millisecond
+	t.Cleanup(func() { relayGrace = grace })
+	now, err := monoNow()
+	if err != nil {
+		t.Skip(err)
+	}
+	spec := workerSpec{Key: "relay", Index: 1, Count: 3, Hold: time.Millisecond} // a window of 0
+	res, err := relayWork(context.Background(), spec, clients, make(chan string), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 1 || len(res.Errors) != 1 || res.Errors[0] != errRelayStalled.Error() || len(res.Holds) != 0 {
+		t.Errorf("gave up %d times (%v), %d turns, want once, saying so, and no turn", res.Failed, res.Errors, len(res.Holds))
+	}
+}
+
+// TestRelayWithAMasterHung: a relay worker subscribes on every master at once, each within
+// its own bound, so a master that hangs (stopped, its connections accepted by the kernel
+// and never answered) is left out, whichever it is, and the worker runs on the majority:
+// it takes its turns and reports them.
+func TestRelayWithAMasterHung(t *testing.T) {
+	cluster := redistest.Start(t, redistest.Options{Masters: 3})
+	if err := cluster.Masters[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Masters[0].Resume() })
+	sub, pub := relaySubscribe, relayPublish
+	relaySubscribe, relayPublish = 300*time.Millisecond, 300*time.Millisecond
+	t.Cleanup(func() { relaySubscribe, relayPublish = sub, pub })
+	clients := cluster.LockClients()
+	for _, c := range clients {
+		c.Options().DialTimeout = 300 * time.Millisecond
+	}
+	stdin, toWorker := io.Pipe()
+	fromWorker, stdout := io.Pipe()
+	spec := workerSpec{Impl: relayImpl, Key: "relay-hung", Index: 0, Count: 1, Hold: time.Millisecond, Duration: 200 * time.Millisecond}
+	var report workerResult
+	done := make(chan error, 1)
+	go func() {
+		done <- serveRelay(context.Background(), bufio.NewReader(stdin), stdout, spec, clients, func(res workerResult) error {
+			report = res
+			return nil
+		})
+		_ = stdout.Close()
+	}()
+	lines := bufio.NewReader(fromWorker)
+	if line, err := lines.ReadString('\n'); err != nil || line != "ready\n" {
+		_ = toWorker.Close()
+		t.Fatalf("worker said %q (%v) before its start, want ready; its report: %+v", line, err, report)
+	}
+	now, err := monoNow()
+	if err != nil {
+		t.Skip(err)
+	}
+	if _, err := fmt.Fprintf(toWorker, "%d\n", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_ = toWorker.Close()
+	if report.Err != "" || report.Failed != 0 || len(report.Holds) == 0 {
+		t.Errorf("report %+v, want turns on the two masters that answer", report)
+	}
 }
 
 // TestRelayWorkers: the bare relay runs real worker processes on real masters, each

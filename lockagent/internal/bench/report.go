@@ -305,21 +305,24 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 				lessLoad, lessLoadRatio = fmtDuration(g), over(g, c.FloorWrite)
 			}
 			relayGap, lockOwn := "n/a", "n/a"
-			if r := c.Relay; r != nil && r.GapP50 > 0 {
-				relayGap, lockOwn = fmtDuration(r.GapP50), strings.TrimPrefix(signed(c.GapP50-r.GapP50), "+")
+			if rl := c.Relay; rl != nil && rl.GapP50 > 0 {
+				relayGap, lockOwn = fmtDuration(rl.GapP50), strings.TrimPrefix(signed(c.GapP50-rl.GapP50), "+")
 				if base == nil {
 					base = c
 				}
 				relays = true
 				order := "in order"
-				if r.Overlaps > 0 || r.FenceViolations > 0 {
-					order = fmt.Sprintf("NOT in order (%d overlaps, %d out of order)", r.Overlaps, r.FenceViolations)
+				if rl.Overlaps > 0 || rl.FenceViolations > 0 {
+					order = fmt.Sprintf("NOT in order (%d overlaps, %d out of order)", rl.Overlaps, rl.FenceViolations)
+				}
+				if rl.Failed > 0 {
+					order += fmt.Sprintf(", STALLED: %d of its workers gave up waiting for a turn", rl.Failed)
 				}
 				line := fmt.Sprintf("  %s, %d processes: bare relay: %d turns %s, gap p50 %s, p99 %s; workers: CPU %s, %.1f wake-ups per turn",
-					res.Name, c.Processes, r.Acquisitions, order, fmtDuration(r.GapP50), fmtDuration(r.GapP99), fmtDuration(r.WorkerCPU), r.WorkerWakeups)
+					res.Name, c.Processes, rl.Acquisitions, order, fmtDuration(rl.GapP50), fmtDuration(rl.GapP99), fmtDuration(rl.WorkerCPU), rl.WorkerWakeups)
 				if base != c {
 					line += fmt.Sprintf("; since %d processes, the relay's gap p50 grew %s, the lock's %s", base.Processes,
-						signed(r.GapP50-base.Relay.GapP50), signed(c.GapP50-base.GapP50))
+						signed(rl.GapP50-base.Relay.GapP50), signed(c.GapP50-base.GapP50))
 				}
 				work = append(work, line)
 			}
