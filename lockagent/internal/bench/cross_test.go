@@ -435,6 +435,9 @@ func TestCrossReport(t *testing.T) {
 	rep.Results[0].Cross = append(rep.Results[0].Cross, cell(32, 250, 20*time.Millisecond, 0))
 	rep.Results[0].Cross[2].GapP50 = 200 * time.Microsecond
 	rep.Results[0].Cross[2].Relay = &CrossProcess{Acquisitions: 30, GapP50: 250 * time.Microsecond}
+	// A relay that stalled before its second turn: no gap, but its line says so.
+	rep.Results[0].Cross = append(rep.Results[0].Cross, cell(64, 250, 20*time.Millisecond, 0))
+	rep.Results[0].Cross[3].Relay = &CrossProcess{Acquisitions: 1, Failed: 8}
 	var b strings.Builder
 	if err := rep.writeCross(&b); err != nil {
 		t.Fatal(err)
@@ -445,7 +448,8 @@ func TestCrossReport(t *testing.T) {
 		"lockagent, 8 processes: timeline of 9 hand-offs by notice: request to the 3rd master going out at 70µs; notices from 3 masters at the next holder at 260µs, 330µs, 400µs; its lock call returned 12µs after the 3rd",
 		"lockagent, 8 processes: bare relay: 40 turns in order, gap p50 150µs, p99 300µs; workers: CPU 400µs, 24.0 wake-ups per turn\n",
 		"lockagent, 16 processes: bare relay: 30 turns NOT in order (0 overlaps, 2 out of order), STALLED: 1 of its workers gave up waiting for a turn, gap p50 190µs, p99 350µs; workers: CPU 0, 0.0 wake-ups per turn; since 8 processes, the relay's gap p50 grew +40µs, the lock's +60µs",
-		"lockagent, 32 processes: bare relay: 30 turns in order, gap p50 250µs, p99 0; workers: CPU 0, 0.0 wake-ups per turn; since 8 processes, the relay's gap p50 grew +100µs, the lock's -300µs"} {
+		"lockagent, 64 processes: bare relay: 1 turns in order, STALLED: 8 of its workers gave up waiting for a turn, gap p50 n/a, p99 n/a; workers: CPU 0, 0.0 wake-ups per turn\n",
+		"lockagent, 32 processes: bare relay: 30 turns in order, gap p50 250µs, p99 n/a; workers: CPU 0, 0.0 wake-ups per turn; since 8 processes, the relay's gap p50 grew +100µs, the lock's -300µs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cross table lacks %q:\n%s", want, out)
 		}
@@ -458,7 +462,7 @@ func TestCrossReport(t *testing.T) {
 			relayCols[f[0]+" "+f[1]] = strings.Join(f[len(f)-2:], " ")
 		}
 	}
-	for row, want := range map[string]string{"lockagent 8": "150µs 350µs", "lockagent 16": "190µs 370µs", "lockagent 32": "250µs -50µs", "redsync 8": "n/a n/a"} {
+	for row, want := range map[string]string{"lockagent 8": "150µs 350µs", "lockagent 16": "190µs 370µs", "lockagent 32": "250µs -50µs", "lockagent 64": "n/a n/a", "redsync 8": "n/a n/a"} {
 		if relayCols[row] != want {
 			t.Errorf("%s: relay columns %q, want %q:\n%s", row, relayCols[row], want, out)
 		}

@@ -21,7 +21,7 @@ const relayImpl = "relay"
 // relayStop is the message that ends a relay: every worker stops on it.
 const relayStop = "stop"
 
-// relayGrace bounds a relay worker's wait for its turn after the window: a turn or a stop
+// relayGrace bounds a relay worker's wait for its turn after the window and the hold: a turn or a stop
 // lost on every master ends the relay then, not at the bench's limit for a worker, and
 // the worker reports that it gave up (a variable for the tests).
 var relayGrace = 5 * time.Second
@@ -99,6 +99,8 @@ func serveRelay(ctx context.Context, r *bufio.Reader, out io.Writer, spec worker
 				select {
 				case msgs <- m.Payload:
 				case <-wctx.Done():
+					for range ch { // until the subscription closes: go-redis's sender never waits on us
+					}
 					return
 				}
 			}
@@ -185,7 +187,8 @@ func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, ms
 		cpu1, wake1 := processUsage()
 		res.CPU, res.Wakeups = int64(cpu1-cpu0), wake1-wake0
 	}()
-	giveUp := time.NewTimer(time.Duration(end-startAt) + relayGrace)
+	// The last turn taken before the end is held for the hold: its stop comes after that.
+	giveUp := time.NewTimer(time.Duration(end-startAt) + spec.Hold + relayGrace)
 	defer giveUp.Stop()
 	waitFrom := startAt
 	turn := 0

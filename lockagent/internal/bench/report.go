@@ -305,11 +305,7 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 				lessLoad, lessLoadRatio = fmtDuration(g), over(g, c.FloorWrite)
 			}
 			relayGap, lockOwn := "n/a", "n/a"
-			if rl := c.Relay; rl != nil && rl.GapP50 > 0 {
-				relayGap, lockOwn = fmtDuration(rl.GapP50), strings.TrimPrefix(signed(c.GapP50-rl.GapP50), "+")
-				if base == nil {
-					base = c
-				}
+			if rl := c.Relay; rl != nil {
 				relays = true
 				order := "in order"
 				if rl.Overlaps > 0 || rl.FenceViolations > 0 {
@@ -319,10 +315,15 @@ func (r *Report) writeHandOff(w io.Writer, rows []*Result) error {
 					order += fmt.Sprintf(", STALLED: %d of its workers gave up waiting for a turn", rl.Failed)
 				}
 				line := fmt.Sprintf("  %s, %d processes: bare relay: %d turns %s, gap p50 %s, p99 %s; workers: CPU %s, %.1f wake-ups per turn",
-					res.Name, c.Processes, rl.Acquisitions, order, fmtDuration(rl.GapP50), fmtDuration(rl.GapP99), fmtDuration(rl.WorkerCPU), rl.WorkerWakeups)
-				if base != c {
-					line += fmt.Sprintf("; since %d processes, the relay's gap p50 grew %s, the lock's %s", base.Processes,
-						signed(rl.GapP50-base.Relay.GapP50), signed(c.GapP50-base.GapP50))
+					res.Name, c.Processes, rl.Acquisitions, order, orNA(rl.GapP50), orNA(rl.GapP99), fmtDuration(rl.WorkerCPU), rl.WorkerWakeups)
+				if rl.GapP50 > 0 { // a relay with a gap: its columns, and growth from the first such cell
+					relayGap, lockOwn = fmtDuration(rl.GapP50), strings.TrimPrefix(signed(c.GapP50-rl.GapP50), "+")
+					if base == nil {
+						base = c
+					} else {
+						line += fmt.Sprintf("; since %d processes, the relay's gap p50 grew %s, the lock's %s", base.Processes,
+							signed(rl.GapP50-base.Relay.GapP50), signed(c.GapP50-base.GapP50))
+					}
 				}
 				work = append(work, line)
 			}
