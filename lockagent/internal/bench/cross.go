@@ -209,16 +209,9 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer, newClients fu
 	if err != nil {
 		return report(workerResult{Err: "warm-up: " + err.Error()})
 	}
-	if _, err := fmt.Fprintln(out, "ready"); err != nil {
+	startAt, err := awaitStart(r, out)
+	if err != nil {
 		return err
-	}
-	line, err = r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("bench worker: reading the start time: %w", err)
-	}
-	startAt, err := strconv.ParseInt(strings.TrimSpace(string(line)), 10, 64)
-	if err != nil {
-		return fmt.Errorf("bench worker: start time: %w", err)
 	}
 	// The bench closes stdin once it has the result, or by exiting: then stop.
 	ctx, cancel = context.WithCancel(ctx)
@@ -234,16 +227,41 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer, newClients fu
 	return report(res)
 }
 
+// awaitStart tells the bench the worker is ready ("ready" on out) and reads the start time
+// it answers (one line on r: CLOCK_MONOTONIC ns).
+func awaitStart(r *bufio.Reader, out io.Writer) (int64, error) {
+	if _, err := fmt.Fprintln(out, "ready"); err != nil {
+		return 0, err
+	}
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return 0, fmt.Errorf("bench worker: reading the start time: %w", err)
+	}
+	startAt, err := strconv.ParseInt(strings.TrimSpace(string(line)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bench worker: start time: %w", err)
+	}
+	return startAt, nil
+}
+
+// sleepUntil sleeps until startAt on CLOCK_MONOTONIC, where every worker starts together.
+func sleepUntil(startAt int64) error {
+	now, err := monoNow()
+	if err != nil {
+		return err
+	}
+	if d := time.Duration(startAt - now); d > 0 {
+		time.Sleep(d)
+	}
+	return nil
+}
+
 // crossWork competes for the key from startAt for spec.Duration; a lock call started
 // inside the window runs to its end, so no wait is censored.
 func crossWork(ctx context.Context, spec workerSpec, l locker, startAt int64) (workerResult, error) {
 	res := workerResult{Holds: [][4]int64{}, Fenced: fences(l)}
-	now, err := monoNow()
-	if err != nil {
+	if err := sleepUntil(startAt); err != nil {
 		return res, err
-	}
-	if d := time.Duration(startAt - now); d > 0 {
-		time.Sleep(d)
 	}
 	end := startAt + int64(spec.Duration)
 	tl, err := newTimelineRecorder()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -106,16 +105,9 @@ func serveRelay(ctx context.Context, r *bufio.Reader, out io.Writer, spec worker
 			}
 		}()
 	}
-	if _, err := fmt.Fprintln(out, "ready"); err != nil {
+	startAt, err := awaitStart(r, out)
+	if err != nil {
 		return err
-	}
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("bench relay worker: reading the start time: %w", err)
-	}
-	startAt, err := strconv.ParseInt(strings.TrimSpace(string(line)), 10, 64)
-	if err != nil {
-		return fmt.Errorf("bench relay worker: start time: %w", err)
 	}
 	go func() {
 		_, _ = io.Copy(io.Discard, r) // the bench closes stdin once it has the result
@@ -171,12 +163,8 @@ func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, ms
 			}
 		}
 	}
-	now, err := monoNow()
-	if err != nil {
+	if err := sleepUntil(startAt); err != nil {
 		return res, err
-	}
-	if d := time.Duration(startAt - now); d > 0 {
-		time.Sleep(d)
 	}
 	cpu0, wake0 := processUsage()
 	defer func() { // the result's, at every return, once the last publish went out
