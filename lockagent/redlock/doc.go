@@ -141,7 +141,7 @@
 //     have the same waiters order them alike), its Client's id, the token it will hold
 //     the key with, its TTL and a lease. It renews the entry (and the lease) with an
 //     attempt every 2*RetryDelayMax or so; queue writes are never logged to the AOF (a
-//     hint, like releases). The queue key holds the first entries (about 3 KB of them);
+//     hint, like releases). The queue key holds the first entries (about 1 KB of them);
 //     the later ones go on in pages (key+QueueSuffix+":<n>"), so that a hand-off reads
 //     only the first entries and a newcomer only the last page: neither costs more with
 //     a longer queue.

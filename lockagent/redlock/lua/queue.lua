@@ -24,6 +24,7 @@ end
 -- Per call (readq resets them): the queue's key, the front as read, and the pages pulled
 -- into the front (pull).
 local qk, qread, gone, strict = "", false, {}, false
+local ws, wv, ns, nv, ps, plo, phi, bs, bv -- the header's helpers' last string and answer (below)
 -- readq returns the queue at k ("0\n" when there is none) and whether k holds something
 -- else: a value that is not a queue (another type, or a string not in the queue's format)
 -- belongs to someone else and is never read as a queue nor overwritten.
@@ -33,16 +34,35 @@ local function readq(k)
   if not ok then return nil, true end
   if not s then return "0\n", false end
   qread = s
-  if not string.find(s, "^%d+ ?[%x:%d]* ?%+?%d*%-?%d*\n") then return nil, true end
+  local w = string.match(s, "^(%d+) ?[%x:%d]* ?%+?%d*%-?%d*\n")
+  if not w then return nil, true end
+  ws, wv = s, tonumber(w) -- window(s), read with the format
   return s, false
 end
-local function window(s) return tonumber(string.match(s, "^(%d+)")) end
-local function note(s) return string.match(s, "^%d+ ([%x:%d]+)[ \n]") or "" end
-local function pages(s)
-  local lo, hi = string.match(s, "^[^\n]- %+(%d+)%-(%d+)\n")
-  if lo then return tonumber(lo), tonumber(hi) end
+-- The header's fields (window, note, pages) and where the lines start (body). A script asks
+-- the same string for them several times in one call, and each match costs about as much
+-- as a short redis.call, so each helper keeps the last string it read and its answer (ws,
+-- wv: window's; readq sets them too): a string is a value (equal strings, equal answers),
+-- so the answer kept is the one a new match would give, in this call or a later one.
+local function window(s)
+  if s ~= ws then ws, wv = s, tonumber(string.match(s, "^(%d+)")) end
+  return wv
 end
-local function body(s) return string.find(s, "\n", 1, true) + 1 end
+local function note(s)
+  if s ~= ns then ns, nv = s, string.match(s, "^%d+ ([%x:%d]+)[ \n]") or "" end
+  return nv
+end
+local function pages(s)
+  if s ~= ps then
+    local lo, hi = string.match(s, "^[^\n]- %+(%d+)%-(%d+)\n")
+    ps, plo, phi = s, tonumber(lo), tonumber(hi)
+  end
+  return plo, phi
+end
+local function body(s)
+  if s ~= bs then bs, bv = s, string.find(s, "\n", 1, true) + 1 end
+  return bv
+end
 local function empty(s) return body(s) > #s and not pages(s) end
 local function header(w, n, lo, hi)
   local h = string.format("%d", w)
@@ -94,9 +114,11 @@ local function noted(n, key, tok, now, at, exact)
 end
 -- proves says whether the note describes the key as the hand-off to tok with fence g.
 local function proves(n, key, tok, g, at, exact) return noted(n, key, tok, 0, at, exact) == g end
+-- entry reads the line of s that starts at p: its fields, where it starts and where the next
+-- begins (from, to), and s itself (the string those positions are in).
 local function entry(s, p)
   local id, tk, tok, lease, ttl, n, e = string.match(s, "^(%S+) (%d+) (%S+) (%d+) (%d+) (%d+)\n()", p)
-  if id then return {id = id, tk = tk, tok = tok, lease = tonumber(lease), ttl = ttl, n = n, from = p, to = e} end
+  if id then return {id = id, tk = tk, tok = tok, lease = tonumber(lease), ttl = ttl, n = n, from = p, to = e, s = s} end
 end
 local function cut(s, e) return string.sub(s, 1, e.from - 1) .. string.sub(s, e.to) end
 local function later(a, b) return #a > #b or (#a == #b and a > b) end
@@ -200,6 +222,12 @@ end
 -- its page when it is in one (bytag).
 local function taken(s, e, w, n)
   if e.page then writepage(e.page, cut(e.pt, e), 0) end
+  if not e.page and e.s == s and e.from == body(s) then
+    -- e is the first line of s itself (a hand-off's usual case: s is the string e was read
+    -- from, so its positions hold): the line rewrite would find for e.id, since no line
+    -- comes before it.
+    return header(w, n, pages(s)) .. string.sub(s, e.to)
+  end
   return rewrite(s, w, n, e.id)
 end
 -- lastline is where the last line of s starts (nil: s is one line), found in the tail of
@@ -339,7 +367,7 @@ end
 local function writeq(k, s, now, keep)
   for _, p in ipairs(gone) do redis.call("del", k .. ":" .. p) end
   gone = {}
-  if empty(s) and window(s) <= now and note(s) == "" then
+  if note(s) == "" and empty(s) and window(s) <= now then -- a hand-off's front has a note
     redis.call("del", k)
     return
   end

@@ -74,7 +74,10 @@ func joinLines(lines []queueLine) string {
 // laterTicket is the queue's order of tickets: decimals, a longer one is larger.
 func laterTicket(a, b string) bool { return len(a) > len(b) || len(a) == len(b) && a > b }
 
-var pageRange = regexp.MustCompile(` \+([0-9]+)-([0-9]+)$`)
+var (
+	pageRange   = regexp.MustCompile(` \+([0-9]+)-([0-9]+)$`)
+	frontHeader = regexp.MustCompile(`^([0-9]+)(?: ([0-9a-f:]+))?(?: \+[0-9]+-[0-9]+)?$`)
+)
 
 // readQueue reads the queue at key as the scripts keep it: its header, then its lines,
 // those of the front and then those of each page in order. It fails the test on a page key
@@ -134,7 +137,19 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 	admin := cl.Masters[0].Admin()
 	ctx := context.Background()
 	src := lua.QueuePrelude + queueOps
+	// The same helpers as a function library, as the masters run them: the library's top
+	// level (the helpers and what they keep between calls) is made once, when it loads,
+	// and outlives every call, so a call sees what the calls before it (on other queues)
+	// left there.
+	lib := "#!lua name=queuetest\n" + lua.QueuePrelude + "\nredis.register_function('queueops', function(KEYS, ARGV)\n" +
+		queueOps + "\nend)\n"
+	if err := admin.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+		t.Fatal(err)
+	}
 	const key = "q:waitq"
+	// A window (or a now) is often 0, none: a front that is left with no line, no note
+	// and a window that is over goes.
+	msTime := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, 1e13))
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(0, 12).Draw(rt, "waiters")
 		tickets := rapid.SliceOfN(rapid.Int64Range(1, 1e16), n, n).Draw(rt, "tickets")
@@ -153,7 +168,7 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 		// The front holds the first lines, pages lo.. the rest, a few each (a page may be
 		// empty or missing: it expired).
 		inFront := rapid.IntRange(0, n).Draw(rt, "lines in the front")
-		w := rapid.Int64Range(0, 1e13).Draw(rt, "window")
+		w := msTime.Draw(rt, "window")
 		note := rapid.SampledFrom([]string{"", "1a2b3c4d:17:1795989704733"}).Draw(rt, "note")
 		header := strconv.FormatInt(w, 10)
 		if note != "" {
@@ -183,8 +198,15 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 		}
 		before := joinLines(lines)
 
+		asFunction := rapid.Bool().Draw(rt, "as a function")
 		run := func(args ...any) string {
-			out, err := admin.Eval(ctx, src, []string{key}, args...).Text()
+			var cmd *redis.Cmd
+			if asFunction {
+				cmd = admin.FCall(ctx, "queueops", []string{key}, args...)
+			} else {
+				cmd = admin.Eval(ctx, src, []string{key}, args...)
+			}
+			out, err := cmd.Text()
 			if err != nil {
 				rt.Fatalf("%v: %v", args, err)
 			}
@@ -201,10 +223,15 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 			}
 		}
 		var want []queueLine
+		// The header the front keeps (its window and note; every op but rewrite keeps the
+		// queue's), and the time writeq is given ("now": the front goes when nothing is left
+		// in it, its window is over by then and it has no note).
+		wantW, wantNote, now := w, note, int64(0)
 		switch op := rapid.SampledFrom([]string{"rewrite", "put", "drop", "first", "bytag"}).Draw(rt, "op"); op {
 		case "rewrite":
-			w2 := rapid.Int64Range(0, 1e13).Draw(rt, "new window")
+			w2 := msTime.Draw(rt, "new window")
 			note2 := rapid.SampledFrom([]string{"", "5e6f7a8b:18:1795989704999"}).Draw(rt, "new note")
+			wantW, wantNote = w2, note2
 			run("rewrite", w2, note2, id)
 			want = slices.Concat(without(lines[:inFront], id), lines[inFront:])
 			h, _ := readQueue(rt, ctx, admin, key)
@@ -256,7 +283,7 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 			run("drop", id, tk)
 			want = without(lines, id)
 		case "bytag":
-			now := rapid.Int64Range(0, 1e13).Draw(rt, "now")
+			now = rapid.Int64Range(0, 1e13).Draw(rt, "now")
 			tok := strings.Repeat("t", rapid.IntRange(1, 700).Draw(rt, "token length sought"))
 			sum := sha1.Sum([]byte(tok))
 			got := run("bytag", now, hex.EncodeToString(sum[:])[:8])
@@ -273,7 +300,7 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 				rt.Fatalf("bytag(now %d, tag of %d t's) = %q, want %q (queue %q)", now, len(tok), got, wantID, before)
 			}
 		case "first":
-			now := rapid.Int64Range(0, 1e13).Draw(rt, "now")
+			now = rapid.Int64Range(0, 1e13).Draw(rt, "now")
 			skip := rapid.SampledFrom([]string{"", id}).Draw(rt, "skip")
 			got := run("first", now, skip)
 			wantID := ""
@@ -307,8 +334,19 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 				rt.Fatalf("first(now %d, skip %q) = %q, want %q (queue %q)", now, skip, got, wantID, before)
 			}
 		}
-		if _, got := readQueue(rt, ctx, admin, key); got != joinLines(want) {
+		h, got := readQueue(rt, ctx, admin, key)
+		if got != joinLines(want) {
 			rt.Fatalf("lines after: %q\nwant %q\nbefore %q", got, joinLines(want), before)
+		}
+		switch m := frontHeader.FindStringSubmatch(h); {
+		case admin.Exists(ctx, key).Val() == 0:
+			if len(want) > 0 || wantW > now || wantNote != "" {
+				rt.Fatalf("the front is gone, with window %d at %d, note %q and %d lines (before %q)", wantW, now, wantNote, len(want), before)
+			}
+		case m == nil:
+			rt.Fatalf("the front's header %q is not one", h)
+		case m[1] != strconv.FormatInt(wantW, 10) || m[2] != wantNote:
+			rt.Fatalf("the front's header %q, want window %d and note %q (before %q)", h, wantW, wantNote, before)
 		}
 	})
 }

@@ -54,8 +54,10 @@ const (
 	// no log write for their fence (see release.lua).
 	ChainFences = 100
 	// QueueBytes bounds, in bytes, the wait queue's key (the first waiters) and each of its
-	// pages for lines that go at the end (see queue.lua): about 30 waiters each.
-	QueueBytes = 3072
+	// pages for lines that go at the end (see queue.lua): about 11 waiters each. Every hand-off
+	// and every attempt that queues copies the front at least once, and Redis hashes each
+	// string a script makes, whole: a smaller front costs those scripts less, pages more often.
+	QueueBytes = 1024
 	// ForeignQueueCode starts the error reply of acquire_queued on a master whose queue
 	// key, or a page of it, holds a value that is not a wait queue.
 	ForeignQueueCode = "REDLOCKFOREIGNQUEUE"
