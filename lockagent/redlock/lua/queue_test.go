@@ -345,6 +345,8 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 			}
 		case m == nil:
 			rt.Fatalf("the front's header %q is not one", h)
+		case len(want) == 0 && wantW <= now && wantNote == "" && !pageRange.MatchString(h):
+			rt.Fatalf("the front %q is kept, with no line, no page, no note and window %d at %d (before %q)", h, wantW, now, before)
 		case m[1] != strconv.FormatInt(wantW, 10) || m[2] != wantNote:
 			rt.Fatalf("the front's header %q, want window %d and note %q (before %q)", h, wantW, wantNote, before)
 		}
