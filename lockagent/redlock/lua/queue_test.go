@@ -130,7 +130,10 @@ func readQueue(rt *rapid.T, ctx context.Context, admin *redis.Client, key string
 //   - bytag(s, now, tag), then the hand-off's rewrite: the first line whose lease is not
 //     over and whose token has the tag goes, and nothing else.
 //
-// Each side is computed independently: the helpers on a real master, the specification
+// After each, the front keeps its window and note (rewrite's new ones), and it goes exactly
+// when nothing is left in it (no line, no page), it has no note and its window is over.
+// Each side is computed independently: the helpers on a real master (as a script, or as a
+// function library whose state outlives its calls, as on the masters), the specification
 // here. No page is left outside the header's range, and every page has a TTL.
 func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 	cl := redistest.Start(t, redistest.Options{Masters: 1})
@@ -147,8 +150,8 @@ func TestQueueHelpersMatchTheirSpecification(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key = "q:waitq"
-	// A window (or a now) is often 0, none: a front that is left with no line, no note
-	// and a window that is over goes.
+	// A window is often 0 (none), so that fronts left with no line and no note, whose
+	// window is over, go.
 	msTime := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, 1e13))
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(0, 12).Draw(rt, "waiters")
