@@ -141,7 +141,7 @@ func (p *probe) majority(ctx context.Context, do func(context.Context, *redis.Cl
 		i   int
 		err error
 	}
-	quorum := len(p.clients)/2 + 1
+	quorum := majority(len(p.clients))
 	start := time.Now()
 	replies := make(chan reply, len(p.clients))
 	sent := 0

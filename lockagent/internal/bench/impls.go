@@ -77,6 +77,9 @@ type floorLocker struct {
 // floorRelease is the standard compare-and-delete script.
 var floorRelease = redis.NewScript(`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`)
 
+// majority is how many of n masters make a majority (n/2+1), as the library counts them.
+func majority(n int) int { return n/2 + 1 }
+
 func newFloor(ctx context.Context, clients []*redis.Client) (*floorLocker, error) {
 	for _, c := range clients {
 		// Loaded once so that every release is a plain EVALSHA.
@@ -84,7 +87,7 @@ func newFloor(ctx context.Context, clients []*redis.Client) (*floorLocker, error
 			return nil, fmt.Errorf("floor: SCRIPT LOAD on %s: %w", c.Options().Addr, err)
 		}
 	}
-	return &floorLocker{clients: clients, quorum: len(clients)/2 + 1}, nil
+	return &floorLocker{clients: clients, quorum: majority(len(clients))}, nil
 }
 
 func (f *floorLocker) lock(ctx context.Context, key string, ttl time.Duration) (unlockFunc, error) {

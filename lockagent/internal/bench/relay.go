@@ -86,7 +86,7 @@ func serveRelay(ctx context.Context, r *bufio.Reader, out io.Writer, spec worker
 			lastErr = errs[i]
 		}
 	}
-	if len(subs) < len(clients)/2+1 {
+	if len(subs) < majority(len(clients)) {
 		return report(workerResult{Err: fmt.Sprintf("relay: subscribed on %d of %d masters, a majority needed: %v", len(subs), len(clients), lastErr)})
 	}
 	for _, s := range subs {
@@ -135,7 +135,7 @@ func relayChannel(key string, i int) string { return key + ":" + strconv.Itoa(i)
 // after the window's end stops too.
 func relayWork(ctx context.Context, spec workerSpec, clients []*redis.Client, msgs <-chan string, startAt int64) (res workerResult, err error) {
 	res = workerResult{Holds: [][4]int64{}, Fenced: true}
-	quorum := len(clients)/2 + 1
+	quorum := majority(len(clients))
 	end := startAt + int64(spec.Duration)
 	next := relayChannel(spec.Key, (spec.Index+1)%spec.Count)
 	heard := map[int]int{}

@@ -111,7 +111,7 @@ func handOffTimeline(holds []crossHold, masters int) Timeline {
 	if masters <= 0 {
 		return Timeline{}
 	}
-	quorum := masters/2 + 1
+	quorum := majority(masters)
 	var sent, after []time.Duration
 	notices := make([][]time.Duration, quorum)
 	for i := 1; i < len(holds); i++ {
