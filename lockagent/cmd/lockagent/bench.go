@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -96,6 +97,15 @@ Masters:
                        on Ctrl-C. Otherwise the deployment below is used, with keys named
                        lockagent-bench:<implementation>:... (a fixed set: the fence
                        registers have no TTL); run one bench at a time per deployment.
+  --placement P        with --spawn, where the processes run (Linux):
+                       split   (the default with 2 CPUs or more) the masters on the upper
+                               half of this process's CPUs, the bench and its workers on
+                               the rest, keeping the GOMAXPROCS they have with every CPU:
+                               as on hosts of their own, the clients never take the
+                               masters' CPU or caches
+                       shared  every process on every CPU: the masters compete with the
+                               worker processes for them, as no five-host deployment does
+                       The table says which one ran.
 
 ` + deploymentHelp + `
 Benchmark:
@@ -139,6 +149,7 @@ type benchOptions struct {
 	cpuprofile string
 	memprofile string
 	svg        string
+	placement  string
 	cfg        bench.Config
 }
 
@@ -160,6 +171,7 @@ func newBenchFlags() (*flag.FlagSet, *deploymentFlags, *benchOptions) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "CPU profile file")
 	fs.StringVar(&o.memprofile, "memprofile", "", "allocation profile file")
 	fs.StringVar(&o.svg, "svg", "", "write the results as an SVG bar chart to FILE")
+	fs.StringVar(&o.placement, "placement", "", "split or shared: the spawned masters' CPUs")
 	return fs, dep, o
 }
 
@@ -184,6 +196,10 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return usageError(stderr, "bench", err)
 	}
 	procs, err := parseProcesses(o.processes)
+	if err != nil {
+		return usageError(stderr, "bench", err)
+	}
+	split, err := choosePlacement(o.placement, spawn, stderr)
 	if err != nil {
 		return usageError(stderr, "bench", err)
 	}
@@ -215,15 +231,30 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stderr, "lockagent bench: stopping masters: %v\n", err)
 			}
 		}()
+		if err := pinMasters(split, cluster); err != nil {
+			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
+			return 1
+		}
 		deployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: localmasters.LockUser, Password: localmasters.LockPassword}
 		// redsync, the floor and lockagent-evalsha send their own Lua: the EVAL user.
 		evalDeployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: localmasters.EvalUser, Password: localmasters.EvalPassword}
-		stopTLS, err := spawnTLSMasters(spawn, cfg, stderr)
+		stopTLS, err := spawnTLSMasters(spawn, cfg, split, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
 			return 1
 		}
 		defer stopTLS()
+		cfg.Placement = "shared: every process may run on every CPU"
+		if split != nil {
+			// Last, once every master is pinned: the workers started from now on inherit
+			// this process's CPUs.
+			if err := split.pinBench(); err != nil {
+				fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
+				return 1
+			}
+			cfg.Placement = fmt.Sprintf("split: the masters on CPU %s, the bench and its workers on CPU %s (GOMAXPROCS %d), as on hosts of their own", split.mastersList, split.clientsList, runtime.GOMAXPROCS(0))
+		}
+		fmt.Fprintf(stderr, "lockagent bench: placement %s\n", cfg.Placement)
 	} else {
 		if deployment, err = dep.load(); err != nil {
 			return usageError(stderr, "bench", err)
@@ -248,7 +279,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		cfg.NewEvalClients = func() []*redis.Client { return lockClients(evalDeployment) }
 	}
 	if len(procs) > 0 {
-		if err := crossProcessConfig(cfg, procs, deployment, evalDeployment); err != nil {
+		if err := crossProcessConfig(cfg, procs, deployment, evalDeployment, split != nil); err != nil {
 			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
 			return 1
 		}
@@ -320,7 +351,7 @@ func parseProcesses(s string) ([]int, error) {
 // crossProcessConfig sets up the cross-process scenario: worker processes are this
 // binary with the hidden bench-worker command, and get the deployment (the lock user's,
 // and the EVAL user's for redsync when there is one, as in-process) on their stdin.
-func crossProcessConfig(cfg *bench.Config, procs []int, deployment, evalDeployment *agentconfig.Config) error {
+func crossProcessConfig(cfg *bench.Config, procs []int, deployment, evalDeployment *agentconfig.Config, pinned bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find this binary to start the cross-process scenario's workers: %w", err)
@@ -337,6 +368,10 @@ func crossProcessConfig(cfg *bench.Config, procs []int, deployment, evalDeployme
 	cfg.SpawnWorker = func() (*exec.Cmd, error) {
 		cmd := exec.Command(exe, benchWorkerCommand)
 		cmd.Env = os.Environ()
+		if _, set := os.LookupEnv("GOMAXPROCS"); pinned && !set {
+			// A worker on fewer CPUs keeps the bench's Go runtime (see cpuSplit.pinBench).
+			cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
+		}
 		return cmd, nil
 	}
 	return nil
@@ -373,6 +408,48 @@ func benchWorkerMain(ctx context.Context, stdin io.Reader, stdout, stderr io.Wri
 		return 1
 	}
 	return exitOK
+}
+
+// choosePlacement reads --placement: with --spawn, split (the default where this process
+// may run on 2 CPUs or more) puts the masters on CPUs of their own, as on hosts of their
+// own; shared leaves every process on every CPU. It returns nil for shared.
+func choosePlacement(flag string, spawn int, stderr io.Writer) (*cpuSplit, error) {
+	switch flag {
+	case "", "split", "shared":
+	default:
+		return nil, fmt.Errorf("--placement %q: want split (the masters on CPUs of their own) or shared (every process on every CPU)", flag)
+	}
+	if spawn == 0 {
+		if flag == "split" {
+			return nil, errors.New("--placement split: needs --spawn (the masters of a deployment are not this machine's processes)")
+		}
+		return nil, nil
+	}
+	if flag == "shared" {
+		return nil, nil
+	}
+	split, err := splitCPUs()
+	if err != nil {
+		if flag == "split" {
+			return nil, fmt.Errorf("--placement split: %w; use --placement shared", err)
+		}
+		fmt.Fprintf(stderr, "lockagent bench: placement shared (%v)\n", err)
+		return nil, nil
+	}
+	return split, nil
+}
+
+// pinMasters puts every master of cluster on the masters' CPUs (nothing when split is nil).
+func pinMasters(split *cpuSplit, cluster *localmasters.Cluster) error {
+	if split == nil {
+		return nil
+	}
+	for _, m := range cluster.Masters {
+		if err := split.pinMaster(m.Pid()); err != nil {
+			return fmt.Errorf("master %s: %w", m.Addr, err)
+		}
+	}
+	return nil
 }
 
 func checkBenchConfig(spawn int, cfg bench.Config) error {

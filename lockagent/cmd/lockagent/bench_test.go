@@ -103,6 +103,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"rounds above iterations", []string{"--spawn", "3", "--iterations", "3", "--rounds", "4"}, "--rounds"},
 		{"positional argument", []string{"--spawn", "3", "extra"}, "extra"},
 		{"no deployment", []string{"--password", "p"}, "endpoints"},
+		{"unknown placement", []string{"--spawn", "3", "--placement", "mixed"}, `--placement "mixed"`},
+		{"split without spawn", []string{"--endpoints", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--password", "p", "--placement", "split"}, "needs --spawn"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -112,6 +112,9 @@ type Config struct {
 	// Processes are the worker process counts of the cross-process scenario
 	// (DefaultProcesses: 4, 8, 16).
 	Processes []int
+	// Placement says which CPUs the masters and the clients ran on, for the report
+	// ("": not said, as for a deployment's masters).
+	Placement string
 }
 
 func (c *Config) defaults() {

@@ -1,0 +1,362 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestCPUList(t *testing.T) {
+	for _, tt := range []struct {
+		cpus []int
+		want string
+	}{
+		{[]int{0}, "0"},
+		{[]int{1}, "1"},
+		{[]int{0, 1, 2, 3}, "0-3"},
+		{[]int{0, 2}, "0,2"},
+		{[]int{0, 1, 3, 5, 6, 7}, "0-1,3,5-7"},
+	} {
+		if got := cpuList(tt.cpus); got != tt.want {
+			t.Errorf("cpuList(%v) = %q, want %q", tt.cpus, got, tt.want)
+		}
+	}
+}
+
+// threadHolderEnv makes the test binary a process with threads of its own (see
+// TestMain): it starts a thread per line it reads on stdin, answering "ok" each time,
+// so that a test can add threads to it after pinning it.
+const threadHolderEnv = "LOCKAGENT_TEST_THREAD_HOLDER"
+
+func init() {
+	if os.Getenv(threadHolderEnv) != "1" {
+		return
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		started := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // never unlocked: the goroutine keeps a thread of its own
+			close(started)
+			select {}
+		}()
+		<-started
+		fmt.Println("ok")
+	}
+	os.Exit(0)
+}
+
+// TestPinProcessPinsEveryThread: pinProcess moves every thread of a running process,
+// and the threads it starts afterwards are pinned too.
+func TestPinProcessPinsEveryThread(t *testing.T) {
+	own := allowedCPUs(t, os.Getpid())
+	if len(own) < 2 {
+		t.Skipf("this process may run on %d CPU: pinning to one of them would change nothing", len(own))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), threadHolderEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	replies := bufio.NewScanner(stdout)
+	addThread := func() {
+		t.Helper()
+		if _, err := fmt.Fprintln(stdin, "thread"); err != nil {
+			t.Fatal(err)
+		}
+		if !replies.Scan() {
+			t.Fatalf("the thread holder did not answer: %v", replies.Err())
+		}
+	}
+	for i := 0; i < 3; i++ {
+		addThread()
+	}
+	pid := cmd.Process.Pid
+	// The control: before pinning, its threads may run on every CPU of this process.
+	if got := threadCPUs(t, pid); len(got) != 1 || !slices.Equal(parseCPUList(t, got[0]), own) {
+		t.Fatalf("before pinning, its threads' CPUs are %v, want all of %v", got, own)
+	}
+	last := own[len(own)-1]
+	var set unix.CPUSet
+	set.Set(last)
+	if err := pinProcess(pid, &set); err != nil {
+		t.Fatal(err)
+	}
+	before := len(threadIDs(t, pid))
+	for i := 0; i < 3; i++ {
+		addThread()
+	}
+	if after := len(threadIDs(t, pid)); after <= before {
+		t.Fatalf("%d threads after adding some, %d before: the check below would see no new thread", after, before)
+	}
+	want := strconv.Itoa(last)
+	if got := threadCPUs(t, pid); !slices.Equal(got, []string{want}) {
+		t.Errorf("its threads' CPUs after pinning: %v, want every one on CPU %s only", got, want)
+	}
+}
+
+// TestBenchPlacement: with --placement split (the default here) the spawned masters run
+// on CPUs the bench and its workers do not, and the workers keep the bench's GOMAXPROCS;
+// with shared every one may run on every CPU. The processes are read from /proc while
+// the bench runs.
+func TestBenchPlacement(t *testing.T) {
+	own := allowedCPUs(t, os.Getpid())
+	if len(own) < 2 {
+		t.Skipf("this process may run on %d CPU: split needs 2", len(own))
+	}
+	ownList := cpuList(own)
+	for _, placement := range []string{"split", "shared"} {
+		t.Run(placement, func(t *testing.T) {
+			args := []string{"bench", "--spawn", "3", "--implementations", "lockagent", "--iterations", "5", "--rounds", "1",
+				"--goroutines", "2", "--contenders", "2", "--processes", "2", "--duration", "300ms"}
+			if placement == "shared" {
+				args = append(args, "--placement", "shared")
+			}
+			p := startAgent(t, nil, args...)
+			seen := watchChildren(t, p)
+			if code := p.wait(t); code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
+			}
+			masters, workers := seen.cpus["redis-server"], seen.cpus[filepath.Base(lockagentBin)]
+			if len(masters) == 0 || len(workers) == 0 {
+				t.Fatalf("saw masters on %v and workers on %v while the bench ran: want both seen", masters, workers)
+			}
+			if placement == "shared" {
+				for who, got := range map[string][]string{"masters": masters, "workers": workers, "bench": seen.bench} {
+					if !slices.Equal(got, []string{ownList}) {
+						t.Errorf("%s on CPUs %v, want every one on all of this machine's %s", who, got, ownList)
+					}
+				}
+				if _, set := os.LookupEnv("GOMAXPROCS"); !set && len(seen.workerGOMAXPROCS) > 0 {
+					t.Errorf("workers ran with %v: shared placement leaves GOMAXPROCS to Go", seen.workerGOMAXPROCS)
+				}
+				if !strings.Contains(p.stdout.String(), "placement shared: every process may run on every CPU.") {
+					t.Errorf("the table does not say the placement was shared:\n%s", p.stdout.String())
+				}
+				return
+			}
+			if len(masters) != 1 || len(workers) != 1 || !slices.Equal(seen.bench, workers) {
+				t.Fatalf("masters on %v, workers on %v, the bench on %v: want one CPU list for the masters, another for the workers and the bench", masters, workers, seen.bench)
+			}
+			m, w := parseCPUList(t, masters[0]), parseCPUList(t, workers[0])
+			if both := slices.Concat(w, m); !slices.Equal(both, own) {
+				t.Errorf("workers on %v and masters on %v: want the two halves, in that order, of %v", w, m, own)
+			}
+			if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+				want := "GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0))
+				if len(seen.workerGOMAXPROCS) == 0 {
+					t.Errorf("no worker had GOMAXPROCS set, want %s (the bench's, on every CPU)", want)
+				}
+				for _, env := range seen.workerGOMAXPROCS {
+					if env != want {
+						t.Errorf("a worker ran with %q, want %s (the bench's, on every CPU)", env, want)
+					}
+				}
+			}
+			line := fmt.Sprintf("placement split: the masters on CPU %s, the bench and its workers on CPU %s (GOMAXPROCS", masters[0], workers[0])
+			if !strings.Contains(p.stdout.String(), line) {
+				t.Errorf("the table lacks %q:\n%s", line, p.stdout.String())
+			}
+		})
+	}
+}
+
+// childrenSeen is what watchChildren saw: the CPU lists of the threads of every child
+// by its name (every list any thread had at any time, for the workers; the last look,
+// for the masters and the bench, which are pinned once they run), and the workers'
+// GOMAXPROCS setting.
+type childrenSeen struct {
+	cpus             map[string][]string
+	bench            []string
+	workerGOMAXPROCS []string
+}
+
+// watchChildren reads p's children and their threads' CPUs from /proc until p exits.
+func watchChildren(t *testing.T, p *agentProc) *childrenSeen {
+	t.Helper()
+	workerName := filepath.Base(lockagentBin)
+	s := &childrenSeen{cpus: map[string][]string{}}
+	lastMasters := map[int][]string{}
+	for {
+		select {
+		case <-p.done:
+			var masters []string
+			for _, l := range lastMasters {
+				masters = append(masters, l...)
+			}
+			slices.Sort(masters)
+			s.cpus["redis-server"] = slices.Compact(masters)
+			return s
+		default:
+		}
+		if got := threadCPUsIfAlive(p.cmd.Process.Pid); got != nil {
+			s.bench = got
+		}
+		for _, c := range childrenOfPid(p.cmd.Process.Pid) {
+			got := threadCPUsIfAlive(c.pid)
+			if got == nil {
+				continue
+			}
+			switch c.name {
+			case "redis-server":
+				lastMasters[c.pid] = got
+			case workerName:
+				all := append(s.cpus[workerName], got...)
+				slices.Sort(all)
+				s.cpus[workerName] = slices.Compact(all)
+				if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c.pid)); err == nil {
+					for _, kv := range strings.Split(string(env), "\x00") {
+						if strings.HasPrefix(kv, "GOMAXPROCS=") {
+							s.workerGOMAXPROCS = append(s.workerGOMAXPROCS, kv)
+						}
+					}
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type child struct {
+	pid  int
+	name string
+}
+
+// childrenOfPid lists the processes whose parent is pid (from /proc/*/stat).
+func childrenOfPid(pid int) []child {
+	dirs, _ := os.ReadDir("/proc")
+	var out []child
+	for _, d := range dirs {
+		c, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		s := string(stat)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		out = append(out, child{pid: c, name: s[open+1 : end]})
+	}
+	return out
+}
+
+// threadIDs lists the threads of pid.
+func threadIDs(t *testing.T, pid int) []string {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, task := range tasks {
+		ids = append(ids, task.Name())
+	}
+	return ids
+}
+
+// threadCPUs returns the distinct Cpus_allowed_list of pid's threads, sorted.
+func threadCPUs(t *testing.T, pid int) []string {
+	t.Helper()
+	got := threadCPUsIfAlive(pid)
+	if got == nil {
+		t.Fatalf("cannot read the threads of pid %d", pid)
+	}
+	return got
+}
+
+// threadCPUsIfAlive is threadCPUs, nil when the process is gone (or has no thread left).
+func threadCPUsIfAlive(pid int) []string {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var lists []string
+	for _, task := range tasks {
+		status, err := os.ReadFile(filepath.Join(dir, task.Name(), "status"))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		for _, l := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				lists = append(lists, strings.TrimSpace(v))
+			}
+		}
+	}
+	slices.Sort(lists)
+	return slices.Compact(lists)
+}
+
+// allowedCPUs is the CPUs pid may run on, ascending, from /proc.
+func allowedCPUs(t *testing.T, pid int) []int {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			return parseCPUList(t, strings.TrimSpace(v))
+		}
+	}
+	t.Fatalf("no Cpus_allowed_list in /proc/%d/status", pid)
+	return nil
+}
+
+// parseCPUList reads a kernel CPU list ("0-3,5").
+func parseCPUList(t *testing.T, s string) []int {
+	t.Helper()
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			t.Fatalf("CPU list %q: %v", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				t.Fatalf("CPU list %q: %v", s, err)
+			}
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
