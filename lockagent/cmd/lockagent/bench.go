@@ -97,7 +97,7 @@ Masters:
                        on Ctrl-C. Otherwise the deployment below is used, with keys named
                        lockagent-bench:<implementation>:... (a fixed set: the fence
                        registers have no TTL); run one bench at a time per deployment.
-  --placement P        with --spawn, where the processes run (Linux):
+  --placement P        with --spawn, where the cross-process scenario runs (Linux):
                        split   (the default with 2 CPUs or more) the masters on the upper
                                half of this process's CPUs, the bench and its workers on
                                the rest, keeping the GOMAXPROCS they have with every CPU:
@@ -105,7 +105,9 @@ Masters:
                                masters' CPU or caches
                        shared  every process on every CPU: the masters compete with the
                                worker processes for them, as no five-host deployment does
-                       The table says which one ran.
+                       The table says which one ran. The scenarios before it (one client
+                       process: sequential, throughput, in-process contention) always run
+                       every process on every CPU.
 
 ` + deploymentHelp + `
 Benchmark:
@@ -231,30 +233,30 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stderr, "lockagent bench: stopping masters: %v\n", err)
 			}
 		}()
-		if err := pinMasters(split, cluster); err != nil {
-			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
-			return 1
-		}
 		deployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: localmasters.LockUser, Password: localmasters.LockPassword}
 		// redsync, the floor and lockagent-evalsha send their own Lua: the EVAL user.
 		evalDeployment = &agentconfig.Config{Endpoints: cluster.Addrs(), Username: localmasters.EvalUser, Password: localmasters.EvalPassword}
-		stopTLS, err := spawnTLSMasters(spawn, cfg, split, stderr)
+		stopTLS, err := spawnTLSMasters(spawn, cfg, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
 			return 1
 		}
 		defer stopTLS()
-		cfg.Placement = "shared: every process may run on every CPU"
-		if split != nil {
-			// Last, once every master is pinned: the workers started from now on inherit
-			// this process's CPUs.
-			if err := split.pinBench(); err != nil {
-				fmt.Fprintf(stderr, "lockagent bench: %v\n", err)
-				return 1
+		if len(procs) > 0 {
+			cfg.CrossPlacement = "shared: every process may run on every CPU"
+			if split != nil {
+				cfg.CrossPlacement = fmt.Sprintf("split: the masters on CPU %s, the bench and its workers on CPU %s (GOMAXPROCS %d), as on hosts of their own", split.mastersList, split.clientsList, runtime.GOMAXPROCS(0))
+				cfg.PlaceCross = func() error {
+					if err := pinMasters(split, cluster); err != nil {
+						return err
+					}
+					// Last, once every master is pinned: the workers started from now on
+					// inherit this process's CPUs.
+					return split.pinBench()
+				}
 			}
-			cfg.Placement = fmt.Sprintf("split: the masters on CPU %s, the bench and its workers on CPU %s (GOMAXPROCS %d), as on hosts of their own", split.mastersList, split.clientsList, runtime.GOMAXPROCS(0))
+			fmt.Fprintf(stderr, "lockagent bench: the cross-process scenario's placement: %s\n", cfg.CrossPlacement)
 		}
-		fmt.Fprintf(stderr, "lockagent bench: placement %s\n", cfg.Placement)
 	} else {
 		if deployment, err = dep.load(); err != nil {
 			return usageError(stderr, "bench", err)
@@ -420,8 +422,8 @@ func choosePlacement(flag string, spawn int, stderr io.Writer) (*cpuSplit, error
 		return nil, fmt.Errorf("--placement %q: want split (the masters on CPUs of their own) or shared (every process on every CPU)", flag)
 	}
 	if spawn == 0 {
-		if flag == "split" {
-			return nil, errors.New("--placement split: needs --spawn (the masters of a deployment are not this machine's processes)")
+		if flag != "" {
+			return nil, fmt.Errorf("--placement %s: needs --spawn (a deployment's masters are not processes the bench places)", flag)
 		}
 		return nil, nil
 	}

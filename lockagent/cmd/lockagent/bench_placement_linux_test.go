@@ -120,10 +120,11 @@ func TestPinProcessPinsEveryThread(t *testing.T) {
 	}
 }
 
-// TestBenchPlacement: with --placement split (the default here) the spawned masters run
-// on CPUs the bench and its workers do not, and the workers keep the bench's GOMAXPROCS;
-// with shared every one may run on every CPU. The processes are read from /proc while
-// the bench runs.
+// TestBenchPlacement: with --placement split (the default here) the cross-process
+// scenario runs the spawned masters on CPUs the bench and its workers do not, and the
+// workers keep the bench's GOMAXPROCS; with shared every one may run on every CPU. Before
+// that scenario (the in-process ones) every process may run on every CPU either way. The
+// processes are read from /proc while the bench runs.
 func TestBenchPlacement(t *testing.T) {
 	own := allowedCPUs(t, os.Getpid())
 	if len(own) < 2 {
@@ -132,8 +133,9 @@ func TestBenchPlacement(t *testing.T) {
 	ownList := cpuList(own)
 	for _, placement := range []string{"split", "shared"} {
 		t.Run(placement, func(t *testing.T) {
-			args := []string{"bench", "--spawn", "3", "--implementations", "lockagent", "--iterations", "5", "--rounds", "1",
-				"--goroutines", "2", "--contenders", "2", "--processes", "2", "--duration", "300ms"}
+			// --log-level info: the bench logs each scenario as it starts (see watchChildren).
+			args := []string{"bench", "--log-level", "info", "--spawn", "3", "--implementations", "lockagent", "--iterations", "5", "--rounds", "1",
+				"--goroutines", "2", "--contenders", "2", "--processes", "2", "--duration", "500ms"}
 			if placement == "shared" {
 				args = append(args, "--placement", "shared")
 			}
@@ -146,6 +148,16 @@ func TestBenchPlacement(t *testing.T) {
 			if len(masters) == 0 || len(workers) == 0 {
 				t.Fatalf("saw masters on %v and workers on %v while the bench ran: want both seen", masters, workers)
 			}
+			if seen.inProcessLooks == 0 {
+				t.Fatalf("no look at the processes during the in-process scenarios")
+			}
+			// Either way the in-process scenarios run every process on every CPU: some look
+			// during them saw that (later looks may see the cross-process scenario's).
+			for who, got := range map[string][]string{"masters": seen.mastersInProcess, "bench": seen.benchInProcess} {
+				if !slices.Contains(got, ownList) {
+					t.Errorf("%s on CPUs %v during the in-process scenarios, want all of this machine's %s", who, got, ownList)
+				}
+			}
 			if placement == "shared" {
 				for who, got := range map[string][]string{"masters": masters, "workers": workers, "bench": seen.bench} {
 					if !slices.Equal(got, []string{ownList}) {
@@ -155,7 +167,7 @@ func TestBenchPlacement(t *testing.T) {
 				if _, set := os.LookupEnv("GOMAXPROCS"); !set && len(seen.workerGOMAXPROCS) > 0 {
 					t.Errorf("workers ran with %v: shared placement leaves GOMAXPROCS to Go", seen.workerGOMAXPROCS)
 				}
-				if !strings.Contains(p.stdout.String(), "placement shared: every process may run on every CPU.") {
+				if !strings.Contains(p.stdout.String(), "\nplacement shared: every process may run on every CPU.\n") {
 					t.Errorf("the table does not say the placement was shared:\n%s", p.stdout.String())
 				}
 				return
@@ -188,12 +200,23 @@ func TestBenchPlacement(t *testing.T) {
 
 // childrenSeen is what watchChildren saw: the CPU lists of the threads of every child
 // by its name (every list any thread had at any time, for the workers; the last look,
-// for the masters and the bench, which are pinned once they run), and the workers'
-// GOMAXPROCS setting.
+// for the masters and the bench, which are pinned when the cross-process scenario
+// starts); every list of the masters and of the bench in the looks begun once the bench
+// had logged its throughput scenario, and how many such looks there were (they include
+// looks after the in-process scenarios); the workers' GOMAXPROCS setting.
 type childrenSeen struct {
-	cpus             map[string][]string
-	bench            []string
-	workerGOMAXPROCS []string
+	cpus                             map[string][]string
+	bench                            []string
+	benchInProcess, mastersInProcess []string
+	inProcessLooks                   int
+	workerGOMAXPROCS                 []string
+}
+
+// addLists adds lists to the sorted set of lists to.
+func addLists(to *[]string, lists []string) {
+	all := append(*to, lists...)
+	slices.Sort(all)
+	*to = slices.Compact(all)
 }
 
 // watchChildren reads p's children and their threads' CPUs from /proc until p exits.
@@ -214,8 +237,15 @@ func watchChildren(t *testing.T, p *agentProc) *childrenSeen {
 			return s
 		default:
 		}
+		inProcess := strings.Contains(p.stderr.String(), `"bench: throughput"`)
+		if inProcess {
+			s.inProcessLooks++
+		}
 		if got := threadCPUsIfAlive(p.cmd.Process.Pid); got != nil {
 			s.bench = got
+			if inProcess {
+				addLists(&s.benchInProcess, got)
+			}
 		}
 		for _, c := range childrenOfPid(p.cmd.Process.Pid) {
 			got := threadCPUsIfAlive(c.pid)
@@ -225,10 +255,13 @@ func watchChildren(t *testing.T, p *agentProc) *childrenSeen {
 			switch c.name {
 			case "redis-server":
 				lastMasters[c.pid] = got
+				if inProcess {
+					addLists(&s.mastersInProcess, got)
+				}
 			case workerName:
-				all := append(s.cpus[workerName], got...)
-				slices.Sort(all)
-				s.cpus[workerName] = slices.Compact(all)
+				workers := s.cpus[workerName]
+				addLists(&workers, got)
+				s.cpus[workerName] = workers
 				if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c.pid)); err == nil {
 					for _, kv := range strings.Split(string(env), "\x00") {
 						if strings.HasPrefix(kv, "GOMAXPROCS=") {

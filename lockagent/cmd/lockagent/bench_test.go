@@ -104,7 +104,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"positional argument", []string{"--spawn", "3", "extra"}, "extra"},
 		{"no deployment", []string{"--password", "p"}, "endpoints"},
 		{"unknown placement", []string{"--spawn", "3", "--placement", "mixed"}, `--placement "mixed"`},
-		{"split without spawn", []string{"--endpoints", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--password", "p", "--placement", "split"}, "needs --spawn"},
+		{"split without spawn", []string{"--endpoints", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--password", "p", "--placement", "split"}, "--placement split: needs --spawn"},
+		{"shared without spawn", []string{"--endpoints", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--password", "p", "--placement", "shared"}, "--placement shared: needs --spawn"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

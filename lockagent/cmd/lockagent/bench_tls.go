@@ -15,17 +15,13 @@ import (
 // spawnTLSMasters starts n TLS-only masters beside the spawned plain ones, with their own
 // CA, when the run includes lockagent-tls (by default it does): the same library, the same
 // server config and disk, over TLS. stop stops them.
-func spawnTLSMasters(n int, cfg *bench.Config, split *cpuSplit, stderr io.Writer) (stop func(), err error) {
+func spawnTLSMasters(n int, cfg *bench.Config, stderr io.Writer) (stop func(), err error) {
 	if len(cfg.Implementations) > 0 && !slices.Contains(cfg.Implementations, bench.LockagentTLS) {
 		return func() {}, nil
 	}
 	fmt.Fprintf(stderr, "lockagent bench: starting %d more masters serving TLS only, for %s...\n", n, bench.LockagentTLS)
 	cluster, err := localmasters.New(localmasters.Options{Masters: n, TLS: true})
 	if err != nil {
-		return nil, err
-	}
-	if err := pinMasters(split, cluster); err != nil {
-		_ = cluster.Close()
 		return nil, err
 	}
 	fmt.Fprintf(stderr, "lockagent bench: TLS-only masters %v\n", cluster.Addrs())

@@ -112,9 +112,13 @@ type Config struct {
 	// Processes are the worker process counts of the cross-process scenario
 	// (DefaultProcesses: 4, 8, 16).
 	Processes []int
-	// Placement says which CPUs the masters and the clients ran on, for the report
-	// ("": not said, as for a deployment's masters).
-	Placement string
+	// PlaceCross, when set, is called once before the cross-process scenario's first
+	// cell, and its worker processes start after it: lockagent bench puts the masters and
+	// itself on CPUs there (--placement). An error stops the run.
+	PlaceCross func() error
+	// CrossPlacement says which CPUs the cross-process scenario's masters and clients ran
+	// on, for the report ("": not said, as for a deployment's masters).
+	CrossPlacement string
 }
 
 func (c *Config) defaults() {
@@ -334,6 +338,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	if cfg.SpawnWorker != nil {
+		if cfg.PlaceCross != nil {
+			if err := cfg.PlaceCross(); err != nil {
+				return rep, err
+			}
+		}
 		if err := runCrossAll(ctx, cfg, subjects); err != nil {
 			return rep, err
 		}

@@ -149,9 +149,6 @@ func (r *Report) WriteTable(w io.Writer) error {
 	c := r.Config
 	fmt.Fprintf(w, "\nsequential: %d pairs and throughput: %v per implementation, each in %d interleaved rounds; contention: one %v window each; TTL %v; hold %v.\n",
 		c.Iterations, c.Duration, c.Rounds, c.Duration, c.TTL, c.Hold)
-	if c.Placement != "" {
-		fmt.Fprintf(w, "placement %s.\n", c.Placement)
-	}
 	fmt.Fprintln(w, "lockagent: default options (fencing tokens on: one round per acquisition when the Client's cached fence is current, a second round otherwise; releases applied in memory, not logged to the AOF, so no fsync).")
 	fmt.Fprintln(w, "lockagent runs its scripts as the kit's function library (FCALL: the lock user may run no other Lua); lockagent-evalsha is the same library on a user that may EVAL but not FCALL, so its scripts go by EVALSHA (how they ran before the function library).")
 	fmt.Fprintln(w, "lockagent-durable: Options.DurableRelease (releases logged and fsynced, like redsync's and the floor's); lockagent-nofence: Options.NoFencing.")
@@ -248,6 +245,9 @@ func (r *Report) writeCross(w io.Writer) error {
 	rs := r.Result(Redsync)
 	fmt.Fprintf(w, "\ncross-process contention: P worker processes per implementation, each with its own client, one key, hold %v, TTL %v, one %v window each:\n",
 		r.Config.Hold, r.Config.TTL, r.Config.Duration)
+	if r.Config.CrossPlacement != "" {
+		fmt.Fprintf(w, "placement %s.\n", r.Config.CrossPlacement)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "impl\tprocesses\tacq/s\twait p50\twait p99\twait max\tJain\tmin/max per process\tgave up\toverlaps\tfence order\tacq/s vs redsync\tp99 vs redsync\t")
 	for _, res := range rows {
