@@ -99,12 +99,14 @@ Masters:
                        registers have no TTL); run one bench at a time per deployment.
   --placement P        with --spawn, where the cross-process scenario runs (Linux):
                        split   (the default with 2 CPUs or more) the masters on the upper
-                               half of this process's CPUs, the bench and its workers on
-                               the rest, keeping the GOMAXPROCS they have with every CPU:
-                               as on hosts of their own, the clients never take the
-                               masters' CPU or caches
+                               half of this process's CPUs (whole cores where there are
+                               two or more), the bench and its workers on the rest,
+                               keeping the GOMAXPROCS they have with every CPU: no client
+                               takes the masters' CPU time, as when the masters have
+                               hosts of their own (the masters still share their CPUs,
+                               and the machine's caches, with each other)
                        shared  every process on every CPU: the masters compete with the
-                               worker processes for them, as no five-host deployment does
+                               worker processes for them
                        The table says which one ran. The scenarios before it (one client
                        process: sequential, throughput, in-process contention) always run
                        every process on every CPU.
@@ -243,16 +245,23 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		defer stopTLS()
 		if len(procs) > 0 {
-			cfg.CrossPlacement = "shared: every process may run on every CPU"
+			cfg.CrossPlacement = "shared: every process on every CPU"
+			if l := ownCPUList(); l != "" {
+				cfg.CrossPlacement = "shared: every process on CPU " + l
+			}
 			if split != nil {
-				cfg.CrossPlacement = fmt.Sprintf("split: the masters on CPU %s, the bench and its workers on CPU %s (GOMAXPROCS %d), as on hosts of their own", split.mastersList, split.clientsList, runtime.GOMAXPROCS(0))
+				cfg.CrossPlacement = fmt.Sprintf("split: the %d masters on CPU %s, the bench and its workers on CPU %s (GOMAXPROCS %d): no client runs on the masters' CPUs",
+					spawn, split.mastersList, split.clientsList, runtime.GOMAXPROCS(0))
 				cfg.PlaceCross = func() error {
 					if err := pinMasters(split, cluster); err != nil {
-						return err
+						return fmt.Errorf("--placement split: %w; use --placement shared", err)
 					}
 					// Last, once every master is pinned: the workers started from now on
 					// inherit this process's CPUs.
-					return split.pinBench()
+					if err := split.pinBench(); err != nil {
+						return fmt.Errorf("--placement split: %w; use --placement shared", err)
+					}
+					return nil
 				}
 			}
 			fmt.Fprintf(stderr, "lockagent bench: the cross-process scenario's placement: %s\n", cfg.CrossPlacement)
@@ -370,8 +379,9 @@ func crossProcessConfig(cfg *bench.Config, procs []int, deployment, evalDeployme
 	cfg.SpawnWorker = func() (*exec.Cmd, error) {
 		cmd := exec.Command(exe, benchWorkerCommand)
 		cmd.Env = os.Environ()
-		if _, set := os.LookupEnv("GOMAXPROCS"); pinned && !set {
-			// A worker on fewer CPUs keeps the bench's Go runtime (see cpuSplit.pinBench).
+		if pinned {
+			// A worker on fewer CPUs keeps the bench's Go runtime (see cpuSplit.pinBench),
+			// whatever GOMAXPROCS said (Go ignores a value it cannot read).
 			cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
 		}
 		return cmd, nil
@@ -413,26 +423,26 @@ func benchWorkerMain(ctx context.Context, stdin io.Reader, stdout, stderr io.Wri
 }
 
 // choosePlacement reads --placement: with --spawn, split (the default where this process
-// may run on 2 CPUs or more) puts the masters on CPUs of their own, as on hosts of their
-// own; shared leaves every process on every CPU. It returns nil for shared.
-func choosePlacement(flag string, spawn int, stderr io.Writer) (*cpuSplit, error) {
-	switch flag {
+// may run on 2 CPUs or more) puts the masters of the cross-process scenario on CPUs no
+// client runs on; shared leaves every process on every CPU. It returns nil for shared.
+func choosePlacement(value string, spawn int, stderr io.Writer) (*cpuSplit, error) {
+	switch value {
 	case "", "split", "shared":
 	default:
-		return nil, fmt.Errorf("--placement %q: want split (the masters on CPUs of their own) or shared (every process on every CPU)", flag)
+		return nil, fmt.Errorf("--placement %q: want split (the masters on CPUs of their own) or shared (every process on every CPU)", value)
 	}
 	if spawn == 0 {
-		if flag != "" {
-			return nil, fmt.Errorf("--placement %s: needs --spawn (a deployment's masters are not processes the bench places)", flag)
+		if value != "" {
+			return nil, fmt.Errorf("--placement %s: needs --spawn (a deployment's masters are not processes the bench places)", value)
 		}
 		return nil, nil
 	}
-	if flag == "shared" {
+	if value == "shared" {
 		return nil, nil
 	}
 	split, err := splitCPUs()
 	if err != nil {
-		if flag == "split" {
+		if value == "split" {
 			return nil, fmt.Errorf("--placement split: %w; use --placement shared", err)
 		}
 		fmt.Fprintf(stderr, "lockagent bench: placement shared (%v)\n", err)

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,9 +22,31 @@ type cpuSplit struct {
 	clientsList      string
 }
 
-// splitCPUs divides the CPUs this process may run on: the lower half (rounded up) for
-// the bench and its workers, the rest for the masters. It needs two CPUs at least.
+// splitCPUs divides the CPUs this process may run on between the bench with its workers
+// and the masters (see divideCPUs). It needs two CPUs at least.
 func splitCPUs() (*cpuSplit, error) {
+	cpus, err := ownCPUs()
+	if err != nil {
+		return nil, err
+	}
+	if len(cpus) < 2 {
+		return nil, fmt.Errorf("this process may run on %d CPU only; split needs 2 or more", len(cpus))
+	}
+	s := &cpuSplit{}
+	clients, masters := divideCPUs(cpus, siblingsOf)
+	for _, c := range clients {
+		s.clients.Set(c)
+	}
+	for _, c := range masters {
+		s.masters.Set(c)
+	}
+	s.clientsList, s.mastersList = cpuList(clients), cpuList(masters)
+	return s, nil
+}
+
+// ownCPUs lists the CPUs this thread may run on (a process's threads start with its
+// main thread's), ascending.
+func ownCPUs() ([]int, error) {
 	var all unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &all); err != nil {
 		return nil, fmt.Errorf("reading the CPUs this process may run on: %w", err)
@@ -33,20 +57,63 @@ func splitCPUs() (*cpuSplit, error) {
 			cpus = append(cpus, i)
 		}
 	}
-	if len(cpus) < 2 {
-		return nil, fmt.Errorf("this process may run on %d CPU only; split needs 2 or more", len(cpus))
+	return cpus, nil
+}
+
+// ownCPUList is ownCPUs as the kernel lists them ("0-3"), "" when it cannot be read.
+func ownCPUList() string {
+	cpus, err := ownCPUs()
+	if err != nil || len(cpus) == 0 {
+		return ""
 	}
-	s := &cpuSplit{}
-	clients := cpus[:(len(cpus)+1)/2]
-	masters := cpus[len(clients):]
-	for _, c := range clients {
-		s.clients.Set(c)
+	return cpuList(cpus)
+}
+
+// divideCPUs gives the bench and its workers the lower half of cpus (ascending; rounded
+// up) and the masters the rest, by whole cores where there are two cores or more: the
+// hardware threads of one core (the CPUs with the same siblings) share its caches and
+// execution units, so a core is never divided between the two sides. On a single core
+// its threads are divided.
+func divideCPUs(cpus []int, siblings func(cpu int) string) (clients, masters []int) {
+	var cores [][]int
+	index := map[string]int{}
+	for _, c := range cpus {
+		key := siblings(c)
+		if key == "" {
+			key = "cpu" + strconv.Itoa(c) // unknown: a core of its own
+		}
+		i, ok := index[key]
+		if !ok {
+			i = len(cores)
+			index[key] = i
+			cores = append(cores, nil)
+		}
+		cores[i] = append(cores[i], c)
 	}
-	for _, c := range masters {
-		s.masters.Set(c)
+	if len(cores) < 2 {
+		clients = cpus[:(len(cpus)+1)/2]
+		return clients, cpus[len(clients):]
 	}
-	s.clientsList, s.mastersList = cpuList(clients), cpuList(masters)
-	return s, nil
+	half := (len(cores) + 1) / 2
+	for i, core := range cores {
+		if i < half {
+			clients = append(clients, core...)
+		} else {
+			masters = append(masters, core...)
+		}
+	}
+	slices.Sort(clients)
+	slices.Sort(masters)
+	return clients, masters
+}
+
+// siblingsOf is the kernel's list of the hardware threads of cpu's core, "" when unknown.
+func siblingsOf(cpu int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // cpuList writes CPU numbers (ascending) the way the kernel lists them: "0", "0-3", "0,2".
@@ -70,7 +137,12 @@ func cpuList(cpus []int) string {
 }
 
 // pinMaster puts every thread of a spawned master on the masters' CPUs.
-func (s *cpuSplit) pinMaster(pid int) error { return pinProcess(pid, &s.masters) }
+func (s *cpuSplit) pinMaster(pid int) error {
+	if pid == 0 {
+		return errors.New("it is not running")
+	}
+	return pinProcess(pid, &s.masters)
+}
 
 // pinBench puts this process on the clients' CPUs; the workers it starts afterwards
 // inherit them. GOMAXPROCS is set to what it is first: Go would otherwise lower it to

@@ -4,7 +4,9 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,8 +37,103 @@ func TestCPUList(t *testing.T) {
 	}
 }
 
-// threadHolderEnv makes the test binary a process with threads of its own (see
-// TestMain): it starts a thread per line it reads on stdin, answering "ok" each time,
+func TestDivideCPUs(t *testing.T) {
+	type want struct{ clients, masters []int }
+	for _, tt := range []struct {
+		name     string
+		cpus     []int
+		siblings map[int]string
+		want     want
+	}{
+		{"two cores", []int{0, 1}, map[int]string{0: "0", 1: "1"}, want{[]int{0}, []int{1}}},
+		{"three cores: the clients get the odd one", []int{0, 1, 2}, map[int]string{0: "0", 1: "1", 2: "2"}, want{[]int{0, 1}, []int{2}}},
+		// Linux often numbers a core's second thread in the upper half: halving the CPUs
+		// would put both sides on every core.
+		{"two cores of two threads", []int{0, 1, 2, 3}, map[int]string{0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"}, want{[]int{0, 2}, []int{1, 3}}},
+		{"one core of two threads", []int{0, 1}, map[int]string{0: "0-1", 1: "0-1"}, want{[]int{0}, []int{1}}},
+		{"topology unknown", []int{0, 1, 2, 3}, map[int]string{}, want{[]int{0, 1}, []int{2, 3}}},
+		{"a narrowed set", []int{2, 5}, map[int]string{2: "2", 5: "5"}, want{[]int{2}, []int{5}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clients, masters := divideCPUs(tt.cpus, func(c int) string { return tt.siblings[c] })
+			if !slices.Equal(clients, tt.want.clients) || !slices.Equal(masters, tt.want.masters) {
+				t.Errorf("clients %v, masters %v; want %v, %v", clients, masters, tt.want.clients, tt.want.masters)
+			}
+		})
+	}
+}
+
+// oneCPUEnv makes the test binary run choosePlacement on one CPU (the number it holds)
+// and print what it chose as JSON (see the init below): the CPUs are narrowed in a process
+// of its own, since Go keeps a narrowed main thread.
+const oneCPUEnv = "LOCKAGENT_TEST_ONE_CPU"
+
+// oneCPUResult is what that process prints.
+type oneCPUResult struct {
+	DefaultSplits, ExplicitSplits bool
+	Note, Err                     string
+}
+
+func init() {
+	cpu, err := strconv.Atoi(os.Getenv(oneCPUEnv))
+	if err != nil {
+		return
+	}
+	runtime.LockOSThread() // init runs on the main thread: it stays narrowed
+	var one unix.CPUSet
+	one.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var r oneCPUResult
+	var note strings.Builder
+	dflt, _ := choosePlacement("", 3, &note)
+	explicit, err := choosePlacement("split", 3, io.Discard)
+	r.DefaultSplits, r.ExplicitSplits, r.Note = dflt != nil, explicit != nil, note.String()
+	if err != nil {
+		r.Err = err.Error()
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(r)
+	os.Exit(0)
+}
+
+// TestChoosePlacementOnOneCPU: where the bench may run on one CPU only, split by default
+// falls back to shared with a note, and an explicit --placement split is refused with the
+// fix.
+func TestChoosePlacementOnOneCPU(t *testing.T) {
+	own := allowedCPUs(t, os.Getpid())
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), oneCPUEnv+"="+strconv.Itoa(own[0]))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var r oneCPUResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if r.DefaultSplits || !strings.Contains(r.Note, "placement shared (this process may run on 1 CPU only") {
+		t.Errorf("default on one CPU: split %v, note %q; want shared, with a note saying why", r.DefaultSplits, r.Note)
+	}
+	if r.ExplicitSplits || !strings.Contains(r.Err, "--placement split: this process may run on 1 CPU only") ||
+		!strings.Contains(r.Err, "use --placement shared") {
+		t.Errorf("--placement split on one CPU: split %v, error %q; want an error naming the flag and the fix", r.ExplicitSplits, r.Err)
+	}
+	// The control: with every CPU (two or more), the default splits.
+	if len(own) >= 2 {
+		if split, err := choosePlacement("", 3, io.Discard); split == nil || err != nil {
+			t.Errorf("default on %d CPUs: %v, %v; want a split", len(own), split, err)
+		}
+	}
+}
+
+// threadHolderEnv makes the test binary a process with threads of its own (see the
+// init below): it starts a thread per line it reads on stdin, answering "ok" each time,
 // so that a test can add threads to it after pinning it.
 const threadHolderEnv = "LOCKAGENT_TEST_THREAD_HOLDER"
 
@@ -167,7 +264,7 @@ func TestBenchPlacement(t *testing.T) {
 				if _, set := os.LookupEnv("GOMAXPROCS"); !set && len(seen.workerGOMAXPROCS) > 0 {
 					t.Errorf("workers ran with %v: shared placement leaves GOMAXPROCS to Go", seen.workerGOMAXPROCS)
 				}
-				if !strings.Contains(p.stdout.String(), "\nplacement shared: every process may run on every CPU.\n") {
+				if line := "\nplacement shared: every process on CPU " + ownList + ".\n"; !strings.Contains(p.stdout.String(), line) {
 					t.Errorf("the table does not say the placement was shared:\n%s", p.stdout.String())
 				}
 				return
@@ -179,20 +276,21 @@ func TestBenchPlacement(t *testing.T) {
 			if both := slices.Concat(w, m); !slices.Equal(both, own) {
 				t.Errorf("workers on %v and masters on %v: want the two halves, in that order, of %v", w, m, own)
 			}
-			if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-				want := "GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0))
-				if len(seen.workerGOMAXPROCS) == 0 {
-					t.Errorf("no worker had GOMAXPROCS set, want %s (the bench's, on every CPU)", want)
-				}
-				for _, env := range seen.workerGOMAXPROCS {
-					if env != want {
-						t.Errorf("a worker ran with %q, want %s (the bench's, on every CPU)", env, want)
-					}
-				}
+			// The bench's own GOMAXPROCS, as the table states it (the test's own may differ:
+			// go test -cpu sets it).
+			line := fmt.Sprintf("\nplacement split: the 3 masters on CPU %s, the bench and its workers on CPU %s (GOMAXPROCS ", masters[0], workers[0])
+			_, rest, ok := strings.Cut(p.stdout.String(), line)
+			gomaxprocs, _, _ := strings.Cut(rest, ")")
+			if n, err := strconv.Atoi(gomaxprocs); !ok || err != nil || n < 1 {
+				t.Fatalf("the table lacks %q followed by a number:\n%s", line, p.stdout.String())
 			}
-			line := fmt.Sprintf("placement split: the masters on CPU %s, the bench and its workers on CPU %s (GOMAXPROCS", masters[0], workers[0])
-			if !strings.Contains(p.stdout.String(), line) {
-				t.Errorf("the table lacks %q:\n%s", line, p.stdout.String())
+			if len(seen.workerGOMAXPROCS) == 0 {
+				t.Errorf("no worker had GOMAXPROCS set, want the bench's %s", gomaxprocs)
+			}
+			for _, env := range seen.workerGOMAXPROCS {
+				if env != "GOMAXPROCS="+gomaxprocs {
+					t.Errorf("a worker ran with %q, want the bench's GOMAXPROCS=%s (with every CPU)", env, gomaxprocs)
+				}
 			}
 		})
 	}
@@ -219,14 +317,19 @@ func addLists(to *[]string, lists []string) {
 	*to = slices.Compact(all)
 }
 
-// watchChildren reads p's children and their threads' CPUs from /proc until p exits.
+// watchChildren reads p's children and their threads' CPUs from /proc until p exits. A
+// worker is a child whose command is bench-worker: a child between fork and exec
+// carries the bench's name whatever it becomes.
 func watchChildren(t *testing.T, p *agentProc) *childrenSeen {
 	t.Helper()
 	workerName := filepath.Base(lockagentBin)
 	s := &childrenSeen{cpus: map[string][]string{}}
 	lastMasters := map[int][]string{}
+	give := time.After(hangGuard)
 	for {
 		select {
+		case <-give:
+			t.Fatalf("lockagent %v did not exit; stderr:\n%s", p.cmd.Args[1:], p.stderr.String())
 		case <-p.done:
 			var masters []string
 			for _, l := range lastMasters {
@@ -259,6 +362,10 @@ func watchChildren(t *testing.T, p *agentProc) *childrenSeen {
 					addLists(&s.mastersInProcess, got)
 				}
 			case workerName:
+				if args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c.pid)); err != nil ||
+					!strings.Contains(string(args), "\x00"+benchWorkerCommand+"\x00") {
+					continue
+				}
 				workers := s.cpus[workerName]
 				addLists(&workers, got)
 				s.cpus[workerName] = workers

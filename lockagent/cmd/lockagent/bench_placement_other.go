@@ -13,3 +13,4 @@ type cpuSplit struct {
 func splitCPUs() (*cpuSplit, error)   { return nil, errPlacement }
 func (*cpuSplit) pinMaster(int) error { return errPlacement }
 func (*cpuSplit) pinBench() error     { return errPlacement }
+func ownCPUList() string              { return "" }
