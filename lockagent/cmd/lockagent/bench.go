@@ -99,12 +99,13 @@ Masters:
                        registers have no TTL); run one bench at a time per deployment.
   --placement P        with --spawn, where the cross-process scenario runs (Linux):
                        split   (the default with 2 CPUs or more) the masters on the upper
-                               half of this process's CPUs (whole cores where there are
-                               two or more), the bench and its workers on the rest,
-                               keeping the GOMAXPROCS they have with every CPU: no client
-                               takes the masters' CPU time, as when the masters have
-                               hosts of their own (the masters still share their CPUs,
-                               and the machine's caches, with each other)
+                               half of this process's cores (of its CPUs, on one core),
+                               the bench and its workers on the rest, keeping the
+                               GOMAXPROCS they have with every CPU: no client runs on the
+                               masters' CPUs. The masters share theirs with each other,
+                               and both sides share the machine's caches (and, on one
+                               core, the core). The TLS-only masters of lockagent-tls,
+                               idle then, are not moved
                        shared  every process on every CPU: the masters compete with the
                                worker processes for them
                        The table says which one ran. The scenarios before it (one client
@@ -203,10 +204,6 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageError(stderr, "bench", err)
 	}
-	split, err := choosePlacement(o.placement, spawn, stderr)
-	if err != nil {
-		return usageError(stderr, "bench", err)
-	}
 	if len(procs) > 0 && !bench.CrossSupported {
 		set := false
 		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "processes" })
@@ -215,6 +212,10 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		fmt.Fprintln(stderr, "lockagent bench: skipping the cross-process scenario: it needs Linux (one CLOCK_MONOTONIC for all processes)")
 		procs = nil
+	}
+	split, err := choosePlacement(o.placement, spawn, len(procs) > 0, stderr)
+	if err != nil {
+		return usageError(stderr, "bench", err)
 	}
 
 	// Ctrl-C cancels the run; signals stay caught until the spawned masters are stopped
@@ -254,6 +255,9 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 					spawn, split.mastersList, split.clientsList, runtime.GOMAXPROCS(0))
 				cfg.PlaceCross = func() error {
 					if err := pinMasters(split, cluster); err != nil {
+						if errors.Is(err, errMasterStopped) {
+							return err // no placement would help
+						}
 						return fmt.Errorf("--placement split: %w; use --placement shared", err)
 					}
 					// Last, once every master is pinned: the workers started from now on
@@ -424,8 +428,9 @@ func benchWorkerMain(ctx context.Context, stdin io.Reader, stdout, stderr io.Wri
 
 // choosePlacement reads --placement: with --spawn, split (the default where this process
 // may run on 2 CPUs or more) puts the masters of the cross-process scenario on CPUs no
-// client runs on; shared leaves every process on every CPU. It returns nil for shared.
-func choosePlacement(value string, spawn int, stderr io.Writer) (*cpuSplit, error) {
+// client runs on; shared leaves every process on every CPU. It returns nil for shared,
+// and when no cross-process scenario runs.
+func choosePlacement(value string, spawn int, cross bool, stderr io.Writer) (*cpuSplit, error) {
 	switch value {
 	case "", "split", "shared":
 	default:
@@ -434,6 +439,12 @@ func choosePlacement(value string, spawn int, stderr io.Writer) (*cpuSplit, erro
 	if spawn == 0 {
 		if value != "" {
 			return nil, fmt.Errorf("--placement %s: needs --spawn (a deployment's masters are not processes the bench places)", value)
+		}
+		return nil, nil
+	}
+	if !cross {
+		if value != "" {
+			return nil, fmt.Errorf("--placement %s: places the cross-process scenario, which this run skips (--processes 0)", value)
 		}
 		return nil, nil
 	}
@@ -451,13 +462,20 @@ func choosePlacement(value string, spawn int, stderr io.Writer) (*cpuSplit, erro
 	return split, nil
 }
 
+// errMasterStopped is pinMasters' error for a master that is no longer running.
+var errMasterStopped = errors.New("it is not running")
+
 // pinMasters puts every master of cluster on the masters' CPUs (nothing when split is nil).
 func pinMasters(split *cpuSplit, cluster *localmasters.Cluster) error {
 	if split == nil {
 		return nil
 	}
 	for _, m := range cluster.Masters {
-		if err := split.pinMaster(m.Pid()); err != nil {
+		pid := m.Pid()
+		if pid == 0 {
+			return fmt.Errorf("master %s: %w", m.Addr, errMasterStopped)
+		}
+		if err := split.pinMaster(pid); err != nil {
 			return fmt.Errorf("master %s: %w", m.Addr, err)
 		}
 	}

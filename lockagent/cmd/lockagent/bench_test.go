@@ -105,6 +105,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"no deployment", []string{"--password", "p"}, "endpoints"},
 		{"unknown placement", []string{"--spawn", "3", "--placement", "mixed"}, `--placement "mixed"`},
 		{"split without spawn", []string{"--endpoints", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--password", "p", "--placement", "split"}, "--placement split: needs --spawn"},
+		{"placement without the cross-process scenario", []string{"--spawn", "3", "--processes", "0", "--placement", "split"}, "--placement split: places the cross-process scenario, which this run skips"},
 		{"shared without spawn", []string{"--endpoints", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--password", "p", "--placement", "shared"}, "--placement shared: needs --spawn"},
 	}
 	for _, tt := range tests {
