@@ -44,8 +44,8 @@ func splitCPUs() (*cpuSplit, error) {
 	return s, nil
 }
 
-// ownCPUs lists the CPUs this thread may run on (a process's threads start with its
-// main thread's), ascending.
+// ownCPUs lists the CPUs the calling thread may run on, ascending: before any pinning,
+// the process's.
 func ownCPUs() ([]int, error) {
 	var all unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &all); err != nil {
@@ -69,11 +69,11 @@ func ownCPUList() string {
 	return cpuList(cpus)
 }
 
-// divideCPUs gives the bench and its workers the lower half of cpus (ascending; rounded
-// up) and the masters the rest, by whole cores where there are two cores or more: the
-// hardware threads of one core (the CPUs with the same siblings) share its caches and
-// execution units, so a core is never divided between the two sides. On a single core
-// its threads are divided.
+// divideCPUs gives the bench and its workers the first half of the cores of cpus (rounded
+// up; cores in the order of their lowest CPU) and the masters the rest: the hardware
+// threads of one core (the CPUs with the same siblings) share its caches and execution
+// units, so a core is never divided between the two sides. On a single core, its CPUs
+// are divided instead: the first half (rounded up) for the bench.
 func divideCPUs(cpus []int, siblings func(cpu int) string) (clients, masters []int) {
 	var cores [][]int
 	index := map[string]int{}
@@ -171,8 +171,8 @@ func pinProcess(pid int, set *unix.CPUSet) error {
 				}
 				return fmt.Errorf("pinning pid %d: reading thread %d's CPUs: %w", pid, tid, err)
 			}
-			if cur == *set {
-				continue
+			if within(&cur, set) {
+				continue // pinned (the kernel may keep fewer CPUs than asked, never others)
 			}
 			if err := unix.SchedSetaffinity(tid, set); err != nil {
 				if errors.Is(err, unix.ESRCH) {
@@ -186,5 +186,15 @@ func pinProcess(pid int, set *unix.CPUSet) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("pinning pid %d: its threads kept changing CPUs after 10 passes", pid)
+	return fmt.Errorf("pinning pid %d: after 10 passes some of its threads still ran outside the CPUs asked", pid)
+}
+
+// within says whether every CPU of cur is in set.
+func within(cur, set *unix.CPUSet) bool {
+	for i := range cur {
+		if cur[i]&^set[i] != 0 {
+			return false
+		}
+	}
+	return true
 }
