@@ -394,30 +394,16 @@ type child struct {
 	name string
 }
 
-// childrenOfPid lists the processes whose parent is pid (from /proc/*/stat).
+// childrenOfPid lists the live processes below pid (descendants, the command's own
+// /proc reader), each with its name.
 func childrenOfPid(pid int) []child {
-	dirs, _ := os.ReadDir("/proc")
 	var out []child
-	for _, d := range dirs {
-		c, err := strconv.Atoi(d.Name())
+	for _, c := range descendants(pid) {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c))
 		if err != nil {
-			continue
+			continue // gone meanwhile
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		s := string(stat)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
-			continue
-		}
-		out = append(out, child{pid: c, name: s[open+1 : end]})
+		out = append(out, child{pid: c, name: strings.TrimSpace(string(comm))})
 	}
 	return out
 }
